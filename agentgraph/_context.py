@@ -1,0 +1,210 @@
+"""`AgentContext`: the immutable data a run passes from node to node."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Generic, Literal, TypeVar, overload
+
+import attrs
+
+from .llm._messages import Message, ToolSpec, Usage
+
+__all__ = ("AgentContext", "History", "Settings")
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+_EMPTY_STATE: Mapping[str, Any] = MappingProxyType({})
+
+
+class History(Sequence[Message]):
+    """An immutable sequence of messages whose `append` shares storage.
+
+    Every `History` is a view of the first `len` items of a list that only ever
+    grows. Appending to the newest view extends that list in place (the older
+    views cannot see the new items), so a step that appends costs the same at
+    message 10 as at message 10,000. Appending to an older view, a fork, copies.
+    """
+
+    __slots__ = ("_items", "_len")
+
+    _items: list[Message]
+    _len: int
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._items = list(messages)
+        self._len = len(self._items)
+
+    @classmethod
+    def _view(cls, items: list[Message], length: int) -> History:
+        view = cls.__new__(cls)
+        view._items = items
+        view._len = length
+        return view
+
+    def append(self, *messages: Message) -> History:
+        """Return a new history with `messages` added at the end."""
+        items = self._items
+        if len(items) != self._len:
+            items = items[: self._len]
+        items.extend(messages)
+        return History._view(items, len(items))
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> History: ...
+    def __getitem__(self, index: int | slice) -> Message | History:
+        if isinstance(index, slice):
+            return History(self._items[: self._len][index])
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for i in range(self._len):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, History):
+            return self._len == other._len and (
+                (self._items is other._items) or self._items[: self._len] == other._items[: other._len]
+            )
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"History({self._items[: self._len]!r})"
+
+    def last(self, role: str | None = None) -> Message | None:
+        """The last message, or the last one with `role`; None when there is none."""
+        for i in range(self._len - 1, -1, -1):
+            message = self._items[i]
+            if role is None or message.role == role:
+                return message
+        return None
+
+
+def _to_history(value: Iterable[Message]) -> History:
+    return value if isinstance(value, History) else History(value)
+
+
+def _to_state(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(value, MappingProxyType):
+        return value
+    return MappingProxyType(dict(value)) if value else _EMPTY_STATE
+
+
+def _to_tools(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    return value if isinstance(value, tuple) else tuple(value)
+
+
+Think = bool | Literal["low", "medium", "high"] | None
+
+
+@attrs.frozen
+class Settings:
+    """Model settings as data: which model, and the hints sent with each request."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_output: int | None = None
+    think: Think = None
+
+    def with_(self, **changes: Any) -> Settings:
+        """Return a copy with `changes` applied."""
+        return attrs.evolve(self, **changes)
+
+
+_DEFAULT_SETTINGS = Settings()
+_NO_USAGE = Usage()
+
+
+@attrs.frozen(eq=True, slots=True, weakref_slot=False)
+class AgentContext(Generic[T]):
+    """What a node receives and returns: frozen data, safe to keep, share and retry.
+
+    Args:
+        input: the value the next node works on; its type is the node's `In`.
+        history: the conversation so far.
+        system_prompt: the agent's identity and standing instructions.
+        settings: the model and its request hints.
+        tools: the specs of the tools the model may call.
+        state: a read-only mapping for the user's own data.
+        usage: tokens and model calls spent so far.
+    """
+
+    input: T
+    history: History = attrs.field(factory=History, converter=_to_history)
+    system_prompt: str | None = None
+    settings: Settings = _DEFAULT_SETTINGS
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_to_tools)
+    state: Mapping[str, Any] = attrs.field(factory=lambda: _EMPTY_STATE, converter=_to_state)
+    usage: Usage = _NO_USAGE
+
+    def with_input(self, value: U) -> AgentContext[U]:
+        """Return a context whose input is `value`; everything else is shared."""
+        return AgentContext(
+            value,
+            self.history,
+            self.system_prompt,
+            self.settings,
+            self.tools,
+            self.state,
+            self.usage,
+        )
+
+    def map(self, fn: Callable[[T], U]) -> AgentContext[U]:
+        """Return a context whose input is `fn(input)`."""
+        return self.with_input(fn(self.input))
+
+    def append(self, *messages: Message) -> AgentContext[T]:
+        """Return a context with `messages` added to the history (no copy of the old ones)."""
+        return AgentContext(
+            self.input,
+            self.history.append(*messages),
+            self.system_prompt,
+            self.settings,
+            self.tools,
+            self.state,
+            self.usage,
+        )
+
+    def with_state(self, **values: Any) -> AgentContext[T]:
+        """Return a context whose state also holds `values`."""
+        return attrs.evolve(self, state={**self.state, **values})
+
+    def add_usage(self, usage: Usage) -> AgentContext[T]:
+        """Return a context with `usage` added to the running total."""
+        return attrs.evolve(self, usage=self.usage + usage)
+
+    def evolve(self, **changes: Any) -> AgentContext[T]:
+        """Return a copy with fields replaced (`input` keeps its type; use `with_input`)."""
+        return attrs.evolve(self, **changes)
+
+    def to_json(self) -> bytes:
+        """Encode as JSON (types are tagged so that `from_json` restores them)."""
+        from ._json import dumps_tagged
+
+        return dumps_tagged(self)
+
+    @staticmethod
+    def from_json(data: bytes | str) -> AgentContext[Any]:
+        """Decode what `to_json` produced."""
+        from ._json import loads_tagged
+
+        value = loads_tagged(data)
+        if not isinstance(value, AgentContext):
+            raise TypeError(f"JSON holds a {type(value).__name__}, not an AgentContext")
+        return value

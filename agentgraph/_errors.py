@@ -1,0 +1,331 @@
+"""Every error agentgraph raises, under one root.
+
+```
+AgentGraphError
+├── GraphDefinitionError (ValueError)      while building a graph; never during a run
+│   └── EdgeOutsideBuilder (RuntimeError)   edge_to called outside a `with GraphBuilder` block
+├── ContextEncodingError (TypeError)        a context value that cannot be serialized
+├── RunError (RuntimeError)                 a run that did not reach `finish`
+│   ├── StepLimitExceeded
+│   ├── NodeFailed                          the original error is `__cause__`
+│   ├── RoutingError                        a router returned an undeclared or foreign node
+│   │   └── DeadEnd                         no transition fired at a node other than finish
+│   ├── GraphCancelled                      the run handle was cancelled
+│   └── GraphTimeout (TimeoutError)         the run's own timeout elapsed
+├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
+├── ProviderError                           a model provider failed; see `.retryable`
+│   ├── ProviderConnectionError (ConnectionError)
+│   ├── ProviderTimeout (TimeoutError)
+│   ├── ProviderStatusError                 an HTTP error status, or an error inside a stream
+│   │   ├── AuthenticationError             401 / 403
+│   │   ├── NotFoundError                   404, or an unknown model
+│   │   ├── BadRequestError (ValueError)    400 / 422: the request itself is wrong
+│   │   ├── RateLimitError                  429 (not retryable when the quota is exhausted)
+│   │   └── ServerError                     5xx, 529
+│   └── ResponseFormatError (ValueError)    a response that does not follow the wire format
+├── UnsupportedSetting (ValueError)         a setting the model cannot honour, under `policy="fail"`
+├── ToolError                               a tool-definition or tool-execution problem
+└── OutputError (ValueError)                structured output that stayed invalid
+```
+
+Run errors carry the last good context (`.context`), the node path (`.path`) and
+the step index (`.step`). Every message is built in the constructor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._context import AgentContext
+
+__all__ = (
+    "AgentGraphError",
+    "AuthenticationError",
+    "BadRequestError",
+    "ContextEncodingError",
+    "DeadEnd",
+    "EdgeOutsideBuilder",
+    "GraphCancelled",
+    "GraphDefinitionError",
+    "GraphTimeout",
+    "NodeFailed",
+    "NodeTimeout",
+    "NotFoundError",
+    "OutputError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderStatusError",
+    "ProviderTimeout",
+    "RateLimitError",
+    "ResponseFormatError",
+    "RoutingError",
+    "RunError",
+    "ServerError",
+    "StepLimitExceeded",
+    "ToolError",
+    "UnsupportedSetting",
+)
+
+
+def _path(path: Sequence[str]) -> str:
+    return "/".join(path) or "<root>"
+
+
+class AgentGraphError(Exception):
+    """Root of every error agentgraph raises."""
+
+
+class GraphDefinitionError(AgentGraphError, ValueError):
+    """A graph that cannot be built: raised by `GraphBuilder`, never during a run."""
+
+    def __init__(self, graph: str, problem: str) -> None:
+        self.graph = graph
+        self.problem = problem
+        super().__init__(f"graph {graph!r}: {problem}")
+
+
+class EdgeOutsideBuilder(AgentGraphError, RuntimeError):
+    """`edge_to` was called with no `with GraphBuilder(...)` block open."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        super().__init__(
+            f"{node}.edge_to(...) was called outside a builder block; "
+            "write edges inside `with GraphBuilder(...) as g:`"
+        )
+
+
+class ContextEncodingError(AgentGraphError, TypeError):
+    """A value in a context cannot be serialized; `.field` names where it sits."""
+
+    def __init__(self, field: str, value_type: type[Any], reason: str = "") -> None:
+        self.field = field
+        self.value_type = value_type
+        detail = f": {reason}" if reason else ""
+        super().__init__(
+            f"cannot encode {field} of type {value_type.__module__}.{value_type.__qualname__}"
+            f"{detail}; contexts hold data only (attrs classes, dataclasses, enums, "
+            "str/int/float/bool/None, lists, tuples, dicts)"
+        )
+
+
+class RunError(AgentGraphError, RuntimeError):
+    """A run that did not reach `finish`. Carries the last good context."""
+
+    def __init__(
+        self, message: str, *, context: AgentContext[Any], step: int, path: Sequence[str] = ()
+    ) -> None:
+        self.context = context
+        self.step = step
+        self.path = tuple(path)
+        super().__init__(message)
+
+
+class StepLimitExceeded(RunError):
+    """The run executed `max_steps` node steps without reaching `finish`."""
+
+    def __init__(self, *, context: AgentContext[Any], step: int, path: Sequence[str]) -> None:
+        super().__init__(
+            f"step limit of {step} reached before {_path(path)} could run; "
+            "raise max_steps or check the graph for a loop that never exits",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class NodeFailed(RunError):
+    """A node raised. The original error is `__cause__`; `.context` is the node's input."""
+
+    def __init__(
+        self,
+        *,
+        context: AgentContext[Any],
+        step: int,
+        path: Sequence[str],
+        attempts: int,
+        error: BaseException,
+    ) -> None:
+        self.attempts = attempts
+        self.error = error
+        tries = "attempt" if attempts == 1 else "attempts"
+        super().__init__(
+            f"node {_path(path)} failed at step {step} after {attempts} {tries}: "
+            f"{type(error).__name__}: {error}",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class RoutingError(RunError):
+    """A router returned something that is not a valid next node."""
+
+    def __init__(
+        self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
+    ) -> None:
+        self.reason = reason
+        super().__init__(
+            f"routing after {_path(path)} (step {step}) failed: {reason}",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class DeadEnd(RoutingError):
+    """No transition fired at a node other than `finish`."""
+
+    def __init__(self, *, context: AgentContext[Any], step: int, path: Sequence[str]) -> None:
+        super().__init__(
+            "no transition fired (every router returned None) and the node is not finish",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class GraphCancelled(RunError):
+    """The run was cancelled through its handle; `.context` is the last completed context."""
+
+    def __init__(self, *, context: AgentContext[Any], step: int) -> None:
+        super().__init__(
+            f"run cancelled after step {step}", context=context, step=step, path=()
+        )
+
+
+class GraphTimeout(RunError, TimeoutError):
+    """The run's timeout elapsed; `.context` is the last completed context."""
+
+    def __init__(self, *, context: AgentContext[Any], step: int, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(
+            f"run timed out after {timeout:g}s (last completed step {step})",
+            context=context,
+            step=step,
+            path=(),
+        )
+
+
+class NodeTimeout(AgentGraphError, TimeoutError):
+    """One attempt of a node exceeded the node's own timeout. Retryable."""
+
+    retryable = True
+
+    def __init__(self, node: str, timeout: float) -> None:
+        self.node = node
+        self.timeout = timeout
+        super().__init__(f"node {node!r} exceeded its timeout of {timeout:g}s")
+
+
+class ProviderError(AgentGraphError):
+    """A model provider failed. `.retryable` says whether trying again can help."""
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        body: Any = None,
+        retry_after: float | None = None,
+        retryable: bool | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+        self.code = code
+        self.request_id = request_id
+        if retryable is not None:
+            self.retryable = retryable
+        prefix = f"{provider}: " if provider else ""
+        suffix = f" (HTTP {status})" if status is not None else ""
+        super().__init__(f"{prefix}{message}{suffix}")
+
+
+class ProviderConnectionError(ProviderError, ConnectionError):
+    """The provider could not be reached, or the connection broke. Retryable."""
+
+    retryable = True
+
+
+class ProviderTimeout(ProviderError, TimeoutError):
+    """The provider did not answer in time. Retryable."""
+
+    retryable = True
+
+
+class ProviderStatusError(ProviderError):
+    """The provider answered with an error status or sent an error inside a stream."""
+
+
+class AuthenticationError(ProviderStatusError):
+    """The credentials were refused (401/403)."""
+
+
+class NotFoundError(ProviderStatusError):
+    """The endpoint or the model does not exist."""
+
+
+class BadRequestError(ProviderStatusError, ValueError):
+    """The request was refused as malformed (400/422); retrying cannot help."""
+
+
+class RateLimitError(ProviderStatusError):
+    """429. Retryable unless the quota is exhausted or the request can never fit."""
+
+    retryable = True
+
+
+class ServerError(ProviderStatusError):
+    """5xx or 529 overload. Retryable."""
+
+    retryable = True
+
+
+class ResponseFormatError(ProviderError, ValueError):
+    """A response that does not follow the provider's wire format."""
+
+
+class UnsupportedSetting(AgentGraphError, ValueError):
+    """A setting the model does not support, refused under the `fail` capability policy."""
+
+    def __init__(self, model: str, setting: str, reason: str = "") -> None:
+        self.model = model
+        self.setting = setting
+        detail = f": {reason}" if reason else ""
+        super().__init__(f"model {model!r} does not support {setting}{detail}")
+
+
+class ToolError(AgentGraphError):
+    """A tool could not be defined, or a tool call could not be carried out."""
+
+
+class OutputError(AgentGraphError, ValueError):
+    """Structured output that could not be parsed or stayed invalid after every attempt.
+
+    `.attempts` holds the raw text of each attempt; `.errors` the validation
+    problems of the last one, as `path: message` strings.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: Sequence[str] = (),
+        errors: Sequence[str] = (),
+        position: int | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.attempts = tuple(attempts)
+        self.errors = tuple(errors)
+        self.position = position
+        self.details = dict(details or {})
+        super().__init__(message)

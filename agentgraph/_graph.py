@@ -1,0 +1,231 @@
+"""`GraphBuilder` (the only mutable object) and the immutable `Graph` it builds."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import Token
+from types import MappingProxyType, TracebackType
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import attrs
+
+from ._context import AgentContext
+from ._errors import DeadEnd, GraphDefinitionError, RoutingError
+from ._node import ACTIVE_BUILDER, Node
+
+if TYPE_CHECKING:
+    from ._runner import Runtime
+
+__all__ = ("Graph", "GraphBuilder", "Transition")
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+T = TypeVar("T")
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class _Sentinel(Node[T, T]):
+    """`start` and `finish`: markers, never executed and never counted as steps."""
+
+    async def run(self, ctx: AgentContext[T], rt: Runtime) -> AgentContext[T]:
+        return ctx
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>"
+
+
+@attrs.frozen(eq=False)
+class Transition:
+    """One outgoing edge: a fixed `target`, or a `router` with optional declared `targets`."""
+
+    target: Node[Any, Any] | None
+    router: Callable[[AgentContext[Any]], Any] | None = None
+    targets: tuple[Node[Any, Any], ...] | None = None
+    is_async: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.router is None:
+            return ""
+        return getattr(self.router, "__name__", "router").replace("<lambda>", "router")
+
+
+class GraphBuilder(Generic[In, Out]):
+    """Collects nodes and transitions inside a `with` block, then `build()`s a `Graph`.
+
+    ```python
+    with GraphBuilder[int, int]("double") as g:
+        g.start.edge_to(double).edge_to(g.finish)
+    graph = g.build()
+    ```
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.start: Node[In, In] = _Sentinel(name="start")
+        self.finish: Node[Out, Out] = _Sentinel(name="finish")
+        self._edges: dict[Node[Any, Any], list[Transition]] = {}
+        self._order: dict[Node[Any, Any], None] = {}
+        self._token: Token[Any] | None = None
+
+    def __enter__(self) -> GraphBuilder[In, Out]:
+        self._token = ACTIVE_BUILDER.set(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._token is not None:
+            ACTIVE_BUILDER.reset(self._token)
+            self._token = None
+
+    def add_edge(
+        self,
+        source: Node[Any, Any],
+        target: Node[Any, Any] | None,
+        router: Callable[..., Any] | None,
+        targets: Sequence[Node[Any, Any]] | None,
+    ) -> None:
+        """Record a transition; `Node.edge_to` calls this."""
+        if source is self.finish:
+            raise GraphDefinitionError(self.name, "finish cannot have outgoing edges")
+        if target is self.start or (targets is not None and self.start in targets):
+            raise GraphDefinitionError(self.name, "no edge may lead back into start")
+        for member in (source, target, *(targets or ())):
+            if member is not None:
+                self._order.setdefault(member)
+        is_async = router is not None and (
+            inspect.iscoroutinefunction(router)
+            or inspect.iscoroutinefunction(getattr(router, "__call__", None))  # noqa: B004
+        )
+        transition = Transition(target, router, None if targets is None else tuple(targets), is_async)
+        self._edges.setdefault(source, []).append(transition)
+
+    def build(self) -> Graph[In, Out]:
+        """Validate and return an immutable `Graph`; raise `GraphDefinitionError` if unsound."""
+        edges = {node: tuple(ts) for node, ts in self._edges.items()}
+        _validate(self.name, self.start, self.finish, edges, tuple(self._order))
+        nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
+        return Graph(
+            name=self.name,
+            start=self.start,
+            finish=self.finish,
+            nodes=nodes,
+            transitions=MappingProxyType(edges),
+            members=frozenset(self._order),
+        )
+
+
+def _validate(
+    name: str,
+    start: Node[Any, Any],
+    finish: Node[Any, Any],
+    edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
+    members: tuple[Node[Any, Any], ...],
+) -> None:
+    if not edges.get(start):
+        raise GraphDefinitionError(name, "start has no outgoing edge")
+    for source, transitions in edges.items():
+        for t in transitions:
+            if t.targets is not None and not t.targets:
+                raise GraphDefinitionError(
+                    name, f"the router after {source.name!r} declares an empty targets list"
+                )
+    reachable = _reachable(start, edges, members)
+    if finish not in reachable:
+        raise GraphDefinitionError(name, "finish cannot be reached from start")
+    for member in members:
+        if member not in reachable:
+            raise GraphDefinitionError(name, f"node {member.name!r} cannot be reached from start")
+        if member is not finish and not edges.get(member):
+            raise GraphDefinitionError(
+                name, f"node {member.name!r} has no outgoing edge, so a run would dead-end there"
+            )
+
+
+def _reachable(
+    start: Node[Any, Any],
+    edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
+    members: tuple[Node[Any, Any], ...],
+) -> set[Node[Any, Any]]:
+    """Nodes reachable from start; a router without declared targets may reach any node."""
+    seen: set[Node[Any, Any]] = set()
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        for t in edges.get(node, ()):
+            if t.target is not None:
+                todo.append(t.target)
+            elif t.targets is not None:
+                todo.extend(t.targets)
+            else:
+                todo.extend(m for m in members if m is not start)
+    return seen
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Graph(Node[In, Out]):
+    """An immutable graph. It is a `Node[In, Out]`, so it nests inside other graphs.
+
+    Running it as a node runs its nodes in the same run: same step counter,
+    step cap, callbacks and cancellation, one level deeper in the node path.
+    """
+
+    composite: ClassVar[bool] = True
+
+    start: Node[In, In]
+    finish: Node[Out, Out]
+    nodes: tuple[Node[Any, Any], ...]
+    transitions: Mapping[Node[Any, Any], tuple[Transition, ...]]
+    members: frozenset[Node[Any, Any]]
+
+    async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
+        return await rt.run_graph(self, ctx)
+
+    async def next_node(
+        self, node: Node[Any, Any], ctx: AgentContext[Any], *, step: int, path: tuple[str, ...]
+    ) -> Node[Any, Any]:
+        """The first transition out of `node` that fires, or a routing error."""
+        for t in self.transitions.get(node, ()):
+            if t.target is not None:
+                return t.target
+            assert t.router is not None
+            chosen = t.router(ctx)
+            if t.is_async or inspect.isawaitable(chosen):
+                chosen = await chosen
+            if chosen is None:
+                continue
+            if t.targets is not None and not any(chosen is x for x in t.targets):
+                declared = ", ".join(x.name for x in t.targets)
+                raise RoutingError(
+                    f"router returned {chosen!r}, which is not among its declared "
+                    f"targets ({declared})",
+                    context=ctx,
+                    step=step,
+                    path=path,
+                )
+            if chosen not in self.members:
+                raise RoutingError(
+                    f"router returned {chosen!r}, which is not a node of graph {self.name!r}",
+                    context=ctx,
+                    step=step,
+                    path=path,
+                )
+            return chosen  # type: ignore[no-any-return]
+        raise DeadEnd(context=ctx, step=step, path=path)
+
+    def to_mermaid(self, *, direction: str = "TD") -> str:
+        """Draw the graph, subgraphs included, as a Mermaid flowchart."""
+        from .tracing._mermaid import graph_to_mermaid
+
+        return graph_to_mermaid(self, direction=direction)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name!r}: {len(self.nodes)} nodes>"

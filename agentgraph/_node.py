@@ -1,0 +1,232 @@
+"""`Node[In, Out]`: a frozen step of a graph, and the `@node` decorator."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, overload
+
+import attrs
+
+from ._context import AgentContext
+from ._errors import EdgeOutsideBuilder
+
+if TYPE_CHECKING:
+    from ._retry import RetryPolicy
+    from ._runner import Runtime
+
+__all__ = ("FunctionNode", "Node", "Router", "node")
+
+In = TypeVar("In", contravariant=True)
+Out = TypeVar("Out", covariant=True)
+A = TypeVar("A")
+B = TypeVar("B")
+X = TypeVar("X")
+
+Router = Callable[
+    [AgentContext[A]], "Node[A, Any] | None | Awaitable[Node[A, Any] | None]"
+]
+"""A dynamic edge: given the node's output context, the next node, or None to pass."""
+
+
+class _EdgeSink(Protocol):
+    def add_edge(
+        self,
+        source: Node[Any, Any],
+        target: Node[Any, Any] | None,
+        router: Callable[..., Any] | None,
+        targets: Sequence[Node[Any, Any]] | None,
+    ) -> None: ...
+
+
+# The builder whose `with` block is open in this context (contextvars keep
+# concurrent tasks and threads apart).
+ACTIVE_BUILDER: ContextVar[_EdgeSink | None] = ContextVar("agentgraph_builder", default=None)
+
+
+@attrs.frozen(eq=False, slots=True)
+class Node(Generic[In, Out]):
+    """A step of a graph: one coroutine from `AgentContext[In]` to `AgentContext[Out]`.
+
+    Nodes are frozen and compared by identity: two nodes with the same name are
+    different nodes, and one node object may sit in several graphs. Subclass
+    with `@attrs.frozen(eq=False)` and implement `run`, or decorate a function
+    with `@node`.
+    """
+
+    composite: ClassVar[bool] = False
+    """True for graphs and combinators: they retry only under a policy of their own,
+    since their children already retried and nested defaults would multiply attempts."""
+
+    name: str = attrs.field(kw_only=True)
+    retry: RetryPolicy | None = attrs.field(default=None, kw_only=True)
+    timeout: float | None = attrs.field(default=None, kw_only=True)
+    retry_safe: bool = attrs.field(default=True, kw_only=True)
+
+    async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
+        """Do the node's work. `rt` is the run this step belongs to."""
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+
+    # -- copy-on-write settings -------------------------------------------------
+    def with_retry(self, policy: RetryPolicy | None = None, /, **options: Any) -> Node[In, Out]:
+        """Return a copy retried under `policy` (or a `RetryPolicy(**options)`).
+
+        The copy is a different node: set options before wiring edges.
+        """
+        from ._retry import RetryPolicy
+
+        return attrs.evolve(self, retry=policy if policy is not None else RetryPolicy(**options))
+
+    def with_timeout(self, seconds: float | None) -> Node[In, Out]:
+        """Return a copy whose every attempt is limited to `seconds`."""
+        return attrs.evolve(self, timeout=seconds)
+
+    def with_name(self, name: str) -> Node[In, Out]:
+        """Return a copy named `name`."""
+        return attrs.evolve(self, name=name)
+
+    def unsafe_to_retry(self) -> Node[In, Out]:
+        """Return a copy that is never retried (for steps with side effects)."""
+        return attrs.evolve(self, retry_safe=False)
+
+    # -- wiring -------------------------------------------------------------------
+    @overload
+    def edge_to(self: Node[Any, A], target: Node[A, X], /) -> Node[A, X]: ...
+    @overload
+    def edge_to(
+        self: Node[Any, A],
+        router: Callable[[AgentContext[A]], Node[A, Any] | None],
+        /,
+        *,
+        targets: Sequence[Node[A, Any]] | None = None,
+    ) -> None: ...
+    @overload
+    def edge_to(
+        self: Node[Any, A],
+        router: Callable[[AgentContext[A]], Awaitable[Node[A, Any] | None]],
+        /,
+        *,
+        targets: Sequence[Node[A, Any]] | None = None,
+    ) -> None: ...
+    def edge_to(
+        self,
+        target: Node[Any, Any] | Callable[..., Any],
+        /,
+        *,
+        targets: Sequence[Node[Any, Any]] | None = None,
+    ) -> Node[Any, Any] | None:
+        """Add a transition from this node, tried in the order transitions are added.
+
+        A static edge names the next node and returns it, so chains read left to
+        right. A dynamic edge is a router `ctx -> Node | None` (sync or async);
+        `targets` declares the nodes it may return, for validation and drawing.
+        """
+        builder = ACTIVE_BUILDER.get()
+        if builder is None:
+            raise EdgeOutsideBuilder(self.name)
+        if isinstance(target, Node):
+            if targets is not None:
+                raise TypeError("targets= is for routers; a static edge has one target")
+            builder.add_edge(self, target, None, None)
+            return target
+        if not callable(target):
+            raise TypeError(f"edge_to takes a Node or a router, not {type(target).__name__}")
+        builder.add_edge(self, None, target, None if targets is None else tuple(targets))
+        return None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class FunctionNode(Node[In, Out]):
+    """A node made from a function by `@node`."""
+
+    fn: Callable[..., Any]
+    is_async: bool = attrs.field(kw_only=True)
+    wants_runtime: bool = attrs.field(kw_only=True)
+
+    async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
+        result = self.fn(ctx, rt) if self.wants_runtime else self.fn(ctx)
+        if self.is_async:
+            result = await result
+        if not isinstance(result, AgentContext):
+            raise TypeError(
+                f"node {self.name!r} returned {type(result).__name__}; a node returns an "
+                "AgentContext (use ctx.with_input(value) to pass a value on)"
+            )
+        return result
+
+
+def _make(fn: Callable[..., Any], name: str | None) -> FunctionNode[Any, Any]:
+    params = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    if len(params) not in (1, 2):
+        raise TypeError(
+            f"@node function {fn.__qualname__} must take (ctx) or (ctx, runtime), "
+            f"not {len(params)} positional parameters"
+        )
+    return FunctionNode(
+        fn,
+        name=name or fn.__name__,
+        is_async=inspect.iscoroutinefunction(fn),
+        wants_runtime=len(params) == 2,
+    )
+
+
+A_in = TypeVar("A_in")
+B_out = TypeVar("B_out")
+
+
+class _Decorator(Protocol):
+    @overload
+    def __call__(
+        self, fn: Callable[[AgentContext[A_in]], Awaitable[AgentContext[B_out]]], /
+    ) -> Node[A_in, B_out]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[AgentContext[A_in], Runtime], Awaitable[AgentContext[B_out]]], /
+    ) -> Node[A_in, B_out]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[AgentContext[A_in]], AgentContext[B_out]], /
+    ) -> Node[A_in, B_out]: ...
+    @overload
+    def __call__(
+        self, fn: Callable[[AgentContext[A_in], Runtime], AgentContext[B_out]], /
+    ) -> Node[A_in, B_out]: ...
+
+
+@overload
+def node(fn: Callable[[AgentContext[A_in]], Awaitable[AgentContext[B_out]]], /) -> Node[A_in, B_out]: ...
+@overload
+def node(
+    fn: Callable[[AgentContext[A_in], Runtime], Awaitable[AgentContext[B_out]]], /
+) -> Node[A_in, B_out]: ...
+@overload
+def node(fn: Callable[[AgentContext[A_in]], AgentContext[B_out]], /) -> Node[A_in, B_out]: ...
+@overload
+def node(
+    fn: Callable[[AgentContext[A_in], Runtime], AgentContext[B_out]], /
+) -> Node[A_in, B_out]: ...
+@overload
+def node(*, name: str) -> _Decorator: ...
+def node(fn: Callable[..., Any] | None = None, /, *, name: str | None = None) -> Any:
+    """Make a node from a function of `(ctx)` or `(ctx, runtime)`, sync or async.
+
+    The function returns the next `AgentContext`. Sync functions run inline on
+    the event loop, so keep them quick (use `anyio.to_thread` for blocking work).
+
+    ```python
+    @node
+    async def double(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.with_input(ctx.input * 2)
+    ```
+    """
+    if fn is None:
+        return lambda f: _make(f, name)
+    return _make(fn, name)

@@ -1,0 +1,101 @@
+"""`RetryPolicy`: when and how a failed node is tried again, built on tenacity."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+import attrs
+import httpx
+import tenacity
+
+from ._errors import RunError
+
+__all__ = ("RetryPolicy", "is_transient")
+
+T = TypeVar("T")
+
+
+def is_transient(error: BaseException) -> bool:
+    """The default retry predicate: errors that trying again can fix.
+
+    Errors that say so with a `retryable` attribute (provider errors, node
+    timeouts), timeouts and connection errors. Never cancellation, never a
+    run error from a nested graph, never a bug such as `TypeError`.
+    """
+    if not isinstance(error, Exception) or isinstance(error, RunError):
+        return False
+    retryable = getattr(error, "retryable", None)
+    if isinstance(retryable, bool):
+        return retryable
+    return isinstance(error, TimeoutError | ConnectionError | httpx.TransportError)
+
+
+@attrs.frozen
+class RetryPolicy:
+    """How many times to try a node, how long to wait between tries, and for which errors.
+
+    Waits grow exponentially from `initial` up to `max_wait`, with up to
+    `jitter` seconds of random jitter. An error carrying `retry_after` (a
+    provider's `retry-after` header) waits at least that long, still capped by
+    `max_wait`. `sleep` is injectable so tests can record waits instead of
+    sleeping.
+    """
+
+    attempts: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    initial: float = 0.5
+    max_wait: float = 30.0
+    jitter: float = 0.5
+    retry_on: Callable[[BaseException], bool] = is_transient
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+
+    def wait_for(self, state: tenacity.RetryCallState) -> float:
+        """Seconds to wait before the next attempt."""
+        wait = tenacity.wait_exponential_jitter(
+            initial=self.initial, max=self.max_wait, jitter=self.jitter
+        )(state)
+        error = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(error, "retry_after", None)
+        if isinstance(retry_after, int | float) and retry_after > 0:
+            wait = max(wait, float(retry_after))
+        return min(wait, self.max_wait)
+
+    async def call(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        first_error: Exception,
+        *,
+        on_retry: Callable[[int, float, BaseException], Awaitable[None]] | None = None,
+    ) -> tuple[T, int]:
+        """Retry `fn` after its first attempt failed with `first_error`.
+
+        Returns the result and the number of attempts it took, or raises the last
+        error. The first attempt ran outside tenacity (the fast path); it is
+        replayed here so that the policy sees every attempt.
+        """
+        attempt = 0
+
+        async def tried() -> T:
+            nonlocal attempt
+            attempt += 1
+            if attempt == 1:
+                raise first_error
+            return await fn()
+
+        async def before_sleep(state: tenacity.RetryCallState) -> None:
+            if on_retry is not None and state.outcome is not None and state.next_action:
+                error = state.outcome.exception()
+                assert error is not None
+                await on_retry(state.attempt_number, state.next_action.sleep, error)
+
+        retrying: tenacity.AsyncRetrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(self.attempts),
+            wait=self.wait_for,
+            retry=tenacity.retry_if_exception(self.retry_on),
+            sleep=self.sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        result: Any = await retrying(tried)
+        return result, attempt

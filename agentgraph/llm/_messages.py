@@ -1,0 +1,107 @@
+"""Provider-neutral conversation data: messages, tool calls, tool specs, usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage")
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(value, MappingProxyType):
+        return value
+    return MappingProxyType(dict(value))
+
+
+@attrs.frozen
+class Usage:
+    """Tokens and model calls, summed with `+`."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.requests + other.requests,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cached_tokens + other.cached_tokens,
+        )
+
+
+@attrs.frozen
+class ToolCall:
+    """A model's request to call a tool; `arguments` is the parsed JSON object."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+
+
+@attrs.frozen
+class ToolSpec:
+    """What the model sees of a tool: its name, description and JSON Schema."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = attrs.field(
+        factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping
+    )
+
+
+@attrs.frozen
+class Message:
+    """One turn of a conversation.
+
+    `tool_calls` is set on assistant messages that call tools; `tool_call_id`
+    on tool messages, naming the call they answer (`name` is the tool's name).
+    `is_error` marks a tool result that reports a failure the model should read.
+    """
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    is_error: bool = False
+    usage: Usage | None = None
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls("system", content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(
+        cls,
+        content: str = "",
+        *,
+        tool_calls: tuple[ToolCall, ...] = (),
+        reasoning: str | None = None,
+        usage: Usage | None = None,
+    ) -> Message:
+        return cls("assistant", content, tool_calls, reasoning=reasoning, usage=usage)
+
+    @classmethod
+    def tool(
+        cls, tool_call_id: str, content: str, *, name: str | None = None, is_error: bool = False
+    ) -> Message:
+        return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)

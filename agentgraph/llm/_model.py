@@ -1,0 +1,125 @@
+"""The `ChatModel` protocol and the provider-neutral request, response and stream types."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import attrs
+
+from ._messages import Message, ToolSpec, Usage
+
+__all__ = (
+    "ChatModel",
+    "ChatRequest",
+    "ChatResponse",
+    "FinishReason",
+    "OutputSchema",
+    "ReasoningDelta",
+    "ResponseDone",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolChoice",
+)
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""`auto`, `none`, `required`, or the name of the one tool the model must call."""
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"] | str
+
+
+@attrs.frozen
+class OutputSchema:
+    """A JSON Schema the answer must follow (provider-native structured output)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    description: str = ""
+    strict: bool = True
+
+
+@attrs.frozen
+class ChatRequest:
+    """Everything a model call needs, as data. `None` means "provider default".
+
+    `messages` may start with a system message; providers that take the system
+    prompt separately (Anthropic) lift it out.
+    """
+
+    messages: tuple[Message, ...] = attrs.field(converter=tuple)
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=tuple)
+    tool_choice: ToolChoice | None = None
+    temperature: float | None = None
+    max_output: int | None = None
+    think: bool | Literal["low", "medium", "high"] | None = None
+    output: OutputSchema | None = None
+    model: str | None = None
+    """Overrides the client's model name for this request."""
+
+
+@attrs.frozen
+class ChatResponse:
+    """A complete answer: the assistant message (with tool calls and usage) and why it ended."""
+
+    message: Message
+    finish_reason: FinishReason | None = None
+    usage: Usage = Usage()
+    model: str = ""
+    id: str | None = None
+
+
+@attrs.frozen
+class TextDelta:
+    text: str
+
+
+@attrs.frozen
+class ReasoningDelta:
+    text: str
+
+
+@attrs.frozen
+class ToolCallDelta:
+    """A fragment of tool call `index`: the id and name arrive once, arguments in pieces."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@attrs.frozen
+class ResponseDone:
+    """The last stream event: the assembled response."""
+
+    response: ChatResponse
+
+
+StreamEvent = TextDelta | ReasoningDelta | ToolCallDelta | ResponseDone
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model: one coroutine for a complete answer, one stream of deltas.
+
+    ```python
+    response = await model.request(ChatRequest([Message.user("hi")]))
+    async with model.stream(request) as events:
+        async for event in events:
+            ...
+    ```
+    The stream always ends with `ResponseDone`. Errors are `ProviderError`s.
+    """
+
+    @property
+    def name(self) -> str:
+        """The model name requests go to, e.g. `gpt-4o-mini`."""
+        ...
+
+    async def request(self, request: ChatRequest) -> ChatResponse: ...
+
+    def stream(
+        self, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]: ...
