@@ -1,0 +1,93 @@
+"""agentgraph: LLM agents as graphs of immutable steps."""
+
+from ._context import AgentContext as AgentContext
+from ._context import History as History
+from ._context import Settings as Settings
+from ._errors import AgentGraphError as AgentGraphError
+from ._errors import ContextEncodingError as ContextEncodingError
+from ._errors import DeadEnd as DeadEnd
+from ._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
+from ._errors import GraphCancelled as GraphCancelled
+from ._errors import GraphDefinitionError as GraphDefinitionError
+from ._errors import GraphTimeout as GraphTimeout
+from ._errors import NodeFailed as NodeFailed
+from ._errors import NodeTimeout as NodeTimeout
+from ._errors import OutputError as OutputError
+from ._errors import ProviderError as ProviderError
+from ._errors import RoutingError as RoutingError
+from ._errors import RunError as RunError
+from ._errors import StepLimitExceeded as StepLimitExceeded
+from ._errors import ToolError as ToolError
+from ._events import Event as Event
+from ._events import NodeFailedEvent as NodeFailedEvent
+from ._events import NodeFinished as NodeFinished
+from ._events import NodeStarted as NodeStarted
+from ._events import RetryScheduled as RetryScheduled
+from ._events import RunFinished as RunFinished
+from ._events import RunStarted as RunStarted
+from ._events import StepInfo as StepInfo
+from ._graph import Graph as Graph
+from ._graph import GraphBuilder as GraphBuilder
+from ._node import Node as Node
+from ._node import node as node
+from ._retry import RetryPolicy as RetryPolicy
+from ._retry import is_transient as is_transient
+from ._runner import GraphRunner as GraphRunner
+from ._runner import RunHandle as RunHandle
+from ._runner import Runtime as Runtime
+from ._runner import StepCallback as StepCallback
+from .llm import Message as Message
+from .llm import ToolCall as ToolCall
+from .llm import ToolSpec as ToolSpec
+from .llm import Usage as Usage
+from .nodes import MapEach as MapEach
+from .nodes import Parallel as Parallel
+from .nodes import map_each as map_each
+from .nodes import parallel as parallel
+
+__all__ = (
+    "AgentContext",
+    "AgentGraphError",
+    "ContextEncodingError",
+    "DeadEnd",
+    "EdgeOutsideBuilder",
+    "Event",
+    "Graph",
+    "GraphBuilder",
+    "GraphCancelled",
+    "GraphDefinitionError",
+    "GraphRunner",
+    "GraphTimeout",
+    "History",
+    "MapEach",
+    "Message",
+    "Node",
+    "NodeFailed",
+    "NodeFailedEvent",
+    "NodeFinished",
+    "NodeStarted",
+    "NodeTimeout",
+    "OutputError",
+    "Parallel",
+    "ProviderError",
+    "RetryPolicy",
+    "RetryScheduled",
+    "RoutingError",
+    "RunError",
+    "RunFinished",
+    "RunHandle",
+    "RunStarted",
+    "Runtime",
+    "Settings",
+    "StepCallback",
+    "StepInfo",
+    "StepLimitExceeded",
+    "ToolCall",
+    "ToolError",
+    "ToolSpec",
+    "Usage",
+    "is_transient",
+    "map_each",
+    "node",
+    "parallel",
+)

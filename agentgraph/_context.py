@@ -75,7 +75,8 @@ class History(Sequence[Message]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, History):
             return self._len == other._len and (
-                (self._items is other._items) or self._items[: self._len] == other._items[: other._len]
+                (self._items is other._items)
+                or self._items[: self._len] == other._items[: other._len]
             )
         if isinstance(other, Sequence) and not isinstance(other, str):
             return list(self) == list(other)

@@ -191,9 +191,7 @@ class GraphCancelled(RunError):
     """The run was cancelled through its handle; `.context` is the last completed context."""
 
     def __init__(self, *, context: AgentContext[Any], step: int) -> None:
-        super().__init__(
-            f"run cancelled after step {step}", context=context, step=step, path=()
-        )
+        super().__init__(f"run cancelled after step {step}", context=context, step=step, path=())
 
 
 class GraphTimeout(RunError, TimeoutError):

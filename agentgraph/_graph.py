@@ -102,12 +102,16 @@ class GraphBuilder(Generic[In, Out]):
             inspect.iscoroutinefunction(router)
             or inspect.iscoroutinefunction(getattr(router, "__call__", None))  # noqa: B004
         )
-        transition = Transition(target, router, None if targets is None else tuple(targets), is_async)
+        transition = Transition(
+            target, router, None if targets is None else tuple(targets), is_async
+        )
         self._edges.setdefault(source, []).append(transition)
 
     def build(self) -> Graph[In, Out]:
         """Validate and return an immutable `Graph`; raise `GraphDefinitionError` if unsound."""
         edges = {node: tuple(ts) for node, ts in self._edges.items()}
+        self._order.setdefault(self.start)
+        self._order.setdefault(self.finish)
         _validate(self.name, self.start, self.finish, edges, tuple(self._order))
         nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
         return Graph(
@@ -192,7 +196,10 @@ class Graph(Node[In, Out]):
     async def next_node(
         self, node: Node[Any, Any], ctx: AgentContext[Any], *, step: int, path: tuple[str, ...]
     ) -> Node[Any, Any]:
-        """The first transition out of `node` that fires, or a routing error."""
+        """The first transition out of `node` that fires, or a routing error.
+
+        `path` is the graph's own path; errors name `node` below it.
+        """
         for t in self.transitions.get(node, ()):
             if t.target is not None:
                 return t.target
@@ -209,17 +216,17 @@ class Graph(Node[In, Out]):
                     f"targets ({declared})",
                     context=ctx,
                     step=step,
-                    path=path,
+                    path=(*path, node.name),
                 )
             if chosen not in self.members:
                 raise RoutingError(
                     f"router returned {chosen!r}, which is not a node of graph {self.name!r}",
                     context=ctx,
                     step=step,
-                    path=path,
+                    path=(*path, node.name),
                 )
             return chosen  # type: ignore[no-any-return]
-        raise DeadEnd(context=ctx, step=step, path=path)
+        raise DeadEnd(context=ctx, step=step, path=(*path, node.name))
 
     def to_mermaid(self, *, direction: str = "TD") -> str:
         """Draw the graph, subgraphs included, as a Mermaid flowchart."""

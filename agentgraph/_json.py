@@ -49,9 +49,7 @@ def _fields(obj: Any) -> dict[str, Any]:
     """The constructor arguments of an attrs instance or a dataclass."""
     if attrs.has(type(obj)):
         return {
-            (f.alias or f.name): getattr(obj, f.name)
-            for f in attrs.fields(type(obj))
-            if f.init
+            (f.alias or f.name): getattr(obj, f.name) for f in attrs.fields(type(obj)) if f.init
         }
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
 
@@ -89,16 +87,15 @@ def _is_history(value: Any) -> bool:
 
 def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: str) -> Any:
     if all(isinstance(k, str) for k in value) and not (tagged and _TAGS.intersection(value)):
-        return {
-            k: to_data(v, tagged=tagged, where=f"{where}[{k!r}]") for k, v in value.items()
-        }
+        return {k: to_data(v, tagged=tagged, where=f"{where}[{k!r}]") for k, v in value.items()}
     if not tagged:
-        return {
-            str(k): to_data(v, where=f"{where}[{k!r}]") for k, v in value.items()
-        }
+        return {str(k): to_data(v, where=f"{where}[{k!r}]") for k, v in value.items()}
     return {
         _DICT: [
-            [to_data(k, tagged=True, where=f"{where} key"), to_data(v, tagged=True, where=f"{where}[{k!r}]")]
+            [
+                to_data(k, tagged=True, where=f"{where} key"),
+                to_data(v, tagged=True, where=f"{where}[{k!r}]"),
+            ]
             for k, v in value.items()
         ]
     }

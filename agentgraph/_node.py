@@ -24,9 +24,7 @@ A = TypeVar("A")
 B = TypeVar("B")
 X = TypeVar("X")
 
-Router = Callable[
-    [AgentContext[A]], "Node[A, Any] | None | Awaitable[Node[A, Any] | None]"
-]
+Router = Callable[[AgentContext[A]], "Node[A, Any] | Awaitable[Node[A, Any] | None] | None"]
 """A dynamic edge: given the node's output context, the next node, or None to pass."""
 
 
@@ -202,7 +200,9 @@ class _Decorator(Protocol):
 
 
 @overload
-def node(fn: Callable[[AgentContext[A_in]], Awaitable[AgentContext[B_out]]], /) -> Node[A_in, B_out]: ...
+def node(
+    fn: Callable[[AgentContext[A_in]], Awaitable[AgentContext[B_out]]], /
+) -> Node[A_in, B_out]: ...
 @overload
 def node(
     fn: Callable[[AgentContext[A_in], Runtime], Awaitable[AgentContext[B_out]]], /

@@ -52,9 +52,8 @@ class RetryPolicy:
 
     def wait_for(self, state: tenacity.RetryCallState) -> float:
         """Seconds to wait before the next attempt."""
-        wait = tenacity.wait_exponential_jitter(
-            initial=self.initial, max=self.max_wait, jitter=self.jitter
-        )(state)
+        backoff = tenacity.wait_exponential(multiplier=self.initial, max=self.max_wait)
+        wait = (backoff + tenacity.wait_random(0, self.jitter))(state)
         error = state.outcome.exception() if state.outcome is not None else None
         retry_after = getattr(error, "retry_after", None)
         if isinstance(retry_after, int | float) and retry_after > 0:

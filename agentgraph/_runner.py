@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -9,6 +10,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 import attrs
 from anyio.abc import ObjectReceiveStream
 
@@ -77,7 +79,7 @@ class RunHandle:
 class _Run:
     """What every level of one run shares: the step counter, policy and listeners."""
 
-    __slots__ = ("emit", "handle", "max_steps", "on_step", "retry", "steps")
+    __slots__ = ("emit", "handle", "max_steps", "on_step", "retry", "steps", "watch")
 
     def __init__(
         self,
@@ -87,8 +89,10 @@ class _Run:
         on_step: tuple[tuple[StepCallback, bool], ...],
         emit: Emit | None,
         handle: RunHandle,
+        watch: bool,
     ) -> None:
         self.steps = 0
+        self.watch = watch
         self.retry = retry
         self.max_steps = max_steps
         self.on_step = on_step
@@ -137,6 +141,9 @@ class Runtime:
     ) -> AgentContext[Out]:
         """Run `node` as one step: count it, retry it under policy, report it."""
         run = self._run
+        if run.watch or run.handle._cancelled:
+            # Steps that never await would otherwise outrun a cancel or a deadline.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         if run.steps >= run.max_steps:
             raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
         run.steps += 1
@@ -153,7 +160,9 @@ class Runtime:
             attempts = 1
         except Exception as error:  # the slow path: retry or report
             out, attempts = await rt._recover(node, ctx, index, error)
-        info = StepInfo(index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started)
+        info = StepInfo(
+            index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started
+        )
         run.handle.context = out
         run.handle.step = index
         if run.emit is not None:
@@ -214,7 +223,9 @@ def _unwrapping(policy: RetryPolicy) -> RetryPolicy:
     )
 
 
-async def _with_timeout(node: Node[Any, Out], ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Out]:
+async def _with_timeout(
+    node: Node[Any, Out], ctx: AgentContext[Any], rt: Runtime
+) -> AgentContext[Out]:
     assert node.timeout is not None
     try:
         with anyio.fail_after(node.timeout):
@@ -274,10 +285,9 @@ class GraphRunner:
         failure: list[BaseException] = []
 
         async def emit(event: Event) -> None:
-            try:
+            # When the reader has left, the run goes on until the block cancels it.
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await send.send(event)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the reader left; the run itself goes on until cancelled
 
         async def drive() -> None:
             async with send:
@@ -309,6 +319,7 @@ class GraphRunner:
             on_step=self._callbacks,
             emit=emit,
             handle=handle,
+            watch=self.timeout is not None,
         )
         handle.context, handle.step = ctx, 0
         rt = Runtime(run, (graph.name,), 0)
@@ -331,14 +342,14 @@ class GraphRunner:
         handle._scope = None
         if out is None:
             last = handle.context
-            error: Exception = (
+            ended: Exception = (
                 GraphCancelled(context=last, step=handle.step)
                 if handle.cancelled
                 else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
             )
             if emit is not None:
-                await emit(RunFinished(last, run.steps, error))
-            raise error
+                await emit(RunFinished(last, run.steps, ended))
+            raise ended
         if emit is not None:
             await emit(RunFinished(out, run.steps))
         return out

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -17,6 +17,10 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(value, MappingProxyType):
         return value
     return MappingProxyType(dict(value))
+
+
+def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
+    return value if isinstance(value, tuple) else tuple(value)
 
 
 @attrs.frozen
@@ -74,7 +78,7 @@ class Message:
 
     role: Role
     content: str = ""
-    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=tuple)
+    tool_calls: tuple[ToolCall, ...] = attrs.field(default=(), converter=_to_calls)
     tool_call_id: str | None = None
     name: str | None = None
     reasoning: str | None = None

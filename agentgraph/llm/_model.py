@@ -65,7 +65,7 @@ class ChatResponse:
 
     message: Message
     finish_reason: FinishReason | None = None
-    usage: Usage = Usage()
+    usage: Usage = attrs.field(factory=Usage)
     model: str = ""
     id: str | None = None
 

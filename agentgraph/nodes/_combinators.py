@@ -1,0 +1,146 @@
+"""`parallel` and `map_each`: explicit fan-out, as nodes that nest like any other."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+
+import anyio
+import attrs
+
+from .._context import AgentContext
+from .._node import Node
+
+if TYPE_CHECKING:
+    from .._runner import Runtime
+
+__all__ = ("MapEach", "Parallel", "map_each", "parallel")
+
+In = TypeVar("In")
+Out = TypeVar("Out")
+X = TypeVar("X")
+Y = TypeVar("Y")
+
+Merge = Callable[[AgentContext[In], list[AgentContext[Any]]], AgentContext[Out]]
+
+
+async def _fan_out(
+    rt: Runtime,
+    jobs: Sequence[tuple[Node[Any, Any], AgentContext[Any]]],
+    limit: int | None,
+) -> list[AgentContext[Any]]:
+    """Run each (node, ctx) as a step; results in job order. One failure cancels the rest."""
+    results: list[AgentContext[Any] | None] = [None] * len(jobs)
+    limiter = anyio.CapacityLimiter(limit) if limit else None
+
+    async def one(i: int) -> None:
+        node, ctx = jobs[i]
+        if limiter is None:
+            results[i] = await rt.execute(node, ctx, i + 1)
+        else:
+            async with limiter:
+                results[i] = await rt.execute(node, ctx, i + 1)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(len(jobs)):
+                tg.start_soon(one, i)
+    except BaseExceptionGroup as group:
+        # A group of one is unwrapped so a single failing branch reads like any
+        # other node failure; several failures stay a group, never just the first.
+        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+            raise group.exceptions[0]  # noqa: B904 - keep the error's own __cause__
+        raise
+    return [r for r in results if r is not None]
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Parallel(Node[In, Out]):
+    """Runs `branches` on the same context concurrently, then `merge`s their outputs."""
+
+    composite: ClassVar[bool] = True
+
+    branches: tuple[Node[In, Any], ...]
+    merge: Merge[In, Out]
+    limit: int | None = None
+
+    async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
+        outputs = await _fan_out(rt, [(b, ctx) for b in self.branches], self.limit)
+        return self.merge(ctx, outputs)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class MapEach(Node[In, Out]):
+    """Runs `node` once per item taken from the context, then `merge`s the outputs."""
+
+    composite: ClassVar[bool] = True
+
+    node: Node[Any, Any]
+    items: Callable[[AgentContext[In]], Iterable[Any]]
+    merge: Merge[In, Out]
+    limit: int | None = None
+
+    async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
+        jobs = [(self.node, ctx.with_input(item)) for item in self.items(ctx)]
+        outputs = await _fan_out(rt, jobs, self.limit)
+        return self.merge(ctx, outputs)
+
+
+def parallel(
+    *branches: Node[In, Any],
+    merge: Merge[In, Out],
+    limit: int | None = None,
+    name: str | None = None,
+) -> Node[In, Out]:
+    """A node that runs `branches` concurrently on its input context.
+
+    Each branch is a step of the run, one level down. `merge(ctx, outputs)`
+    receives the outputs in the order the branches were given. When a branch
+    fails, its siblings are cancelled.
+
+    ```python
+    both = parallel(search_web, search_docs, merge=lambda ctx, outs: ctx.with_input(
+        [o.input for o in outs]))
+    ```
+    """
+    if not branches:
+        raise ValueError("parallel() needs at least one branch")
+    label = name or "parallel(" + ", ".join(b.name for b in branches) + ")"
+    return Parallel(tuple(branches), merge, limit, name=label)
+
+
+def _collect(ctx: AgentContext[Any], outputs: list[AgentContext[Any]]) -> AgentContext[list[Any]]:
+    return ctx.with_input([o.input for o in outputs])
+
+
+@overload
+def map_each(
+    node: Node[X, Y],
+    *,
+    items: Callable[[AgentContext[In]], Iterable[X]],
+    merge: None = None,
+    limit: int | None = None,
+    name: str | None = None,
+) -> Node[In, list[Y]]: ...
+@overload
+def map_each(
+    node: Node[X, Y],
+    *,
+    items: Callable[[AgentContext[In]], Iterable[X]],
+    merge: Merge[In, Out],
+    limit: int | None = None,
+    name: str | None = None,
+) -> Node[In, Out]: ...
+def map_each(
+    node: Node[Any, Any],
+    *,
+    items: Callable[[AgentContext[Any]], Iterable[Any]],
+    merge: Merge[Any, Any] | None = None,
+    limit: int | None = None,
+    name: str | None = None,
+) -> Node[Any, Any]:
+    """Map-reduce: run `node` on each item of `items(ctx)`, at most `limit` at a time.
+
+    Without `merge`, the output input is the list of the runs' inputs, in item order.
+    """
+    return MapEach(node, items, merge or _collect, limit, name=name or f"map_each({node.name})")

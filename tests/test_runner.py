@@ -1,0 +1,319 @@
+import httpx
+import pytest
+
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphRunner,
+    NodeFailed,
+    NodeFailedEvent,
+    NodeFinished,
+    NodeStarted,
+    NodeTimeout,
+    ProviderError,
+    RetryPolicy,
+    RetryScheduled,
+    RunFinished,
+    RunStarted,
+    StepLimitExceeded,
+    node,
+)
+from agentgraph._errors import ServerError
+from tests.helpers import adder
+
+pytestmark = pytest.mark.anyio
+
+
+def chain(name, *nodes):
+    with GraphBuilder[int, int](name) as g:
+        current = g.start
+        for n in nodes:
+            current = current.edge_to(n)
+        current.edge_to(g.finish)
+    return g.build()
+
+
+def three_levels():
+    innermost = chain("c", adder("c1"))
+    middle = chain("b", adder("b1"), innermost)
+    return chain("a", adder("a1"), middle, adder("a2"))
+
+
+def describe(event):
+    match event:
+        case RunStarted(graph=name):
+            return ("run", name)
+        case NodeStarted(index=i, local_index=li, depth=d, path=p):
+            return ("start", i, li, d, "/".join(p))
+        case NodeFinished(step=s, context=c):
+            return ("end", s.index, s.local_index, s.depth, "/".join(s.path), s.attempts, c.input)
+        case RetryScheduled(index=i, attempt=a, wait=w):
+            return ("retry", i, a, w)
+        case NodeFailedEvent(index=i, path=p, attempts=a):
+            return ("failed", i, "/".join(p), a)
+        case RunFinished(steps=n, error=e, context=c):
+            return ("finished", n, type(e).__name__ if e else None, c.input)
+    raise AssertionError(event)
+
+
+async def collect(runner, graph, value=0):
+    events = []
+    async with runner.stream(graph, AgentContext(value)) as stream:
+        async for event in stream:
+            events.append(describe(event))
+    return events
+
+
+async def test_three_levels_share_one_step_counter_and_report_exact_events():
+    events = await collect(GraphRunner(), three_levels())
+    assert events == [
+        ("run", "a"),
+        ("start", 1, 1, 0, "a/a1"),
+        ("end", 1, 1, 0, "a/a1", 1, 1),
+        ("start", 2, 2, 0, "a/b"),
+        ("start", 3, 1, 1, "a/b/b1"),
+        ("end", 3, 1, 1, "a/b/b1", 1, 2),
+        ("start", 4, 2, 1, "a/b/c"),
+        ("start", 5, 1, 2, "a/b/c/c1"),
+        ("end", 5, 1, 2, "a/b/c/c1", 1, 3),
+        ("end", 4, 2, 1, "a/b/c", 1, 3),
+        ("end", 2, 2, 0, "a/b", 1, 3),
+        ("start", 6, 3, 0, "a/a2"),
+        ("end", 6, 3, 0, "a/a2", 1, 4),
+        ("finished", 6, None, 4),
+    ]
+
+
+async def test_on_step_callbacks_sync_and_async_see_every_step():
+    seen = []
+
+    def sync_cb(step, node, ctx):
+        seen.append(("sync", step.index, node.name, ctx.input))
+
+    async def async_cb(step, node, ctx):
+        seen.append(("async", step.index, step.duration >= 0))
+
+    out = await GraphRunner(on_step=[sync_cb, async_cb]).run(three_levels(), AgentContext(0))
+    assert out.input == 4
+    assert [s for s in seen if s[0] == "sync"] == [
+        ("sync", 1, "a1", 1),
+        ("sync", 3, "b1", 2),
+        ("sync", 5, "c1", 3),
+        ("sync", 4, "c", 3),
+        ("sync", 2, "b", 3),
+        ("sync", 6, "a2", 4),
+    ]
+    assert [s[1] for s in seen if s[0] == "async"] == [1, 3, 5, 4, 2, 6]
+
+
+async def test_step_cap_counts_nested_steps_and_carries_the_last_context():
+    graph = three_levels()
+    assert (await GraphRunner(max_steps=6).run(graph, AgentContext(0))).input == 4
+    with pytest.raises(StepLimitExceeded) as info:
+        await GraphRunner(max_steps=4).run(graph, AgentContext(0))
+    assert info.value.step == 4
+    assert info.value.context.input == 2
+    assert info.value.path == ("a", "b", "c", "c1")
+
+
+async def test_default_step_cap_stops_an_endless_loop():
+    a = adder("a")
+    with GraphBuilder[int, int]("loop") as g:
+        g.start.edge_to(a)
+        a.edge_to(lambda ctx: a, targets=(a, g.finish))
+    with pytest.raises(StepLimitExceeded) as info:
+        await GraphRunner().run(g.build(), AgentContext(0))
+    assert info.value.step == 1000 and info.value.context.input == 1000
+
+
+class Flaky:
+    """Fails `times` times with `error`, then adds one."""
+
+    def __init__(self, times, error):
+        self.times, self.error, self.calls = times, error, 0
+
+    def node(self, name="flaky"):
+        @node(name=name)
+        async def flaky(ctx: AgentContext[int]) -> AgentContext[int]:
+            self.calls += 1
+            if self.calls <= self.times:
+                raise self.error
+            return ctx.with_input(ctx.input + 1)
+
+        return flaky
+
+
+def recording_policy(attempts=3, **options):
+    waits = []
+
+    async def sleep(seconds):
+        waits.append(seconds)
+
+    policy = RetryPolicy(attempts=attempts, initial=1.0, jitter=0.0, sleep=sleep, **options)
+    return policy, waits
+
+
+async def test_transient_errors_are_retried_with_exponential_backoff():
+    policy, waits = recording_policy(attempts=4)
+    flaky = Flaky(3, ServerError("overloaded", status=503))
+    graph = chain("g", flaky.node())
+    events = await collect(GraphRunner(retry=policy), graph)
+    assert flaky.calls == 4
+    assert waits == [1.0, 2.0, 4.0]
+    assert events == [
+        ("run", "g"),
+        ("start", 1, 1, 0, "g/flaky"),
+        ("retry", 1, 1, 1.0),
+        ("retry", 1, 2, 2.0),
+        ("retry", 1, 3, 4.0),
+        ("end", 1, 1, 0, "g/flaky", 4, 1),
+        ("finished", 1, None, 1),
+    ]
+
+
+async def test_retry_after_from_a_provider_is_honoured_up_to_the_cap():
+    policy, waits = recording_policy(max_wait=10.0)
+    error = ProviderError("slow down", retryable=True, retry_after=7.5)
+    flaky = Flaky(1, error)
+    await GraphRunner(retry=policy).run(chain("g", flaky.node()), AgentContext(0))
+    assert waits == [7.5]
+    policy, waits = recording_policy(max_wait=5.0)
+    flaky = Flaky(1, error)
+    await GraphRunner(retry=policy).run(chain("g", flaky.node()), AgentContext(0))
+    assert waits == [5.0]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [TimeoutError("t"), ConnectionResetError("c"), httpx.ConnectError("x"), NodeTimeout("n", 1)],
+)
+async def test_timeouts_and_connection_errors_are_transient(error):
+    policy, waits = recording_policy()
+    flaky = Flaky(1, error)
+    out = await GraphRunner(retry=policy).run(chain("g", flaky.node()), AgentContext(0))
+    assert out.input == 1 and len(waits) == 1
+
+
+@pytest.mark.parametrize(
+    "error", [TypeError("bug"), ValueError("bad"), ProviderError("no", retryable=False)]
+)
+async def test_bugs_and_permanent_errors_are_not_retried(error):
+    policy, waits = recording_policy()
+    flaky = Flaky(1, error)
+    with pytest.raises(NodeFailed) as info:
+        await GraphRunner(retry=policy).run(chain("g", adder("first"), flaky.node()), AgentContext(0))
+    assert flaky.calls == 1 and waits == []
+    failed = info.value
+    assert failed.__cause__ is error and failed.error is error
+    assert (failed.path, failed.step, failed.attempts, failed.context.input) == (
+        ("g", "flaky"),
+        2,
+        1,
+        1,
+    )
+    assert "node g/flaky failed at step 2 after 1 attempt" in str(failed)
+
+
+async def test_exhausted_retries_report_every_attempt():
+    policy, _ = recording_policy(attempts=2)
+    flaky = Flaky(5, ServerError("down", status=500))
+    events = []
+    with pytest.raises(NodeFailed) as info:
+        async with GraphRunner(retry=policy).stream(chain("g", flaky.node()), AgentContext(0)) as s:
+            async for event in s:
+                events.append(describe(event))
+    assert info.value.attempts == 2 and flaky.calls == 2
+    assert events == [
+        ("run", "g"),
+        ("start", 1, 1, 0, "g/flaky"),
+        ("retry", 1, 1, 1.0),
+        ("failed", 1, "g/flaky", 2),
+        ("finished", 1, "NodeFailed", 0),
+    ]
+
+
+async def test_a_node_marked_unsafe_is_never_retried():
+    policy, waits = recording_policy()
+    flaky = Flaky(1, ServerError("down", status=500))
+    unsafe = flaky.node().unsafe_to_retry()
+    with pytest.raises(NodeFailed):
+        await GraphRunner(retry=policy).run(chain("g", unsafe), AgentContext(0))
+    assert flaky.calls == 1 and waits == []
+
+
+async def test_node_retry_override_and_timeout():
+    import anyio
+
+    policy, waits = recording_policy(attempts=5)
+    calls = []
+
+    @node
+    async def slow_then_fast(ctx: AgentContext[int]) -> AgentContext[int]:
+        calls.append(1)
+        if len(calls) < 3:
+            await anyio.sleep(10)
+        return ctx.with_input(ctx.input + 1)
+
+    timed = slow_then_fast.with_timeout(0.05).with_retry(policy)
+    assert timed is not slow_then_fast and slow_then_fast.timeout is None
+    out = await GraphRunner(retry=RetryPolicy(attempts=1)).run(chain("g", timed), AgentContext(0))
+    assert out.input == 1 and len(calls) == 3 and len(waits) == 2
+
+
+async def test_retrying_a_subgraph_reruns_it_from_its_start():
+    policy, waits = recording_policy()
+    first = adder("first")
+    flaky = Flaky(1, ServerError("down", status=500))
+    inner = chain("inner", first, flaky.node())
+    inner_no_retry = chain("inner", adder("first"), Flaky(1, ServerError("x")).node())
+    runner = GraphRunner(retry=RetryPolicy(attempts=1))
+    # Without a policy of its own, the subgraph is not retried on top of its nodes.
+    with pytest.raises(NodeFailed) as info:
+        await runner.run(chain("outer", inner_no_retry), AgentContext(0))
+    assert info.value.path == ("outer", "inner", "flaky")
+    events = await collect(runner, chain("outer", inner.with_retry(policy)))
+    assert events == [
+        ("run", "outer"),
+        ("start", 1, 1, 0, "outer/inner"),
+        ("start", 2, 1, 1, "outer/inner/first"),
+        ("end", 2, 1, 1, "outer/inner/first", 1, 1),
+        ("start", 3, 2, 1, "outer/inner/flaky"),
+        ("failed", 3, "outer/inner/flaky", 1),
+        ("retry", 1, 1, 1.0),
+        ("start", 4, 1, 1, "outer/inner/first"),
+        ("end", 4, 1, 1, "outer/inner/first", 1, 1),
+        ("start", 5, 2, 1, "outer/inner/flaky"),
+        ("end", 5, 2, 1, "outer/inner/flaky", 1, 2),
+        ("end", 1, 1, 0, "outer/inner", 2, 2),
+        ("finished", 5, None, 2),
+    ]
+
+
+async def test_node_returning_a_non_context_fails_clearly():
+    @node
+    async def wrong(ctx: AgentContext[int]) -> AgentContext[int]:
+        return 5  # type: ignore[return-value]
+
+    with pytest.raises(NodeFailed, match="returned int; a node returns an AgentContext"):
+        await GraphRunner().run(chain("g", wrong), AgentContext(0))
+
+
+def test_node_decorator_checks_the_signature():
+    with pytest.raises(TypeError, match=r"must take \(ctx\) or \(ctx, runtime\)"):
+        node(lambda: None)  # type: ignore[call-overload]
+
+
+async def test_node_can_take_the_runtime():
+    seen = []
+
+    @node
+    async def where(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        seen.append((rt.path, rt.depth, rt.step))
+        return ctx
+
+    await GraphRunner().run(chain("outer", adder("x"), chain("inner", where)), AgentContext(0))
+    assert seen == [(("outer", "inner", "where"), 2, 3)]
+
+
+def test_run_sync():
+    assert GraphRunner().run_sync(chain("g", adder("a")), AgentContext(1)).input == 2
