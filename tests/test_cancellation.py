@@ -106,7 +106,8 @@ async def test_cancel_through_handle_during_stream():
     handle = RunHandle()
     kinds = []
     with anyio.fail_after(5), pytest.raises(GraphCancelled):
-        async with GraphRunner().stream(nested_sleeper(started), AgentContext(0), handle=handle) as s:
+        graph = nested_sleeper(started)
+        async with GraphRunner().stream(graph, AgentContext(0), handle=handle) as s:
             async for event in s:
                 kinds.append(type(event).__name__)
                 if type(event).__name__ == "NodeStarted" and event.node.name == "nap":

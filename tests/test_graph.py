@@ -105,7 +105,10 @@ async def test_dead_end_carries_the_context():
             "node 'b' has no outgoing edge",
         ),
         (
-            lambda g, a, b: (g.start.edge_to(a).edge_to(g.finish), a.edge_to(lambda c: b, targets=())),
+            lambda g, a, b: (
+                g.start.edge_to(a).edge_to(g.finish),
+                a.edge_to(lambda c: b, targets=()),
+            ),
             "router after 'a' declares an empty targets list",
         ),
     ],

@@ -201,7 +201,8 @@ async def test_bugs_and_permanent_errors_are_not_retried(error):
     policy, waits = recording_policy()
     flaky = Flaky(1, error)
     with pytest.raises(NodeFailed) as info:
-        await GraphRunner(retry=policy).run(chain("g", adder("first"), flaky.node()), AgentContext(0))
+        graph = chain("g", adder("first"), flaky.node())
+        await GraphRunner(retry=policy).run(graph, AgentContext(0))
     assert flaky.calls == 1 and waits == []
     failed = info.value
     assert failed.__cause__ is error and failed.error is error
@@ -263,6 +264,7 @@ async def test_node_retry_override_and_timeout():
 async def test_retrying_a_subgraph_reruns_it_from_its_start():
     policy, waits = recording_policy()
     first = adder("first")
+    assert waits == []
     flaky = Flaky(1, ServerError("down", status=500))
     inner = chain("inner", first, flaky.node())
     inner_no_retry = chain("inner", adder("first"), Flaky(1, ServerError("x")).node())
@@ -287,6 +289,7 @@ async def test_retrying_a_subgraph_reruns_it_from_its_start():
         ("end", 1, 1, 0, "outer/inner", 2, 2),
         ("finished", 5, None, 2),
     ]
+    assert waits == [1.0]
 
 
 async def test_node_returning_a_non_context_fails_clearly():
