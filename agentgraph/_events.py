@@ -7,12 +7,17 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from ._context import AgentContext
+from .llm._messages import Message, ToolCall
+from .llm._model import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
     from ._node import Node
 
 __all__ = (
     "Event",
+    "ModelRequested",
+    "ModelResponded",
+    "ToolFinished",
     "NodeFailedEvent",
     "NodeFinished",
     "NodeStarted",
@@ -93,4 +98,46 @@ class RunFinished:
     error: BaseException | None = None
 
 
-Event = RunStarted | NodeStarted | NodeFinished | RetryScheduled | NodeFailedEvent | RunFinished
+@attrs.frozen
+class ModelRequested:
+    """A node is about to call a model: the exact request, as rendered from the context."""
+
+    index: int
+    path: tuple[str, ...]
+    model: str
+    request: ChatRequest
+
+
+@attrs.frozen
+class ModelResponded:
+    """The model answered: the full response and how long it took."""
+
+    index: int
+    path: tuple[str, ...]
+    model: str
+    response: ChatResponse
+    latency: float
+
+
+@attrs.frozen
+class ToolFinished:
+    """A tool call ended: its call, the result message (maybe an error) and its duration."""
+
+    index: int
+    path: tuple[str, ...]
+    call: ToolCall
+    result: Message
+    duration: float
+
+
+Event = (
+    RunStarted
+    | NodeStarted
+    | NodeFinished
+    | RetryScheduled
+    | NodeFailedEvent
+    | RunFinished
+    | ModelRequested
+    | ModelResponded
+    | ToolFinished
+)

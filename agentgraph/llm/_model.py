@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -30,6 +30,14 @@ ToolChoice = Literal["auto", "none", "required"] | str
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "error"] | str
 
 
+def _to_messages(value: Iterable[Message]) -> tuple[Message, ...]:
+    return value if isinstance(value, tuple) else tuple(value)
+
+
+def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
+    return value if isinstance(value, tuple) else tuple(value)
+
+
 @attrs.frozen
 class OutputSchema:
     """A JSON Schema the answer must follow (provider-native structured output)."""
@@ -48,8 +56,8 @@ class ChatRequest:
     prompt separately (Anthropic) lift it out.
     """
 
-    messages: tuple[Message, ...] = attrs.field(converter=tuple)
-    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=tuple)
+    messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=_to_specs)
     tool_choice: ToolChoice | None = None
     temperature: float | None = None
     max_output: int | None = None
