@@ -18,6 +18,7 @@ from ._errors import RoutingError as RoutingError
 from ._errors import RunError as RunError
 from ._errors import StepLimitExceeded as StepLimitExceeded
 from ._errors import ToolError as ToolError
+from ._errors import UnsupportedType as UnsupportedType
 from ._events import Event as Event
 from ._events import NodeFailedEvent as NodeFailedEvent
 from ._events import NodeFinished as NodeFinished
@@ -28,6 +29,8 @@ from ._events import RunStarted as RunStarted
 from ._events import StepInfo as StepInfo
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
+from ._guide import Guide as Guide
+from ._guide import generable as generable
 from ._node import Node as Node
 from ._node import node as node
 from ._retry import RetryPolicy as RetryPolicy
@@ -36,6 +39,12 @@ from ._runner import GraphRunner as GraphRunner
 from ._runner import RunHandle as RunHandle
 from ._runner import Runtime as Runtime
 from ._runner import StepCallback as StepCallback
+from ._schema import describe as describe
+from ._schema import from_tool_call as from_tool_call
+from ._schema import json_schema as json_schema
+from ._schema import prompt_fragment as prompt_fragment
+from ._schema import tools_for_union as tools_for_union
+from ._schema import validate as validate
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -44,6 +53,8 @@ from .nodes import MapEach as MapEach
 from .nodes import Parallel as Parallel
 from .nodes import map_each as map_each
 from .nodes import parallel as parallel
+from .tools import Tool as Tool
+from .tools import tool as tool
 
 __all__ = (
     "AgentContext",
@@ -58,6 +69,7 @@ __all__ = (
     "GraphDefinitionError",
     "GraphRunner",
     "GraphTimeout",
+    "Guide",
     "History",
     "MapEach",
     "Message",
@@ -82,12 +94,22 @@ __all__ = (
     "StepCallback",
     "StepInfo",
     "StepLimitExceeded",
+    "Tool",
     "ToolCall",
     "ToolError",
     "ToolSpec",
+    "UnsupportedType",
     "Usage",
+    "describe",
+    "from_tool_call",
+    "generable",
     "is_transient",
+    "json_schema",
     "map_each",
     "node",
     "parallel",
+    "prompt_fragment",
+    "tool",
+    "tools_for_union",
+    "validate",
 )

@@ -82,8 +82,7 @@ class History(Sequence[Message]):
             return list(self) == list(other)
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(tuple(self))
+    __hash__ = None  # type: ignore[assignment]  # a sequence of data, compared like a list
 
     def __repr__(self) -> str:
         return f"History({self._items[: self._len]!r})"

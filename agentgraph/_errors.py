@@ -22,8 +22,10 @@ AgentGraphError
 │   │   ├── BadRequestError (ValueError)    400 / 422: the request itself is wrong
 │   │   ├── RateLimitError                  429 (not retryable when the quota is exhausted)
 │   │   └── ServerError                     5xx, 529
-│   └── ResponseFormatError (ValueError)    a response that does not follow the wire format
+│   ├── ResponseFormatError (ValueError)    a response that does not follow the wire format
+│   └── ProviderConfigError (ValueError)    a model string or client setup that cannot work
 ├── UnsupportedSetting (ValueError)         a setting the model cannot honour, under `policy="fail"`
+├── UnsupportedType (TypeError)             a Python type with no JSON Schema / JSON form
 ├── ToolError                               a tool-definition or tool-execution problem
 └── OutputError (ValueError)                structured output that stayed invalid
 ```
@@ -54,6 +56,7 @@ __all__ = (
     "NodeTimeout",
     "NotFoundError",
     "OutputError",
+    "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderStatusError",
@@ -66,6 +69,7 @@ __all__ = (
     "StepLimitExceeded",
     "ToolError",
     "UnsupportedSetting",
+    "UnsupportedType",
 )
 
 
@@ -292,6 +296,10 @@ class ResponseFormatError(ProviderError, ValueError):
     """A response that does not follow the provider's wire format."""
 
 
+class ProviderConfigError(ProviderError, ValueError):
+    """A model string or client configuration that cannot work (unknown provider, no key)."""
+
+
 class UnsupportedSetting(AgentGraphError, ValueError):
     """A setting the model does not support, refused under the `fail` capability policy."""
 
@@ -300,6 +308,21 @@ class UnsupportedSetting(AgentGraphError, ValueError):
         self.setting = setting
         detail = f": {reason}" if reason else ""
         super().__init__(f"model {model!r} does not support {setting}{detail}")
+
+
+class UnsupportedType(AgentGraphError, TypeError):
+    """A type annotation that has no JSON Schema (or none in the requested mode)."""
+
+    def __init__(self, annotation: Any, reason: str) -> None:
+        self.annotation = annotation
+        self.reason = reason
+        if isinstance(annotation, str):
+            name = annotation
+        elif isinstance(annotation, type):
+            name = annotation.__qualname__
+        else:
+            name = repr(annotation)
+        super().__init__(f"cannot describe {name} as JSON: {reason}")
 
 
 class ToolError(AgentGraphError):

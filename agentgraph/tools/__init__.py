@@ -1,0 +1,20 @@
+"""Typed tools: `@tool` turns a function into something the model can call, and
+`execute_calls` carries out the model's calls safely."""
+
+from .._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
+from ._execute import ToolFailure as ToolFailure
+from ._execute import ToolOutcome as ToolOutcome
+from ._execute import execute_calls as execute_calls
+from ._execute import run_tool_calls as run_tool_calls
+from ._tool import Tool as Tool
+from ._tool import tool as tool
+
+__all__ = (
+    "RAW_ARGUMENTS",
+    "Tool",
+    "ToolFailure",
+    "ToolOutcome",
+    "execute_calls",
+    "run_tool_calls",
+    "tool",
+)

@@ -1,0 +1,214 @@
+"""Carry out a model's tool calls: authorized, validated, bounded, and answered in call order.
+
+Every way a call can go wrong (a tool that was not given, arguments that are
+not JSON or do not validate, a tool that raises or runs out of time, a result
+that cannot be encoded) becomes a tool message with `is_error=True` that tells
+the model what happened, so it can recover. Cancellation is never caught.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+
+import anyio
+import anyio.to_thread
+import attrs
+import orjson
+
+from .._context import AgentContext
+from .._errors import ToolError
+from .._json import to_data
+from .._schema import RAW_ARGUMENTS
+from .._shapes import Invalid, show
+from ..llm._messages import Message, ToolCall
+from ._tool import Tool
+
+__all__ = ("ToolFailure", "ToolOutcome", "execute_calls", "run_tool_calls")
+
+ToolFailure = Literal["unknown_tool", "bad_arguments", "raised", "timeout", "bad_result"]
+"""Why a call did not produce a result: the kinds a trace can count."""
+
+_PENDING: Any = object()
+
+
+@attrs.frozen
+class ToolOutcome:
+    """What happened to one tool call, for the conversation and for the trace.
+
+    Attributes:
+        call: the call as the model made it.
+        message: the tool message that answers it (`is_error` when `error` is set).
+        duration: seconds from the call's start (after waiting for a free slot)
+            to its answer.
+        error: why the call failed, or None when the tool returned.
+        exception: what the tool raised, when it raised (kept out of equality).
+    """
+
+    call: ToolCall
+    message: Message
+    duration: float
+    error: ToolFailure | None = None
+    exception: Exception | None = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def _quote(name: str) -> str:
+    return orjson.dumps(name[:80]).decode()
+
+
+class _Calls:
+    """The tools one batch of calls may use, and how to run one call."""
+
+    def __init__(
+        self, tools: Sequence[Tool[..., Any]], timeout: float | None, context: Any
+    ) -> None:
+        table: dict[str, Tool[..., Any]] = {}
+        for item in tools:
+            if table.setdefault(item.name, item) is not item:
+                raise ToolError(f"two different tools are named {item.name!r}")
+            if item.context_param is not None and not isinstance(context, AgentContext):
+                raise ToolError(
+                    f"tool {item.name!r} takes the agent context: pass context= to run it"
+                )
+        self.table = table
+        self.timeout = timeout
+        self.context = context
+
+    async def run(self, call: ToolCall) -> ToolOutcome:
+        start = time.perf_counter()
+        item = self.table.get(call.name)
+        if item is None:
+            return _failed(call, start, "unknown_tool", self._refusal(call.name))
+        if RAW_ARGUMENTS in call.arguments:
+            raw = show(str(call.arguments[RAW_ARGUMENTS]))
+            text = (
+                f"the arguments for tool {_quote(item.name)} are not valid JSON ({raw}); "
+                "call it again with a JSON object that matches its parameters"
+            )
+            return _failed(call, start, "bad_arguments", text)
+        kwargs = item.arguments.check(call.arguments, False)
+        if isinstance(kwargs, Invalid):
+            lines = "\n".join(f"- {e}" for e in kwargs.render())
+            text = (
+                f"invalid arguments for tool {_quote(item.name)}:\n{lines}\n"
+                "Fix these and call the tool again."
+            )
+            return _failed(call, start, "bad_arguments", text)
+        if item.context_param is not None:
+            kwargs[item.context_param] = self.context
+        limit = item.timeout if item.timeout is not None else self.timeout
+        value = _PENDING
+        try:
+            with anyio.move_on_after(limit):
+                value = await _invoke(item, kwargs)
+        except Exception as exc:
+            text = f"tool {_quote(item.name)} failed: {type(exc).__name__}: {exc}"
+            return _failed(call, start, "raised", text, exc)
+        if value is _PENDING:
+            text = f"tool {_quote(item.name)} did not finish within {limit:g}s and was abandoned"
+            return _failed(call, start, "timeout", text)
+        return _answered(call, start, item, value)
+
+    def _refusal(self, name: str) -> str:
+        allowed = ", ".join(_quote(n) for n in self.table)
+        offer = f"the tools you may call are: {allowed}" if allowed else "no tools are available"
+        return f"there is no tool named {_quote(name)} here; {offer}"
+
+
+async def _invoke(item: Tool[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    if item.is_async:
+        return await item.fn(**kwargs)
+    # Sync tools run in a worker thread; on timeout or cancellation the thread is
+    # left to finish on its own, since threads cannot be interrupted.
+    value = await anyio.to_thread.run_sync(
+        functools.partial(item.fn, **kwargs), abandon_on_cancel=True
+    )
+    if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
+        value = await value
+    return value
+
+
+def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) -> ToolOutcome:
+    if isinstance(value, str):
+        content = value
+    else:
+        try:
+            content = orjson.dumps(to_data(value)).decode()
+        except TypeError as exc:  # ContextEncodingError and orjson's errors are TypeErrors
+            text = (
+                f"tool {_quote(item.name)} returned a {type(value).__name__} that cannot be "
+                f"sent as JSON: {exc}"
+            )
+            return _failed(call, start, "bad_result", text, exc)
+    message = Message.tool(call.id, content, name=call.name)
+    return ToolOutcome(call, message, time.perf_counter() - start)
+
+
+def _failed(
+    call: ToolCall,
+    start: float,
+    error: ToolFailure,
+    text: str,
+    exception: Exception | None = None,
+) -> ToolOutcome:
+    message = Message.tool(call.id, text, name=call.name, is_error=True)
+    return ToolOutcome(call, message, time.perf_counter() - start, error, exception)
+
+
+async def run_tool_calls(
+    tools: Sequence[Tool[..., Any]],
+    calls: Sequence[ToolCall],
+    *,
+    limit: int = 8,
+    timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, not one for the batch
+    context: AgentContext[Any] | None = None,
+) -> list[ToolOutcome]:
+    """Run `calls` with `tools` only, at most `limit` at a time; outcomes in call order.
+
+    Args:
+        tools: the tools the calls may use; a call to any other name is refused.
+        calls: the model's tool calls.
+        limit: how many calls may run at once.
+        timeout: seconds a call may take, for tools without a timeout of their own.
+        context: the agent context, for tools that take one.
+
+    Raises:
+        ToolError: two tools share a name, or a tool needs `context` and none was given.
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    runner = _Calls(tools, timeout, context)
+    if len(calls) == 1:
+        return [await runner.run(calls[0])]
+    slots: list[ToolOutcome | None] = [None] * len(calls)
+    limiter = anyio.CapacityLimiter(limit)
+
+    async def one(index: int, call: ToolCall) -> None:
+        async with limiter:
+            slots[index] = await runner.run(call)
+
+    async with anyio.create_task_group() as group:
+        for index, call in enumerate(calls):
+            group.start_soon(one, index, call)
+    # The task group only ends normally once every call has filled its slot.
+    return cast("list[ToolOutcome]", slots)
+
+
+async def execute_calls(
+    tools: Sequence[Tool[..., Any]],
+    calls: Sequence[ToolCall],
+    *,
+    limit: int = 8,
+    timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, not one for the batch
+    context: AgentContext[Any] | None = None,
+) -> list[Message]:
+    """Run `calls` like `run_tool_calls` and return just the tool messages, in call order."""
+    outcomes = await run_tool_calls(tools, calls, limit=limit, timeout=timeout, context=context)
+    return [outcome.message for outcome in outcomes]

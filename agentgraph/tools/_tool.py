@@ -1,0 +1,187 @@
+"""`@tool`: a typed Python function the model can call."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from typing import Annotated, Any, Generic, ParamSpec, TypeVar, get_args, get_origin, overload
+
+import attrs
+
+from .._compile import FieldSpec, arguments_shape
+from .._composites import NO_DEFAULT, ObjectShape
+from .._context import AgentContext
+from .._errors import ToolError, UnsupportedType
+from .._json import to_data
+from .._schema import TOOL_NAME, build_schema
+from ..llm._messages import ToolSpec
+from ._docstring import parse_docstring
+
+__all__ = ("Tool", "tool")
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@attrs.frozen(eq=False, repr=False)
+class Tool(Generic[P, R]):
+    """A function the model can call, with the spec it is shown, made by `@tool`.
+
+    Calling the tool calls the function. `execute_calls` runs it for the model:
+    arguments are validated and coerced first, and every failure becomes a
+    tool message the model can read.
+
+    Attributes:
+        fn: the function.
+        spec: the name, description and JSON Schema of the parameters.
+        timeout: seconds one call may take (None: the caller's default).
+        retry_safe: False for a tool with side effects that must not be repeated.
+        context_param: the parameter that receives the agent context, if any.
+    """
+
+    fn: Callable[P, R]
+    spec: ToolSpec
+    timeout: float | None = attrs.field(default=None, kw_only=True)
+    retry_safe: bool = attrs.field(default=True, kw_only=True)
+    context_param: str | None = attrs.field(default=None, kw_only=True)
+    is_async: bool = attrs.field(default=False, kw_only=True)
+    arguments: ObjectShape = attrs.field(kw_only=True)
+    """The compiled validator of the arguments (built with the spec)."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.fn(*args, **kwargs)
+
+    def with_timeout(self, seconds: float | None) -> Tool[P, R]:
+        """Return a copy whose calls are limited to `seconds`."""
+        return attrs.evolve(self, timeout=_check_timeout(self.name, seconds))
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name!r}>"
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    retry_safe: bool = True,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    retry_safe: bool = True,
+) -> Any:
+    """Make a tool from a typed function, sync or async.
+
+    The parameters' JSON Schema comes from the type hints; the description from
+    the docstring (the text before its first section), and each parameter's
+    description from `Annotated[T, Guide("...")]` or the docstring's `Args:`
+    section. Parameters with defaults are not required. A parameter annotated
+    `AgentContext[...]` is not shown to the model: it receives the context
+    passed to `execute_calls(..., context=ctx)`.
+
+    ```python
+    @tool
+    async def read_lines(path: str, start: int = 1, count: int = 50) -> str:
+        '''Read lines from a text file.
+
+        Args:
+            path: the file, relative to the project root.
+            start: the first line to read, from 1.
+        '''
+    ```
+
+    Raises:
+        ToolError: for a name providers refuse, `*args`/`**kwargs` or
+            positional-only parameters, or a parameter type with no JSON form.
+    """
+
+    def make(f: Callable[..., Any]) -> Tool[Any, Any]:
+        return _make(f, name, description, timeout, retry_safe)
+
+    return make if fn is None else make(fn)
+
+
+def _check_timeout(name: str, timeout: float | None) -> float | None:
+    if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+        raise ToolError(f"tool {name!r}: timeout must be a positive number of seconds")
+    return timeout
+
+
+def _is_context(hint: Any) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint is AgentContext or get_origin(hint) is AgentContext
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    # A callable object counts when its class's __call__ is a coroutine function.
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def _make(
+    fn: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    timeout: float | None,
+    retry_safe: bool,
+) -> Tool[Any, Any]:
+    tool_name = name if name is not None else str(getattr(fn, "__name__", ""))
+    if not TOOL_NAME.fullmatch(tool_name):
+        raise ToolError(f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'")
+    _check_timeout(tool_name, timeout)
+    try:
+        signature = inspect.signature(fn, eval_str=True)
+    except Exception as exc:  # NameError, or anything an annotation raises
+        raise ToolError(f"tool {tool_name!r}: cannot resolve its type hints ({exc})") from exc
+    summary, documented = parse_docstring(inspect.getdoc(fn))
+    fields: list[FieldSpec] = []
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        hint = Any if param.annotation is param.empty else param.annotation
+        if _is_context(hint):
+            context_param = param.name
+            continue
+        if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+            raise ToolError(
+                f"tool {tool_name!r}: parameter {param.name!r} must be passable by keyword "
+                "(no *args, **kwargs or positional-only parameters)"
+            )
+        fields.append(_field(param, hint, documented.get(param.name)))
+    try:
+        shape = arguments_shape(tool_name, fields)
+        parameters = build_schema(shape, strict=False)
+    except UnsupportedType as exc:
+        raise ToolError(f"tool {tool_name!r}: {exc}") from exc
+    spec = ToolSpec(tool_name, summary if description is None else description, parameters)
+    return Tool(
+        fn,
+        spec,
+        timeout=timeout,
+        retry_safe=retry_safe,
+        context_param=context_param,
+        is_async=_is_async(fn),
+        arguments=shape,
+    )
+
+
+def _field(param: inspect.Parameter, hint: Any, guide: str | None) -> FieldSpec:
+    if param.default is param.empty:
+        return FieldSpec(param.name, hint, param.name, guide=guide)
+    try:
+        default = to_data(param.default)
+    except TypeError:  # not JSON data: required-ness is all the schema can say
+        default = NO_DEFAULT
+    return FieldSpec(param.name, hint, param.name, True, default, guide)
