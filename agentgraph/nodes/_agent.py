@@ -1,0 +1,148 @@
+"""`tool_use` runs the model's tool calls; `react_agent` wires chat and tools into a graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .._context import AgentContext, Settings
+from .._events import ToolFinished
+from .._graph import Graph, GraphBuilder
+from .._node import Node
+from ..llm._messages import Message
+from ..llm._model import ChatModel
+from ..tools._execute import run_tool_calls
+from ..tools._tool import Tool
+from ._chat import chat, user_turn
+
+if TYPE_CHECKING:
+    from .._runner import Runtime
+
+__all__ = ("ToolUse", "answer", "react_agent", "tool_use", "tool_turns")
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class ToolUse(Node[Message, Message]):
+    """Runs the tool calls of the assistant message in its input; appends the results.
+
+    Only `tools` run: a call to any other name is answered with an error the
+    model can read. Every failure (bad arguments, a raising or slow tool)
+    becomes an error result, so the run goes on. The output input is the same
+    assistant message.
+    """
+
+    tools: tuple[Tool[..., Any], ...]
+    limit: int = 8
+    call_timeout: float | None = None
+
+    async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
+        calls = ctx.input.tool_calls
+        if not calls:
+            return ctx
+        outcomes = await run_tool_calls(
+            self.tools, calls, limit=self.limit, timeout=self.call_timeout, context=ctx
+        )
+        for outcome in outcomes:
+            await rt.emit(
+                ToolFinished(rt.step, rt.path, outcome.call, outcome.message, outcome.duration)
+            )
+        return ctx.append(*(outcome.message for outcome in outcomes))
+
+
+def tool_use(
+    tools: Sequence[Tool[..., Any]],
+    *,
+    name: str = "tools",
+    limit: int = 8,
+    timeout: float | None = None,
+) -> ToolUse:
+    """A node that executes the tool calls of the last assistant message.
+
+    Args:
+        tools: the only tools this node may run.
+        limit: how many calls run at once.
+        timeout: seconds per call, for tools without a timeout of their own.
+    """
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise ValueError(f"tool names must be unique, got {names}")
+    # Tools with side effects make the whole node unsafe to repeat.
+    retry_safe = all(t.retry_safe for t in tools)
+    return ToolUse(tuple(tools), limit, timeout, name=name, retry_safe=retry_safe)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class _Answer(Node[Message, str]):
+    async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[str]:
+        return ctx.with_input(ctx.input.content)
+
+
+def answer(*, name: str = "answer") -> Node[Message, str]:
+    """A node that turns the assistant message in its input into its text."""
+    return _Answer(name=name)
+
+
+def tool_turns(ctx: AgentContext[Any]) -> int:
+    """How many tool-calling assistant turns the current user turn has taken."""
+    turns = 0
+    for message in reversed(ctx.history):
+        if message.role == "user":
+            break
+        if message.role == "assistant" and message.tool_calls:
+            turns += 1
+    return turns
+
+
+def react_agent(
+    model: ChatModel,
+    tools: Sequence[Tool[..., Any]],
+    *,
+    system_prompt: str | None = None,
+    max_turns: int = 8,
+    settings: Settings | None = None,
+    name: str = "react_agent",
+) -> Graph[str, str]:
+    """A ReAct agent as an ordinary graph: user turn → chat ⇄ tools → answer.
+
+    The input is the user's message, the output the final answer. After
+    `max_turns` rounds of tool calls the model is asked once more with tools
+    disabled, so the run always ends with an answer and every tool call in the
+    history has its result. `system_prompt`, when given, replaces the context's.
+
+    The graph is plain data: draw it with `to_mermaid()`, nest it, or rebuild
+    it with other nodes.
+    """
+    if max_turns < 1:
+        raise ValueError("max_turns must be at least 1")
+    specs = tuple(t.spec for t in tools)
+    prepare = _Prepare(system_prompt, name="user_turn") if system_prompt else user_turn()
+    think = chat(model, name="chat", settings=settings, tools=specs)
+    run_tools = tool_use(tools)
+    last_word = chat(model, name="final_chat", settings=settings, tools=specs, tool_choice="none")
+    reply = answer()
+
+    def route(ctx: AgentContext[Message]) -> Node[Message, Any]:
+        if not ctx.input.tool_calls:
+            return reply
+        return run_tools
+
+    def next_turn(ctx: AgentContext[Message]) -> Node[Any, Message]:
+        return think if tool_turns(ctx) < max_turns else last_word
+
+    with GraphBuilder[str, str](name) as g:
+        g.start.edge_to(prepare).edge_to(think)
+        think.edge_to(route, targets=(run_tools, reply))
+        run_tools.edge_to(next_turn, targets=(think, last_word))
+        last_word.edge_to(reply)
+        reply.edge_to(g.finish)
+    return g.build()
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class _Prepare(Node[str, str]):
+    system_prompt: str | None
+
+    async def run(self, ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        return ctx.evolve(system_prompt=self.system_prompt).append(Message.user(ctx.input))

@@ -1,0 +1,116 @@
+"""The `chat` node: one model call built from the context, its answer appended."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+
+from .._context import AgentContext, Settings
+from .._events import ModelRequested, ModelResponded
+from .._node import Node
+from ..llm._messages import Message, ToolSpec
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, ToolChoice
+
+if TYPE_CHECKING:
+    from .._runner import Runtime
+
+__all__ = ("Chat", "build_request", "chat", "user_turn")
+
+In = TypeVar("In")
+
+
+def _merge_settings(ctx: Settings, override: Settings | None) -> Settings:
+    if override is None:
+        return ctx
+    return Settings(
+        model=override.model if override.model is not None else ctx.model,
+        temperature=override.temperature if override.temperature is not None else ctx.temperature,
+        max_output=override.max_output if override.max_output is not None else ctx.max_output,
+        think=override.think if override.think is not None else ctx.think,
+    )
+
+
+def build_request(
+    ctx: AgentContext[Any],
+    *,
+    settings: Settings | None = None,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: ToolChoice | None = None,
+) -> ChatRequest:
+    """The request a `chat` node sends: system prompt, history, tools and settings.
+
+    Nothing is added to the user's prompts: the messages are the context's
+    system prompt followed by its history, verbatim.
+    """
+    merged = _merge_settings(ctx.settings, settings)
+    messages: tuple[Message, ...] = tuple(ctx.history)
+    if ctx.system_prompt:
+        messages = (Message.system(ctx.system_prompt), *messages)
+    specs = (*ctx.tools, *tools) if tools else ctx.tools
+    return ChatRequest(
+        messages,
+        tools=specs,
+        tool_choice=tool_choice if specs else None,
+        temperature=merged.temperature,
+        max_output=merged.max_output,
+        think=merged.think,
+        model=merged.model,
+    )
+
+
+async def call_model(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
+    """Call `model`, reporting the request and the response as trace events."""
+    name = request.model or model.name
+    await rt.emit(ModelRequested(rt.step, rt.path, name, request))
+    started = perf_counter()
+    response = await model.request(request)
+    await rt.emit(ModelResponded(rt.step, rt.path, name, response, perf_counter() - started))
+    return response
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Chat(Node[Any, Message]):
+    """Calls `model` with the context's conversation and appends the assistant's answer.
+
+    The output context's input is the assistant `Message`, so a router can
+    look at `ctx.input.tool_calls`. Usage is added to `ctx.usage`.
+    """
+
+    model: ChatModel
+    settings: Settings | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+
+    async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Message]:
+        request = build_request(
+            ctx, settings=self.settings, tools=self.tools, tool_choice=self.tool_choice
+        )
+        response = await call_model(self.model, request, rt)
+        message = response.message
+        return ctx.append(message).add_usage(response.usage).with_input(message)
+
+
+def chat(
+    model: ChatModel,
+    *,
+    name: str = "chat",
+    settings: Settings | None = None,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: ToolChoice | None = None,
+) -> Chat:
+    """A node that calls `model` once. `settings` override the context's, field by field."""
+    return Chat(model, settings, tuple(tools), tool_choice, name=name)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class _UserTurn(Node[str, str]):
+    async def run(self, ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input))
+
+
+def user_turn(*, name: str = "user_turn") -> Node[str, str]:
+    """A node that appends its input as a user message (the start of an agent turn)."""
+    return _UserTurn(name=name)
