@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo bench lint typecheck clean
+.PHONY: test demo quickstart bench lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,9 @@ test: lint typecheck
 	$(BIN)/python -m pytest -q
 
 demo: $(STAMP)
+	$(BIN)/python examples/react_agent.py
+
+quickstart: $(STAMP)
 	$(BIN)/python examples/quickstart.py
 
 $(VENV)/.bench: $(STAMP)

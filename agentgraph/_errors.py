@@ -223,9 +223,15 @@ class NodeTimeout(AgentGraphError, TimeoutError):
 
 
 class ProviderError(AgentGraphError):
-    """A model provider failed. `.retryable` says whether trying again can help."""
+    """A model provider failed. `.retryable` says whether trying again can help.
+
+    `.attempts` is how many requests the client made before giving up; when the
+    client already retried (`attempts > 1`) the runner does not retry the node
+    again, so attempts never multiply.
+    """
 
     retryable: bool = False
+    attempts: int = 1
 
     def __init__(
         self,

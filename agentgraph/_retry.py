@@ -10,7 +10,7 @@ import attrs
 import httpx
 import tenacity
 
-from ._errors import RunError
+from ._errors import ProviderError, RunError
 
 __all__ = ("RetryPolicy", "is_transient")
 
@@ -22,10 +22,13 @@ def is_transient(error: BaseException) -> bool:
 
     Errors that say so with a `retryable` attribute (provider errors, node
     timeouts), timeouts and connection errors. Never cancellation, never a
-    run error from a nested graph, never a bug such as `TypeError`.
+    run error from a nested graph, never a bug such as `TypeError`, and never a
+    provider error its client already retried.
     """
     if not isinstance(error, Exception) or isinstance(error, RunError):
         return False
+    if isinstance(error, ProviderError) and error.attempts > 1:
+        return False  # the provider client already retried it under its own policy
     retryable = getattr(error, "retryable", None)
     if isinstance(retryable, bool):
         return retryable

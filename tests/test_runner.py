@@ -320,3 +320,13 @@ async def test_node_can_take_the_runtime():
 
 def test_run_sync():
     assert GraphRunner().run_sync(chain("g", adder("a")), AgentContext(1)).input == 2
+
+
+async def test_a_provider_error_the_client_already_retried_is_not_retried_again():
+    policy, waits = recording_policy()
+    error = ServerError("down", status=503)
+    error.attempts = 3
+    flaky = Flaky(1, error)
+    with pytest.raises(NodeFailed) as info:
+        await GraphRunner(retry=policy).run(chain("g", flaky.node()), AgentContext(0))
+    assert flaky.calls == 1 and waits == [] and info.value.attempts == 1

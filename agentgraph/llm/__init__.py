@@ -1,5 +1,13 @@
 """Provider-neutral messages, the `ChatModel` protocol, and provider clients."""
 
+from ._anthropic import AnthropicModel as AnthropicModel
+from ._capabilities import Capabilities as Capabilities
+from ._capabilities import OnUnsupported as OnUnsupported
+from ._embed import Embedder as Embedder
+from ._embed import OllamaEmbedder as OllamaEmbedder
+from ._embed import OpenAIEmbedder as OpenAIEmbedder
+from ._gigachat import GigaChatModel as GigaChatModel
+from ._http import ProviderRetry as ProviderRetry
 from ._messages import Message as Message
 from ._messages import Role as Role
 from ._messages import ToolCall as ToolCall
@@ -16,14 +24,27 @@ from ._model import StreamEvent as StreamEvent
 from ._model import TextDelta as TextDelta
 from ._model import ToolCallDelta as ToolCallDelta
 from ._model import ToolChoice as ToolChoice
+from ._ollama import OllamaModel as OllamaModel
+from ._openai import OpenAIModel as OpenAIModel
+from ._resolve import model_from_string as model_from_string
 
 __all__ = (
+    "AnthropicModel",
+    "Capabilities",
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
+    "Embedder",
     "FinishReason",
+    "GigaChatModel",
     "Message",
+    "OllamaEmbedder",
+    "OllamaModel",
+    "OnUnsupported",
+    "OpenAIEmbedder",
+    "OpenAIModel",
     "OutputSchema",
+    "ProviderRetry",
     "ReasoningDelta",
     "ResponseDone",
     "Role",
@@ -34,4 +55,5 @@ __all__ = (
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    "model_from_string",
 )

@@ -23,6 +23,9 @@ def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return value if isinstance(value, tuple) else tuple(value)
 
 
+_NO_PROVIDER_DATA: Mapping[str, Any] = MappingProxyType({})
+
+
 @attrs.frozen
 class Usage:
     """Tokens and model calls, summed with `+`."""
@@ -74,6 +77,9 @@ class Message:
     `tool_calls` is set on assistant messages that call tools; `tool_call_id`
     on tool messages, naming the call they answer (`name` is the tool's name).
     `is_error` marks a tool result that reports a failure the model should read.
+    `provider_data` holds wire data one provider needs back verbatim in later
+    requests (Anthropic thinking signatures, GigaChat `functions_state_id`),
+    keyed `"<provider>.<field>"`; other providers ignore it.
     """
 
     role: Role
@@ -84,6 +90,9 @@ class Message:
     reasoning: str | None = None
     is_error: bool = False
     usage: Usage | None = None
+    provider_data: Mapping[str, Any] = attrs.field(
+        default=_NO_PROVIDER_DATA, converter=_frozen_mapping
+    )
 
     @classmethod
     def system(cls, content: str) -> Message:

@@ -1,0 +1,188 @@
+"""`AnthropicModel`: the Anthropic Messages API. The wire format lives in `_anthropic_wire`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing
+from typing import Any
+
+import httpx
+
+from .._errors import ProviderConfigError, ProviderConnectionError
+from ._anthropic_wire import EventReader, anthropic_messages, parse_message
+from ._capabilities import Capabilities
+from ._decode import iter_sse, stream_events
+from ._http import ProviderRetry
+from ._model import ChatRequest, ChatResponse, StreamEvent
+from ._transport import HttpClientBase, HttpTransport
+
+__all__ = ("ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel")
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+_BUDGETS = {"low": 1024, "medium": 4096, "high": 16384}
+_MIN_BUDGET = 1024
+# Models released before extended thinking existed.
+_NO_THINKING = re.compile(r"^claude-(?:instant|2|3-(?!7)|3\.5)")
+
+
+class AnthropicModel(HttpClientBase):
+    """A `ChatModel` over `POST {base_url}/v1/messages`.
+
+    System messages become the top-level `system`; tool results become
+    `tool_result` blocks (with `is_error`) of one user turn. `think` turns on
+    extended thinking with a token budget (`low` 1024, `medium` or `True` 4096,
+    `high` 16384); thinking text arrives as `Message.reasoning`, and the signed
+    blocks are kept in `Message.provider_data` to be sent back with the history.
+
+    Args:
+        model: e.g. `claude-sonnet-4-5`.
+        api_key: sent as `x-api-key`; required for Anthropic's own API.
+        base_url: the API root without `/v1`.
+        max_tokens: `max_tokens` when the request sets no `max_output` (the API
+            requires one); the thinking budget is added on top.
+        headers, http_client, timeout, retry, capabilities, provider: as for `OpenAIModel`.
+    """
+
+    __slots__ = ("_caps", "_http", "_max_tokens", "_model")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str = ANTHROPIC_BASE_URL,
+        max_tokens: int = 4096,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        retry: ProviderRetry | None = None,
+        capabilities: Capabilities | None = None,
+        provider: str = "anthropic",
+    ) -> None:
+        if not api_key and httpx.URL(base_url).host == "api.anthropic.com":
+            raise ProviderConfigError(
+                "Anthropic needs an API key: pass api_key= or set ANTHROPIC_API_KEY",
+                provider=provider,
+            )
+        auth = {"x-api-key": api_key} if api_key else {}
+        self._model = model
+        self._max_tokens = max_tokens
+        self._caps = capabilities or Capabilities()
+        self._http = HttpTransport(
+            provider,
+            base_url,
+            headers={"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), **auth},
+            secrets=(api_key,),
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+        )
+
+    @property
+    def name(self) -> str:
+        """The model requests go to."""
+        return self._model
+
+    def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body for `request`, after the capability policy."""
+        model = request.model or self._model
+        system, messages = anthropic_messages(request.messages, provider=self._http.provider)
+        thinking, max_tokens = self._thinking(request, model)
+        body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
+        if system:
+            body["system"] = system
+        if thinking is not None:
+            body["thinking"] = thinking
+        if request.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                if t.description
+                else {"name": t.name, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+            choice = self._tool_choice(request, model, thinking is not None)
+            if choice is not None:
+                body["tool_choice"] = choice
+        if request.temperature is not None:
+            if thinking is not None:
+                self._caps.refuse(
+                    "temperature", model=model, reason="it must stay at its default while thinking"
+                )
+            elif self._caps.allows("temperature", model=model):
+                body["temperature"] = request.temperature
+        if request.output is not None:
+            self._caps.allows(
+                "output", model=model, default=False, reason="no native structured output here"
+            )
+        if stream:
+            body["stream"] = True
+        return body
+
+    def _thinking(self, request: ChatRequest, model: str) -> tuple[dict[str, Any] | None, int]:
+        """The `thinking` object and `max_tokens`, which must exceed the thinking budget."""
+        think = request.think
+        max_tokens = request.max_output or self._max_tokens
+        if not think or not self._caps.allows(
+            "think",
+            model=model,
+            default=not _NO_THINKING.match(model),
+            reason="no extended thinking",
+        ):
+            return None, max_tokens
+        budget = _BUDGETS["medium" if think is True else think]
+        if request.max_output is None:
+            return {"type": "enabled", "budget_tokens": budget}, max_tokens + budget
+        budget = min(budget, request.max_output - 1)
+        if budget < _MIN_BUDGET:
+            self._caps.refuse(
+                "think", model=model, reason=f"max_output must exceed {_MIN_BUDGET} tokens"
+            )
+            return None, max_tokens
+        return {"type": "enabled", "budget_tokens": budget}, max_tokens
+
+    def _tool_choice(self, request: ChatRequest, model: str, thinking: bool) -> Any:
+        choice = request.tool_choice
+        if choice is None or choice == "auto":
+            return None if choice is None else {"type": "auto"}
+        if choice == "none":
+            return {"type": "none"}
+        if thinking:
+            self._caps.refuse("tool_choice", model=model, reason="forced tool use while thinking")
+            return {"type": "auto"}
+        if choice == "required":
+            return {"type": "any"}
+        return {"type": "tool", "name": choice}
+
+    async def request(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the complete answer."""
+        body = self.build_body(request)
+        data = await self._http.post("/v1/messages", body)
+        return parse_message(data, provider=self._http.provider, model=body["model"])
+
+    def stream(
+        self, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
+        body = self.build_body(request, stream=True)
+        return stream_events(
+            lambda: self._http.open("/v1/messages", body),
+            lambda response: self._decode(response, body["model"]),
+        )
+
+    async def _decode(
+        self, response: httpx.Response, model: str
+    ) -> AsyncGenerator[StreamEvent, None]:
+        provider = self._http.provider
+        reader = EventReader(provider=provider, model=model)
+        sse = iter_sse(response, provider=provider, secrets=self._http.secrets)
+        async with aclosing(sse) as events:
+            async for event in events:
+                for delta in reader.feed(event):
+                    yield delta
+                if reader.done:
+                    break
+        if not reader.done:
+            raise ProviderConnectionError("stream ended before message_stop", provider=provider)
+        yield reader.finish()

@@ -1,0 +1,239 @@
+"""The `Embedder` protocol and its OpenAI (`/embeddings`) and Ollama (`/api/embed`) clients."""
+
+from __future__ import annotations
+
+import abc
+import base64
+import binascii
+import sys
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import httpx
+
+from .._errors import ProviderConfigError, ResponseFormatError
+from ._http import ProviderRetry
+from ._ollama import OLLAMA_BASE_URL
+from ._openai import OPENAI_BASE_URL, is_openai_host
+from ._transport import HttpClientBase, HttpTransport
+
+__all__ = ("Embedder", "OllamaEmbedder", "OpenAIEmbedder")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors, one per text, in order.
+
+    ```python
+    async def index(embedder: Embedder) -> list[list[float]]:
+        return await embedder.embed(["first passage", "second passage"])
+    ```
+    """
+
+    @property
+    def dimensions(self) -> int | None:
+        """The vector length: as configured, else learned from the first answer, else `None`."""
+        ...
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def _texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        # A lone string would otherwise be embedded one character at a time.
+        raise TypeError("embed() takes a sequence of strings; wrap a single text in a list")
+    items = list(texts)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError(f"embed() takes strings, got {type(item).__name__}")
+    return items
+
+
+def _floats(value: Any, *, provider: str) -> list[float]:
+    if isinstance(value, list):
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in value):
+            raise ResponseFormatError(
+                "embedding holds a value that is not a number", provider=provider
+            )
+        return [float(x) for x in value]
+    if isinstance(value, str):  # base64 of little-endian float32
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ResponseFormatError("embedding is not valid base64", provider=provider) from exc
+        if len(raw) % 4:
+            raise ResponseFormatError("base64 embedding is not whole float32s", provider=provider)
+        vector = array("f")
+        vector.frombytes(raw)
+        if sys.byteorder == "big":
+            vector.byteswap()
+        return vector.tolist()
+    raise ResponseFormatError("embedding is neither a list nor base64", provider=provider)
+
+
+class _EmbedderBase(HttpClientBase, abc.ABC):
+    __slots__ = ("_batch_size", "_dimensions", "_http", "_model")
+
+    _dimensions: int | None
+    _batch_size: int
+
+    @property
+    def dimensions(self) -> int | None:
+        """The vector length: as configured, else learned from the first answer, else `None`."""
+        return self._dimensions
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; sent in batches of `batch_size`."""
+        items = _texts(texts)
+        vectors: list[list[float]] = []
+        for start in range(0, len(items), self._batch_size):
+            batch = items[start : start + self._batch_size]
+            got = await self._embed_batch(batch)
+            if len(got) != len(batch):
+                raise ResponseFormatError(
+                    f"asked for {len(batch)} embeddings, got {len(got)}",
+                    provider=self._http.provider,
+                )
+            vectors.extend(got)
+        if vectors and self._dimensions is None:
+            self._dimensions = len(vectors[0])
+        return vectors
+
+    @abc.abstractmethod
+    async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        """The vectors of one batch, in input order."""
+
+
+class OpenAIEmbedder(_EmbedderBase):
+    """An `Embedder` over `POST {base_url}/embeddings` (OpenAI and compatible servers).
+
+    Args:
+        model: e.g. `text-embedding-3-small`.
+        dimensions: sent as `dimensions` (only `text-embedding-3*` and later accept it).
+        encoding_format: `base64` (compact float32, the default) or `float`.
+        batch_size: texts per request (the API takes at most 2048).
+        api_key, base_url, headers, http_client, timeout, retry, provider: as for `OpenAIModel`.
+    """
+
+    __slots__ = ("_encoding",)
+
+    def __init__(
+        self,
+        model: str = "text-embedding-3-small",
+        *,
+        api_key: str | None = None,
+        base_url: str = OPENAI_BASE_URL,
+        dimensions: int | None = None,
+        encoding_format: Literal["base64", "float"] = "base64",
+        batch_size: int = 512,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        retry: ProviderRetry | None = None,
+        provider: str = "openai",
+    ) -> None:
+        if not api_key and is_openai_host(base_url):
+            raise ProviderConfigError(
+                "OpenAI needs an API key: pass api_key= or set OPENAI_API_KEY", provider=provider
+            )
+        if not 1 <= batch_size <= 2048:
+            raise ProviderConfigError(
+                f"batch_size must be within 1..2048, got {batch_size}", provider=provider
+            )
+        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._model = model
+        self._dimensions = dimensions
+        self._encoding = encoding_format
+        self._batch_size = batch_size
+        self._http = HttpTransport(
+            provider,
+            base_url,
+            headers={**(headers or {}), **auth},
+            secrets=(api_key,),
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+        )
+
+    async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "input": batch,
+            "encoding_format": self._encoding,
+        }
+        if self._dimensions is not None:
+            body["dimensions"] = self._dimensions
+        data = await self._http.post("/embeddings", body)
+        provider = self._http.provider
+        items = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise ResponseFormatError("answer has no data list", provider=provider, body=data)
+        # `index` is the input position; the list order is not a promise.
+        ordered = sorted(enumerate(items), key=lambda pair: pair[1].get("index", pair[0]))
+        return [_floats(item.get("embedding"), provider=provider) for _, item in ordered]
+
+
+class OllamaEmbedder(_EmbedderBase):
+    """An `Embedder` over Ollama's `POST {base_url}/api/embed`.
+
+    Args:
+        model: e.g. `nomic-embed-text`.
+        dimensions: sent as `dimensions` (models that support truncation).
+        truncate: cut inputs longer than the context instead of failing.
+        keep_alive: how long the server keeps the model loaded.
+        batch_size: texts per request.
+        base_url, api_key, headers, http_client, timeout, retry, provider: as for `OllamaModel`.
+    """
+
+    __slots__ = ("_keep_alive", "_truncate")
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = OLLAMA_BASE_URL,
+        api_key: str | None = None,
+        dimensions: int | None = None,
+        truncate: bool = True,
+        keep_alive: str | float | None = None,
+        batch_size: int = 256,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        retry: ProviderRetry | None = None,
+        provider: str = "ollama",
+    ) -> None:
+        if batch_size < 1:
+            raise ProviderConfigError(
+                f"batch_size must be at least 1, got {batch_size}", provider=provider
+            )
+        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._model = model
+        self._dimensions = dimensions
+        self._truncate = truncate
+        self._keep_alive = keep_alive
+        self._batch_size = batch_size
+        self._http = HttpTransport(
+            provider,
+            base_url,
+            headers={**(headers or {}), **auth},
+            secrets=(api_key,),
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+        )
+
+    async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
+        body: dict[str, Any] = {"model": self._model, "input": batch, "truncate": self._truncate}
+        if self._dimensions is not None:
+            body["dimensions"] = self._dimensions
+        if self._keep_alive is not None:
+            body["keep_alive"] = self._keep_alive
+        data = await self._http.post("/api/embed", body)
+        vectors = data.get("embeddings") if isinstance(data, dict) else None
+        if not isinstance(vectors, list):
+            raise ResponseFormatError(
+                "answer has no embeddings list", provider=self._http.provider, body=data
+            )
+        return [_floats(vector, provider=self._http.provider) for vector in vectors]

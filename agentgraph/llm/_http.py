@@ -1,0 +1,381 @@
+"""The HTTP layer every provider client shares: error mapping, retry, secrets.
+
+Everything that can go wrong on the wire becomes an error of the tree in
+`agentgraph._errors` here, and only here:
+
+- `error_from_response`: an HTTP error status with its body and headers,
+- `error_from_body`: an error object inside a 200 response or stream,
+- `error_from_exception`: an `httpx` transport exception.
+
+Whether an error is retryable follows the provider classification: connection
+errors, timeouts, 408, 409, 429 and 5xx (529 included) are; 400, 401, 402,
+403, 404, 413 and 422 never are, nor a 429 that waiting cannot clear
+(exhausted quota, a request larger than the limit). `x-should-retry: false`
+vetoes a retry and `x-should-retry: true` allows one for any status not on the
+never list. A `retry-after` longer than the cap fails fast. Secrets (keys,
+tokens) are scrubbed from every message and body kept on an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
+
+import anyio
+import attrs
+import httpx
+import orjson
+import tenacity
+
+from .._errors import (
+    AuthenticationError,
+    BadRequestError,
+    NotFoundError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderStatusError,
+    ProviderTimeout,
+    RateLimitError,
+    ResponseFormatError,
+    ServerError,
+)
+
+__all__ = (
+    "ProviderRetry",
+    "dumps",
+    "error_from_body",
+    "error_from_exception",
+    "error_from_response",
+    "parse_retry_after",
+    "redact",
+    "snippet",
+)
+
+T = TypeVar("T")
+
+_log = logging.getLogger("agentgraph.llm")
+
+_NEVER_RETRY = frozenset({400, 401, 402, 403, 404, 413, 422})
+_CANNOT_CLEAR = (
+    "insufficient_quota",
+    "exceeded your current quota",
+    "request too large",
+    "spend limit",
+    "credit balance",
+    "billing",
+)
+_SERVER_TYPES = frozenset(
+    {"api_error", "server_error", "overloaded_error", "timeout_error", "service_unavailable_error"}
+)
+_TAGS = re.compile(r"<[^>]*>")
+_SPACES = re.compile(r"\s+")
+_BODY_LIMIT = 2000
+
+
+def dumps(value: Any) -> bytes:
+    """orjson-encode a request body; read-only mappings (tool schemas) become objects."""
+    return orjson.dumps(value, default=_default)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"cannot encode {type(value).__name__} in a request body")
+
+
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """`text` with every secret replaced by `***`."""
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def snippet(text: str, limit: int = 200) -> str:
+    flat = _SPACES.sub(" ", _TAGS.sub(" ", text)).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def parse_retry_after(
+    headers: Mapping[str, str], *, now: Callable[[], float] = time.time
+) -> float | None:
+    """The server's requested delay in seconds, or `None`.
+
+    `retry-after-ms` wins over `retry-after`; `retry-after` is seconds or an
+    HTTP-date. A date in the past or an unparsable value gives `None`.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return max(float(millis) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    delay = when.timestamp() - now()
+    return delay if delay > 0 else None
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, str | int | float):
+        return str(value)
+    return orjson.dumps(value).decode()
+
+
+def _describe(data: Any) -> tuple[str, str | None, str | None, str | None]:
+    """`(message, type, code, request_id)` from any provider's error body.
+
+    Shapes: OpenAI/Anthropic `{"error": {...}}`, Ollama `{"error": "..."}`,
+    old vLLM's flat `{"object": "error", "message", "code"}`, GigaChat OAuth
+    `{"code", "message"}`, FastAPI-style `{"detail"}`.
+    """
+    if not isinstance(data, dict):
+        return "", None, None, None
+    request_id = _text(data.get("request_id"))
+    inner = data.get("error")
+    if isinstance(inner, str):
+        return inner, None, None, request_id
+    source = inner if isinstance(inner, dict) else data
+    message = _text(source.get("message")) or _text(source.get("detail")) or ""
+    return message, _text(source.get("type")), _text(source.get("code")), request_id
+
+
+def _status_class(status: int | None, kind: str | None, code: str | None) -> type[ProviderError]:
+    if code == "model_not_found" or kind == "not_found_error":
+        return NotFoundError
+    if status is None:
+        return _kind_class(kind, code)
+    if status in (401, 403):
+        return AuthenticationError
+    if status == 404:
+        return NotFoundError
+    if status == 429:
+        return RateLimitError
+    if status in (400, 413, 422):
+        return BadRequestError
+    if status >= 500:
+        return ServerError
+    return ProviderStatusError
+
+
+def _kind_class(kind: str | None, code: str | None) -> type[ProviderError]:
+    """The class of an error that arrived without a status (inside a stream)."""
+    if kind in ("authentication_error", "permission_error"):
+        return AuthenticationError
+    if kind in ("rate_limit_error", "requests", "tokens", "insufficient_quota") or code in (
+        "rate_limit_exceeded",
+        "insufficient_quota",
+    ):
+        return RateLimitError
+    if kind in ("invalid_request_error", "request_too_large"):
+        return BadRequestError
+    if kind in _SERVER_TYPES:
+        return ServerError
+    return ProviderStatusError
+
+
+def _cannot_clear(message: str, kind: str | None, code: str | None) -> bool:
+    haystack = f"{kind or ''} {code or ''} {message}".lower()
+    return any(marker in haystack for marker in _CANNOT_CLEAR)
+
+
+def _retryable(
+    status: int | None,
+    cls: type[ProviderError],
+    should_retry: str | None,
+    retry_after: float | None,
+    cannot_clear: bool,
+    cap: float,
+) -> bool:
+    if (status in _NEVER_RETRY) or cannot_clear or should_retry == "false":
+        return False
+    if retry_after is not None and retry_after > cap:
+        return False
+    if should_retry == "true":
+        return True
+    if status is None:
+        # Inside a 200 stream: worth another try unless the error says the request is wrong.
+        return cls in (ServerError, RateLimitError, ProviderStatusError)
+    return status in (408, 409, 429) or status >= 500
+
+
+def error_from_body(
+    provider: str,
+    data: Any,
+    *,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    raw: str = "",
+    secrets: Sequence[str] = (),
+    max_retry_after: float = 60.0,
+) -> ProviderError:
+    """The error for a parsed error body (`status=None` for an error inside a stream)."""
+    headers = headers or {}
+    message, kind, code, request_id = _describe(data)
+    message = message or snippet(raw) or (httpx.codes.get_reason_phrase(status) if status else "")
+    cls = _status_class(status, kind, code)
+    retry_after = parse_retry_after(headers)
+    retryable = _retryable(
+        status,
+        cls,
+        headers.get("x-should-retry"),
+        retry_after,
+        (cls is RateLimitError or status is None) and _cannot_clear(message, kind, code),
+        max_retry_after,
+    )
+    label = code or kind
+    text = f"{message} [{label}]" if label and label not in message else message
+    return cls(
+        redact(text or "unknown error", secrets),
+        provider=provider,
+        status=status,
+        body=data if data is not None else redact(raw[:_BODY_LIMIT], secrets),
+        retry_after=retry_after,
+        retryable=retryable,
+        code=code,
+        request_id=request_id or headers.get("x-request-id") or headers.get("request-id"),
+    )
+
+
+def error_from_response(
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    content: bytes,
+    *,
+    secrets: Sequence[str] = (),
+    max_retry_after: float = 60.0,
+) -> ProviderError:
+    """The error for an HTTP error status; the body may be JSON, HTML or empty."""
+    raw = redact(content.decode("utf-8", errors="replace"), secrets)
+    data: Any = None
+    try:
+        data = orjson.loads(raw) if raw.strip() else None
+    except orjson.JSONDecodeError:
+        data = None
+    if data is not None and not isinstance(data, dict):
+        data = None
+    return error_from_body(
+        provider,
+        data,
+        status=status,
+        headers=headers,
+        raw=raw,
+        secrets=secrets,
+        max_retry_after=max_retry_after,
+    )
+
+
+def error_from_exception(
+    provider: str, exc: httpx.HTTPError, *, secrets: Sequence[str] = ()
+) -> ProviderError:
+    """The error for an `httpx` exception raised while sending or reading."""
+    detail = redact(str(exc), secrets) or type(exc).__name__
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(
+            f"request timed out ({type(exc).__name__}: {detail})", provider=provider
+        )
+    if isinstance(exc, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError):
+        return ProviderConnectionError(
+            f"connection failed ({type(exc).__name__}: {detail})", provider=provider
+        )
+    if isinstance(exc, httpx.DecodingError):
+        return ResponseFormatError(f"response could not be decoded: {detail}", provider=provider)
+    return ProviderConnectionError(
+        f"request could not be sent ({type(exc).__name__}: {detail})",
+        provider=provider,
+        retryable=False,
+    )
+
+
+@attrs.frozen
+class ProviderRetry:
+    """How a provider client retries one HTTP exchange before any output reached the caller.
+
+    Up to `1 + max_retries` attempts, for retryable errors only. A delay the
+    server asks for (`retry-after-ms`, `retry-after`) is slept exactly when it
+    is at most `max_retry_after`; a longer one is not retried at all. Otherwise
+    the wait is `min(initial * 2**n, max_delay)` with 75-100 % jitter, starting
+    from `overload_initial` after a 529 overload. `sleep` is injectable so tests
+    can record the waits.
+    """
+
+    max_retries: int = attrs.field(default=2, validator=attrs.validators.ge(0))
+    initial: float = 0.5
+    max_delay: float = 8.0
+    overload_initial: float = 2.0
+    max_retry_after: float = 60.0
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+
+    def wait_for(self, error: BaseException | None, retries: int) -> float:
+        """Seconds to wait after `error`, when `retries` retries were already made."""
+        retry_after = getattr(error, "retry_after", None)
+        if isinstance(retry_after, float | int) and 0 < retry_after <= self.max_retry_after:
+            return float(retry_after)
+        base = self.overload_initial if getattr(error, "status", None) == 529 else self.initial
+        return min(base * 2.0**retries, self.max_delay) * (1.0 - 0.25 * random.random())
+
+    async def call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run `fn`, retrying retryable `ProviderError`s; the first try skips tenacity."""
+        try:
+            return await fn()
+        except ProviderError as exc:
+            if not (exc.retryable and self.max_retries):
+                raise
+            first = exc
+        return await self._retry(fn, first)
+
+    async def _retry(self, fn: Callable[[], Awaitable[T]], first: ProviderError) -> T:
+        attempts = 0
+
+        async def attempt() -> T:
+            nonlocal attempts
+            attempts += 1
+            if attempts == 1:
+                raise first
+            return await fn()
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            error = state.outcome.exception() if state.outcome is not None else None
+            return self.wait_for(error, state.attempt_number - 1)
+
+        def log(state: tenacity.RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            delay = state.next_action.sleep if state.next_action is not None else 0.0
+            _log.debug(
+                "%s; retry %d of %d in %.2fs", error, state.attempt_number, self.max_retries, delay
+            )
+
+        retrying = tenacity.AsyncRetrying(
+            stop=tenacity.stop_after_attempt(1 + self.max_retries),
+            wait=wait,
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, ProviderError) and e.retryable
+            ),
+            sleep=self.sleep,
+            before_sleep=log,
+            reraise=True,
+        )
+        try:
+            result: T = await retrying(attempt)
+        except ProviderError as exc:
+            # The runner reads this and does not retry the node on top of us.
+            exc.attempts = attempts
+            raise
+        return result

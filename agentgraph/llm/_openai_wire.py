@@ -1,0 +1,276 @@
+"""OpenAI chat-completions wire format: messages out, completions and stream chunks in.
+
+Shared by `OpenAIModel`; kept apart from the client so the format can be read
+(and tested) on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .._errors import BadRequestError, ResponseFormatError
+from ._assemble import (
+    ToolCallAssembler,
+    arguments_json,
+    as_int,
+    new_call_id,
+    normalize_finish,
+    parse_arguments,
+)
+from ._decode import SSEEvent, loads_event
+from ._http import error_from_body
+from ._messages import Message, ToolCall, ToolSpec, Usage
+from ._model import (
+    ChatResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolChoice,
+)
+
+__all__ = (
+    "ChunkReader",
+    "openai_messages",
+    "openai_tool_choice",
+    "openai_tools",
+    "openai_usage",
+    "parse_completion",
+)
+
+
+def openai_messages(messages: Sequence[Message], *, provider: str) -> list[dict[str, Any]]:
+    """Neutral messages as chat-completions messages (arguments as JSON text)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                item["content"] = message.content or None
+                item["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.name,
+                            "arguments": arguments_json(call.arguments),
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
+        elif message.role == "tool":
+            if not message.tool_call_id:
+                raise BadRequestError(
+                    "a tool message needs the tool_call_id of the call it answers",
+                    provider=provider,
+                )
+            item = {
+                "role": "tool",
+                "tool_call_id": message.tool_call_id,
+                "content": message.content,
+            }
+        else:
+            item = {"role": message.role, "content": message.content}
+        out.append(item)
+    return out
+
+
+def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as `{"type": "function", "function": {...}}` entries."""
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
+        if tool.description:
+            function["description"] = tool.description
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def openai_tool_choice(choice: ToolChoice) -> Any:
+    """`auto` / `none` / `required`, or the named-function object for a tool name."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def openai_usage(raw: Any) -> Usage:
+    """`usage` of a completion (or of the final stream chunk) as `Usage`; one request."""
+    if not isinstance(raw, dict):
+        return Usage(requests=1)
+    prompt = raw.get("prompt_tokens_details")
+    completion = raw.get("completion_tokens_details")
+    return Usage(
+        input_tokens=as_int(raw.get("prompt_tokens")),
+        output_tokens=as_int(raw.get("completion_tokens")),
+        requests=1,
+        reasoning_tokens=as_int(completion.get("reasoning_tokens"))
+        if isinstance(completion, dict)
+        else 0,
+        cached_tokens=as_int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0,
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # some compat servers answer with content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def _reasoning(part: dict[str, Any]) -> str:
+    # vLLM renamed `reasoning_content` to `reasoning`; llama.cpp and LM Studio keep the old name.
+    for key in ("reasoning_content", "reasoning"):
+        value = part.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _tool_call(raw: Any, *, provider: str) -> ToolCall:
+    if not isinstance(raw, dict) or not isinstance(raw.get("function"), dict):
+        raise ResponseFormatError(f"malformed tool call: {str(raw)[:200]!r}", provider=provider)
+    function = raw["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise ResponseFormatError("a tool call has no function name", provider=provider)
+    call_id = raw.get("id")
+    return ToolCall(
+        call_id if isinstance(call_id, str) and call_id else new_call_id(),
+        name,
+        parse_arguments(function.get("arguments"), provider=provider, tool=name),
+    )
+
+
+def parse_completion(data: Any, *, provider: str, model: str) -> ChatResponse:
+    """A non-streamed chat completion as a `ChatResponse`."""
+    if isinstance(data, dict) and data.get("error"):
+        raise error_from_body(provider, data, status=None)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ResponseFormatError("completion has no choices", provider=provider, body=data)
+    choice = choices[0]
+    message = choice.get("message")
+    message = message if isinstance(message, dict) else {}
+    raw_calls = message.get("tool_calls") or []
+    if isinstance(message.get("function_call"), dict):  # the legacy functions API
+        raw_calls = [*raw_calls, {"function": message["function_call"]}]
+    calls = tuple(_tool_call(raw, provider=provider) for raw in raw_calls)
+    text = _content_text(message.get("content"))
+    finish = normalize_finish(choice.get("finish_reason"), has_tool_calls=bool(calls))
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal and not text:
+        text, finish = refusal, "content_filter"
+    usage = openai_usage(data.get("usage"))
+    return ChatResponse(
+        Message("assistant", text, calls, reasoning=_reasoning(message) or None, usage=usage),
+        finish_reason=finish,
+        usage=usage,
+        model=str(data.get("model") or model),
+        id=data.get("id") if isinstance(data.get("id"), str) else None,
+    )
+
+
+class ChunkReader:
+    """Folds `chat.completion.chunk` events into deltas and the final response."""
+
+    __slots__ = (
+        "_calls",
+        "_finish",
+        "_id",
+        "_model",
+        "_provider",
+        "_reasoning",
+        "_refusal",
+        "_text",
+        "_usage",
+    )
+
+    def __init__(self, *, provider: str, model: str) -> None:
+        self._provider = provider
+        self._model = model
+        self._id: str | None = None
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._refusal: list[str] = []
+        self._calls = ToolCallAssembler()
+        self._finish: str | None = None
+        self._usage: Usage | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether a finish reason arrived (the answer is complete even without `[DONE]`)."""
+        return self._finish is not None
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        """The deltas carried by one event; raises on an error event."""
+        chunk = loads_event(sse.data, provider=self._provider)
+        if not isinstance(chunk, dict):
+            raise ResponseFormatError("stream chunk is not an object", provider=self._provider)
+        if sse.event == "error" or chunk.get("error"):
+            raise error_from_body(self._provider, chunk, status=None)
+        if isinstance(chunk.get("id"), str):
+            self._id = chunk["id"]
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self._model = chunk["model"]
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = openai_usage(chunk["usage"])
+        events: list[StreamEvent] = []
+        for choice in chunk.get("choices") or ():
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self._choice(choice, events)
+        return events
+
+    def _choice(self, choice: dict[str, Any], events: list[StreamEvent]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            reasoning = _reasoning(delta)
+            if reasoning:
+                self._reasoning.append(reasoning)
+                events.append(ReasoningDelta(reasoning))
+            for key, sink in (("content", self._text), ("refusal", self._refusal)):
+                text = delta.get(key)
+                if isinstance(text, str) and text:
+                    sink.append(text)
+                    events.append(TextDelta(text))
+            for fragment in delta.get("tool_calls") or ():
+                if isinstance(fragment, dict):
+                    self._fragment(fragment, events)
+            if isinstance(delta.get("function_call"), dict):
+                self._fragment({"index": 0, "function": delta["function_call"]}, events)
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self._finish = reason
+
+    def _fragment(self, fragment: dict[str, Any], events: list[StreamEvent]) -> None:
+        function = fragment.get("function")
+        function = function if isinstance(function, dict) else {}
+        delta = self._calls.add(
+            index=fragment.get("index"),
+            id=fragment.get("id"),
+            name=function.get("name"),
+            arguments=function.get("arguments"),
+        )
+        if delta is not None:
+            events.append(delta)
+
+    def finish(self) -> list[StreamEvent]:
+        """The closing events: ids generated for id-less calls, then `ResponseDone`."""
+        calls, late = self._calls.finish(provider=self._provider)
+        text = "".join(self._text)
+        finish = normalize_finish(self._finish, has_tool_calls=bool(calls))
+        if self._refusal and not text:
+            text, finish = "".join(self._refusal), "content_filter"
+        usage = self._usage or Usage(requests=1)
+        message = Message(
+            "assistant",
+            text,
+            calls,
+            reasoning="".join(self._reasoning) or None,
+            usage=usage,
+        )
+        done = ResponseDone(
+            ChatResponse(message, finish_reason=finish, usage=usage, model=self._model, id=self._id)
+        )
+        return [*late, done]
