@@ -4,6 +4,17 @@ from ._context import AgentContext as AgentContext
 from ._context import History as History
 from ._context import Settings as Settings
 from ._errors import AgentGraphError as AgentGraphError
+from ._errors import AuthenticationError as AuthenticationError
+from ._errors import BadRequestError as BadRequestError
+from ._errors import NotFoundError as NotFoundError
+from ._errors import ProviderConfigError as ProviderConfigError
+from ._errors import ProviderConnectionError as ProviderConnectionError
+from ._errors import ProviderStatusError as ProviderStatusError
+from ._errors import ProviderTimeout as ProviderTimeout
+from ._errors import RateLimitError as RateLimitError
+from ._errors import ResponseFormatError as ResponseFormatError
+from ._errors import ServerError as ServerError
+from ._errors import UnsupportedSetting as UnsupportedSetting
 from ._errors import ContextEncodingError as ContextEncodingError
 from ._errors import DeadEnd as DeadEnd
 from ._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
@@ -24,6 +35,7 @@ from ._events import NodeFailedEvent as NodeFailedEvent
 from ._events import NodeFinished as NodeFinished
 from ._events import NodeStarted as NodeStarted
 from ._events import RetryScheduled as RetryScheduled
+from ._events import RouteChosen as RouteChosen
 from ._events import RunFinished as RunFinished
 from ._events import RunStarted as RunStarted
 from ._events import StepInfo as StepInfo
@@ -37,6 +49,7 @@ from ._retry import RetryPolicy as RetryPolicy
 from ._retry import is_transient as is_transient
 from ._runner import GraphRunner as GraphRunner
 from ._runner import RunHandle as RunHandle
+from ._runner import Sink as Sink
 from ._runner import Runtime as Runtime
 from ._runner import StepCallback as StepCallback
 from ._schema import describe as describe
@@ -59,6 +72,8 @@ from .tools import tool as tool
 __all__ = (
     "AgentContext",
     "AgentGraphError",
+    "AuthenticationError",
+    "BadRequestError",
     "ContextEncodingError",
     "DeadEnd",
     "EdgeOutsideBuilder",
@@ -79,18 +94,28 @@ __all__ = (
     "NodeFinished",
     "NodeStarted",
     "NodeTimeout",
+    "NotFoundError",
     "OutputError",
     "Parallel",
+    "ProviderConfigError",
+    "ProviderConnectionError",
     "ProviderError",
+    "ProviderStatusError",
+    "ProviderTimeout",
+    "RateLimitError",
+    "ResponseFormatError",
     "RetryPolicy",
     "RetryScheduled",
+    "RouteChosen",
     "RoutingError",
     "RunError",
     "RunFinished",
     "RunHandle",
     "RunStarted",
     "Runtime",
+    "ServerError",
     "Settings",
+    "Sink",
     "StepCallback",
     "StepInfo",
     "StepLimitExceeded",
@@ -98,6 +123,7 @@ __all__ = (
     "ToolCall",
     "ToolError",
     "ToolSpec",
+    "UnsupportedSetting",
     "UnsupportedType",
     "Usage",
     "describe",

@@ -22,6 +22,7 @@ __all__ = (
     "NodeFinished",
     "NodeStarted",
     "RetryScheduled",
+    "RouteChosen",
     "RunFinished",
     "RunStarted",
     "StepInfo",
@@ -70,6 +71,18 @@ class NodeFinished:
     step: StepInfo
     node: Node[Any, Any]
     context: AgentContext[Any]
+
+
+@attrs.frozen
+class RouteChosen:
+    """Which transition fired after a node: `transition` is its position among the node's."""
+
+    index: int
+    path: tuple[str, ...]
+    source: str
+    target: str
+    transition: int
+    dynamic: bool
 
 
 @attrs.frozen
@@ -135,6 +148,7 @@ Event = (
     | NodeStarted
     | NodeFinished
     | RetryScheduled
+    | RouteChosen
     | NodeFailedEvent
     | RunFinished
     | ModelRequested

@@ -195,14 +195,14 @@ class Graph(Node[In, Out]):
 
     async def next_node(
         self, node: Node[Any, Any], ctx: AgentContext[Any], *, step: int, path: tuple[str, ...]
-    ) -> Node[Any, Any]:
-        """The first transition out of `node` that fires, or a routing error.
+    ) -> tuple[Node[Any, Any], int]:
+        """The first transition out of `node` that fires and its position, or a routing error.
 
         `path` is the graph's own path; errors name `node` below it.
         """
-        for t in self.transitions.get(node, ()):
+        for position, t in enumerate(self.transitions.get(node, ())):
             if t.target is not None:
-                return t.target
+                return t.target, position
             assert t.router is not None
             chosen = t.router(ctx)
             if t.is_async or inspect.isawaitable(chosen):
@@ -225,7 +225,7 @@ class Graph(Node[In, Out]):
                     step=step,
                     path=(*path, node.name),
                 )
-            return chosen  # type: ignore[no-any-return]
+            return chosen, position
         raise DeadEnd(context=ctx, step=step, path=(*path, node.name))
 
     def to_mermaid(self, *, direction: str = "TD") -> str:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.lowlevel
@@ -29,6 +30,7 @@ from ._events import (
     NodeFinished,
     NodeStarted,
     RetryScheduled,
+    RouteChosen,
     RunFinished,
     RunStarted,
     StepInfo,
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
 
-__all__ = ("GraphRunner", "RunHandle", "Runtime", "StepCallback")
+__all__ = ("GraphRunner", "RunHandle", "Runtime", "Sink", "StepCallback")
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -48,6 +50,11 @@ StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitab
 """`on_step(step, node, ctx)`: called after each node; may be sync or async."""
 
 Emit = Callable[[Event], Awaitable[None]]
+
+Sink = Callable[[Event], Awaitable[None] | None]
+"""A consumer of every event of a run (a trace file, a console, a tracer); sync or async."""
+
+_log = logging.getLogger("agentgraph")
 
 
 class RunHandle:
@@ -126,11 +133,18 @@ class Runtime:
 
     async def run_graph(self, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
         """Run `graph`'s nodes from start to finish as steps one level below this node."""
+        run = self._run
         node: Node[Any, Any] = graph.start
         current: AgentContext[Any] = ctx
         local = 0
         while True:
-            node = await graph.next_node(node, current, step=self._run.steps, path=self.path)
+            source = node
+            node, position = await graph.next_node(node, current, step=run.steps, path=self.path)
+            if run.emit is not None:
+                dynamic = graph.transitions[source][position].router is not None
+                await run.emit(
+                    RouteChosen(run.steps, self.path, source.name, node.name, position, dynamic)
+                )
             if node is graph.finish:
                 return current
             local += 1
@@ -244,6 +258,10 @@ class GraphRunner:
         max_steps: node executions allowed per run, nested ones included.
         timeout: seconds for the whole run; `GraphTimeout` when it elapses.
         on_step: a callback, or several, called after every step.
+        sinks: callables (sync or async) that receive every event of every run.
+        sink_errors: `"detach"` (default) logs a sink's first error once and stops
+            calling that sink for the rest of the run, which goes on; `"raise"`
+            lets the error end the run.
     """
 
     def __init__(
@@ -253,7 +271,13 @@ class GraphRunner:
         max_steps: int = 1000,
         timeout: float | None = None,
         on_step: StepCallback | Sequence[StepCallback] = (),
+        sinks: Sequence[Sink] = (),
+        sink_errors: Literal["detach", "raise"] = "detach",
     ) -> None:
+        if sink_errors not in ("detach", "raise"):
+            raise ValueError(f"sink_errors is 'detach' or 'raise', not {sink_errors!r}")
+        self.sinks = tuple(sinks)
+        self.sink_errors = sink_errors
         callbacks = (on_step,) if callable(on_step) else tuple(on_step)
         self.retry = retry if retry is not None else RetryPolicy()
         self.max_steps = max_steps
@@ -317,11 +341,12 @@ class GraphRunner:
             retry=self.retry,
             max_steps=self.max_steps,
             on_step=self._callbacks,
-            emit=emit,
+            emit=self._emitter(emit),
             handle=handle,
             watch=self.timeout is not None,
         )
         handle.context, handle.step = ctx, 0
+        emit = run.emit
         rt = Runtime(run, (graph.name,), 0)
         out: AgentContext[Out] | None = None
         with anyio.CancelScope() as scope:
@@ -353,6 +378,29 @@ class GraphRunner:
         if emit is not None:
             await emit(RunFinished(out, run.steps))
         return out
+
+    def _emitter(self, stream: Emit | None) -> Emit | None:
+        """The run's event dispatcher: the sinks, then the stream (None when nobody listens)."""
+        if not self.sinks:
+            return stream
+        sinks = list(self.sinks)
+        fail = self.sink_errors == "raise"
+
+        async def emit(event: Event) -> None:
+            for sink in tuple(sinks):
+                try:
+                    result = sink(event)
+                    if result is not None and inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    if fail:
+                        raise
+                    sinks.remove(sink)
+                    _log.exception("trace sink %r failed and was detached; the run goes on", sink)
+            if stream is not None:
+                await stream(event)
+
+        return emit
 
 
 def _maybe_async(callback: Callable[..., Any]) -> bool:

@@ -13,6 +13,7 @@ from agentgraph import (
     ProviderError,
     RetryPolicy,
     RetryScheduled,
+    RouteChosen,
     RunFinished,
     RunStarted,
     StepLimitExceeded,
@@ -47,6 +48,8 @@ def describe(event):
             return ("start", i, li, d, "/".join(p))
         case NodeFinished(step=s, context=c):
             return ("end", s.index, s.local_index, s.depth, "/".join(s.path), s.attempts, c.input)
+        case RouteChosen(path=p, source=src, target=dst, transition=t, dynamic=dyn):
+            return ("route", "/".join(p), src, dst, t, dyn)
         case RetryScheduled(index=i, attempt=a, wait=w):
             return ("retry", i, a, w)
         case NodeFailedEvent(index=i, path=p, attempts=a):
@@ -56,31 +59,63 @@ def describe(event):
     raise AssertionError(event)
 
 
-async def collect(runner, graph, value=0):
+async def collect(runner, graph, value=0, *, routes=False):
+    """The run's events, described; routing events only when `routes` is set."""
     events = []
     async with runner.stream(graph, AgentContext(value)) as stream:
         async for event in stream:
-            events.append(describe(event))
+            if routes or not isinstance(event, RouteChosen):
+                events.append(describe(event))
     return events
 
 
 async def test_three_levels_share_one_step_counter_and_report_exact_events():
-    events = await collect(GraphRunner(), three_levels())
+    events = await collect(GraphRunner(), three_levels(), routes=True)
     assert events == [
         ("run", "a"),
+        ("route", "a", "start", "a1", 0, False),
         ("start", 1, 1, 0, "a/a1"),
         ("end", 1, 1, 0, "a/a1", 1, 1),
+        ("route", "a", "a1", "b", 0, False),
         ("start", 2, 2, 0, "a/b"),
+        ("route", "a/b", "start", "b1", 0, False),
         ("start", 3, 1, 1, "a/b/b1"),
         ("end", 3, 1, 1, "a/b/b1", 1, 2),
+        ("route", "a/b", "b1", "c", 0, False),
         ("start", 4, 2, 1, "a/b/c"),
+        ("route", "a/b/c", "start", "c1", 0, False),
         ("start", 5, 1, 2, "a/b/c/c1"),
         ("end", 5, 1, 2, "a/b/c/c1", 1, 3),
+        ("route", "a/b/c", "c1", "finish", 0, False),
         ("end", 4, 2, 1, "a/b/c", 1, 3),
+        ("route", "a/b", "c", "finish", 0, False),
         ("end", 2, 2, 0, "a/b", 1, 3),
+        ("route", "a", "b", "a2", 0, False),
         ("start", 6, 3, 0, "a/a2"),
         ("end", 6, 3, 0, "a/a2", 1, 4),
+        ("route", "a", "a2", "finish", 0, False),
         ("finished", 6, None, 4),
+    ]
+
+
+async def test_routing_events_name_the_transition_that_fired():
+    a, b = adder("a"), adder("b")
+
+    def skip(ctx):
+        return None
+
+    with GraphBuilder[int, int]("g") as g:
+        g.start.edge_to(a)
+        a.edge_to(skip, targets=(b,))
+        a.edge_to(lambda ctx: b if ctx.input < 2 else None, targets=(b,))
+        a.edge_to(g.finish)
+        b.edge_to(a)
+    events = await collect(GraphRunner(), g.build(), routes=True)
+    assert [e for e in events if e[0] == "route"] == [
+        ("route", "g", "start", "a", 0, False),
+        ("route", "g", "a", "b", 1, True),
+        ("route", "g", "b", "a", 0, False),
+        ("route", "g", "a", "finish", 2, False),
     ]
 
 
@@ -226,6 +261,7 @@ async def test_exhausted_retries_report_every_attempt():
     assert info.value.attempts == 2 and flaky.calls == 2
     assert events == [
         ("run", "g"),
+        ("route", "g", "start", "flaky", 0, False),
         ("start", 1, 1, 0, "g/flaky"),
         ("retry", 1, 1, 1.0),
         ("failed", 1, "g/flaky", 2),
@@ -330,3 +366,43 @@ async def test_a_provider_error_the_client_already_retried_is_not_retried_again(
     with pytest.raises(NodeFailed) as info:
         await GraphRunner(retry=policy).run(chain("g", flaky.node()), AgentContext(0))
     assert flaky.calls == 1 and waits == [] and info.value.attempts == 1
+
+
+async def test_sinks_see_every_event_and_a_failing_sink_is_detached(caplog):
+    seen, calls = [], []
+
+    def broken(event):
+        calls.append(event)
+        raise RuntimeError("disk full")
+
+    async def good(event):
+        seen.append(type(event).__name__)
+
+    runner = GraphRunner(sinks=[broken, good])
+    out = await runner.run(chain("g", adder("a"), adder("b")), AgentContext(0))
+    assert out.input == 2
+    assert len(calls) == 1  # reported once, then detached
+    assert seen == [
+        "RunStarted",
+        "RouteChosen",
+        "NodeStarted",
+        "NodeFinished",
+        "RouteChosen",
+        "NodeStarted",
+        "NodeFinished",
+        "RouteChosen",
+        "RunFinished",
+    ]
+    errors = [r for r in caplog.records if "detached" in r.getMessage()]
+    assert len(errors) == 1 and "disk full" in (errors[0].exc_text or "")
+
+
+async def test_a_failing_sink_can_end_the_run_instead():
+    def broken(event):
+        raise RuntimeError("disk full")
+
+    runner = GraphRunner(sinks=[broken], sink_errors="raise")
+    with pytest.raises(RuntimeError, match="disk full"):
+        await runner.run(chain("g", adder("a")), AgentContext(0))
+    with pytest.raises(ValueError, match="sink_errors"):
+        GraphRunner(sink_errors="ignore")  # type: ignore[arg-type]
