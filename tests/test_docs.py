@@ -22,10 +22,15 @@ def test_readme_blocks_run(capsys):
 
 def test_docstring_examples_compile():
     """Docstring examples are fragments; at least make sure they parse."""
-    for name in agentgraph.__all__:
-        doc = getattr(getattr(agentgraph, name), "__doc__", None) or ""
-        for block in re.findall(r"```python\n(.*?)```", doc, flags=re.S):
-            compile(_dedent(block), name, "exec")
+    import ast
+    import importlib
+
+    for package in ("agentgraph", "agentgraph.llm", "agentgraph.nodes", "agentgraph.tools"):
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            doc = getattr(getattr(module, name), "__doc__", None) or ""
+            for block in re.findall(r"```python\n(.*?)```", doc, flags=re.S):
+                compile(_dedent(block), name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def _dedent(block: str) -> str:
@@ -49,3 +54,23 @@ def test_quickstart_example_runs(capsys):
 
     runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
     assert "settled at 2 after 3 halvings" in capsys.readouterr().out
+
+
+def test_calculator_agent_example_runs_offline(capsys):
+    import runpy
+
+    runpy.run_path(str(ROOT / "examples" / "calculator_agent.py"), run_name="__main__")
+    assert "answer: The hypotenuse is 5." in capsys.readouterr().out
+
+
+def test_react_agent_demo_falls_back_to_the_scripted_model(capsys, monkeypatch):
+    import runpy
+
+    for name in ("AGENTGRAPH_MODEL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")  # nothing listens there
+    runpy.run_path(str(ROOT / "examples" / "react_agent.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "Using the offline scripted model" in out
+    assert "answer: The hypotenuse is 5." in out
+    assert "react_agent/tools" in out
