@@ -1,0 +1,187 @@
+"""`parse`: a model's answer, as text, into a Python type.
+
+```python
+@generable("A problem found in a file")
+@attrs.frozen
+class Issue:
+    line: int
+    message: str
+
+parse(Issue, '{"line": 3, "message": "unused import"}')      # orjson, then validation
+parse(Issue, "Sure!\\n```json\\n{'line': '3', 'message': 'x',}\\n```")   # repaired
+parse(list[int], "[1, 2")                                    # OutputError: cut off
+```
+
+Valid JSON goes straight to orjson and then to the type's validator; so does
+valid JSON in a code fence or with prose around it. Only text that orjson
+refuses reaches the lenient parser. Every failure is an
+`OutputError` whose `.errors` are `path: message` lines ready to show a model,
+and whose `.attempts` holds the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar, overload
+
+import orjson
+
+from ._compile import shape_of
+from ._errors import OutputError
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, loads_lenient
+from ._schema import invalid_error
+from ._shapes import Invalid, Shape
+
+__all__ = ("check", "load", "parse")
+
+T = TypeVar("T")
+
+_LEAD = re.compile(r"[ \t\n\r\ufeff]*")  # what the lenient parser skips as whitespace
+_OPENER = re.compile(r"[\[{]")
+_CLOSER = {"{": "}", "[": "]"}
+_MISSING: Any = object()
+
+
+def _shortcut(text: str) -> Any:
+    """The value the lenient parser would find, when orjson alone can find it.
+
+    Two common shapes of answer: JSON in a code fence, and valid JSON with prose
+    around it. The lenient parser tries the whole text first, then the first
+    fence's body, then the first bracket that parses; these shortcuts apply only
+    where the earlier rules cannot take the text, and otherwise return
+    `_MISSING` for the lenient parser to decide.
+    """
+    lead = _LEAD.match(text)
+    first = lead.end() if lead else 0
+    if first >= len(text) or text[first] in "\"'/":  # a string or a comment may hold the rest
+        return _MISSING
+    fence = _FENCE_OPEN.search(text)
+    if fence is not None:
+        if text[first] in "{[":  # the whole text may parse as a value first
+            return _MISSING
+        closing = _FENCE_CLOSE.search(text, fence.end() - 1)
+        return _orjson(text[fence.end() : closing.start() if closing else len(text)])
+    if "```" in text:
+        return _MISSING
+    return _embedded(text, first)
+
+
+def _embedded(text: str, first: int) -> Any:
+    """The JSON from the first `{` or `[` to its last closer, when that span is valid JSON.
+
+    A valid span parses the same either way, and it is what the lenient
+    parser's search tries first.
+    """
+    found = _OPENER.search(text, first)
+    if found is None:
+        return _MISSING
+    start = found.start()
+    if "//" in text[:start] or "/*" in text[:start]:  # a comment may hide the bracket
+        return _MISSING
+    end = text.rfind(_CLOSER[found.group()])
+    if end <= start or "/*" in text[end:]:  # the lenient parser refuses an unclosed comment
+        return _MISSING
+    return _orjson(text[start : end + 1])
+
+
+def _orjson(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _MISSING
+
+
+_SHAPES: dict[Any, Shape] = {}
+_SHAPES_MAX = 256
+
+
+def _shape(tp: Any) -> Shape:
+    """`shape_of`, behind a plain dict: the lookup is most of the cost of a small answer."""
+    shape = shape_of(tp)
+    try:
+        if len(_SHAPES) >= _SHAPES_MAX:  # bounded like `shape_of`'s own cache
+            _SHAPES.clear()
+        _SHAPES[tp] = shape
+    except TypeError:  # an unhashable annotation
+        pass
+    return shape
+
+
+def _repair(text: str) -> Any:
+    """What `load` does once orjson has refused `text`."""
+    value = _shortcut(text)
+    if value is not _MISSING:
+        return value
+    try:
+        return loads_lenient(text)
+    except OutputError as exc:
+        raise OutputError(
+            str(exc),
+            attempts=(text,),
+            errors=(f"$: {exc}",),
+            position=exc.position,
+            details=exc.details,
+        ) from exc
+
+
+def load(text: str) -> Any:
+    """Parse JSON leniently; a failure names the offset in `.errors` and keeps the text.
+
+    Raises:
+        OutputError: no JSON value could be recovered from `text`.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _repair(text)
+
+
+def check(shape: Shape, data: Any, *, strict: bool, raw: str) -> Any:
+    """Validate parsed `data` against a compiled shape.
+
+    Raises:
+        OutputError: with every problem in `.errors` and `raw` in `.attempts`.
+    """
+    result = shape.check(data, strict)
+    if isinstance(result, Invalid):
+        raise invalid_error(shape.label, result, raw=raw)
+    return result
+
+
+@overload
+def parse(tp: type[T], text: str, *, strict: bool = False) -> T: ...
+@overload
+def parse(tp: Any, text: str, *, strict: bool = False) -> Any: ...
+def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
+    """Parse a model's answer into an instance of `tp`.
+
+    The text is parsed as JSON (with orjson when it is valid, else with the
+    lenient parser, which strips code fences and prose and repairs trailing
+    commas, quotes and the like), then validated as `validate` does.
+
+    Args:
+        tp: any type `json_schema` accepts.
+        text: the answer.
+        strict: no coercion and no unknown fields (see `validate`).
+
+    Raises:
+        OutputError: the text holds no JSON value, or the value does not match
+            `tp`; `.errors` lists every problem as `path: message`.
+        UnsupportedType: `tp` has no JSON form.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
+    try:
+        shape = _SHAPES[tp]
+    except (KeyError, TypeError):
+        shape = _shape(tp)
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        data = _repair(text)
+    result = shape.check(data, strict)
+    if isinstance(result, Invalid):
+        raise invalid_error(shape.label, result, raw=text)
+    return result

@@ -1,0 +1,392 @@
+"""The `generate` node: a model answer parsed and validated into a Python type.
+
+```python
+@generable("The verdict on a change")
+@attrs.frozen
+class Review:
+    approve: Annotated[bool, Guide("True if the change can be merged as it is")]
+    summary: str
+
+review = generate(
+    Review,
+    instruction="Review the change.",
+    context=[Section("Diff", "diff", budget=8000)],
+    attempts=2,
+    model=model,
+)
+```
+
+The request has four layers, kept apart: the agent's identity (the context's
+system prompt, as the system message), then one user message holding the
+selected context sections, the instruction, and the output contract. The
+contract is `prompt_fragment(T)`, or, when the model takes a schema natively, a
+short statement that the answer is JSON of that type while the schema itself
+travels in `ChatRequest.output`.
+
+An answer that does not parse or validate is sent back with its problems, up
+to `attempts` answers in all; provider errors are not retried here (the
+runner's retry policy handles the transient ones). The conversation in
+`ctx.history` is neither sent nor changed: put what the model needs in
+sections. Each call leaves one `StructuredOutput` trace event.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from time import perf_counter
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import attrs
+
+from .._compile import shape_of
+from .._composites import ObjectShape
+from .._context import AgentContext, Think
+from .._errors import OutputError, UnsupportedType
+from .._events import (
+    ContextEntry,
+    ModelRequested,
+    ModelResponded,
+    OutputAttempt,
+    PartialOutput,
+    StructuredOutput,
+)
+from .._node import Node
+from .._parse import parse
+from .._schema import json_schema, prompt_fragment
+from ..llm._messages import Message, Usage
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, OutputSchema
+from ._chat import call_model
+from ._partial import stream_structured
+from ._sections import Section, SectionSource, as_sections, render_sections
+
+if TYPE_CHECKING:
+    from .._runner import Runtime
+
+__all__ = ("Generate", "generate", "native_output")
+
+T = TypeVar("T")
+
+Instruction = str | Callable[[AgentContext[Any]], str]
+"""The task: a fixed text, or a function of the context that returns it."""
+
+SUPPORTS_OUTPUT_SCHEMA = "supports_output_schema"
+"""The attribute a `ChatModel` sets to True when it takes `ChatRequest.output` natively."""
+
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def native_output(tp: Any) -> OutputSchema | None:
+    """The `ChatRequest.output` for `tp`, or None when its root is not a class.
+
+    Providers want an object at the root of a response schema. The OpenAI
+    strict variant is used when the type has one, else the plain schema.
+    """
+    shape = shape_of(tp)
+    if not isinstance(shape, ObjectShape):
+        return None
+    try:
+        schema, strict = json_schema(tp, strict=True), True
+    except UnsupportedType:  # free-form dicts or `Any` have no strict form
+        schema, strict = json_schema(tp), False
+    name = _SCHEMA_NAME.sub("_", shape.name)[:64] or "output"
+    return OutputSchema(name, schema, shape.description or "", strict)
+
+
+def _contract(tp: Any, output: OutputSchema | None) -> str:
+    if output is None:
+        return prompt_fragment(tp)
+    return (
+        f"Answer with one JSON object of type `{shape_of(tp).label}` and nothing else; "
+        "the response format attached to this request gives its exact schema."
+    )
+
+
+def _compose(context: str, instruction: str, contract: str) -> str:
+    parts = [f"## Context\n\n{context}"] if context else []
+    parts.append(f"## Task\n\n{instruction}")
+    parts.append(f"## Answer format\n\n{contract}")
+    return "\n\n".join(parts)
+
+
+def _feedback(errors: Sequence[str]) -> str:
+    lines = "\n".join(f"- {error}" for error in errors)
+    return (
+        f"Your answer could not be used:\n{lines}\n\n"
+        "Answer again with the corrected JSON and nothing else."
+    )
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+@attrs.frozen
+class _Answer:
+    """One attempt's outcome: the response, and the value or why there is none."""
+
+    response: ChatResponse
+    value: Any = None
+    error: OutputError | None = None
+
+
+def _record(number: int, answer: _Answer) -> OutputAttempt:
+    response = answer.response
+    errors: tuple[str, ...] = ()
+    if answer.error is not None:
+        errors = answer.error.errors
+        if response.finish_reason == "length":
+            errors = (*errors, "$: the answer was cut off by the output limit")
+    return OutputAttempt(
+        number,
+        response.message.content,
+        answer.error is None,
+        errors,
+        response.finish_reason,
+        response.usage,
+    )
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Generate(Node[Any, T]):
+    """Asks `model` for an instance of `output_type`; the output context's input is the value.
+
+    Build it with `generate(...)`. Usage of every attempt is added to `ctx.usage`.
+    """
+
+    model: ChatModel
+    output_type: Any
+    instruction: Instruction
+    sections: tuple[Section, ...] = ()
+    attempts: int = 1
+    strict: bool = False
+    temperature: float | None = None
+    max_output: int | None = None
+    think: Think = None
+    output: OutputSchema | None = None
+    stream: bool = False
+    contract: str = ""
+
+    async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[T]:
+        instruction = self._instruction(ctx)
+        context, entries = render_sections(self.sections, ctx)
+        messages = [Message.system(ctx.system_prompt)] if ctx.system_prompt else []
+        messages.append(Message.user(_compose(context, instruction, self.contract)))
+        done: list[OutputAttempt] = []
+        usage = Usage()
+        for number in range(1, self.attempts + 1):
+            answer = await self._ask(self._request(ctx, messages), rt, number)
+            response = answer.response
+            usage += response.usage
+            record = _record(number, answer)
+            done.append(record)
+            if record.ok:
+                await self._trace(rt, instruction, entries, done, answer.value, usage)
+                return ctx.with_input(answer.value).add_usage(usage)
+            messages += [Message.assistant(record.raw), Message.user(_feedback(record.errors))]
+        await self._trace(rt, instruction, entries, done, None, usage)
+        raise self._failure(done) from answer.error
+
+    def _instruction(self, ctx: AgentContext[Any]) -> str:
+        if isinstance(self.instruction, str):
+            return self.instruction
+        text = self.instruction(ctx)
+        if not isinstance(text, str):
+            raise TypeError(
+                f"the instruction function of {self.name!r} returned {type(text).__name__}, not str"
+            )
+        return text
+
+    def _request(self, ctx: AgentContext[Any], messages: Sequence[Message]) -> ChatRequest:
+        settings = ctx.settings
+        return ChatRequest(
+            tuple(messages),
+            temperature=self.temperature if self.temperature is not None else settings.temperature,
+            max_output=self.max_output if self.max_output is not None else settings.max_output,
+            think=self.think if self.think is not None else settings.think,
+            output=self.output,
+            model=settings.model,
+        )
+
+    async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+        if self.stream:
+            return await self._ask_streaming(request, rt, number)
+        response = await call_model(self.model, request, rt)
+        try:
+            value = parse(self.output_type, response.message.content, strict=self.strict)
+        except OutputError as exc:
+            return _Answer(response, error=exc)
+        return _Answer(response, value)
+
+    async def _ask_streaming(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+        name = request.model or self.model.name
+        await rt.emit(ModelRequested(rt.step, rt.path, name, request))
+        started = perf_counter()
+        value: Any = None
+        error: OutputError | None = None
+        strict = self.strict
+        async with stream_structured(self.model, self.output_type, request, strict=strict) as parts:
+            try:
+                async for partial in parts:
+                    await rt.emit(PartialOutput(rt.step, rt.path, number, partial))
+                    value = partial.result
+            except OutputError as exc:  # the complete answer did not parse or validate
+                error = exc
+        response = parts.response
+        if response is None:  # unreachable: the stream raises before it could end so
+            raise AssertionError("a finished stream has a response")
+        await rt.emit(ModelResponded(rt.step, rt.path, name, response, perf_counter() - started))
+        return _Answer(response, value, error)
+
+    async def _trace(
+        self,
+        rt: Runtime,
+        instruction: str,
+        entries: tuple[ContextEntry, ...],
+        attempts: list[OutputAttempt],
+        value: Any,
+        usage: Usage,
+    ) -> None:
+        config = {
+            "attempts": self.attempts,
+            "strict": self.strict,
+            "native": self.output is not None,
+            "stream": self.stream,
+            "temperature": self.temperature,
+            "max_output": self.max_output,
+            "think": self.think,
+        }
+        ok = attempts[-1].ok
+        await rt.emit(
+            StructuredOutput(
+                rt.step,
+                rt.path,
+                self.model.name,
+                shape_of(self.output_type).label,
+                instruction,
+                MappingProxyType(config),
+                entries,
+                tuple(attempts),
+                ok,
+                value,
+                usage,
+            )
+        )
+
+    def _failure(self, attempts: list[OutputAttempt]) -> OutputError:
+        label = shape_of(self.output_type).label
+        errors = attempts[-1].errors
+        lines = "\n".join(f"  {e}" for e in errors)
+        n = len(attempts)
+        return OutputError(
+            f"{self.name}: no valid {label} after {n} attempt{_s(n)}; "
+            f"the last answer had {len(errors)} problem{_s(len(errors))}:\n{lines}",
+            attempts=[a.raw for a in attempts],
+            errors=errors,
+            details={"type": label, "node": self.name},
+        )
+
+
+@overload
+def generate(
+    tp: type[T],
+    *,
+    instruction: Instruction,
+    model: ChatModel,
+    context: Sequence[Section] | Mapping[str, SectionSource] = (),
+    attempts: int = 1,
+    strict: bool = False,
+    max_output: int | None = None,
+    temperature: float | None = None,
+    think: Think = None,
+    native: bool | None = None,
+    stream: bool = False,
+    name: str = "generate",
+) -> Generate[T]: ...
+@overload
+def generate(
+    tp: Any,
+    *,
+    instruction: Instruction,
+    model: ChatModel,
+    context: Sequence[Section] | Mapping[str, SectionSource] = (),
+    attempts: int = 1,
+    strict: bool = False,
+    max_output: int | None = None,
+    temperature: float | None = None,
+    think: Think = None,
+    native: bool | None = None,
+    stream: bool = False,
+    name: str = "generate",
+) -> Generate[Any]: ...
+def generate(
+    tp: Any,
+    *,
+    instruction: Instruction,
+    model: ChatModel,
+    context: Sequence[Section] | Mapping[str, SectionSource] = (),
+    attempts: int = 1,
+    strict: bool = False,
+    max_output: int | None = None,
+    temperature: float | None = None,
+    think: Think = None,
+    native: bool | None = None,
+    stream: bool = False,
+    name: str = "generate",
+) -> Generate[Any]:
+    """A node that asks `model` for an instance of `tp` (see the module docs).
+
+    Args:
+        tp: the type of the answer: any type `json_schema` accepts.
+        instruction: the task, or a function of the context returning it.
+        model: the model to ask.
+        context: the sections to show: `Section`s, or a mapping of label to
+            source (a state key or a function of the context).
+        attempts: answers to ask for in all; each failed one is sent back with
+            its problems.
+        strict: validate without coercion and refuse unknown fields.
+        max_output, temperature, think: override the context's settings.
+        native: send the schema as `ChatRequest.output`. `None` decides by the
+            model's `supports_output_schema` attribute (and a class at the root).
+        stream: stream the answer and emit a `PartialOutput` event per change.
+        name: the node's name.
+
+    Raises:
+        UnsupportedType: `tp` has no JSON form, or `native=True` for a type
+            whose root is not a class.
+    """
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ValueError(f"attempts must be an int >= 1, not {attempts!r}")
+    if isinstance(instruction, str):
+        if not instruction.strip():
+            raise ValueError("the instruction must not be empty")
+    elif not callable(instruction):
+        raise TypeError(f"instruction is a str or a function, not {type(instruction).__name__}")
+    if not isinstance(model, ChatModel):
+        raise TypeError(f"model must be a ChatModel, not {type(model).__name__}")
+    shape_of(tp)  # an unsupported type fails here, not at the first run
+    if native is None:
+        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
+        output = native_output(tp) if native else None
+    elif native:
+        output = native_output(tp)
+        if output is None:
+            raise UnsupportedType(tp, "native structured output needs a class at the root")
+    else:
+        output = None
+    return Generate(
+        model,
+        tp,
+        instruction,
+        as_sections(context),
+        attempts,
+        strict,
+        temperature,
+        max_output,
+        think,
+        output,
+        stream,
+        _contract(tp, output),
+        name=name,
+    )
