@@ -1,28 +1,91 @@
-"""Mermaid flowcharts of graphs, with subgraphs drawn inside their boxes."""
+"""Mermaid flowcharts of graphs, with subgraphs drawn inside their boxes, and of runs over them."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._graph import Graph, Transition
     from .._node import Node
+    from ._tree import Trace
 
-__all__ = ("graph_to_mermaid",)
+__all__ = ("RunMarks", "graph_to_mermaid", "run_to_mermaid", "times")
 
 _UNSAFE = re.compile(r'["<>#]')
+
+_CLASSES = (
+    "classDef ran fill:#dff3e4,stroke:#2e9d5b,color:#123",
+    "classDef retried fill:#fdf0d5,stroke:#e69b23,color:#321",
+    "classDef failed fill:#fde2e2,stroke:#d64545,color:#400",
+)
 
 
 def _label(text: str) -> str:
     return _UNSAFE.sub("_", text)
 
 
-class _Drawing:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
+TIMES = "\u00d7"  # the multiplication sign, as in "double, 3 times"
 
-    def draw(self, graph: Graph[Any, Any], prefix: str, indent: str) -> tuple[str, str]:
+
+def times(count: int) -> str:
+    return f"{TIMES}{count}"
+
+
+class RunMarks:
+    """What a run did, keyed by names: how often each route fired and each node ran.
+
+    Attributes:
+        routes: `(graph path, source, transition position, target)` -> times taken.
+        runs: node path -> times the node ran.
+        failed: node paths where a step failed.
+        retried: node paths where a step was retried.
+    """
+
+    def __init__(self, trace: Trace) -> None:
+        self.routes: Counter[tuple[tuple[str, ...], str, int, str]] = Counter(
+            (r.path, r.source, r.transition, r.target) for r in trace.routes
+        )
+        self.runs: Counter[tuple[str, ...]] = Counter()
+        self.failed: set[tuple[str, ...]] = set()
+        self.retried: set[tuple[str, ...]] = set()
+        for step in trace.walk():
+            self.runs[step.path] += 1
+            if step.status == "failed":
+                self.failed.add(step.path)
+            if step.retries:
+                self.retried.add(step.path)
+
+    def node_class(self, path: tuple[str, ...]) -> str | None:
+        if path in self.failed:
+            return "failed"
+        if path in self.retried:
+            return "retried"
+        return "ran" if self.runs[path] else None
+
+    def fired(self, path: tuple[str, ...], source: str, position: int) -> Counter[str]:
+        """Targets reached through transition `position` of `source`, with counts."""
+        return Counter(
+            {
+                target: n
+                for (p, s, t, target), n in self.routes.items()
+                if p == path and s == source and t == position
+            }
+        )
+
+
+class _Drawing:
+    def __init__(self, marks: RunMarks | None) -> None:
+        self.lines: list[str] = []
+        self.marks = marks
+        self.links = 0
+        self.taken: list[int] = []
+        self.classes: dict[str, list[str]] = {}
+
+    def draw(
+        self, graph: Graph[Any, Any], prefix: str, indent: str, path: tuple[str, ...]
+    ) -> tuple[str, str]:
         """Draw `graph`'s body; return the ids of its start and finish."""
         from .._graph import Graph
 
@@ -30,28 +93,76 @@ class _Drawing:
         for member in (graph.start, *graph.nodes, graph.finish):
             node_id = f"{prefix}{len(ids)}"
             ids[member] = node_id
+            label = _label(member.name) + self._ran(path, member)
             if member is graph.start:
                 self.lines.append(f"{indent}{node_id}([start])")
             elif member is graph.finish:
                 self.lines.append(f"{indent}{node_id}([finish])")
             elif isinstance(member, Graph):
-                self.lines.append(f'{indent}subgraph {node_id} ["{_label(member.name)}"]')
-                self.draw(member, f"{node_id}_", indent + "    ")
+                self.lines.append(f'{indent}subgraph {node_id} ["{label}"]')
+                self.draw(member, f"{node_id}_", indent + "    ", (*path, member.name))
                 self.lines.append(f"{indent}end")
             else:
-                self.lines.append(f'{indent}{node_id}["{_label(member.name)}"]')
+                self.lines.append(f'{indent}{node_id}["{label}"]')
+            self._mark(path, member, node_id, graph)
         for source, transitions in graph.transitions.items():
-            for t in transitions:
-                if t.target is not None:
-                    self.lines.append(f"{indent}{ids[source]} --> {ids[t.target]}")
-                elif t.targets is not None:
-                    label = _label(t.label)
-                    for target in t.targets:
-                        self.lines.append(f"{indent}{ids[source]} -. {label} .-> {ids[target]}")
-                else:
-                    anywhere = f"{ids[source]}_any{{{{any}}}}"
-                    self.lines.append(f"{indent}{ids[source]} -. {_label(t.label)} .-> {anywhere}")
+            for position, t in enumerate(transitions):
+                self._edges(ids, source, position, t, indent, path)
         return ids[graph.start], ids[graph.finish]
+
+    def _ran(self, path: tuple[str, ...], member: Node[Any, Any]) -> str:
+        if self.marks is None:
+            return ""
+        count = self.marks.runs[(*path, member.name)]
+        return f" {times(count)}" if count > 1 else ""
+
+    def _mark(
+        self, path: tuple[str, ...], member: Node[Any, Any], node_id: str, graph: Graph[Any, Any]
+    ) -> None:
+        if self.marks is None or member is graph.start or member is graph.finish:
+            return
+        kind = self.marks.node_class((*path, member.name))
+        if kind is not None:
+            self.classes.setdefault(kind, []).append(node_id)
+
+    def _edges(
+        self,
+        ids: dict[Node[Any, Any], str],
+        source: Node[Any, Any],
+        position: int,
+        t: Transition,
+        indent: str,
+        path: tuple[str, ...],
+    ) -> None:
+        src = ids[source]
+        fired = (
+            self.marks.fired(path, source.name, position) if self.marks is not None else Counter()
+        )
+        if t.target is not None:
+            self._link(indent, src, ids[t.target], None, fired[t.target.name])
+            return
+        label = _label(t.label)
+        declared = t.targets if t.targets is not None else ()
+        for target in declared:
+            self._link(indent, src, ids[target], label, fired[target.name])
+        if t.targets is None:
+            self._link(indent, src, f"{src}_any{{{{any}}}}", label, 0)
+            named = {member.name: member for member in ids}
+            for name, count in fired.items():
+                if name in named:
+                    self._link(indent, src, ids[named[name]], label, count)
+
+    def _link(self, indent: str, src: str, dst: str, label: str | None, count: int) -> None:
+        if count:
+            text = f"{label} {times(count)}" if label else times(count)
+            arrow = f'==>|"{text}"|' if label is None else f'-.->|"{text}"|'
+            self.taken.append(self.links)
+        elif label is None:
+            arrow = "-->"
+        else:
+            arrow = f"-. {label} .->"
+        self.lines.append(f"{indent}{src} {arrow} {dst}")
+        self.links += 1
 
 
 def graph_to_mermaid(graph: Graph[Any, Any], *, direction: str = "TD") -> str:
@@ -62,7 +173,28 @@ def graph_to_mermaid(graph: Graph[Any, Any], *, direction: str = "TD") -> str:
     points at an `any` marker, since where it leads is decided at run time.
     A nested graph is drawn as a box holding its own nodes.
     """
-    drawing = _Drawing()
+    drawing = _Drawing(None)
     drawing.lines.append(f"flowchart {direction}")
-    drawing.draw(graph, "n", "    ")
+    drawing.draw(graph, "n", "    ", (graph.name,))
     return "\n".join(drawing.lines) + "\n"
+
+
+def run_to_mermaid(graph: Graph[Any, Any], trace: Trace, *, direction: str = "TD") -> str:
+    """A Mermaid `flowchart` of `graph` showing what the run in `trace` did.
+
+    Edges the run took are thick (dotted for routers), coloured, and labelled
+    with how many times they fired; nodes that ran are filled (amber when a
+    step was retried, red when one failed) and show how often they ran when
+    more than once. Everything else is drawn as `graph_to_mermaid` draws it.
+    """
+    drawing = _Drawing(RunMarks(trace))
+    drawing.lines.append(f"flowchart {direction}")
+    drawing.draw(graph, "n", "    ", (graph.name,))
+    lines = drawing.lines
+    lines.extend(f"    {line}" for line in _CLASSES)
+    for kind, node_ids in sorted(drawing.classes.items()):
+        lines.append(f"    class {','.join(node_ids)} {kind}")
+    if drawing.taken:
+        taken = ",".join(str(i) for i in drawing.taken)
+        lines.append(f"    linkStyle {taken} stroke:#2e9d5b,stroke-width:3px")
+    return "\n".join(lines) + "\n"

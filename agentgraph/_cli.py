@@ -1,0 +1,334 @@
+"""The command line: `python -m agentgraph run | draw | show`.
+
+```
+python -m agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
+python -m agentgraph run app/agents.py:make_agent --model ollama:qwen2.5:7b --input hello
+python -m agentgraph draw app.agents:graph
+python -m agentgraph show run.jsonl --html run.html
+```
+
+A target is `module:attribute` (a dotted module importable from the current
+directory, or a path to a `.py` file) naming a `Graph`, or a function that
+returns one. A function with a `model` parameter receives the model built
+from `--model provider:name` (see `model_from_string`).
+
+`--input` is read as JSON when it is valid JSON (`42`, `true`, `[1, 2]`,
+`{"a": 1}`, `"quoted text"`) and taken as a plain string otherwise (`hello`).
+Text that starts like a JSON object, array or string (`{`, `[`, `"`) must be
+valid JSON, since it was clearly meant as such.
+
+Every problem with the command itself (a module that does not import, an
+attribute that is not a graph, an input or a trace that does not parse) is
+one line on standard error and exit status 2; a run that fails shows its
+tree, then one line, and exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TextIO
+
+import anyio
+import orjson
+
+from ._context import AgentContext
+from ._errors import AgentGraphError
+from ._graph import Graph
+from ._node import Node
+from ._runner import GraphRunner, Sink
+from .llm._model import ChatModel, ChatRequest, ChatResponse
+
+__all__ = ("CommandError", "load_target", "main", "parse_input")
+
+_JSON_STARTS = ("{", "[", '"')
+
+
+class CommandError(Exception):
+    """A problem with the command line, reported as one line (never a traceback)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise CommandError(f"{message} (see `{self.prog} --help`)")
+
+
+def parse_input(text: str) -> Any:
+    """The run's input from `--input`: JSON when it parses, else the text itself."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        if text.lstrip().startswith(_JSON_STARTS):
+            raise CommandError(f"--input looks like JSON but does not parse: {exc}") from exc
+        return text
+
+
+class _NoModel:
+    """Stands in for a model when a factory is only called to draw its graph."""
+
+    name = "unused"
+
+    async def request(self, request: ChatRequest) -> ChatResponse:
+        raise RuntimeError("this model only stands in for drawing; pass --model to run")
+
+    def stream(self, request: ChatRequest) -> Any:
+        raise RuntimeError("this model only stands in for drawing; pass --model to run")
+
+
+def _where(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    return f" (at {Path(last.filename).name}:{last.lineno})"
+
+
+def _import(module: str) -> Any:
+    if module.endswith(".py") or "/" in module or os.sep in module:
+        path = Path(module)
+        if not path.is_file():
+            raise CommandError(f"no such file: {module}")
+        spec = importlib.util.spec_from_file_location(f"_agentgraph_target_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise CommandError(f"cannot load {module} as a Python module")
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = loaded  # classes defined there can find their module
+        folder = str(path.resolve().parent)
+        sys.path.insert(0, folder)  # so the file can import its neighbours
+        try:
+            spec.loader.exec_module(loaded)
+        finally:
+            sys.path.remove(folder)
+        return loaded
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise CommandError(
+                f"cannot import module {module!r}: no module named {exc.name!r}"
+            ) from exc
+        raise
+
+
+def load_target(target: str, model: ChatModel | None = None) -> Graph[Any, Any]:
+    """The graph that `module:attribute` names, calling it first if it is a factory.
+
+    Raises:
+        CommandError: the target cannot be imported, found, called, or is not a graph.
+    """
+    module, sep, attribute = target.rpartition(":")
+    if not sep or not module or not attribute:
+        raise CommandError(f"{target!r} is not module:attribute (e.g. app.agents:graph)")
+    try:
+        value: Any = _import(module)
+    except CommandError:
+        raise
+    except Exception as exc:
+        raise CommandError(
+            f"importing {module!r} failed: {type(exc).__name__}: {exc}{_where(exc)}"
+        ) from exc
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise CommandError(f"{module!r} has no attribute {attribute!r}")
+        value = getattr(value, part)
+    if isinstance(value, Graph):
+        if model is not None and not isinstance(model, _NoModel):
+            raise CommandError(f"{target} is a graph; --model needs a function taking `model`")
+        return value
+    if isinstance(value, Node) or not callable(value):
+        kind = "a node" if isinstance(value, Node) else f"of type {type(value).__name__}"
+        raise CommandError(f"{target} is {kind}, not a Graph or a function that returns one")
+    return _call_factory(target, value, model)
+
+
+def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Graph[Any, Any]:
+    params: Mapping[str, inspect.Parameter]
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}  # a builtin or C callable: call it bare
+    takes_model = "model" in params
+    required = [
+        name
+        for name, p in params.items()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if any(name != "model" for name in required):
+        raise CommandError(f"{target} needs arguments ({', '.join(required)}); it cannot be called")
+    if model is not None and not isinstance(model, _NoModel) and not takes_model:
+        raise CommandError(f"--model was given but {target} takes no `model` parameter")
+    if "model" in required and model is None:
+        raise CommandError(f"{target} needs a model: pass --model provider:name")
+    try:
+        made = factory(model=model) if takes_model and model is not None else factory()
+    except Exception as exc:
+        raise CommandError(f"{target}() failed: {type(exc).__name__}: {exc}{_where(exc)}") from exc
+    if not isinstance(made, Graph):
+        raise CommandError(f"{target}() returned a {type(made).__name__}, not a Graph")
+    return made
+
+
+def _model(spec: str | None) -> ChatModel | None:
+    if spec is None:
+        return None
+    from .llm._resolve import model_from_string
+
+    try:
+        return model_from_string(spec)
+    except AgentGraphError as exc:
+        raise CommandError(str(exc)) from exc
+
+
+def _console(args: argparse.Namespace, out: TextIO) -> Any:
+    from .tracing import ConsoleSink
+
+    return ConsoleSink(out, style="plain" if args.plain else "auto")
+
+
+def _print_output(value: Any, out: TextIO) -> None:
+    if isinstance(value, str):
+        out.write(value + "\n")
+        return
+    from .tracing._records import plain
+
+    out.write(orjson.dumps(plain(value), option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .tracing import JsonlSink
+
+    value = parse_input(args.input)
+    graph = load_target(args.target, _model(args.model))
+    sinks: list[Sink] = [_console(args, out)]
+    trace = None
+    if args.trace is not None:
+        try:
+            trace = JsonlSink(args.trace)
+        except OSError as exc:
+            raise CommandError(f"cannot write trace {args.trace}: {exc.strerror or exc}") from exc
+        sinks.append(trace)
+    runner = GraphRunner(max_steps=args.max_steps, sinks=sinks)
+    try:
+        result = anyio.run(runner.run, graph, AgentContext(value))
+    except Exception as exc:
+        err.write(f"agentgraph: run failed: {type(exc).__name__}: {_first_line(exc)}\n")
+        return 1
+    finally:
+        if trace is not None:
+            trace.close()
+    out.write("\n")
+    _print_output(result.input, out)
+    return 0
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _draw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    graph = load_target(args.target, _model(args.model) or _NoModel())
+    if args.trace is None:
+        out.write(graph.to_mermaid(direction=args.direction))
+        return 0
+    from .tracing import TraceFormatError, load_trace, run_to_mermaid
+
+    try:
+        trace = load_trace(args.trace, run=args.run)
+    except TraceFormatError as exc:
+        raise CommandError(str(exc)) from exc
+    out.write(run_to_mermaid(graph, trace, direction=args.direction))
+    return 0
+
+
+def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .tracing import TraceFormatError, load_trace, render_trace, trace_to_html
+
+    try:
+        trace = load_trace(args.trace, run=args.run)
+    except TraceFormatError as exc:
+        raise CommandError(str(exc)) from exc
+    if args.html is None:
+        render_trace(trace, out, style="plain" if args.plain else "auto")
+        return 0
+    graph = load_target(args.graph, _NoModel()) if args.graph is not None else None
+    page = trace_to_html(trace, graph=graph)
+    try:
+        Path(args.html).write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.html}: {exc.strerror or exc}") from exc
+    out.write(f"wrote {args.html}\n")
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m agentgraph",
+        description="Run a graph, draw it, or show a saved trace.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = commands.add_parser("run", help="run a graph and show its steps as they happen")
+    run.add_argument("target", help="module:attribute naming a Graph or a function making one")
+    run.add_argument("--input", required=True, help="the input: JSON, or else a plain string")
+    run.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
+    run.add_argument("--trace", help="also write the trace to this JSON-lines file")
+    run.add_argument("--max-steps", type=_positive, default=1000, help="step cap (default 1000)")
+    run.add_argument("--plain", action="store_true", help="plain text, even with rich installed")
+    run.set_defaults(handler=_run)
+    draw = commands.add_parser("draw", help="print a graph as a Mermaid flowchart")
+    draw.add_argument("target", help="module:attribute naming a Graph or a function making one")
+    draw.add_argument("--model", help="provider:name, for a factory that needs a model")
+    draw.add_argument("--trace", help="a trace file: mark the edges and nodes that run took")
+    draw.add_argument("--run", help="which run of the trace file (default: the last)")
+    draw.add_argument("--direction", default="TD", choices=("TD", "LR", "BT", "RL"))
+    draw.set_defaults(handler=_draw)
+    show = commands.add_parser("show", help="show a saved trace as a tree, or as an HTML page")
+    show.add_argument("trace", help="a JSON-lines trace file")
+    show.add_argument("--html", help="write a self-contained HTML page here instead")
+    show.add_argument("--graph", help="module:attribute of the graph, to draw all of it")
+    show.add_argument("--run", help="which run of the file (default: the last)")
+    show.add_argument("--plain", action="store_true", help="plain text, even with rich installed")
+    show.set_defaults(handler=_show)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
+) -> int:
+    """Run the command line; returns the exit status."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    parser = _parser()
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list:
+        parser.print_help(out)
+        return 2
+    try:
+        args = parser.parse_args(args_list)
+        status: int = args.handler(args, out, err)
+    except CommandError as exc:
+        err.write(f"agentgraph: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        err.write("agentgraph: interrupted\n")
+        return 130
+    return status

@@ -1,0 +1,239 @@
+"""The JSON-lines trace file, an in-memory recorder, and loading traces back as step trees."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+import anyio.to_thread
+import orjson
+
+from .._errors import TraceFormatError
+from .._events import (
+    NodeFailedEvent,
+    NodeFinished,
+    NodeStarted,
+    RetryScheduled,
+    RunFinished,
+    RunStarted,
+)
+from ._records import Recorder
+from ._redact import Redaction, Redactor
+from ._tree import Trace, TraceBuilder
+
+__all__ = (
+    "JsonlSink",
+    "TraceRecorder",
+    "encode_record",
+    "load_trace",
+    "load_traces",
+    "traces_from_records",
+)
+
+# Events that end or begin a step: the file is flushed after each, so a crash
+# loses at most the records of the step in progress.
+_FLUSH_ON = (RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished)
+
+
+def encode_record(record: Mapping[str, Any]) -> bytes:
+    """One JSON line (with its newline) for `record`."""
+    try:
+        return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:  # integers beyond 64 bits, lone surrogates: make them text
+        return orjson.dumps(_sanitize(record), option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _sanitize(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _sanitize(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_sanitize(v) for v in value]
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**64:
+        return str(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return repr(value)
+
+
+class JsonlSink:
+    """Writes every event of a run as one JSON line, readable with `jq` and `load_trace`.
+
+    ```python
+    with JsonlSink("run.jsonl") as sink:
+        await GraphRunner(sinks=[sink]).run(graph, ctx)
+    trace = load_trace("run.jsonl")
+    ```
+    The file is created (or emptied, unless `append=True`) here, so a path that
+    cannot be written fails at once. Writes happen in a worker thread and are
+    flushed at every step boundary; the file is closed when a run finishes and
+    reopened for the next one. Use the sink as a context manager (or call
+    `close`) to write what is left when a run is abandoned mid-way.
+
+    Args:
+        path: the file to write.
+        redact: a redaction hook `(field, text) -> text` or a `Redactor`;
+            secrets are masked either way.
+        append: add to an existing file instead of replacing it.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        redact: Redaction | Redactor | None = None,
+        append: bool = False,
+    ) -> None:
+        self.path = Path(path)
+        self._recorder = Recorder(redact=redact)
+        self._pending: deque[bytes] = deque()
+        self._lock = threading.Lock()
+        self._file: IO[bytes] | None = open(self.path, "ab" if append else "wb")  # noqa: SIM115
+
+    async def __call__(self, event: Any) -> None:
+        self._pending.append(encode_record(self._recorder(event)))
+        if isinstance(event, _FLUSH_ON):
+            await anyio.to_thread.run_sync(self._write, isinstance(event, RunFinished))
+
+    def _write(self, close: bool = False) -> None:
+        # Whoever holds the lock writes everything pending, so lines keep their order
+        # even when parallel branches flush at the same moment.
+        with self._lock:
+            if self._pending or not close:
+                if self._file is None:
+                    self._file = open(self.path, "ab")  # noqa: SIM115
+                while self._pending:
+                    self._file.write(self._pending.popleft())
+                self._file.flush()
+            if close and self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def flush(self) -> None:
+        """Write what is pending now (blocking)."""
+        self._write()
+
+    def close(self) -> None:
+        """Write what is pending and close the file (blocking); a later event reopens it."""
+        self._write(close=True)
+
+    def __enter__(self) -> JsonlSink:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class TraceRecorder:
+    """Keeps the records of every run in memory: for tests, and to draw a run just made.
+
+    ```python
+    recorder = TraceRecorder()
+    await GraphRunner(sinks=[recorder]).run(graph, ctx)
+    print(run_to_mermaid(graph, recorder.trace()))
+    ```
+    """
+
+    def __init__(self, *, redact: Redaction | Redactor | None = None) -> None:
+        self._recorder = Recorder(redact=redact)
+        self.records: list[dict[str, Any]] = []
+
+    def __call__(self, event: Any) -> None:
+        self.records.append(self._recorder(event))
+
+    def traces(self) -> tuple[Trace, ...]:
+        """Every run recorded so far, in the order they started."""
+        return traces_from_records(self.records, source="memory")
+
+    def trace(self, run: str | None = None) -> Trace:
+        """The run with id `run`, or the last one started."""
+        return _pick(self.traces(), run, "memory")
+
+
+def traces_from_records(
+    records: Iterable[Mapping[str, Any]], *, source: str = "records"
+) -> tuple[Trace, ...]:
+    """Step trees from records, one per run id, in the order the runs started."""
+    builders: dict[str, TraceBuilder] = {}
+    for number, record in enumerate(records, 1):
+        try:
+            run = str(record.get("run", ""))
+            builder = builders.get(run)
+            if builder is None:
+                builder = builders[run] = TraceBuilder()
+            builder.add(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            reason = f"malformed {_kind(record)} record ({type(exc).__name__}: {exc})"
+            raise TraceFormatError(source, reason, line=number) from exc
+    return tuple(builder.build() for builder in builders.values())
+
+
+def _kind(record: Any) -> str:
+    kind = record.get("event") if isinstance(record, Mapping) else None
+    return repr(kind) if isinstance(kind, str) else "untyped"
+
+
+def _read(path: Path) -> list[Mapping[str, Any]]:
+    source = str(path)
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise TraceFormatError(source, exc.strerror or str(exc)) from exc
+    records: list[Mapping[str, Any]] = []
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            if i == last and not line.rstrip().endswith(b"}"):
+                break  # a line cut short by a crash mid-write: keep everything before it
+            raise TraceFormatError(source, f"not JSON ({exc})", line=i + 1) from exc
+        if not isinstance(record, dict) or not isinstance(record.get("event"), str):
+            raise TraceFormatError(source, "not a trace record (no 'event' field)", line=i + 1)
+        records.append(record)
+    return records
+
+
+def load_traces(path: str | os.PathLike[str]) -> tuple[Trace, ...]:
+    """Every run in a JSON-lines trace file, as step trees.
+
+    Raises:
+        TraceFormatError: the file cannot be read or holds something other than records.
+    """
+    path = Path(path)
+    return traces_from_records(_read(path), source=str(path))
+
+
+def load_trace(path: str | os.PathLike[str], *, run: str | None = None) -> Trace:
+    """One run of a JSON-lines trace file: the one with id `run`, or the last one.
+
+    Raises:
+        TraceFormatError: the file cannot be read, holds no run, or not that run.
+    """
+    path = Path(path)
+    return _pick(load_traces(path), run, str(path))
+
+
+def _pick(traces: tuple[Trace, ...], run: str | None, source: str) -> Trace:
+    if not traces:
+        raise TraceFormatError(source, "it holds no run")
+    if run is None:
+        return traces[-1]
+    for trace in traces:
+        if trace.run == run:
+            return trace
+    known = ", ".join(t.run for t in traces)
+    raise TraceFormatError(source, f"no run {run!r} (runs: {known})")

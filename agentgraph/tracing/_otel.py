@@ -1,0 +1,291 @@
+"""OpenTelemetry spans for runs, steps, model calls and tool calls (the `otel` extra).
+
+Span and attribute names follow the OpenTelemetry semantic conventions for
+generative AI: a run is an `invoke_agent` span, a model call a `chat` span
+(client kind) with `gen_ai.request.*`, `gen_ai.response.*` and
+`gen_ai.usage.*` attributes, a tool call an `execute_tool` span with
+`gen_ai.tool.*` attributes. Steps, which the conventions do not cover, are
+spans named after the node with `agentgraph.*` attributes, nested as the
+graph nests. Message content is recorded only with `capture_content=True`,
+as the conventions advise, and always redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from ._records import Recorder
+from ._redact import Redaction, Redactor
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+__all__ = ("OtelSink",)
+
+
+def _ns(seconds: float) -> int:
+    return int(seconds * 1_000_000_000)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+@attrs.define
+class _Open:
+    span: Span
+    path: tuple[str, ...]
+    index: int
+
+
+@attrs.define
+class _Run:
+    span: Span
+    steps: dict[int, _Open] = attrs.field(factory=dict)
+    calls: list[_Open] = attrs.field(factory=list)
+
+
+class OtelSink:
+    """A sink that turns each run into a tree of OpenTelemetry spans.
+
+    ```python
+    sink = OtelSink()                         # the global tracer provider
+    runner = GraphRunner(sinks=[sink])
+    ```
+    The run span's parent is the span current where the run started, so a run
+    inside a request handler nests under the request's span. Call `close()` to
+    end the spans of runs abandoned mid-way (a finished run ends its own).
+
+    Args:
+        tracer_provider: where spans go; the global provider by default.
+        capture_content: also record messages, tool arguments and results.
+        redact: a redaction hook or a `Redactor`, applied to captured content
+            and error messages.
+    """
+
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | None = None,
+        *,
+        capture_content: bool = False,
+        redact: Redaction | Redactor | None = None,
+    ) -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as exc:
+            raise ImportError(
+                "OtelSink needs OpenTelemetry: pip install 'agentgraph[otel]'"
+            ) from exc
+        self._tracer: Tracer = trace.get_tracer("agentgraph", tracer_provider=tracer_provider)
+        self._trace = trace
+        self.capture_content = capture_content
+        self._recorder = Recorder(redact=redact)
+        self._runs: dict[str, _Run] = {}
+
+    def __call__(self, event: Any) -> None:
+        record = self._recorder(event)
+        handler = getattr(self, f"_on_{record['event']}", None)
+        if handler is None:
+            return
+        run = self._runs.get(record["run"])
+        if run is None:
+            if record["event"] != "run_started":
+                return  # the run began before this sink was attached
+            self._on_run_started(record)
+            return
+        handler(run, record)
+
+    def close(self) -> None:
+        """End every span still open, marking it as not finished."""
+        for run in self._runs.values():
+            for item in [*run.calls, *reversed(run.steps.values())]:
+                self._fail(item.span, "Interrupted", "the run was abandoned", at=None)
+            self._fail(run.span, "Interrupted", "the run was abandoned", at=None)
+        self._runs.clear()
+
+    # -- spans ---------------------------------------------------------------------------
+    def _start(
+        self, name: str, parent: Span | None, at: float, attributes: Mapping[str, Any]
+    ) -> Span:
+        from opentelemetry.trace import SpanKind
+
+        context = None if parent is None else self._trace.set_span_in_context(parent)
+        client = attributes.get("gen_ai.operation.name") == "chat"
+        return self._tracer.start_span(
+            name,
+            context=context,
+            kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
+            attributes={k: v for k, v in attributes.items() if v is not None},
+            start_time=_ns(at),
+        )
+
+    def _fail(self, span: Span, kind: str, message: str, *, at: float | None) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", kind)
+        span.add_event("exception", {"exception.type": kind, "exception.message": message}, _at(at))
+        span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
+        span.end(end_time=_at(at))
+
+    def _parent(self, run: _Run, path: tuple[str, ...], index: Any) -> _Open | None:
+        match = None
+        for item in reversed(run.steps.values()):
+            if item.path == path:
+                if item.index == index:
+                    return item
+                match = match or item
+        return match
+
+    # -- one handler per record kind ------------------------------------------------------
+    def _on_run_started(self, r: Mapping[str, Any]) -> None:
+        graph = r["graph"]
+        span = self._tracer.start_span(
+            f"invoke_agent {graph}",
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": graph,
+                "agentgraph.run.id": r["run"],
+            },
+            start_time=_ns(r["time"]),
+        )
+        self._runs[r["run"]] = _Run(span)
+
+    def _on_node_started(self, run: _Run, r: Mapping[str, Any]) -> None:
+        path = tuple(r["path"])
+        parent = self._parent(run, path[:-1], None)
+        span = self._start(
+            r["node"],
+            parent.span if parent is not None else run.span,
+            r["time"],
+            {
+                "agentgraph.node.name": r["node"],
+                "agentgraph.node.path": "/".join(path),
+                "agentgraph.node.kind": r["kind"],
+                "agentgraph.step.index": r["index"],
+                "agentgraph.step.depth": r["depth"],
+            },
+        )
+        run.steps[r["index"]] = _Open(span, path, r["index"])
+
+    def _on_node_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
+        item = run.steps.pop(r["index"], None)
+        if item is not None:
+            item.span.set_attribute("agentgraph.step.attempts", r["attempts"])
+            item.span.end(end_time=_ns(r["time"]))
+
+    def _on_node_failed(self, run: _Run, r: Mapping[str, Any]) -> None:
+        self._end_calls(run, tuple(r["path"]), r)
+        item = run.steps.pop(r["index"], None)
+        if item is not None:
+            item.span.set_attribute("agentgraph.step.attempts", r["attempts"])
+            error = r["error"]
+            self._fail(item.span, error["type"], error["message"], at=r["time"])
+
+    def _on_retry_scheduled(self, run: _Run, r: Mapping[str, Any]) -> None:
+        self._end_calls(run, tuple(r["path"]), r)
+        item = run.steps.get(r["index"])
+        if item is not None:
+            error = r["error"]
+            attributes = {
+                "agentgraph.retry.attempt": r["attempt"],
+                "agentgraph.retry.wait": r["wait"],
+                "error.type": error["type"],
+                "exception.message": error["message"],
+            }
+            item.span.add_event("retry", attributes, _ns(r["time"]))
+
+    def _on_model_requested(self, run: _Run, r: Mapping[str, Any]) -> None:
+        path = tuple(r["path"])
+        parent = self._parent(run, path, r["index"])
+        request = r["request"]
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": r["model"],
+            "gen_ai.request.temperature": request.get("temperature"),
+            "gen_ai.request.max_tokens": request.get("max_output"),
+        }
+        if self.capture_content:
+            attributes["gen_ai.input.messages"] = _json(request.get("messages", []))
+            attributes["gen_ai.tool.definitions"] = _json(request.get("tools", []))
+        span = self._start(
+            f"chat {r['model']}", parent.span if parent else run.span, r["time"], attributes
+        )
+        run.calls.append(_Open(span, path, r["index"]))
+
+    def _on_model_responded(self, run: _Run, r: Mapping[str, Any]) -> None:
+        path = tuple(r["path"])
+        item = next((c for c in reversed(run.calls) if c.path == path), None)
+        if item is None:
+            return
+        run.calls.remove(item)
+        response = r["response"]
+        usage = response.get("usage") or {}
+        finish = response.get("finish_reason")
+        attributes: dict[str, Any] = {
+            "gen_ai.response.model": response.get("model") or r["model"],
+            "gen_ai.response.id": response.get("id"),
+            "gen_ai.response.finish_reasons": [finish] if finish else None,
+            "gen_ai.usage.input_tokens": usage.get("input_tokens"),
+            "gen_ai.usage.output_tokens": usage.get("output_tokens"),
+        }
+        if self.capture_content:
+            attributes["gen_ai.output.messages"] = _json([response.get("message")])
+        item.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
+        item.span.end(end_time=_ns(r["time"]))
+
+    def _on_tool_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
+        path = tuple(r["path"])
+        parent = self._parent(run, path, r["index"])
+        call = r["call"]
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call["name"],
+            "gen_ai.tool.call.id": call["id"],
+            "gen_ai.tool.type": "function",
+        }
+        if self.capture_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(call.get("arguments", {}))
+            attributes["gen_ai.tool.call.result"] = r["result"]
+        span = self._start(
+            f"execute_tool {call['name']}",
+            parent.span if parent else run.span,
+            r["time"] - r["duration"],
+            attributes,
+        )
+        if r["is_error"]:
+            self._fail(span, "ToolError", r["result"], at=r["time"])
+        else:
+            span.end(end_time=_ns(r["time"]))
+
+    def _on_run_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
+        del self._runs[r["run"]]
+        for item in [*run.calls, *reversed(run.steps.values())]:
+            self._fail(item.span, "Interrupted", "the run ended while this ran", at=r["time"])
+        usage = r.get("usage") or {}
+        run.span.set_attributes(
+            {
+                "agentgraph.run.steps": r["steps"],
+                "gen_ai.usage.input_tokens": usage.get("input_tokens", 0),
+                "gen_ai.usage.output_tokens": usage.get("output_tokens", 0),
+            }
+        )
+        error = r.get("error")
+        if error:
+            self._fail(run.span, error["type"], error["message"], at=r["time"])
+        else:
+            run.span.end(end_time=_ns(r["time"]))
+
+    def _end_calls(self, run: _Run, path: tuple[str, ...], r: Mapping[str, Any]) -> None:
+        """Model calls at `path` that never answered: the attempt failed while they ran."""
+        error = r["error"]
+        for item in [c for c in run.calls if c.path == path]:
+            run.calls.remove(item)
+            self._fail(item.span, error["type"], error["message"], at=r["time"])
+
+
+def _at(seconds: float | None) -> int | None:
+    return None if seconds is None else _ns(seconds)

@@ -1,0 +1,191 @@
+"""Masking secrets (always) and whatever else the user asks for (a hook) in trace records.
+
+Three things are masked without being asked:
+
+- the value of any field whose name says it holds a secret (`Authorization`,
+  `x-api-key`, `api_key`, `token`, `password`, `cookie`, `credentials`, ...),
+- text that looks like a key or token wherever it appears (`sk-...`,
+  `Bearer ...`, `Authorization: ...`, JSON web tokens, cloud and code-host keys),
+- the exact values of secret-looking environment variables (`OPENAI_API_KEY`,
+  `GIGACHAT_CREDENTIALS`, ...) and of any `secrets` given.
+
+A hook `(field, text) -> text` then sees every remaining string, with the
+dotted path of its field (`request.messages.1.content`), and may mask more,
+for example personal data in messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ("MASK", "Redaction", "Redactor", "is_secret_name")
+
+MASK = "***"
+
+Redaction = Callable[[str, str], str]
+"""A redaction hook: `hook(field, text)` returns `text`, masked as the user sees fit."""
+
+_log = logging.getLogger("agentgraph.tracing")
+
+_SECRET_NAMES = frozenset(
+    {
+        "authorization",
+        "proxy_authorization",
+        "api_key",
+        "apikey",
+        "x_api_key",
+        "x_goog_api_key",
+        "token",
+        "bearer",
+        "secret",
+        "password",
+        "passwd",
+        "cookie",
+        "set_cookie",
+        "credential",
+        "credentials",
+        "private_key",
+    }
+)
+_SECRET_SUFFIXES = (
+    "_api_key",
+    "_apikey",
+    "_token",
+    "_secret",
+    "_secret_key",
+    "_access_key",
+    "_private_key",
+    "_password",
+    "_credentials",
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS = re.compile(r"[-.\s]+")
+
+_KEY_SHAPES = re.compile(
+    r"""
+    \bsk-[A-Za-z0-9_\-]{16,}                              # OpenAI, Anthropic and look-alikes
+    | \b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_\w{20,})   # code-host tokens
+    | \bxox[abprs]-[A-Za-z0-9\-]{10,}                     # chat-workspace tokens
+    | \bAKIA[0-9A-Z]{16}\b                                # cloud access key ids
+    | \bAIza[0-9A-Za-z_\-]{30,}                           # cloud API keys
+    | \bhf_[A-Za-z0-9]{20,}                               # model-hub tokens
+    | \beyJ[\w\-]{8,}\.[\w\-]{8,}\.[\w\-]{8,}             # JSON web tokens
+    """,
+    re.VERBOSE,
+)
+_SCHEME = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=\-]{8,})", re.IGNORECASE)
+_HEADER = re.compile(
+    r"""\b(authorization|proxy-authorization|x-api-key|api[-_]?key|access[-_]token|password)
+    (["']?\s*[:=]\s*["']?)
+    (?!\*\*\*)(?:(?:bearer|basic|token)\s+)?[^\s"',;}&]+""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+
+def _scheme(match: re.Match[str]) -> str:
+    """`Bearer <token>` masked, unless the "token" is a plain word ("Basic usage")."""
+    token = match.group(3)
+    random = any(c.isdigit() or c in "._~+/=-" for c in token) or any(
+        c.isupper() for c in token[1:]
+    )
+    return f"{match.group(1)}{match.group(2)}{MASK}" if random else match.group(0)
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a field or header called `name` holds a secret (`X-Api-Key`, `accessToken`)."""
+    key = _SEPARATORS.sub("_", _CAMEL.sub("_", name)).lower().strip("_")
+    return key in _SECRET_NAMES or key.endswith(_SECRET_SUFFIXES)
+
+
+def _environment_secrets() -> tuple[str, ...]:
+    return tuple(
+        value for name, value in os.environ.items() if len(value) >= 8 and is_secret_name(name)
+    )
+
+
+class Redactor:
+    """Masks secrets in a plain record, then applies the user's hook to every string.
+
+    Args:
+        hook: called as `hook(field, text)` for each string after the built-in
+            masking; returns the text to keep. If it raises, the string is
+            masked entirely (and the error logged once): a broken hook must
+            not leak what it was meant to hide.
+        secrets: exact strings to mask wherever they appear.
+        environment: also mask the values of environment variables whose names
+            look secret (read once, here).
+        keep: top-level record fields left untouched (names, numbers, paths).
+    """
+
+    __slots__ = ("_hook", "_hook_failed", "_keep", "_secrets")
+
+    def __init__(
+        self,
+        hook: Redaction | None = None,
+        *,
+        secrets: Iterable[str] = (),
+        environment: bool = True,
+        keep: Iterable[str] = (),
+    ) -> None:
+        found = [s for s in secrets if s]
+        if environment:
+            found.extend(_environment_secrets())
+        # Longest first, so a secret that contains another is masked whole.
+        self._secrets = tuple(sorted(set(found), key=len, reverse=True))
+        self._hook = hook
+        self._hook_failed = False
+        self._keep = frozenset(keep)
+
+    def text(self, text: str, field: str = "") -> str:
+        """`text` with secrets masked and the hook applied."""
+        text = self.mask(text)
+        if self._hook is None:
+            return text
+        try:
+            result = self._hook(field, text)
+        except Exception:
+            if not self._hook_failed:
+                self._hook_failed = True
+                _log.exception("trace redaction hook failed; the value is masked entirely")
+            return MASK
+        return result if isinstance(result, str) else MASK
+
+    def mask(self, text: str) -> str:
+        """`text` with every built-in secret shape and known secret value masked."""
+        if len(text) < 6:
+            return text
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        text = _KEY_SHAPES.sub(MASK, text)
+        text = _SCHEME.sub(_scheme, text)
+        return _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+
+    def record(self, record: Mapping[str, Any], *, keep: Iterable[str] = ()) -> dict[str, Any]:
+        """A copy of `record` with secrets masked and the hook applied.
+
+        Top-level fields named in `keep` (or in the constructor's) are copied as they are.
+        """
+        kept = self._keep.union(keep)
+        out: dict[str, Any] = {}
+        for key, value in record.items():
+            if key in kept:
+                out[key] = value
+            else:
+                out[key] = self._value(value, key, key)
+        return out
+
+    def _value(self, value: Any, name: str, field: str) -> Any:
+        if is_secret_name(name) and value not in (None, "", True, False):
+            return MASK
+        if isinstance(value, str):
+            return self.text(value, field)
+        if isinstance(value, Mapping):
+            return {k: self._value(v, str(k), f"{field}.{k}") for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self._value(v, "", f"{field}.{i}") for i, v in enumerate(value)]
+        return value

@@ -1,0 +1,248 @@
+"""The JSON-lines sink and `load_trace`: files that `jq` reads and that rebuild the step tree."""
+
+import io
+import json
+import shutil
+import subprocess
+
+import anyio
+import orjson
+import pytest
+
+from agentgraph import AgentContext, GraphRunner, NodeFailed, parallel
+from agentgraph.tracing import JsonlSink, TraceFormatError, TraceRecorder, load_trace, load_traces
+
+from .support import FAILED_RUN, FAKE_KEY, Waits, kinds, mask_emails, nested_graph, scripted_agent
+from .support import secret_context as secret_ctx
+
+pytestmark = pytest.mark.anyio
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_a_failed_nested_run_is_one_line_per_event_and_loads_as_a_tree(tmp_path):
+    path = tmp_path / "run.jsonl"
+    waits = Waits()
+    with JsonlSink(path) as sink, pytest.raises(NodeFailed):
+        await GraphRunner(sinks=[sink]).run(nested_graph(fail=True, waits=waits), AgentContext(1))
+    assert waits == [0.25]
+    assert kinds(lines(path)) == FAILED_RUN
+
+    trace = load_trace(path)
+    assert (trace.graph, trace.status, trace.step_count, trace.input) == ("outer", "failed", 8, 1)
+    assert trace.error["type"] == "NodeFailed" and trace.duration > 0
+    prepare, inner = trace.steps
+    assert (prepare.name, prepare.status, prepare.output, prepare.depth) == ("prepare", "ok", 2, 0)
+    assert (inner.kind, inner.status, inner.error["cause"]["type"]) == (
+        "graph",
+        "failed",
+        "ValueError",
+    )
+    names = [(s.name, s.status, s.attempts) for s in inner.children]
+    assert names == [("flaky", "ok", 2)] + [("double", "ok", 1)] * 4 + [("check", "failed", 1)]
+    flaky = inner.children[0]
+    assert [(r.attempt, r.wait, r.error["type"]) for r in flaky.retries] == [
+        (1, 0.25, "TimeoutError")
+    ]
+    assert flaky.start <= flaky.retries[0].at <= flaky.start + flaky.duration
+    assert [s.index for s in trace.walk()] == list(range(1, 9))
+    assert trace.step(8).error == {"type": "ValueError", "message": "32 is too big"}
+    assert [(r.path, r.source, r.target) for r in trace.routes][-2:] == [
+        (("outer", "inner"), "double", "double"),
+        (("outer", "inner"), "double", "check"),
+    ]
+    with pytest.raises(KeyError):
+        trace.step(99)
+
+
+async def test_an_agent_trace_holds_model_and_tool_calls_with_secrets_masked(tmp_path):
+    path = tmp_path / "agent.jsonl"
+    agent, _ = scripted_agent()
+    with JsonlSink(path, redact=mask_emails) as sink:
+        await GraphRunner(sinks=[sink]).run(agent, secret_ctx("what is 2 + 3?"))
+    raw = path.read_text()
+    assert FAKE_KEY not in raw and "ann@example.com" not in raw
+    trace = load_trace(path)
+    assert trace.ok and trace.output == "2 + 3 = 5; write to <email>"
+    chat, tools = trace.steps[1], trace.steps[2]
+    (call,) = chat.model_calls
+    assert call.model == "scripted-model" and call.latency is not None
+    assert (
+        call.input_tokens > 0 and call.output_tokens > 0 and chat.input_tokens == call.input_tokens
+    )
+    assert call.response["message"]["tool_calls"][0]["name"] == "add"
+    assert [(t.name, t.is_error, t.result[:9]) for t in tools.tool_calls] == [
+        ("add", False, "5"),
+        ("lookup", True, 'tool "loo'),
+    ]
+    assert tools.tool_calls[0].arguments == {"a": 2, "b": 3} and tools.tool_calls[0].id
+    assert trace.usage["input_tokens"] == sum(s.input_tokens for s in trace.walk())
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="jq is not installed")
+async def test_jq_reads_the_file(tmp_path):
+    path = tmp_path / "run.jsonl"
+    with JsonlSink(path) as sink:
+        await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(1))
+    out = subprocess.run(
+        ["jq", "-r", 'select(.event == "node_finished") | .node'],
+        input=path.read_bytes(),
+        capture_output=True,
+        check=True,
+    )
+    assert out.stdout.decode().split() == ["prepare", "flaky"] + ["double"] * 4 + ["check", "inner"]
+
+
+async def test_the_file_is_flushed_at_every_step(tmp_path):
+    path = tmp_path / "live.jsonl"
+    seen = []
+
+    from agentgraph import GraphBuilder, node
+
+    @node
+    def peek(ctx):
+        seen.append(kinds(lines(path)))
+        return ctx
+
+    with GraphBuilder[int, int]("g") as g:
+        g.start.edge_to(peek).edge_to(g.finish)
+    with JsonlSink(path) as sink:
+        await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
+    # While the step runs, its start is already on disk.
+    assert seen == [["run_started", "route_chosen", "node_started"]]
+
+
+async def test_runs_in_one_file_and_concurrent_runs_in_one_sink_stay_apart(tmp_path):
+    path = tmp_path / "many.jsonl"
+    sink = JsonlSink(path)
+    runner = GraphRunner(sinks=[sink])
+    await runner.run(nested_graph(), AgentContext(1))
+    async with anyio.create_task_group() as tg:
+        for start in (1, 2, 3):
+            tg.start_soon(runner.run, nested_graph(), AgentContext(start))
+    sink.close()
+    traces = load_traces(path)
+    assert len(traces) == 4 and len({t.run for t in traces}) == 4
+    assert sorted(t.output for t in traces) == [24, 32, 32, 32]
+    assert sorted(t.input for t in traces) == [1, 1, 2, 3]
+    assert all(t.ok and t.step_count == len(list(t.walk())) for t in traces)
+    assert [t.step_count for t in traces if t.input == 2] == [7]
+    assert load_trace(path).run == traces[-1].run
+    assert load_trace(path, run=traces[0].run).output == 32
+    with pytest.raises(TraceFormatError, match="no run 'nope'"):
+        load_trace(path, run="nope")
+
+
+async def test_parallel_branches_nest_under_their_combinator(tmp_path):
+    from agentgraph import GraphBuilder, node
+
+    @node
+    async def left(ctx):
+        await anyio.sleep(0)
+        return ctx.with_input(ctx.input + 1)
+
+    @node
+    async def right(ctx):
+        await anyio.sleep(0)
+        return ctx.with_input(ctx.input * 10)
+
+    both = parallel(left, right, merge=lambda ctx, outs: ctx.with_input([o.input for o in outs]))
+    with GraphBuilder[int, list]("fan") as g:
+        g.start.edge_to(both).edge_to(g.finish)
+    recorder = TraceRecorder()
+    await GraphRunner(sinks=[recorder]).run(g.build(), AgentContext(2))
+    (step,) = recorder.trace().steps
+    assert step.kind == "composite" and step.output == [3, 20]
+    assert sorted(c.name for c in step.children) == ["left", "right"]
+
+
+def test_a_line_cut_short_at_the_end_is_ignored_but_bad_lines_are_errors(tmp_path):
+    good = orjson.dumps(
+        {"event": "run_started", "run": "r", "time": 1.0, "elapsed": 0.0, "graph": "g"}
+    )
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(good + b'\n{"event": "node_sta')
+    assert load_trace(path).graph == "g"
+
+    cases = {
+        b"not json\n" + good: "line 1: not JSON",
+        good + b"\n[1, 2]\n": "line 2: not a trace record",
+        good + b'\n{"event": "node_started", "run": "r"}\n': "line 2: malformed 'node_started'",
+        good + b'\n{"event": "node_started", "run": "r", "path": 5, "index": 1, "elapsed": 0}\n': (
+            "line 2: malformed"
+        ),
+        b"": "holds no run",
+    }
+    for content, message in cases.items():
+        path.write_bytes(content)
+        with pytest.raises(TraceFormatError, match=message):
+            load_trace(path)
+    with pytest.raises(TraceFormatError, match=r"missing\.jsonl"):
+        load_trace(tmp_path / "missing.jsonl")
+
+
+def test_unknown_record_kinds_are_kept_but_ignored(tmp_path):
+    path = tmp_path / "t.jsonl"
+    records = [
+        {"event": "run_started", "run": "r", "time": 1.0, "elapsed": 0.0, "graph": "g"},
+        {"event": "from_the_future", "run": "r", "time": 1.0, "elapsed": 0.1},
+    ]
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in records))
+    trace = load_trace(path)
+    assert trace.status == "running" and [r["event"] for r in trace.records] == [
+        "run_started",
+        "from_the_future",
+    ]
+
+
+def test_a_path_that_cannot_be_written_fails_at_once(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        JsonlSink(tmp_path / "no" / "such" / "dir.jsonl")
+
+
+async def test_append_keeps_earlier_runs(tmp_path):
+    path = tmp_path / "t.jsonl"
+    for _ in range(2):
+        with JsonlSink(path, append=True) as sink:
+            await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(1))
+    assert len(load_traces(path)) == 2
+    with JsonlSink(path) as sink:  # without append the file starts over
+        await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(1))
+    assert len(load_traces(path)) == 1
+
+
+async def test_structured_output_attempts_are_in_the_trace(tmp_path):
+    import attrs
+
+    from agentgraph import GraphBuilder, generate
+    from agentgraph.testing import ScriptedModel
+    from agentgraph.tracing import render_trace
+
+    @attrs.frozen
+    class Point:
+        x: int
+        y: int
+
+    model = ScriptedModel('{"x": 1}', '{"x": 1, "y": 2}', name="m")
+    point = generate(Point, instruction="Give a point.", model=model, attempts=2, stream=True)
+    with GraphBuilder[str, Point]("g") as g:
+        g.start.edge_to(point).edge_to(g.finish)
+    path = tmp_path / "t.jsonl"
+    with JsonlSink(path) as sink:
+        out = await GraphRunner(sinks=[sink]).run(g.build(), AgentContext("go"))
+    assert out.input == Point(1, 2)
+    records = lines(path)
+    partials = [r for r in records if r["event"] == "partial_output"]
+    assert partials and {r["attempt"] for r in partials} == {1, 2} and partials[-1]["complete"]
+    assert set(partials[-1]) >= {"chars", "index", "path"} and "partial" not in partials[-1]
+    (step,) = load_trace(path).steps
+    (output,) = step.outputs
+    assert output["ok"] and output["value"] == {"x": 1, "y": 2}
+    assert [a["ok"] for a in output["attempts"]] == [False, True]
+    assert output["attempts"][0]["raw"] == '{"x": 1}' and output["attempts"][0]["errors"]
+    assert len(step.model_calls) == 2
+    shown = io.StringIO()
+    render_trace(load_trace(path), shown, style="plain")
+    assert "▣ output Point · 2 attempts · valid" in shown.getvalue()
