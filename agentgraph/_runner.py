@@ -1,4 +1,4 @@
-"""`GraphRunner` runs graphs; `Runtime` is one run as its nodes see it."""
+"""`GraphRunner` runs graphs: fresh, resumed from a checkpoint, or replayed from one."""
 
 from __future__ import annotations
 
@@ -7,49 +7,28 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
-import anyio.lowlevel
-import attrs
 from anyio.abc import ObjectReceiveStream
 
 from ._context import AgentContext
-from ._errors import (
-    GraphCancelled,
-    GraphTimeout,
-    NodeFailed,
-    NodeTimeout,
-    RunError,
-    StepLimitExceeded,
-)
-from ._events import (
-    Event,
-    NodeFailedEvent,
-    NodeFinished,
-    NodeStarted,
-    RetryScheduled,
-    RouteChosen,
-    RunFinished,
-    RunStarted,
-    StepInfo,
-)
+from ._errors import GraphCancelled, GraphTimeout, Interrupted
+from ._events import Event, RunFinished, RunStarted
 from ._retry import RetryPolicy
+from ._runtime import Emit, Interrupt, StepCallback, _Run
+from ._runtime import RunHandle as RunHandle
+from ._runtime import Runtime as Runtime
 
 if TYPE_CHECKING:
     from ._graph import Graph
-    from ._node import Node
+    from .checkpoint._journal import Journal
+    from .checkpoint._store import CheckpointStore
 
-__all__ = ("GraphRunner", "RunHandle", "Runtime", "Sink", "StepCallback")
+__all__ = ("NO_ANSWER", "GraphRunner", "RunHandle", "Runtime", "Sink", "StepCallback")
 
 In = TypeVar("In")
 Out = TypeVar("Out")
-
-StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitable[None] | None]
-"""`on_step(step, node, ctx)`: called after each node; may be sync or async."""
-
-Emit = Callable[[Event], Awaitable[None]]
 
 Sink = Callable[[Event], Awaitable[None] | None]
 """A consumer of every event of a run (a trace file, a console, a tracer); sync or async."""
@@ -57,197 +36,13 @@ Sink = Callable[[Event], Awaitable[None] | None]
 _log = logging.getLogger("agentgraph")
 
 
-class RunHandle:
-    """A handle on a run: cancel it, and read the last completed context at any time.
-
-    Create one, pass it to `GraphRunner.run(..., handle=...)` and call
-    `cancel()` from anywhere; the run then ends with `GraphCancelled`.
-    """
-
-    __slots__ = ("_cancelled", "_scope", "context", "step")
-
-    def __init__(self) -> None:
-        self.context: AgentContext[Any] | None = None
-        self.step = 0
-        self._scope: anyio.CancelScope | None = None
-        self._cancelled = False
-
-    def cancel(self) -> None:
-        """End the run at its next checkpoint of cancellation (any await)."""
-        self._cancelled = True
-        if self._scope is not None:
-            self._scope.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self._cancelled
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
 
 
-class _Run:
-    """What every level of one run shares: the step counter, policy and listeners."""
-
-    __slots__ = ("emit", "handle", "max_steps", "on_step", "retry", "steps", "watch")
-
-    def __init__(
-        self,
-        *,
-        retry: RetryPolicy,
-        max_steps: int,
-        on_step: tuple[tuple[StepCallback, bool], ...],
-        emit: Emit | None,
-        handle: RunHandle,
-        watch: bool,
-    ) -> None:
-        self.steps = 0
-        self.watch = watch
-        self.retry = retry
-        self.max_steps = max_steps
-        self.on_step = on_step
-        self.emit = emit
-        self.handle = handle
-
-
-class Runtime:
-    """One node's view of its run: its path and depth, and the means to run nested nodes.
-
-    Graphs and combinators use `execute` to run child nodes as steps of the same
-    run; ready-made nodes use `emit` to add their own records to the trace.
-    """
-
-    __slots__ = ("_run", "depth", "path")
-
-    def __init__(self, run: _Run, path: tuple[str, ...], depth: int) -> None:
-        self._run = run
-        self.path = path
-        self.depth = depth
-
-    @property
-    def step(self) -> int:
-        """The run-wide number of the most recently started step."""
-        return self._run.steps
-
-    async def emit(self, event: Event) -> None:
-        """Send an event to the run's stream, if anyone is listening."""
-        if self._run.emit is not None:
-            await self._run.emit(event)
-
-    async def run_graph(self, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
-        """Run `graph`'s nodes from start to finish as steps one level below this node."""
-        run = self._run
-        node: Node[Any, Any] = graph.start
-        current: AgentContext[Any] = ctx
-        local = 0
-        while True:
-            source = node
-            node, position = await graph.next_node(node, current, step=run.steps, path=self.path)
-            if run.emit is not None:
-                dynamic = graph.transitions[source][position].router is not None
-                await run.emit(
-                    RouteChosen(run.steps, self.path, source.name, node.name, position, dynamic)
-                )
-            if node is graph.finish:
-                return current
-            local += 1
-            current = await self.execute(node, current, local)
-
-    async def execute(
-        self, node: Node[Any, Out], ctx: AgentContext[Any], local_index: int
-    ) -> AgentContext[Out]:
-        """Run `node` as one step: count it, retry it under policy, report it."""
-        run = self._run
-        if run.watch or run.handle._cancelled:
-            # Steps that never await would otherwise outrun a cancel or a deadline.
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        if run.steps >= run.max_steps:
-            raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
-        run.steps += 1
-        index = run.steps
-        rt = Runtime(run, (*self.path, node.name), self.depth + 1)
-        if run.emit is not None:
-            await run.emit(NodeStarted(index, local_index, rt.depth - 1, rt.path, node, ctx))
-        started = perf_counter()
-        try:
-            if node.timeout is None:
-                out = await node.run(ctx, rt)
-            else:
-                out = await _with_timeout(node, ctx, rt)
-            attempts = 1
-        except Exception as error:  # the slow path: retry or report
-            out, attempts = await rt._recover(node, ctx, index, error)
-        info = StepInfo(
-            index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started
-        )
-        run.handle.context = out
-        run.handle.step = index
-        if run.emit is not None:
-            await run.emit(NodeFinished(info, node, out))
-        for callback, is_coroutine in run.on_step:
-            result = callback(info, node, out)
-            if result is not None and (is_coroutine or inspect.isawaitable(result)):
-                await result
-        return out
-
-    async def _recover(
-        self, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
-    ) -> tuple[AgentContext[Out], int]:
-        run = self._run
-        policy = node.retry if node.retry is not None else (None if node.composite else run.retry)
-        attempts = 1
-        try:
-            if policy is None or not node.retry_safe or isinstance(error, StepLimitExceeded):
-                raise error
-            if isinstance(error, NodeFailed) and not policy.retry_on(_root(error)):
-                raise error
-
-            async def on_retry(attempt: int, wait: float, err: BaseException) -> None:
-                nonlocal attempts
-                attempts = attempt + 1
-                if run.emit is not None:
-                    await run.emit(RetryScheduled(index, self.path, attempt, wait, err))
-
-            async def again() -> AgentContext[Out]:
-                if node.timeout is None:
-                    return await node.run(ctx, self)
-                return await _with_timeout(node, ctx, self)
-
-            if isinstance(error, NodeFailed):
-                policy = _unwrapping(policy)
-            return await policy.call(again, error, on_retry=on_retry)
-        except Exception as final:
-            if run.emit is not None:
-                await run.emit(NodeFailedEvent(index, self.path, attempts, final))
-            if isinstance(final, RunError):
-                raise
-            raise NodeFailed(
-                context=ctx, step=index, path=self.path, attempts=attempts, error=final
-            ) from final
-
-
-def _root(error: NodeFailed) -> BaseException:
-    cause: BaseException = error
-    while isinstance(cause, NodeFailed):
-        cause = cause.error
-    return cause
-
-
-def _unwrapping(policy: RetryPolicy) -> RetryPolicy:
-    inner = policy.retry_on
-    return attrs.evolve(
-        policy, retry_on=lambda e: inner(_root(e) if isinstance(e, NodeFailed) else e)
-    )
-
-
-async def _with_timeout(
-    node: Node[Any, Out], ctx: AgentContext[Any], rt: Runtime
-) -> AgentContext[Out]:
-    assert node.timeout is not None
-    try:
-        with anyio.fail_after(node.timeout):
-            return await node.run(ctx, rt)
-    except TimeoutError as error:
-        if isinstance(error, NodeTimeout):
-            raise
-        raise NodeTimeout(node.name, node.timeout) from error
+NO_ANSWER: Any = _NoAnswer()
+"""`resume`'s default: no answer given (None is an answer)."""
 
 
 class GraphRunner:
@@ -286,14 +81,71 @@ class GraphRunner:
         self._callbacks = tuple((cb, _maybe_async(cb)) for cb in callbacks)
 
     async def run(
-        self, graph: Graph[In, Out], ctx: AgentContext[In], *, handle: RunHandle | None = None
+        self,
+        graph: Graph[In, Out],
+        ctx: AgentContext[In],
+        *,
+        handle: RunHandle | None = None,
+        store: CheckpointStore | None = None,
+        run_id: str | None = None,
     ) -> AgentContext[Out]:
-        """Run `graph` on `ctx` and return the context that reached finish."""
-        return await self._drive(graph, ctx, handle or RunHandle(), None)
+        """Run `graph` on `ctx` and return the context that reached finish.
+
+        With a checkpoint `store`, every completed step is recorded under
+        `run_id` (a new one when not given; see `handle.run_id`), so the run
+        can be resumed, replayed and forked.
+        """
+        journal = None if store is None else await _begin(graph, ctx, store, run_id)
+        return await self._drive(graph, ctx, handle or RunHandle(), None, journal)
+
+    async def resume(
+        self,
+        graph: Graph[In, Out],
+        run_id: str,
+        store: CheckpointStore,
+        *,
+        answer: Any = NO_ANSWER,
+        handle: RunHandle | None = None,
+    ) -> AgentContext[Out]:
+        """Continue a recorded run from its last committed step and return its final context.
+
+        No committed step runs again. `answer` answers the question of an
+        `Interrupted` run. Raises `ResumeError` when the record does not fit
+        `graph` or an unsafe tool call was in flight when the run stopped.
+        """
+        from .checkpoint._resume import open_resume
+
+        journal = await open_resume(graph, run_id, store, answer=answer)
+        return await self._drive(graph, journal.initial, handle or RunHandle(), None, journal)
+
+    async def replay(
+        self,
+        graph: Graph[In, Out],
+        run_id: str,
+        store: CheckpointStore,
+        *,
+        handle: RunHandle | None = None,
+    ) -> AgentContext[Out]:
+        """Run a recorded run again with every model call, tool call and answer from the record.
+
+        Nothing is written and neither models nor tools are called. Every
+        committed context must equal the recorded one, and every model request
+        the recorded request; otherwise `ReplayDiverged` shows the difference.
+        """
+        from .checkpoint._resume import open_replay
+
+        journal = await open_replay(graph, run_id, store)
+        return await self._drive(graph, journal.initial, handle or RunHandle(), None, journal)
 
     @asynccontextmanager
     async def stream(
-        self, graph: Graph[In, Out], ctx: AgentContext[In], *, handle: RunHandle | None = None
+        self,
+        graph: Graph[In, Out],
+        ctx: AgentContext[In],
+        *,
+        handle: RunHandle | None = None,
+        store: CheckpointStore | None = None,
+        run_id: str | None = None,
     ) -> AsyncIterator[ObjectReceiveStream[Event]]:
         """Run `graph` in a task and yield its events as they happen.
 
@@ -316,7 +168,8 @@ class GraphRunner:
         async def drive() -> None:
             async with send:
                 try:
-                    await self._drive(graph, ctx, handle or RunHandle(), emit)
+                    journal = None if store is None else await _begin(graph, ctx, store, run_id)
+                    await self._drive(graph, ctx, handle or RunHandle(), emit, journal)
                 except Exception as error:
                     failure.append(error)
 
@@ -335,7 +188,12 @@ class GraphRunner:
         return anyio.run(self.run, graph, ctx, backend=backend)
 
     async def _drive(
-        self, graph: Graph[In, Out], ctx: AgentContext[In], handle: RunHandle, emit: Emit | None
+        self,
+        graph: Graph[In, Out],
+        ctx: AgentContext[In],
+        handle: RunHandle,
+        emit: Emit | None,
+        journal: Journal | None = None,
     ) -> AgentContext[Out]:
         run = _Run(
             retry=self.retry,
@@ -344,8 +202,12 @@ class GraphRunner:
             emit=self._emitter(emit),
             handle=handle,
             watch=self.timeout is not None,
+            journal=journal,
         )
         handle.context, handle.step = ctx, 0
+        if journal is not None:
+            handle.run_id = journal.run_id
+            handle.context, handle.step = journal.resumed_at or (ctx, 0)
         emit = run.emit
         rt = Runtime(run, (graph.name,), 0)
         out: AgentContext[Out] | None = None
@@ -357,12 +219,23 @@ class GraphRunner:
                 scope.deadline = anyio.current_time() + self.timeout
             try:
                 if emit is not None:
-                    await emit(RunStarted(graph.name, ctx))
+                    await emit(RunStarted(graph.name, handle.context))
                 out = await rt.run_graph(graph, ctx)
+                if journal is not None:
+                    await journal.finish()
+            except Interrupt as signal:
+                assert journal is not None
+                stopped = Interrupted(
+                    run_id=journal.run_id,
+                    question=signal.question,
+                    context=signal.context,
+                    step=signal.step,
+                    path=signal.path,
+                )
+                await _ended(run, stopped)
+                raise stopped from None
             except Exception as error:
-                if emit is not None:
-                    with anyio.CancelScope(shield=True):
-                        await emit(RunFinished(handle.context, run.steps, error))
+                await _ended(run, error)
                 raise
         handle._scope = None
         if out is None:
@@ -372,8 +245,7 @@ class GraphRunner:
                 if handle.cancelled
                 else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
             )
-            if emit is not None:
-                await emit(RunFinished(last, run.steps, ended))
+            await _ended(run, ended)
             raise ended
         if emit is not None:
             await emit(RunFinished(out, run.steps))
@@ -401,6 +273,24 @@ class GraphRunner:
                 await stream(event)
 
         return emit
+
+
+async def _begin(
+    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str | None
+) -> Journal:
+    from .checkpoint._resume import open_run
+
+    return await open_run(graph, ctx, store, run_id)
+
+
+async def _ended(run: _Run, error: Exception) -> None:
+    """Report a run that did not finish, after making its committed steps durable."""
+    with anyio.CancelScope(shield=True):
+        if run.journal is not None:
+            await run.journal.settle()
+        last = run.handle.context
+        if run.emit is not None and last is not None:
+            await run.emit(RunFinished(last, run.steps, error))
 
 
 def _maybe_async(callback: Callable[..., Any]) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -11,7 +11,7 @@ from .._context import AgentContext, Settings
 from .._events import ToolFinished
 from .._graph import Graph, GraphBuilder
 from .._node import Node
-from ..llm._messages import Message
+from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatModel
 from ..tools._execute import run_tool_calls
 from ..tools._tool import Tool
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ("ToolUse", "answer", "react_agent", "tool_use", "tool_turns")
 
+_Answered = tuple[ToolCall, Message, float]
+
 
 @attrs.frozen(eq=False, slots=True, repr=False)
 class ToolUse(Node[Message, Message]):
@@ -31,24 +33,59 @@ class ToolUse(Node[Message, Message]):
     model can read. Every failure (bad arguments, a raising or slow tool)
     becomes an error result, so the run goes on. The output input is the same
     assistant message.
+
+    In a run with a checkpoint store, results are recorded: a resumed step
+    reuses them and never runs a call twice. Calls to tools named in `approve`
+    first ask for approval with `rt.interrupt(call)`; answering `True`
+    approves, anything else refuses (a string is given to the model as the
+    reason), and a refused call gets an error result the model can read.
     """
 
     tools: tuple[Tool[..., Any], ...]
     limit: int = 8
     call_timeout: float | None = None
+    approve: frozenset[str] = frozenset()
 
     async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
         calls = ctx.input.tool_calls
         if not calls:
             return ctx
+        refused = await self._ask(calls, rt) if self.approve else {}
+        allowed = [call for i, call in enumerate(calls) if i not in refused]
+        answered = iter(await self._execute(allowed, ctx, rt))
+        results = [refused[i] if i in refused else next(answered) for i in range(len(calls))]
+        for call, message, duration in results:
+            await rt.emit(ToolFinished(rt.step, rt.path, call, message, duration))
+        return ctx.append(*(message for _, message, _ in results))
+
+    async def _ask(self, calls: Sequence[ToolCall], rt: Runtime) -> dict[int, _Answered]:
+        """Ask for approval of every call that needs it, before any call runs."""
+        refused: dict[int, _Answered] = {}
+        for i, call in enumerate(calls):
+            if call.name not in self.approve:
+                continue
+            verdict = await rt.interrupt(call)
+            if verdict is not True:
+                reason = f": {verdict}" if isinstance(verdict, str) and verdict else ""
+                text = f"the call to tool {call.name!r} was refused by the user{reason}"
+                refused[i] = (call, Message.tool(call.id, text, name=call.name, is_error=True), 0.0)
+        return refused
+
+    async def _execute(
+        self, calls: Sequence[ToolCall], ctx: AgentContext[Message], rt: Runtime
+    ) -> list[_Answered]:
+        if not calls:
+            return []
+        if rt.journal is not None:
+            from ..checkpoint._effects import journaled_tools
+
+            return await journaled_tools(
+                self.tools, calls, limit=self.limit, timeout=self.call_timeout, context=ctx, rt=rt
+            )
         outcomes = await run_tool_calls(
             self.tools, calls, limit=self.limit, timeout=self.call_timeout, context=ctx
         )
-        for outcome in outcomes:
-            await rt.emit(
-                ToolFinished(rt.step, rt.path, outcome.call, outcome.message, outcome.duration)
-            )
-        return ctx.append(*(outcome.message for outcome in outcomes))
+        return [(o.call, o.message, o.duration) for o in outcomes]
 
 
 def tool_use(
@@ -57,6 +94,7 @@ def tool_use(
     name: str = "tools",
     limit: int = 8,
     timeout: float | None = None,
+    approve: Collection[str] = (),
 ) -> ToolUse:
     """A node that executes the tool calls of the last assistant message.
 
@@ -64,13 +102,20 @@ def tool_use(
         tools: the only tools this node may run.
         limit: how many calls run at once.
         timeout: seconds per call, for tools without a timeout of their own.
+        approve: names of tools whose calls wait for approval (`rt.interrupt`);
+            needs a run with a checkpoint store.
     """
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ValueError(f"tool names must be unique, got {names}")
+    unknown = sorted(set(approve) - set(names))
+    if unknown:
+        raise ValueError(f"approve names tools this node does not have: {unknown}")
     # Tools with side effects make the whole node unsafe to repeat.
     retry_safe = all(t.retry_safe for t in tools)
-    return ToolUse(tuple(tools), limit, timeout, name=name, retry_safe=retry_safe)
+    return ToolUse(
+        tuple(tools), limit, timeout, frozenset(approve), name=name, retry_safe=retry_safe
+    )
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
@@ -103,6 +148,7 @@ def react_agent(
     max_turns: int = 8,
     settings: Settings | None = None,
     name: str = "react_agent",
+    approve: Collection[str] = (),
 ) -> Graph[str, str]:
     """A ReAct agent as an ordinary graph: user turn → chat ⇄ tools → answer.
 
@@ -110,6 +156,11 @@ def react_agent(
     `max_turns` rounds of tool calls the model is asked once more with tools
     disabled, so the run always ends with an answer and every tool call in the
     history has its result. `system_prompt`, when given, replaces the context's.
+
+    `approve` names tools whose calls wait for a person's approval: the run
+    stops with `Interrupted` (the question is the `ToolCall`), and
+    `GraphRunner.resume(..., answer=True)` runs the call while any other answer
+    refuses it. Approval needs a run with a checkpoint store.
 
     The graph is plain data: draw it with `to_mermaid()`, nest it, or rebuild
     it with other nodes.
@@ -119,7 +170,7 @@ def react_agent(
     specs = tuple(t.spec for t in tools)
     prepare = _Prepare(system_prompt, name="user_turn") if system_prompt else user_turn()
     think = chat(model, name="chat", settings=settings, tools=specs)
-    run_tools = tool_use(tools)
+    run_tools = tool_use(tools, approve=approve)
     last_word = chat(model, name="final_chat", settings=settings, tools=specs, tool_choice="none")
     reply = answer()
 

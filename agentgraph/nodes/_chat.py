@@ -62,11 +62,20 @@ def build_request(
 
 
 async def call_model(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
-    """Call `model`, reporting the request and the response as trace events."""
+    """Call `model`, reporting the request and the response as trace events.
+
+    In a run with a checkpoint store the call is recorded; a resumed or
+    replayed step gets the recorded response for the same request instead.
+    """
     name = request.model or model.name
     await rt.emit(ModelRequested(rt.step, rt.path, name, request))
     started = perf_counter()
-    response = await model.request(request)
+    if rt.journal is None:
+        response = await model.request(request)
+    else:  # a run with a checkpoint store: recorded once, served on resume and replay
+        from ..checkpoint._effects import journaled_request
+
+        response = await journaled_request(model, request, rt)
     await rt.emit(ModelResponded(rt.step, rt.path, name, response, perf_counter() - started))
     return response
 

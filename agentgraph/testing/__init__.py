@@ -20,6 +20,7 @@ from ._faults import ErrorResponse as ErrorResponse
 from ._faults import Fault as Fault
 from ._faults import MalformedJson as MalformedJson
 from ._faults import StreamError as StreamError
+from ._record import Recording as Recording
 from ._replies import EmbeddingFunction as EmbeddingFunction
 from ._replies import Reply as Reply
 from ._replies import default_embedding as default_embedding
@@ -47,6 +48,7 @@ __all__ = (
     "MalformedJson",
     "OpenAIQuirks",
     "RecordedRequest",
+    "Recording",
     "Reply",
     "Responder",
     "SchemaTestModel",

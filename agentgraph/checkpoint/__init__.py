@@ -1,0 +1,32 @@
+"""Durable runs: checkpoint stores, resume, replay and forks.
+
+Pass a store to `GraphRunner.run(graph, ctx, store=...)` and every completed
+step is recorded; `GraphRunner.resume(graph, run_id, store)` continues a run
+after a crash or an interrupt, `GraphRunner.replay(...)` runs a recorded run
+again from its record, and `fork(store, run_id, step)` starts a new run from
+any committed step.
+"""
+
+from ._journal import Journal as Journal
+from ._records import Effect as Effect
+from ._records import RunLog as RunLog
+from ._records import RunRecord as RunRecord
+from ._records import StepRecord as StepRecord
+from ._resume import decode_contexts as decode_contexts
+from ._sqlite import SQLiteStore as SQLiteStore
+from ._store import CheckpointStore as CheckpointStore
+from ._store import MemoryStore as MemoryStore
+from ._store import fork as fork
+
+__all__ = (
+    "CheckpointStore",
+    "Effect",
+    "Journal",
+    "MemoryStore",
+    "RunLog",
+    "RunRecord",
+    "SQLiteStore",
+    "StepRecord",
+    "decode_contexts",
+    "fork",
+)

@@ -1,0 +1,168 @@
+"""The graph loop of a run with a checkpoint store: commit after routing, resume from frames.
+
+A step is committed once it completed and its graph chose the next node, so a
+resumed run never runs a router twice. A resumed run is rebuilt as one frame
+per graph level of the last committed step: each outer level re-enters the
+composite step that was in progress (same step index, same input), and the
+innermost level continues at the recorded next node with the recorded context.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .._context import AgentContext
+from .._errors import ResumeError
+from .._events import RouteChosen
+
+if TYPE_CHECKING:
+    from .._graph import Graph
+    from .._node import Node
+    from .._runtime import Runtime
+    from ._journal import Journal
+
+__all__ = ("Continue", "Enter", "Frame", "StepState", "node_named", "run_graph", "state_of")
+
+
+class StepState:
+    """What one step of a checkpointed run knows about itself (`Runtime._durable`).
+
+    `anchor` is the step's index, or for a step inside a fan-out (`parallel`,
+    `map_each`) the fan-out's anchor and the branch's position: branches start
+    in no fixed order, so their run-wide indices differ between runs.
+    """
+
+    __slots__ = ("anchor", "atomic", "attempt", "index", "input", "ordinal", "routing")
+
+    def __init__(self, anchor: str, atomic: bool, index: int, given: AgentContext[Any]) -> None:
+        self.anchor = anchor
+        self.atomic = atomic  # inside a fan-out: nothing below commits
+        self.index = index
+        self.input = given
+        self.attempt = 1
+        self.ordinal = 0
+        self.routing = False  # True once this step's node runs a graph
+
+
+def state_of(rt: Runtime) -> StepState:
+    """The step state of `rt`; the root graph's runtime gets one on first use."""
+    state: StepState | None = getattr(rt, "_durable", None)
+    if state is None:
+        state = rt._durable = StepState("", False, 0, rt._run.handle.context or _EMPTY)
+    return state
+
+
+_EMPTY: AgentContext[Any] = AgentContext(None)
+
+
+@attrs.frozen
+class Enter:
+    """A composite step that was in progress at level `path`: run it again from its input."""
+
+    path: tuple[str, ...]
+    node: str
+    input: AgentContext[Any]
+    step: int
+    local: int
+
+
+@attrs.frozen
+class Continue:
+    """The last committed step, at level `path`: go on at `next` with `context`."""
+
+    path: tuple[str, ...]
+    node: str
+    next: str
+    context: AgentContext[Any]
+    local: int
+    steps: int
+    step: int
+
+
+Frame = Enter | Continue
+
+
+def node_named(
+    graph: Graph[Any, Any], name: str, *, run_id: str, context: AgentContext[Any], step: int
+) -> Node[Any, Any]:
+    """The node of `graph` called `name`, or a `ResumeError` saying what the graph has now."""
+    found = [n for n in graph.members if n.name == name and n is not graph.start]
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(sorted(n.name for n in graph.nodes)) or "none"
+    if not found:
+        reason = (
+            f"node {name!r} is not in graph {graph.name!r} any more (its nodes now: {names}); "
+            "the graph changed since the checkpoint"
+        )
+    else:
+        reason = f"graph {graph.name!r} has {len(found)} nodes named {name!r}; names must be unique"
+    raise ResumeError(reason, run_id=run_id, context=context, step=step)
+
+
+def _take(
+    journal: Journal, rt: Runtime, graph: Graph[Any, Any]
+) -> tuple[Node[Any, Any], AgentContext[Any], int]:
+    """Consume this level's frame: the node to run next, its input, and the local index so far."""
+    frame = journal.frames.pop(0)
+    if frame.path != rt.path:
+        raise ResumeError(
+            f"the record continues in {'/'.join(frame.path)}, but the graph now runs "
+            f"{'/'.join(rt.path)} there",
+            run_id=journal.run_id,
+            context=frame.context if isinstance(frame, Continue) else frame.input,
+            step=frame.step,
+        )
+    run = rt._run
+    if isinstance(frame, Enter):
+        target = node_named(
+            graph, frame.node, run_id=journal.run_id, context=frame.input, step=frame.step
+        )
+        run.steps = frame.step - 1
+        return target, frame.input, frame.local - 1
+    if frame.next == graph.finish.name:
+        target = graph.finish
+    else:
+        target = node_named(
+            graph, frame.next, run_id=journal.run_id, context=frame.context, step=frame.step
+        )
+    run.steps = frame.steps
+    return target, frame.context, frame.local
+
+
+async def run_graph(
+    journal: Journal, rt: Runtime, graph: Graph[Any, Any], ctx: AgentContext[Any]
+) -> AgentContext[Any]:
+    """`Runtime.run_graph` for a run with a store: the same loop, committing each step."""
+    run = rt._run
+    state = state_of(rt)
+    state.routing = True
+    commits = not state.atomic
+    source: Node[Any, Any] = graph.start
+    target: Node[Any, Any] | None = None
+    current: AgentContext[Any] = ctx
+    given = ctx
+    local = index = 0
+    started = 0.0
+    if commits and journal.frames:
+        target, current, local = _take(journal, rt, graph)
+    while True:
+        if target is None:
+            target, position = await graph.next_node(source, current, step=run.steps, path=rt.path)
+            if run.emit is not None:
+                dynamic = graph.transitions[source][position].router is not None
+                await run.emit(
+                    RouteChosen(run.steps, rt.path, source.name, target.name, position, dynamic)
+                )
+            if commits and source is not graph.start:
+                journal.commit(rt, source, target, given, current, (index, local, started))
+        if target is graph.finish:
+            return current
+        local += 1
+        index = run.steps + 1
+        source, target, given = target, None, current
+        started = perf_counter()
+        current = await rt.execute(source, current, local)

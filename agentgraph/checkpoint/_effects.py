@@ -1,0 +1,183 @@
+"""Model calls and tool calls through the journal: recorded once, served on resume and replay.
+
+A model request is stored against the step's input context: the messages it
+shares with that context's history are stored as a count, so a request costs
+the record only what it adds to the conversation. A tool call that is not safe
+to retry records its intent durably before it runs; finding an intent without a
+result on resume means the call was in flight when the run stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .._context import AgentContext, History
+from .._errors import ResumeError
+from .._json import from_data, to_data
+from ..llm._messages import Message, ToolCall
+from ..llm._model import ChatModel, ChatRequest, ChatResponse
+from ..tools._execute import run_tool_calls
+from ._codec import decode_message, encode_message, encode_messages
+from ._durable import state_of
+from ._journal import Journal, diff_data
+
+if TYPE_CHECKING:
+    from .._runtime import Runtime
+    from ..tools._tool import Tool
+
+__all__ = ("ToolAnswer", "decode_request", "encode_request", "journaled_request", "journaled_tools")
+
+ToolAnswer = tuple[ToolCall, Message, float]
+"""A call, the tool message that answers it, and how long it took."""
+
+
+def _shared(messages: Sequence[Message], history: History) -> tuple[int, int]:
+    """Where the request's messages start repeating `history`, and for how many messages."""
+    items, length = history._items, len(history)
+    if not length:
+        return 0, 0
+    for start in range(min(len(messages), 3)):  # after a system message or two
+        if messages[start] is items[0]:
+            shared = 0
+            while (
+                shared < length
+                and start + shared < len(messages)
+                and messages[start + shared] is items[shared]
+            ):
+                shared += 1
+            return start, shared
+    return 0, 0
+
+
+def encode_request(request: ChatRequest, history: History) -> dict[str, Any]:
+    """`request` as data, its run of messages from `history` stored as a count."""
+    messages = request.messages
+    start, shared = _shared(messages, history)
+    rest = attrs.evolve(request, messages=())
+    return {
+        "pre": encode_messages(messages[:start], "request.messages"),
+        "h": shared,
+        "post": encode_messages(messages[start + shared :], "request.messages", start + shared),
+        "rest": to_data(rest, tagged=True, where="request"),
+    }
+
+
+def decode_request(data: dict[str, Any], history: History) -> ChatRequest:
+    """The request `encode_request` stored, given the same history."""
+    shared = tuple(history[i] for i in range(min(data["h"], len(history))))
+    messages = (
+        *(decode_message(m) for m in data["pre"]),
+        *shared,
+        *(decode_message(m) for m in data["post"]),
+    )
+    rest: ChatRequest = from_data(data["rest"])
+    return attrs.evolve(rest, messages=messages)
+
+
+async def journaled_request(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
+    """`model.request(request)`, or the response recorded for the same request at this point."""
+    journal = _journal(rt)
+    history = state_of(rt).input.history
+    key = journal.key(rt, "model")
+    found = journal.lookup(key, "model")
+    if found is not None:
+        data = orjson.loads(found)
+        recorded = decode_request(data["request"], history)
+        if recorded == request:
+            response: ChatResponse = from_data(data["response"])
+            return response
+        if journal.replaying:
+            labels = ("recorded request", "replayed request")
+            diff = diff_data(recorded, request, labels=labels)
+            raise journal.diverged(rt, "the model request differs from the recorded one", diff)
+    elif journal.replaying:
+        raise journal.diverged(rt, f"the replay called the model ({key}); the record did not")
+    response = await model.request(request)
+    value = {
+        "request": encode_request(request, history),
+        "response": to_data(response, tagged=True, where="response"),
+    }
+    journal.record(key, "model", orjson.dumps(value))
+    return response
+
+
+def _journal(rt: Runtime) -> Journal:
+    journal = rt.journal
+    if journal is None:
+        raise RuntimeError("a journaled call in a run without a checkpoint store")
+    return journal
+
+
+async def journaled_tools(
+    tools: Sequence[Tool[..., Any]],
+    calls: Sequence[ToolCall],
+    *,
+    limit: int,
+    timeout: float | None,  # noqa: ASYNC109 - a per-call limit, passed on
+    context: AgentContext[Any],
+    rt: Runtime,
+) -> list[ToolAnswer]:
+    """Run `calls` like `run_tool_calls`, skipping those whose results were recorded.
+
+    Raises:
+        ResumeError: a call to a tool that is not safe to retry was in flight
+            when the run stopped (its intent is recorded, its result is not).
+    """
+    journal = _journal(rt)
+    state = state_of(rt)
+    unsafe = {t.name for t in tools if not t.retry_safe}
+    keys = [journal.key(rt, f"tool {call.name} {call.id}") for call in calls]
+    answers: list[ToolAnswer | None] = [None] * len(calls)
+    pending: list[int] = []
+    for i, (call, key) in enumerate(zip(calls, keys, strict=True)):
+        done = journal.lookup(key, "result")
+        if done is not None:
+            data = orjson.loads(done)
+            answers[i] = (call, decode_message(data["m"]), data["d"])
+        elif journal.replaying:
+            raise journal.diverged(rt, f"tool call {_show(call)} was not in the record")
+        else:
+            pending.append(i)
+    lost = [
+        calls[i] for i in pending if calls[i].name in unsafe and journal.lookup(keys[i], "intent")
+    ]
+    if lost:
+        listed = "; ".join(_show(call) for call in lost)
+        raise ResumeError(
+            f"tool calls not safe to retry were in flight when the run stopped: {listed}. "
+            "Check what they did, then fork the run from an earlier step, or mark the "
+            "tools retry_safe if running them twice is harmless",
+            run_id=journal.run_id,
+            context=state.input,
+            step=state.index,
+            path=rt.path,
+        )
+    risky = [i for i in pending if calls[i].name in unsafe]
+    for i in risky:
+        journal.record(keys[i], "intent", orjson.dumps({"call": _call_data(calls[i])}))
+    if risky:
+        await journal.flush()  # the intent must be durable before the call can happen
+    if pending:
+        outcomes = await run_tool_calls(
+            tools, [calls[i] for i in pending], limit=limit, timeout=timeout, context=context
+        )
+        for i, outcome in zip(pending, outcomes, strict=True):
+            answers[i] = (outcome.call, outcome.message, outcome.duration)
+            data = {"m": encode_message(outcome.message, "result"), "d": outcome.duration}
+            journal.record(keys[i], "result", orjson.dumps(data))
+    if risky:
+        await journal.flush()
+    return [a for a in answers if a is not None]
+
+
+def _call_data(call: ToolCall) -> list[Any]:
+    return [call.id, call.name, to_data(call.arguments, tagged=True, where="arguments")]
+
+
+def _show(call: ToolCall) -> str:
+    arguments = orjson.dumps(to_data(call.arguments)).decode()
+    return f"{call.name}({arguments}) [id {call.id}]"

@@ -1,0 +1,271 @@
+"""`Journal`: one run's link to its checkpoint store, as the runner and the nodes use it.
+
+The runner calls `enter` for every step, `run_graph` for every graph and
+`commit` after every step a graph completed and routed. Nodes record what they
+did outside the context (model calls, tool results, answers, `once` values)
+under keys that name the step, its attempt and the effect's position in it; a
+resumed step runs again under the same step index, so it finds its effects.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .._context import AgentContext
+from .._errors import ContextEncodingError, NodeFailed, ReplayDiverged
+from .._json import from_data, to_data
+from .._runtime import Interrupt, Runtime
+from ._codec import ContextEncoder
+from ._durable import Frame, StepState, run_graph, state_of
+from ._records import Effect, StepRecord
+
+if TYPE_CHECKING:
+    from .._graph import Graph
+    from .._node import Node
+    from ._store import CheckpointStore
+
+__all__ = ("Journal", "decode_value", "diff_data", "encode_value")
+
+_log = logging.getLogger("agentgraph")
+
+
+def encode_value(value: Any, where: str) -> bytes:
+    return orjson.dumps({"v": to_data(value, tagged=True, where=where)})
+
+
+def decode_value(data: bytes) -> Any:
+    return from_data(orjson.loads(data)["v"])
+
+
+def diff_data(recorded: Any, replayed: Any, *, labels: tuple[str, str]) -> str:
+    """A unified diff of two values as indented JSON (plain, untagged)."""
+    option = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+    def lines(value: Any) -> list[str]:
+        return orjson.dumps(to_data(value), option=option).decode().splitlines()
+
+    diff = difflib.unified_diff(
+        lines(recorded), lines(replayed), fromfile=labels[0], tofile=labels[1], lineterm=""
+    )
+    return "\n".join(diff)
+
+
+class Journal:
+    """One run's link to its checkpoint store: commits, effects, interrupts and replay checks.
+
+    Node authors use `rt.effect_key(name)`, `lookup` and `record` to make their
+    own side effects durable (see `tool_use` and `call_model`), or simply
+    `rt.once(...)` and `rt.interrupt(...)`.
+
+    Attributes:
+        run_id: the run's id in the store.
+        replaying: True in `GraphRunner.replay`: nothing is written, and every
+            effect must come from the record.
+    """
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        run_id: str,
+        *,
+        initial: AgentContext[Any],
+        base: AgentContext[Any],
+        seq: int = 0,
+        effects: Iterable[Effect] = (),
+        frames: Sequence[Frame] = (),
+        resumed_at: tuple[AgentContext[Any], int] | None = None,
+        expected: Sequence[tuple[StepRecord, AgentContext[Any]]] | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.initial = initial
+        self.resumed_at = resumed_at
+        self.frames = list(frames)
+        self.replaying = expected is not None
+        self._expected = expected or ()
+        self._encoder = ContextEncoder(base)
+        self._seq = seq
+        self._effects = {(e.key, e.kind): e.value for e in effects}
+
+    # -- the runner's hooks -------------------------------------------------------------
+    def enter(
+        self, parent: Runtime, rt: Runtime, index: int, local: int, given: AgentContext[Any]
+    ) -> None:
+        """Give a starting step its state; `parent` is the runtime that executes it."""
+        above = state_of(parent)
+        atomic = above.atomic or not above.routing
+        anchor = f"{above.anchor}/{local}" if atomic else str(index)
+        rt._durable = StepState(anchor, atomic, index, given)
+
+    def new_attempt(self, rt: Runtime) -> None:
+        """A retry starts: its effects get keys of their own."""
+        state = state_of(rt)
+        state.attempt += 1
+        state.ordinal = 0
+
+    async def run_graph(
+        self, rt: Runtime, graph: Graph[Any, Any], ctx: AgentContext[Any]
+    ) -> AgentContext[Any]:
+        return await run_graph(self, rt, graph, ctx)
+
+    def commit(
+        self,
+        rt: Runtime,
+        source: Node[Any, Any],
+        target: Node[Any, Any],
+        given: AgentContext[Any],
+        out: AgentContext[Any],
+        step: tuple[int, int, float],
+    ) -> None:
+        """Record that `source` turned `given` into `out` and its graph chose `target`.
+
+        `step` is the step's run-wide index, its index within the graph, and the
+        `perf_counter()` reading when it started.
+        """
+        index, local, started = step
+        if self.replaying:
+            self._check(rt, source, target, out, index)
+            return
+        try:
+            data = self._encoder.delta(out)
+        except ContextEncodingError as error:
+            path = (*rt.path, source.name)
+            raise NodeFailed(context=given, step=index, path=path, attempts=1, error=error) from (
+                error
+            )
+        self._seq += 1
+        record = StepRecord(
+            self.run_id,
+            self._seq,
+            index,
+            rt.path,
+            source.name,
+            target.name,
+            local,
+            rt._run.steps,
+            data,
+            time.time(),
+            perf_counter() - started,
+        )
+        self.store.write((record,))
+
+    def _check(
+        self,
+        rt: Runtime,
+        source: Node[Any, Any],
+        target: Node[Any, Any],
+        out: AgentContext[Any],
+        index: int,
+    ) -> None:
+        path = (*rt.path, source.name)
+        if self._seq >= len(self._expected):
+            raise ReplayDiverged(
+                f"the record ends after {len(self._expected)} steps; the replay went on",
+                context=out,
+                step=index,
+                path=path,
+            )
+        record, recorded = self._expected[self._seq]
+        ran = (record.step, record.path, record.node, record.next)
+        if ran != (index, rt.path, source.name, target.name):
+            raise ReplayDiverged(
+                f"step {record.step} ran {'/'.join(record.path)}/{record.node} and went to "
+                f"{record.next!r}; the replay ran step {index} "
+                f"{'/'.join(rt.path)}/{source.name} and went to {target.name!r}",
+                context=out,
+                step=index,
+                path=path,
+            )
+        if recorded != out:
+            diff = diff_data(recorded, out, labels=("recorded", "replayed"))
+            raise ReplayDiverged(
+                "the context differs from the recorded one",
+                diff=diff,
+                context=out,
+                step=index,
+                path=path,
+            )
+        self._seq += 1
+
+    async def finish(self) -> None:
+        """The run reached finish: make it durable (or, replaying, check nothing is missing)."""
+        if self.replaying and self._seq < len(self._expected):
+            record = self._expected[self._seq][0]
+            raise ReplayDiverged(
+                f"the replay finished, but the record goes on with step {record.step} "
+                f"({'/'.join(record.path)}/{record.node})",
+                context=self._expected[self._seq - 1][1] if self._seq else self.initial,
+                step=record.step,
+                path=(*record.path, record.node),
+            )
+        await self.store.flush()
+
+    async def settle(self) -> None:
+        """The run stopped early: make what it committed durable; a store error is logged."""
+        try:
+            await self.store.flush()
+        except Exception:
+            _log.exception("checkpoint store failed while run %r was stopping", self.run_id)
+
+    # -- effects ------------------------------------------------------------------------
+    def key(self, rt: Runtime, name: str) -> str:
+        """The key of the step's next effect (see `Runtime.effect_key`)."""
+        state = state_of(rt)
+        state.ordinal += 1
+        return f"{state.anchor}.{state.attempt}.{state.ordinal}:{name}"
+
+    def lookup(self, key: str, kind: str) -> bytes | None:
+        """The recorded effect of `kind` under `key`, or None."""
+        return self._effects.get((key, kind))
+
+    def record(self, key: str, kind: str, value: bytes) -> None:
+        """Record an effect (write-behind: `await flush()` before relying on it)."""
+        if self.replaying:
+            return
+        self._effects[(key, kind)] = value
+        self.store.write((Effect(self.run_id, key, kind, value),))
+
+    async def flush(self) -> None:
+        """Wait until every record so far is durable."""
+        if not self.replaying:
+            await self.store.flush()
+
+    def diverged(self, rt: Runtime, what: str, diff: str = "") -> ReplayDiverged:
+        """The error for a replayed step that asked for something the record lacks."""
+        state = state_of(rt)
+        return ReplayDiverged(what, diff=diff, context=state.input, step=state.index, path=rt.path)
+
+    async def once(
+        self, rt: Runtime, name: str, fn: Callable[..., Any | Awaitable[Any]], args: Sequence[Any]
+    ) -> Any:
+        key = self.key(rt, name)
+        found = self.lookup(key, "value")
+        if found is not None:
+            return decode_value(found)
+        if self.replaying:
+            raise self.diverged(rt, f"no value was recorded for once({name!r}) ({key})")
+        value = fn(*args)
+        if inspect.isawaitable(value):
+            value = await value
+        self.record(key, "value", encode_value(value, name))
+        return value
+
+    async def interrupt(self, rt: Runtime, question: Any) -> Any:
+        key = self.key(rt, "interrupt")
+        answer = self.lookup(key, "answer")
+        if answer is not None:
+            return decode_value(answer)
+        if self.replaying and self.lookup(key, "interrupt") is None:
+            raise self.diverged(rt, f"the replay asked {question!r}, which the record never asked")
+        self.record(key, "interrupt", encode_value(question, "question"))
+        await self.flush()
+        state = state_of(rt)
+        raise Interrupt(question, state.input, state.index, rt.path)

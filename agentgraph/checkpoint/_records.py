@@ -1,0 +1,196 @@
+"""What a checkpoint store keeps: one record per run, one per committed step, and effects.
+
+Contexts and effect values are already encoded (orjson bytes) when a record is
+made, so a store only moves bytes and never needs the library's types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import orjson
+
+from .._errors import CheckpointError
+
+__all__ = ("Effect", "Record", "RunLog", "RunRecord", "StepRecord", "effect_step")
+
+_NUMBER = 8
+"""Bytes a fixed-width store spends on one number column (SQLite REAL, a Postgres bigint)."""
+
+
+@attrs.frozen
+class RunRecord:
+    """The start of a run: the root graph, its shape and the initial context.
+
+    Attributes:
+        run_id: the run's identifier.
+        graph: the root graph's name.
+        structure: JSON of the graph's node names and edges per level, to say
+            what changed when a resume does not fit.
+        context: the encoded initial context.
+        created: wall-clock time (seconds since the epoch) the run started.
+        parent: for a fork, the run it was copied from.
+        parent_step: for a fork, the step it was copied at.
+    """
+
+    run_id: str
+    graph: str
+    structure: bytes
+    context: bytes
+    created: float
+    parent: str | None = None
+    parent_step: int | None = None
+
+    @property
+    def nbytes(self) -> int:
+        names = len(self.run_id) + len(self.graph) + len(self.parent or "")
+        return names + len(self.structure) + len(self.context) + 2 * _NUMBER
+
+
+@attrs.frozen
+class StepRecord:
+    """A committed step: the output context and where the run goes next.
+
+    A step is committed after it completed and its graph chose the next node,
+    so a resume continues at `next` without running a router again.
+
+    Attributes:
+        run_id: the run it belongs to.
+        seq: commit order within the run, from 1 (the run record is 0).
+        step: the run-wide index of the step that produced the context.
+        path: the path of the graph the node ran in (the root graph's name first).
+        node: the node's name.
+        next: the name of the node the graph chose next (`finish` at the end).
+        local: the step's index within its graph.
+        steps: the run's step counter at commit (nested steps included).
+        context: the output context, encoded as a change to the record before it.
+        at: wall-clock time of the commit.
+        duration: seconds the step took, nested steps included.
+    """
+
+    run_id: str
+    seq: int
+    step: int
+    path: tuple[str, ...]
+    node: str
+    next: str
+    local: int
+    steps: int
+    context: bytes
+    at: float
+    duration: float
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of payload: the context, the names, and six 8-byte numbers."""
+        names = sum(len(p) for p in self.path) + len(self.node) + len(self.next)
+        return len(self.context) + names + 6 * _NUMBER
+
+
+@attrs.frozen
+class Effect:
+    """Something a step did outside the context, kept so a resume or replay need not redo it.
+
+    `kind` is `model` (request and response), `intent` and `result` (a tool
+    call before and after it ran), `interrupt` and `answer` (a question to the
+    outside and its answer) or `value` (`Runtime.once`). `key` names the step,
+    its attempt and the effect's position in it.
+    """
+
+    run_id: str
+    key: str
+    kind: str
+    value: bytes
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.key) + len(self.kind) + len(self.value)
+
+
+Record = RunRecord | StepRecord | Effect
+"""Any record a store receives."""
+
+
+def effect_step(key: str) -> int:
+    """The run-wide step an effect key belongs to (keys start with the step's index)."""
+    head = key.split(".", 1)[0].split("/", 1)[0]
+    try:
+        return int(head)
+    except ValueError:
+        raise CheckpointError(f"effect key {key!r} does not start with a step index") from None
+
+
+@attrs.frozen
+class RunLog:
+    """Everything a store holds for one run, in commit order."""
+
+    run: RunRecord
+    steps: tuple[StepRecord, ...] = ()
+    effects: tuple[Effect, ...] = ()
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes of every record: what the run costs a store, before its own overhead."""
+        return (
+            self.run.nbytes
+            + sum(r.nbytes for r in self.steps)
+            + sum(e.nbytes for e in self.effects)
+        )
+
+    def records(self) -> tuple[Record, ...]:
+        """The run record, the step records and the effects, ready to write to another store."""
+        return (self.run, *self.steps, *self.effects)
+
+    def dumps(self) -> bytes:
+        """JSON lines: the run, then each step and effect (contexts stay embedded JSON)."""
+        lines = [_line("run", self.run)]
+        lines.extend(_line("step", r) for r in self.steps)
+        lines.extend(_line("effect", e) for e in self.effects)
+        return b"\n".join(lines) + b"\n"
+
+    @staticmethod
+    def loads(data: bytes | str) -> RunLog:
+        """Read what `dumps` wrote."""
+        run: RunRecord | None = None
+        steps: list[StepRecord] = []
+        effects: list[Effect] = []
+        raw = data.encode() if isinstance(data, str) else data
+        for number, line in enumerate(raw.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                kind, fields = _parse(line)
+                if kind == "run":
+                    run = RunRecord(**fields)
+                elif kind == "step":
+                    steps.append(StepRecord(**{**fields, "path": tuple(fields["path"])}))
+                else:
+                    effects.append(Effect(**fields))
+            except (ValueError, TypeError, KeyError) as exc:
+                raise CheckpointError(f"line {number} of a run log is not a record: {exc}") from exc
+        if run is None:
+            raise CheckpointError("a run log without its run record")
+        return RunLog(run, tuple(steps), tuple(effects))
+
+
+_BLOBS = ("structure", "context", "value")
+
+
+def _line(kind: str, record: Record) -> bytes:
+    fields: dict[str, Any] = attrs.asdict(record, recurse=False)
+    for name in _BLOBS:
+        if name in fields:
+            fields[name] = orjson.Fragment(fields[name])
+    return orjson.dumps({"record": kind, **fields})
+
+
+def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
+    fields = orjson.loads(line)
+    kind = fields.pop("record")
+    if kind not in ("run", "step", "effect"):
+        raise ValueError(f"unknown record kind {kind!r}")
+    for name in _BLOBS:
+        if name in fields:
+            fields[name] = orjson.dumps(fields[name])
+    return kind, fields

@@ -1,0 +1,234 @@
+"""Opening a run's journal: a new run, a resumed one, or a replay of a recorded one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from .._context import AgentContext
+from .._errors import CheckpointError, ResumeError
+from .._graph import Graph
+from .._runner import NO_ANSWER
+from ._codec import decode_context, full_context
+from ._durable import Continue, Enter, Frame, node_named
+from ._journal import Journal, encode_value
+from ._records import RunLog, RunRecord, StepRecord
+from ._store import CheckpointStore, new_run_id
+
+__all__ = (
+    "changed",
+    "decode_contexts",
+    "open_replay",
+    "open_resume",
+    "open_run",
+    "plan",
+    "structure",
+)
+
+
+def structure(graph: Graph[Any, Any]) -> dict[str, Any]:
+    """The shape of `graph` as data: node names and edges per level, subgraphs nested."""
+    edges: dict[str, list[str]] = {}
+    for source, transitions in graph.transitions.items():
+        targets: list[str] = []
+        for t in transitions:
+            if t.target is not None:
+                targets.append(t.target.name)
+            elif t.targets is not None:
+                targets.extend(n.name for n in t.targets)
+            else:
+                targets.append("*")  # a router that may return any node
+        edges[source.name] = targets
+    return {
+        "graph": graph.name,
+        "nodes": [n.name for n in graph.nodes],
+        "edges": edges,
+        "subgraphs": {n.name: structure(n) for n in graph.nodes if isinstance(n, Graph)},
+    }
+
+
+async def open_run(
+    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str | None
+) -> Journal:
+    """Start recording a new run: its run record holds the initial context and the graph's shape."""
+    if run_id is not None and await store.load(run_id) is not None:
+        raise CheckpointError(
+            f"run {run_id!r} is already in the store: resume it, or start with a new run_id"
+        )
+    rid = run_id or new_run_id()
+    shape = orjson.dumps(structure(graph))
+    store.write((RunRecord(rid, graph.name, shape, full_context(ctx), time.time()),))
+    # Once a step has run, the run can be resumed: its start must be on disk.
+    await store.flush()
+    return Journal(store, rid, initial=ctx, base=ctx)
+
+
+def decode_contexts(log: RunLog) -> list[AgentContext[Any]]:
+    """The initial context, then the context of every step record, in commit order."""
+    contexts = [decode_context(log.run.context, None)]
+    try:
+        for record in log.steps:
+            contexts.append(decode_context(record.context, contexts[-1]))
+    except (ValueError, TypeError, KeyError, AttributeError, ImportError) as exc:
+        raise CheckpointError(
+            f"run {log.run.run_id!r}: step record {len(contexts)} cannot be decoded: {exc}"
+        ) from exc
+    return contexts
+
+
+def plan(steps: Sequence[StepRecord], contexts: Sequence[AgentContext[Any]]) -> list[Frame]:
+    """The frames that continue a run after `steps[-1]` (`contexts[i + 1]` is step i's output)."""
+    if not steps:
+        return []
+    last = len(steps) - 1
+    final = steps[last]
+    frames: list[Frame] = []
+    outer_input, outer_step = contexts[0], 0
+    for depth in range(1, len(final.path)):
+        level = final.path[:depth]
+        before = _last_at(steps, last, level)
+        if before is None:  # the composite was the first node of its level
+            frame = Enter(level, final.path[depth], outer_input, outer_step + 1, 1)
+        else:
+            record = steps[before]
+            if record.next != final.path[depth]:
+                raise CheckpointError(
+                    f"run {final.run_id!r}: step record {record.seq} goes to {record.next!r}, "
+                    f"but the records after it run inside {final.path[depth]!r}"
+                )
+            frame = Enter(
+                level, final.path[depth], contexts[before + 1], record.steps + 1, record.local + 1
+            )
+        frames.append(frame)
+        outer_input, outer_step = frame.input, frame.step
+    frames.append(
+        Continue(
+            final.path,
+            final.node,
+            final.next,
+            contexts[last + 1],
+            final.local,
+            final.steps,
+            final.step,
+        )
+    )
+    return frames
+
+
+def _last_at(steps: Sequence[StepRecord], last: int, level: tuple[str, ...]) -> int | None:
+    """The last record at `level` before the composite now running there started."""
+    depth = len(level)
+    for i in range(last, -1, -1):
+        path = steps[i].path
+        if len(path) <= depth:
+            return i if path == level else None
+    return None
+
+
+def _check_frames(
+    graph: Graph[Any, Any], frames: Sequence[Frame], log: RunLog, last: AgentContext[Any]
+) -> None:
+    """Fail before anything runs when a node the frames name is gone from the graph."""
+    step = log.steps[-1].step if log.steps else 0
+    rid = log.run.run_id
+    if graph.name != log.run.graph:
+        reason = f"it was recorded with graph {log.run.graph!r}, not {graph.name!r}"
+        raise ResumeError(reason, run_id=rid, context=last, step=step)
+    level: Graph[Any, Any] | None = graph
+    try:
+        for frame in frames:
+            if level is None:
+                return  # a composite that is not a Graph: its names are checked when it runs
+            if isinstance(frame, Enter):
+                found = node_named(level, frame.node, run_id=rid, context=last, step=step)
+                level = found if isinstance(found, Graph) else None
+            elif frame.next != level.finish.name:
+                node_named(level, frame.next, run_id=rid, context=last, step=step)
+    except ResumeError as error:
+        changes = changed(orjson.loads(log.run.structure), structure(graph))
+        reason = f"{error.reason}. Changes since the run started: {changes}"
+        raise ResumeError(reason, run_id=rid, context=last, step=step) from None
+
+
+def changed(before: dict[str, Any], after: dict[str, Any], where: str = "") -> str:
+    """The node names removed from and added to each graph level, as one line."""
+    level = f"{where}/{after['graph']}" if where else after["graph"]
+    old, new = before.get("nodes", []), after["nodes"]
+    parts = []
+    gone, came = [n for n in old if n not in new], [n for n in new if n not in old]
+    if gone or came:
+        parts.append(f"{level}: removed {gone or 'none'}, added {came or 'none'}")
+    for name, sub in after["subgraphs"].items():
+        if name in before.get("subgraphs", {}):
+            inner = changed(before["subgraphs"][name], sub, level)
+            if inner != "none":
+                parts.append(inner)
+    return "; ".join(parts) or "none"
+
+
+async def _load(store: CheckpointStore, run_id: str) -> RunLog:
+    log = await store.load(run_id)
+    if log is None:
+        raise CheckpointError(f"no run {run_id!r} in the store")
+    return log
+
+
+def _answer(journal: Journal, log: RunLog, answer: Any, last: AgentContext[Any]) -> None:
+    answered = {e.key for e in log.effects if e.kind == "answer"}
+    pending = [e for e in log.effects if e.kind == "interrupt" and e.key not in answered]
+    if not pending:
+        step = log.steps[-1].step if log.steps else 0
+        reason = "an answer was given, but no question is waiting for one"
+        raise ResumeError(reason, run_id=log.run.run_id, context=last, step=step)
+    key = pending[0].key
+    journal.record(key, "answer", encode_value(answer, "answer"))
+
+
+async def open_resume(
+    graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, answer: Any = NO_ANSWER
+) -> Journal:
+    """A journal that continues `run_id` after its last committed step."""
+    log = await _load(store, run_id)
+    contexts = decode_contexts(log)
+    frames = plan(log.steps, contexts)
+    _check_frames(graph, frames, log, contexts[-1])
+    resumed = (contexts[-1], log.steps[-1].step if log.steps else 0)
+    journal = Journal(
+        store,
+        run_id,
+        initial=contexts[0],
+        base=contexts[-1],
+        seq=len(log.steps),
+        effects=log.effects,
+        frames=frames,
+        resumed_at=resumed,
+    )
+    if answer is not NO_ANSWER:
+        _answer(journal, log, answer, contexts[-1])
+    return journal
+
+
+async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStore) -> Journal:
+    """A journal that replays `run_id` against its record (a fork: from where it was forked)."""
+    log = await _load(store, run_id)
+    contexts = decode_contexts(log)
+    start = 0
+    if log.run.parent_step is not None:
+        start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)
+    frames = plan(log.steps[:start], contexts[: start + 1])
+    _check_frames(graph, frames, log, contexts[start])
+    expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
+    return Journal(
+        store,
+        run_id,
+        initial=contexts[0],
+        base=contexts[start],
+        seq=0,
+        effects=log.effects,
+        frames=frames,
+        resumed_at=(contexts[start], log.steps[start - 1].step) if start else None,
+        expected=expected,
+    )

@@ -1,0 +1,156 @@
+"""The `CheckpointStore` protocol, the in-memory store, and `fork`.
+
+A store receives records from the run as it goes (`write` returns at once, so
+a step never waits for storage) and makes them durable in the background;
+`flush` is the barrier. The runner flushes before an unsafe tool runs, when a
+node asks a question, and when a run ends. A crash loses only records that
+were not yet flushed; those steps simply run again on resume, since the store
+never claimed them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import anyio.lowlevel
+import attrs
+
+from .._context import AgentContext
+from .._errors import CheckpointError
+from ._codec import full_context
+from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
+
+__all__ = ("CheckpointStore", "MemoryStore", "fork", "new_run_id")
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Where a run's records go. Implement these four methods to add a store.
+
+    `write` must not block: queue the records and store them in the
+    background. Each call's records must become durable together (one
+    transaction); several calls may share one. `flush` returns once every
+    record written before it is durable, or raises `CheckpointError` if
+    storing failed. `load` returns a run's records in commit order (effects in
+    the order they were written, a rewritten effect moving to the end), or
+    None for an unknown run.
+    """
+
+    def write(self, records: Sequence[Record]) -> None: ...
+
+    async def flush(self) -> None: ...
+
+    async def load(self, run_id: str) -> RunLog | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+def new_run_id() -> str:
+    """A fresh run id."""
+    return uuid.uuid4().hex
+
+
+class MemoryStore:
+    """Keeps records in memory, encoded exactly as a durable store would keep them.
+
+    For tests and for runs that need replay or interrupts but not crash safety.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, RunRecord] = {}
+        self._steps: dict[str, list[StepRecord]] = {}
+        self._effects: dict[str, dict[tuple[str, str], Effect]] = {}
+
+    def write(self, records: Sequence[Record]) -> None:
+        for record in records:
+            if isinstance(record, RunRecord):
+                if record.run_id in self._runs:
+                    raise CheckpointError(f"run {record.run_id!r} is already in the store")
+                self._runs[record.run_id] = record
+                self._steps[record.run_id] = []
+                self._effects[record.run_id] = {}
+            elif record.run_id not in self._runs:
+                raise CheckpointError(f"a record for run {record.run_id!r}, which never started")
+            elif isinstance(record, StepRecord):
+                self._steps[record.run_id].append(record)
+            else:
+                effects = self._effects[record.run_id]
+                effects.pop((record.key, record.kind), None)  # a rewrite moves to the end
+                effects[(record.key, record.kind)] = record
+
+    async def flush(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+    async def load(self, run_id: str) -> RunLog | None:
+        await anyio.lowlevel.checkpoint()
+        run = self._runs.get(run_id)
+        if run is None:
+            return None
+        return RunLog(run, tuple(self._steps[run_id]), tuple(self._effects[run_id].values()))
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        """Every run in the store, oldest first."""
+        return tuple(self._runs)
+
+    async def fork(
+        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+    ) -> str:
+        """Start a new run from `step` of `run_id`; see `fork`."""
+        return await fork(self, run_id, step, context=context)
+
+    async def aclose(self) -> None:
+        await anyio.lowlevel.checkpoint()
+
+
+async def fork(
+    store: CheckpointStore,
+    run_id: str,
+    step: int,
+    *,
+    context: AgentContext[Any] | None = None,
+    new_id: str | None = None,
+) -> str:
+    """Copy run `run_id` up to its committed `step` into a new run and return the new id.
+
+    `GraphRunner.resume(graph, new_id, store)` continues the copy from that
+    step; `context` replaces the context the step committed. Effects of the
+    steps up to that point come along (their model calls and tool results are
+    not made again); later ones do not. The original run is left as it was.
+
+    Raises:
+        CheckpointError: the run is unknown or `step` was never committed.
+    """
+    log = await store.load(run_id)
+    if log is None:
+        raise CheckpointError(f"no run {run_id!r} in the store")
+    cut = next((i for i, r in enumerate(log.steps) if r.step == step), None)
+    if cut is None:
+        committed = ", ".join(str(r.step) for r in log.steps) or "none"
+        raise CheckpointError(
+            f"step {step} of run {run_id!r} was never committed (committed steps: {committed})"
+        )
+    fresh = new_id or new_run_id()
+    last = log.steps[cut]
+    started = RunRecord(
+        fresh,
+        log.run.graph,
+        log.run.structure,
+        log.run.context,
+        time.time(),
+        parent=run_id,
+        parent_step=step,
+    )
+    steps = [attrs.evolve(r, run_id=fresh) for r in log.steps[:cut]]
+    data = full_context(context) if context is not None else last.context
+    steps.append(attrs.evolve(last, run_id=fresh, context=data))
+    # Effects of steps that had started by the cut; the copy redoes everything after it.
+    effects = [
+        attrs.evolve(e, run_id=fresh) for e in log.effects if effect_step(e.key) <= last.steps
+    ]
+    store.write((started, *steps, *effects))
+    await store.flush()
+    return fresh

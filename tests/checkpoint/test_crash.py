@@ -1,0 +1,82 @@
+"""Kill-and-resume trials: a subprocess records a run in SQLite and is SIGKILLed at a random step.
+
+Each time, a resume finishes the run with the context an uninterrupted run produces, and no
+tool call whose result was committed runs again.
+"""
+
+import random
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentgraph import GraphRunner
+from agentgraph.checkpoint import SQLiteStore
+from tests.checkpoint.crash_graph import RUN_ID, TURNS, build, start
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALS = 10  # per backend: 20 kills in all
+PAUSE = "0.002"  # seconds per step in the worker, so that kills land all over the run
+
+
+def executions(counter: Path) -> Counter[int]:
+    if not counter.exists():
+        return Counter()
+    return Counter(int(line) for line in counter.read_text().split())
+
+
+async def run_and_kill(db: Path, counter: Path, kill_at: int) -> bool:
+    """Run the worker; SIGKILL it once it reports step `kill_at`. True when it was killed."""
+    command = [sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter), PAUSE]
+    killed = False
+    async with await anyio.open_process(command, cwd=ROOT, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        seen = b""
+        async for chunk in process.stdout:
+            seen += chunk
+            steps = [int(line) for line in seen.split(b"\n")[:-1] if line.strip().isdigit()]
+            if steps and max(steps) >= kill_at:
+                process.send_signal(signal.SIGKILL)
+                killed = True
+                break
+        errors = b"".join([chunk async for chunk in process.stderr])
+        code = await process.wait()
+    assert code in (0, -signal.SIGKILL), errors.decode()
+    return killed and code == -signal.SIGKILL
+
+
+def result_calls(log) -> set[int]:
+    """The `n` of every bump call whose result the store holds."""
+    return {int(e.key.rsplit(" c", 1)[1]) for e in log.effects if e.kind == "result"}
+
+
+async def test_sigkilled_runs_resume_to_the_uninterrupted_result(tmp_path, anyio_backend):
+    steps = []
+    baseline = GraphRunner(on_step=lambda info, node, ctx: steps.append(info.index))
+    expected = await baseline.run(build(tmp_path / "baseline.txt"), start())
+    total = max(steps)
+    assert total > 60 and expected.input.content == "all bumped"
+
+    rng = random.Random(f"sigkill-{anyio_backend}")
+    killed = 0
+    for trial in range(TRIALS):
+        db, counter = tmp_path / f"trial{trial}.db", tmp_path / f"trial{trial}.txt"
+        killed += await run_and_kill(db, counter, rng.randint(1, total))
+        async with SQLiteStore(db) as store:
+            log = await store.load(RUN_ID)
+            assert log is not None  # a run's start is durable before its first step
+            committed = result_calls(log)
+            before = executions(counter)
+            out = await GraphRunner().resume(build(counter), RUN_ID, store)
+        after = executions(counter)
+        assert out == expected, f"trial {trial}"
+        assert set(after) == set(range(TURNS))
+        for n in committed:  # a committed result is never produced again
+            assert after[n] == before[n], (trial, n)
+    assert killed >= TRIALS - 2  # nearly every trial died mid-run
