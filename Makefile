@@ -3,14 +3,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo quickstart bench lint typecheck clean
+.PHONY: test browser demo demo-rag quickstart bench bench-rag lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# torch first, pinned: a CPU build of that version is available to pip here, and an
+# unpinned install would pull several GB of CUDA packages with sentence-transformers.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -21,11 +24,21 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/python -m pytest -q
+
+# Headless Chromium for the HTML trace page test: installed once, and only when
+# we may (as root); without it that test is skipped and says why.
+browser:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
 
 demo: $(STAMP)
 	$(BIN)/python examples/react_agent.py
+
+demo-rag: $(STAMP)
+	$(BIN)/python examples/rag_agent.py
 
 quickstart: $(STAMP)
 	$(BIN)/python examples/quickstart.py
@@ -36,6 +49,10 @@ $(VENV)/.bench: $(STAMP)
 
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine_overhead.py
+	$(BIN)/python benchmarks/structured.py
+
+bench-rag: $(VENV)/.bench
+	$(BIN)/python benchmarks/rag.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

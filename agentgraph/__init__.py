@@ -6,51 +6,65 @@ from ._context import Settings as Settings
 from ._errors import AgentGraphError as AgentGraphError
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BadRequestError as BadRequestError
-from ._errors import NotFoundError as NotFoundError
-from ._errors import ProviderConfigError as ProviderConfigError
-from ._errors import ProviderConnectionError as ProviderConnectionError
-from ._errors import ProviderStatusError as ProviderStatusError
-from ._errors import ProviderTimeout as ProviderTimeout
-from ._errors import RateLimitError as RateLimitError
-from ._errors import ResponseFormatError as ResponseFormatError
-from ._errors import ServerError as ServerError
-from ._errors import UnsupportedSetting as UnsupportedSetting
+from ._errors import CheckpointError as CheckpointError
 from ._errors import ContextEncodingError as ContextEncodingError
 from ._errors import DeadEnd as DeadEnd
+from ._errors import DimensionMismatch as DimensionMismatch
 from ._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
 from ._errors import GraphCancelled as GraphCancelled
 from ._errors import GraphDefinitionError as GraphDefinitionError
 from ._errors import GraphTimeout as GraphTimeout
+from ._errors import Interrupted as Interrupted
 from ._errors import NodeFailed as NodeFailed
 from ._errors import NodeTimeout as NodeTimeout
+from ._errors import NotFoundError as NotFoundError
 from ._errors import OutputError as OutputError
+from ._errors import ProviderConfigError as ProviderConfigError
+from ._errors import ProviderConnectionError as ProviderConnectionError
 from ._errors import ProviderError as ProviderError
+from ._errors import ProviderStatusError as ProviderStatusError
+from ._errors import ProviderTimeout as ProviderTimeout
+from ._errors import RateLimitError as RateLimitError
+from ._errors import ReplayDiverged as ReplayDiverged
+from ._errors import ResponseFormatError as ResponseFormatError
+from ._errors import ResumeError as ResumeError
 from ._errors import RoutingError as RoutingError
 from ._errors import RunError as RunError
+from ._errors import ServerError as ServerError
 from ._errors import StepLimitExceeded as StepLimitExceeded
 from ._errors import ToolError as ToolError
+from ._errors import UnsupportedSetting as UnsupportedSetting
 from ._errors import UnsupportedType as UnsupportedType
+from ._errors import VectorStoreError as VectorStoreError
+from ._events import ContextEntry as ContextEntry
 from ._events import Event as Event
 from ._events import NodeFailedEvent as NodeFailedEvent
 from ._events import NodeFinished as NodeFinished
 from ._events import NodeStarted as NodeStarted
+from ._events import OutputAttempt as OutputAttempt
+from ._events import PartialOutput as PartialOutput
+from ._events import Retrieved as Retrieved
+from ._events import RetrievedSource as RetrievedSource
 from ._events import RetryScheduled as RetryScheduled
 from ._events import RouteChosen as RouteChosen
 from ._events import RunFinished as RunFinished
 from ._events import RunStarted as RunStarted
 from ._events import StepInfo as StepInfo
+from ._events import StructuredOutput as StructuredOutput
+from ._events import Summarized as Summarized
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._guide import Guide as Guide
 from ._guide import generable as generable
 from ._node import Node as Node
 from ._node import node as node
+from ._parse import parse as parse
 from ._retry import RetryPolicy as RetryPolicy
 from ._retry import is_transient as is_transient
 from ._runner import GraphRunner as GraphRunner
 from ._runner import RunHandle as RunHandle
-from ._runner import Sink as Sink
 from ._runner import Runtime as Runtime
+from ._runner import Sink as Sink
 from ._runner import StepCallback as StepCallback
 from ._schema import describe as describe
 from ._schema import from_tool_call as from_tool_call
@@ -62,10 +76,15 @@ from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
 from .llm import Usage as Usage
+from .nodes import Generate as Generate
 from .nodes import MapEach as MapEach
 from .nodes import Parallel as Parallel
+from .nodes import Partial as Partial
+from .nodes import Section as Section
+from .nodes import generate as generate
 from .nodes import map_each as map_each
 from .nodes import parallel as parallel
+from .nodes import stream_structured as stream_structured
 from .tools import Tool as Tool
 from .tools import tool as tool
 
@@ -74,10 +93,14 @@ __all__ = (
     "AgentGraphError",
     "AuthenticationError",
     "BadRequestError",
+    "CheckpointError",
     "ContextEncodingError",
+    "ContextEntry",
     "DeadEnd",
+    "DimensionMismatch",
     "EdgeOutsideBuilder",
     "Event",
+    "Generate",
     "Graph",
     "GraphBuilder",
     "GraphCancelled",
@@ -86,6 +109,7 @@ __all__ = (
     "GraphTimeout",
     "Guide",
     "History",
+    "Interrupted",
     "MapEach",
     "Message",
     "Node",
@@ -95,15 +119,22 @@ __all__ = (
     "NodeStarted",
     "NodeTimeout",
     "NotFoundError",
+    "OutputAttempt",
     "OutputError",
     "Parallel",
+    "Partial",
+    "PartialOutput",
     "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderStatusError",
     "ProviderTimeout",
     "RateLimitError",
+    "ReplayDiverged",
     "ResponseFormatError",
+    "ResumeError",
+    "Retrieved",
+    "RetrievedSource",
     "RetryPolicy",
     "RetryScheduled",
     "RouteChosen",
@@ -113,12 +144,15 @@ __all__ = (
     "RunHandle",
     "RunStarted",
     "Runtime",
+    "Section",
     "ServerError",
     "Settings",
     "Sink",
     "StepCallback",
     "StepInfo",
     "StepLimitExceeded",
+    "StructuredOutput",
+    "Summarized",
     "Tool",
     "ToolCall",
     "ToolError",
@@ -126,15 +160,19 @@ __all__ = (
     "UnsupportedSetting",
     "UnsupportedType",
     "Usage",
+    "VectorStoreError",
     "describe",
     "from_tool_call",
     "generable",
+    "generate",
     "is_transient",
     "json_schema",
     "map_each",
     "node",
     "parallel",
+    "parse",
     "prompt_fragment",
+    "stream_structured",
     "tool",
     "tools_for_union",
     "validate",

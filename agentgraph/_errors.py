@@ -5,13 +5,18 @@ AgentGraphError
 ├── GraphDefinitionError (ValueError)      while building a graph; never during a run
 │   └── EdgeOutsideBuilder (RuntimeError)   edge_to called outside a `with GraphBuilder` block
 ├── ContextEncodingError (TypeError)        a context value that cannot be serialized
+├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
 │   ├── NodeFailed                          the original error is `__cause__`
 │   ├── RoutingError                        a router returned an undeclared or foreign node
 │   │   └── DeadEnd                         no transition fired at a node other than finish
 │   ├── GraphCancelled                      the run handle was cancelled
-│   └── GraphTimeout (TimeoutError)         the run's own timeout elapsed
+│   ├── GraphTimeout (TimeoutError)         the run's own timeout elapsed
+│   ├── Interrupted                         a node asked for outside input; resume with an answer
+│   ├── ResumeError                         a checkpoint that does not fit the graph, or an
+│   │                                       unsafe tool call that was in flight at a crash
+│   └── ReplayDiverged                      a replay asked for what the record does not hold
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
 ├── ProviderError                           a model provider failed; see `.retryable`
 │   ├── ProviderConnectionError (ConnectionError)
@@ -27,7 +32,10 @@ AgentGraphError
 ├── UnsupportedSetting (ValueError)         a setting the model cannot honour, under `policy="fail"`
 ├── UnsupportedType (TypeError)             a Python type with no JSON Schema / JSON form
 ├── ToolError                               a tool-definition or tool-execution problem
-└── OutputError (ValueError)                structured output that stayed invalid
+├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
+│   └── DimensionMismatch                   a vector whose length is not the store's dimension
+├── OutputError (ValueError)                structured output that stayed invalid
+└── TraceFormatError (ValueError)           a trace file that cannot be read
 ```
 
 Run errors carry the last good context (`.context`), the node path (`.path`) and
@@ -46,12 +54,15 @@ __all__ = (
     "AgentGraphError",
     "AuthenticationError",
     "BadRequestError",
+    "CheckpointError",
     "ContextEncodingError",
     "DeadEnd",
+    "DimensionMismatch",
     "EdgeOutsideBuilder",
     "GraphCancelled",
     "GraphDefinitionError",
     "GraphTimeout",
+    "Interrupted",
     "NodeFailed",
     "NodeTimeout",
     "NotFoundError",
@@ -62,14 +73,18 @@ __all__ = (
     "ProviderStatusError",
     "ProviderTimeout",
     "RateLimitError",
+    "ReplayDiverged",
     "ResponseFormatError",
+    "ResumeError",
     "RoutingError",
     "RunError",
     "ServerError",
     "StepLimitExceeded",
     "ToolError",
+    "TraceFormatError",
     "UnsupportedSetting",
     "UnsupportedType",
+    "VectorStoreError",
 )
 
 
@@ -208,6 +223,85 @@ class GraphTimeout(RunError, TimeoutError):
             context=context,
             step=step,
             path=(),
+        )
+
+
+class CheckpointError(AgentGraphError, LookupError):
+    """A checkpoint store cannot serve a request: an unknown run or step, or a broken record."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class Interrupted(RunError):
+    """A node asked for outside input; the run stopped and can be resumed with the answer.
+
+    `.question` is what the node asked, `.context` the node's input context and
+    `.run_id` the run to pass to `GraphRunner.resume(..., answer=...)`.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        question: Any,
+        context: AgentContext[Any],
+        step: int,
+        path: Sequence[str],
+    ) -> None:
+        self.run_id = run_id
+        self.question = question
+        super().__init__(
+            f"run {run_id!r} is waiting for an answer at {_path(path)} (step {step}): "
+            f"{question!r}; resume it with GraphRunner.resume(..., answer=...)",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class ResumeError(RunError):
+    """A run cannot be resumed as recorded; `.reason` says why and nothing was run again."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        run_id: str,
+        context: AgentContext[Any],
+        step: int,
+        path: Sequence[str] = (),
+    ) -> None:
+        self.reason = reason
+        self.run_id = run_id
+        super().__init__(
+            f"cannot resume run {run_id!r} after step {step}: {reason}",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class ReplayDiverged(RunError):
+    """A replayed run did something other than the recorded one; `.diff` shows how."""
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        diff: str = "",
+        context: AgentContext[Any],
+        step: int,
+        path: Sequence[str],
+    ) -> None:
+        self.what = what
+        self.diff = diff
+        detail = f"\n{diff}" if diff else ""
+        super().__init__(
+            f"replay diverged at {_path(path)} (step {step}): {what}{detail}",
+            context=context,
+            step=step,
+            path=path,
         )
 
 
@@ -356,3 +450,42 @@ class OutputError(AgentGraphError, ValueError):
         self.position = position
         self.details = dict(details or {})
         super().__init__(message)
+
+
+class TraceFormatError(AgentGraphError, ValueError):
+    """A trace file (JSON lines) that cannot be read: `.source`, `.line` (from 1) and `.reason`."""
+
+    def __init__(self, source: str, reason: str, *, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = source if line is None else f"{source}, line {line}"
+        super().__init__(f"cannot read trace {where}: {reason}")
+
+
+class VectorStoreError(AgentGraphError, ValueError):
+    """A vector store that cannot be opened (corrupt file) or a record it cannot take.
+
+    `.path` is the store's file, when it has one; `.reason` says what is wrong.
+    """
+
+    def __init__(self, reason: str, *, path: str | None = None) -> None:
+        self.reason = reason
+        self.path = path
+        where = f"vector store {path}" if path else "vector store"
+        super().__init__(f"{where}: {reason}")
+
+
+class DimensionMismatch(VectorStoreError):
+    """A vector (or a store file) whose length is not the store's dimension."""
+
+    def __init__(
+        self, expected: int, got: int, *, what: str = "vector", path: str | None = None
+    ) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            f"{what} has {got} dimensions where {expected} were expected; use the same "
+            "embedding model (and dimensions) the store was built with",
+            path=path,
+        )

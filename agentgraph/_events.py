@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ._context import AgentContext
-from .llm._messages import Message, ToolCall
+from .llm._messages import Message, ToolCall, Usage
 from .llm._model import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
     from ._node import Node
+    from .nodes._partial import Partial
 
 __all__ = (
+    "ContextEntry",
     "Event",
+    "OutputAttempt",
+    "PartialOutput",
+    "StructuredOutput",
     "ModelRequested",
     "ModelResponded",
     "ToolFinished",
@@ -26,6 +32,9 @@ __all__ = (
     "RunFinished",
     "RunStarted",
     "StepInfo",
+    "Retrieved",
+    "RetrievedSource",
+    "Summarized",
 )
 
 
@@ -143,6 +152,124 @@ class ToolFinished:
     duration: float
 
 
+@attrs.frozen
+class ContextEntry:
+    """One labelled context section of a `generate` prompt.
+
+    Attributes:
+        label: the section's heading in the prompt.
+        chars: the length of the section's full text.
+        shown: how many of those characters the prompt shows.
+        clipped: True when the budget cut the text (`shown < chars`).
+    """
+
+    label: str
+    chars: int
+    shown: int
+    clipped: bool
+
+
+@attrs.frozen
+class OutputAttempt:
+    """One answer to a `generate` call: the raw text and what validation said of it."""
+
+    number: int
+    raw: str
+    ok: bool
+    errors: tuple[str, ...] = ()
+    finish_reason: str | None = None
+    usage: Usage = attrs.field(factory=Usage)
+
+
+@attrs.frozen
+class StructuredOutput:
+    """A `generate` call ended: what it asked, every attempt, and the value (None on failure).
+
+    `config` holds the node's own options (`attempts`, `strict`, `native`,
+    `stream`, `temperature`, `max_output`, `think`); the full requests are in
+    the `ModelRequested` events.
+    """
+
+    index: int
+    path: tuple[str, ...]
+    model: str
+    output_type: str
+    instruction: str
+    config: Mapping[str, Any]
+    context: tuple[ContextEntry, ...]
+    attempts: tuple[OutputAttempt, ...]
+    ok: bool
+    value: Any
+    usage: Usage
+
+
+@attrs.frozen
+class PartialOutput:
+    """A streaming `generate` call received more of its answer (`attempt` counts from 1)."""
+
+    index: int
+    path: tuple[str, ...]
+    attempt: int
+    partial: Partial[Any]
+
+
+@attrs.frozen
+class Summarized:
+    """A `summarize` node replaced older history with a summary.
+
+    Attributes:
+        strategy: `whole`, `keep_last` or `chunked`.
+        summarized: how many messages the summary replaced.
+        kept: how many messages after the summary were kept verbatim.
+        tokens_before: estimated tokens of system prompt plus history before.
+        tokens_after: the same, after.
+        requests: model calls the summary took (more than one when chunked).
+    """
+
+    index: int
+    path: tuple[str, ...]
+    strategy: str
+    summarized: int
+    kept: int
+    tokens_before: int
+    tokens_after: int
+    requests: int
+
+
+@attrs.frozen
+class RetrievedSource:
+    """One hit of a `retrieve` node and how much of it went into the context.
+
+    Attributes:
+        label: the source's label in the context.
+        id: the record id in the vector store.
+        score: cosine similarity to the query.
+        chars: the length of the passage.
+        shown: how many of its characters went in (0: left out by the budget).
+        clipped: True when the budget cut or dropped it (`shown < chars`).
+    """
+
+    label: str
+    id: str
+    score: float
+    chars: int
+    shown: int
+    clipped: bool
+
+
+@attrs.frozen
+class Retrieved:
+    """A `retrieve` node searched a vector store: the query, every hit and what was clipped."""
+
+    index: int
+    path: tuple[str, ...]
+    query: str
+    k: int
+    sources: tuple[RetrievedSource, ...]
+    max_chars: int | None = None
+    max_tokens: int | None = None
+
+
 Event = (
     RunStarted
     | NodeStarted
@@ -154,4 +281,8 @@ Event = (
     | ModelRequested
     | ModelResponded
     | ToolFinished
+    | StructuredOutput
+    | PartialOutput
+    | Summarized
+    | Retrieved
 )
