@@ -38,6 +38,8 @@ from ._errors import UnsupportedType as UnsupportedType
 from ._errors import VectorStoreError as VectorStoreError
 from ._events import ContextEntry as ContextEntry
 from ._events import Event as Event
+from ._events import ModelRequested as ModelRequested
+from ._events import ModelResponded as ModelResponded
 from ._events import NodeFailedEvent as NodeFailedEvent
 from ._events import NodeFinished as NodeFinished
 from ._events import NodeStarted as NodeStarted
@@ -52,6 +54,7 @@ from ._events import RunStarted as RunStarted
 from ._events import StepInfo as StepInfo
 from ._events import StructuredOutput as StructuredOutput
 from ._events import Summarized as Summarized
+from ._events import ToolFinished as ToolFinished
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._guide import Guide as Guide
@@ -112,6 +115,8 @@ __all__ = (
     "Interrupted",
     "MapEach",
     "Message",
+    "ModelRequested",
+    "ModelResponded",
     "Node",
     "NodeFailed",
     "NodeFailedEvent",
@@ -156,6 +161,7 @@ __all__ = (
     "Tool",
     "ToolCall",
     "ToolError",
+    "ToolFinished",
     "ToolSpec",
     "UnsupportedSetting",
     "UnsupportedType",

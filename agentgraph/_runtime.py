@@ -129,17 +129,22 @@ class Runtime:
     # Set only in runs with a checkpoint store (see `Journal.enter`), so that the
     # fast path pays nothing for it.
     _durable: StepState
-    __slots__ = ("_durable", "_run", "depth", "path")
+    __slots__ = ("_durable", "_run", "depth", "index", "path")
 
-    def __init__(self, run: _Run, path: tuple[str, ...], depth: int) -> None:
+    def __init__(self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0) -> None:
         self._run = run
         self.path = path
         self.depth = depth
+        self.index = index
 
     @property
     def step(self) -> int:
-        """The run-wide number of the most recently started step."""
-        return self._run.steps
+        """The run-wide number of this node's step (0 for the run itself).
+
+        Concurrent branches each see their own number, so records they emit
+        name the right step.
+        """
+        return self.index
 
     @property
     def journal(self) -> Journal | None:
@@ -230,7 +235,7 @@ class Runtime:
             raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
         run.steps += 1
         index = run.steps
-        rt = Runtime(run, (*self.path, node.name), self.depth + 1)
+        rt = Runtime(run, (*self.path, node.name), self.depth + 1, index)
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:

@@ -136,3 +136,22 @@ async def test_combinators_nest_inside_subgraphs_and_count_steps():
 def test_parallel_needs_a_branch():
     with pytest.raises(ValueError, match="at least one branch"):
         parallel(merge=as_list)
+
+
+async def test_each_branch_sees_its_own_step_number():
+    seen = {}
+
+    def reporter(name):
+        @node(name=name)
+        async def report(ctx: AgentContext[int], rt) -> AgentContext[int]:
+            await anyio.sleep(0.01 if name == "slow" else 0)
+            seen[name] = rt.step  # read after a sibling may have started
+            return ctx
+
+        return report
+
+    steps = {}
+    fan = parallel(reporter("slow"), reporter("fast"), merge=as_list)
+    runner = GraphRunner(on_step=lambda s, n, c: steps.setdefault(n.name, s.index))
+    await runner.run(single("p", fan), AgentContext(0))
+    assert seen == {"slow": steps["slow"], "fast": steps["fast"]}

@@ -112,6 +112,11 @@ class GigaChatModel(HttpClientBase):
         )
 
     @property
+    def supports_output_schema(self) -> bool:
+        """Whether `ChatRequest.output` is sent as provider-native structured output."""
+        return False  # answers follow the prompt fragment and the lenient parser
+
+    @property
     def name(self) -> str:
         """The model requests go to."""
         return self._model

@@ -110,6 +110,11 @@ class OpenAIModel(HttpClientBase):
         self._include_usage = include_usage
 
     @property
+    def supports_output_schema(self) -> bool:
+        """Whether `ChatRequest.output` is sent as provider-native structured output."""
+        return self._caps.output is not False
+
+    @property
     def name(self) -> str:
         """The model requests go to."""
         return self._model

@@ -161,3 +161,14 @@ def test_gigachat_api_key_overrides_credentials_and_is_hidden(monkeypatch):
 def test_bad_specs(spec):
     with pytest.raises(ProviderConfigError, match="provider:model"):
         model_from_string(spec)
+
+
+def test_native_structured_output_support_is_advertised():
+    from agentgraph.llm import AnthropicModel, Capabilities, GigaChatModel, OllamaModel, OpenAIModel
+
+    assert OpenAIModel("m", api_key="k").supports_output_schema is True
+    assert OllamaModel("m").supports_output_schema is True
+    off = Capabilities(output=False)
+    assert OpenAIModel("m", api_key="k", capabilities=off).supports_output_schema is False
+    assert AnthropicModel("m", api_key="k").supports_output_schema is False
+    assert GigaChatModel("m", credentials="c").supports_output_schema is False

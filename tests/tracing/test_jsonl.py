@@ -46,7 +46,9 @@ async def test_a_failed_nested_run_is_one_line_per_event_and_loads_as_a_tree(tmp
     assert [(r.attempt, r.wait, r.error["type"]) for r in flaky.retries] == [
         (1, 0.25, "TimeoutError")
     ]
-    assert flaky.start <= flaky.retries[0].at <= flaky.start + flaky.duration
+    # The recorder stamps events as they arrive while the runner times the step
+    # itself, so the two clocks may disagree by the cost of delivering an event.
+    assert flaky.start <= flaky.retries[0].at <= flaky.start + flaky.duration + 0.05
     assert [s.index for s in trace.walk()] == list(range(1, 9))
     assert trace.step(8).error == {"type": "ValueError", "message": "32 is too big"}
     assert [(r.path, r.source, r.target) for r in trace.routes][-2:] == [
