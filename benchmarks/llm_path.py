@@ -67,6 +67,7 @@ class Sizes:
 class Pool:
     """The HTTP client settings every contender gets."""
 
+    clients: int = 1
     max_connections: int = 1_000
     max_keepalive: int = 1_000
     timeout: float = 60.0
@@ -372,7 +373,11 @@ async def run_batch(run_once: RunOnce, first: int, runs: int) -> dict[str, Any]:
 async def measure(name: str, url: str, sizes: Sizes, pool: Pool) -> dict[str, Any]:
     """A warm-up batch, then `sizes.batches` measured batches of one contender."""
     async with AsyncExitStack() as stack:
-        run_once = await CONTENDERS[name](url, pool, stack)
+        shards = [await CONTENDERS[name](url, pool, stack) for _ in range(pool.clients)]
+
+        def run_once(i: int) -> Awaitable[tuple[str, int]]:
+            return shards[i % len(shards)](i)
+
         ready_rss = peak_rss_mib()
         warmup = await run_batch(run_once, 0, sizes.warmup_runs) if sizes.warmup_runs else None
         batches = []
@@ -471,6 +476,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--contenders", default="agentgraph,openai,httpx,openai-httpx2")
     parser.add_argument("--runs", type=int, help="concurrent runs per batch")
     parser.add_argument("--batches", type=int, help="measured batches per contender")
+    parser.add_argument("--clients", type=int, default=Pool.clients)
     parser.add_argument("--max-connections", type=int, default=Pool.max_connections)
     parser.add_argument("--max-keepalive", type=int, default=Pool.max_keepalive)
     parser.add_argument("--output", type=Path, help="the results file (default: RESULTS.md)")
@@ -492,7 +498,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.runs or args.batches:
         runs = args.runs or sizes.runs
         sizes = Sizes(runs=runs, batches=args.batches or sizes.batches, warmup_runs=runs)
-    pool = Pool(max_connections=args.max_connections, max_keepalive=args.max_keepalive)
+    pool = Pool(
+        clients=args.clients,
+        max_connections=args.max_connections,
+        max_keepalive=args.max_keepalive,
+    )
     results = run_all(args.contenders.split(","), sizes, pool)
     print(json.dumps(results, indent=1))
 

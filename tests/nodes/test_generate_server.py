@@ -54,7 +54,8 @@ async def run(node: Any, ctx: AgentContext[Any]) -> AgentContext[Any]:
 async def test_openai_client_recovers_from_a_malformed_first_answer(server):
     server.add("Here you go: {approve: yes}", f"```json\n{GOOD}\n```")
     async with OpenAIModel("fake-model", base_url=server.openai_url, api_key="sk-t") as model:
-        node = generate(Verdict, instruction="Judge.", attempts=2, model=model)
+        # Prompt mode: the schema travels in the prompt, the answer is parsed leniently.
+        node = generate(Verdict, instruction="Judge.", attempts=2, native=False, model=model)
         out = await run(node, AgentContext(None, system_prompt="You judge."))
     assert out.input == Verdict(True, "fine")
     assert out.usage.requests == 2 and out.usage.input_tokens > 0
@@ -70,7 +71,9 @@ async def test_openai_client_recovers_from_a_malformed_first_answer(server):
 async def test_openai_client_sends_the_schema_natively(server):
     server.add(GOOD)
     async with OpenAIModel("fake-model", base_url=server.openai_url, api_key="sk-t") as model:
-        node = generate(Verdict, instruction="Judge.", native=True, model=model)
+        # The client advertises native structured output, so it is the default.
+        assert model.supports_output_schema
+        node = generate(Verdict, instruction="Judge.", model=model)
         out = await run(node, AgentContext(None))
     assert out.input == Verdict(True, "fine")
     (request,) = server.requests
