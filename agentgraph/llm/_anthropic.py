@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, aclosing
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx
 
-from .._errors import ProviderConfigError, ProviderConnectionError
 from ._anthropic_wire import EventReader, anthropic_messages, parse_message
 from ._capabilities import Capabilities
-from ._decode import iter_sse, stream_events
 from ._http import ProviderRetry
 from ._model import ChatRequest, ChatResponse, StreamEvent
-from ._transport import HttpClientBase, HttpTransport
+from ._transport import ChatClientBase, KeyRule
 
-__all__ = ("ANTHROPIC_BASE_URL", "ANTHROPIC_VERSION", "AnthropicModel")
+__all__ = ("ANTHROPIC_BASE_URL", "ANTHROPIC_KEY", "ANTHROPIC_VERSION", "AnthropicModel")
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_KEY = KeyRule("Anthropic", "api.anthropic.com", "ANTHROPIC_API_KEY")
 ANTHROPIC_VERSION = "2023-06-01"
 _BUDGETS = {"low": 1024, "medium": 4096, "high": 16384}
 _MIN_BUDGET = 1024
@@ -27,7 +25,7 @@ _MIN_BUDGET = 1024
 _NO_THINKING = re.compile(r"^claude-(?:instant|2|3-(?!7)|3\.5)")
 
 
-class AnthropicModel(HttpClientBase):
+class AnthropicModel(ChatClientBase):
     """A `ChatModel` over `POST {base_url}/v1/messages`.
 
     System messages become the top-level `system`; tool results become
@@ -45,7 +43,10 @@ class AnthropicModel(HttpClientBase):
         headers, http_client, timeout, retry, capabilities, provider: as for `OpenAIModel`.
     """
 
-    __slots__ = ("_caps", "_http", "_max_tokens", "_model")
+    __slots__ = ("_max_tokens",)
+
+    _path = "/v1/messages"
+    _native_output = False  # answers follow the prompt fragment and the lenient parser
 
     def __init__(
         self,
@@ -61,34 +62,16 @@ class AnthropicModel(HttpClientBase):
         capabilities: Capabilities | None = None,
         provider: str = "anthropic",
     ) -> None:
-        if not api_key and httpx.URL(base_url).host == "api.anthropic.com":
-            raise ProviderConfigError(
-                "Anthropic needs an API key: pass api_key= or set ANTHROPIC_API_KEY",
-                provider=provider,
-            )
-        auth = {"x-api-key": api_key} if api_key else {}
-        self._model = model
-        self._max_tokens = max_tokens
-        self._caps = capabilities or Capabilities()
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers={"anthropic-version": ANTHROPIC_VERSION, **(headers or {}), **auth},
-            secrets=(api_key,),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
+        ANTHROPIC_KEY.check(api_key, base_url, provider=provider)
+        headers = {"anthropic-version": ANTHROPIC_VERSION, **(headers or {})}
+        super().__init__(
+            model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
         )
+        self._caps = capabilities or Capabilities()
+        self._max_tokens = max_tokens
 
-    @property
-    def supports_output_schema(self) -> bool:
-        """Whether `ChatRequest.output` is sent as provider-native structured output."""
-        return False  # answers follow the prompt fragment and the lenient parser
-
-    @property
-    def name(self) -> str:
-        """The model requests go to."""
-        return self._model
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-api-key": key}
 
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
@@ -160,34 +143,8 @@ class AnthropicModel(HttpClientBase):
             return {"type": "any"}
         return {"type": "tool", "name": choice}
 
-    async def request(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the complete answer."""
-        body = self.build_body(request)
-        data = await self._http.post("/v1/messages", body)
-        return parse_message(data, provider=self._http.provider, model=body["model"])
+    def _parse(self, data: Any, model: str) -> ChatResponse:
+        return parse_message(data, provider=self._http.provider, model=model)
 
-    def stream(
-        self, request: ChatRequest
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
-        body = self.build_body(request, stream=True)
-        return stream_events(
-            lambda: self._http.open("/v1/messages", body),
-            lambda response: self._decode(response, body["model"]),
-        )
-
-    async def _decode(
-        self, response: httpx.Response, model: str
-    ) -> AsyncGenerator[StreamEvent, None]:
-        provider = self._http.provider
-        reader = EventReader(provider=provider, model=model)
-        sse = iter_sse(response, provider=provider, secrets=self._http.secrets)
-        async with aclosing(sse) as events:
-            async for event in events:
-                for delta in reader.feed(event):
-                    yield delta
-                if reader.done:
-                    break
-        if not reader.done:
-            raise ProviderConnectionError("stream ended before message_stop", provider=provider)
-        yield reader.finish()
+    def _decode(self, response: httpx.Response, model: str) -> AsyncGenerator[StreamEvent, None]:
+        return self._fold_sse(response, EventReader(provider=self._http.provider, model=model))

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import BadRequestError, ResponseFormatError
+from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
@@ -291,10 +291,15 @@ class EventReader:
         slot.parts.append(part)
         return [TextDelta(part) if kind == "text_delta" else ReasoningDelta(part)]
 
-    def finish(self) -> ResponseDone:
-        """The assembled response, once `message_stop` arrived."""
+    def finish(self) -> list[StreamEvent]:
+        """The closing event: the assembled response; raises if `message_stop` never came."""
+        if not self.done:
+            raise ProviderConnectionError(
+                "stream ended before message_stop", provider=self._provider
+            )
         content = [slot.build(self._provider) for _, slot in sorted(self._blocks.items())]
         data = {"id": self._id, "model": self._model, "content": content, "stop_reason": self._stop}
-        return ResponseDone(
-            parse_message(data, provider=self._provider, model=self._model, usage=self._usage)
+        response = parse_message(
+            data, provider=self._provider, model=self._model, usage=self._usage
         )
+        return [ResponseDone(response)]

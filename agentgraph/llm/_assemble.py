@@ -4,7 +4,8 @@ Arguments arrive as a JSON string (OpenAI), an object (Ollama, GigaChat,
 llama.cpp in some builds), an empty string, or nothing. Ids may be missing or
 empty (vLLM, LM Studio, old Ollama); such calls get a generated `call_...` id,
 assigned once, so a tool result can always be paired with its call. Streamed
-fragments are assembled by `ToolCallAssembler`.
+fragments are assembled by `ToolCallAssembler`. Formats that pair a tool
+result with its call by name rather than id find that name with `result_name`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from .._errors import ResponseFormatError
-from ._messages import ToolCall
+from .._errors import BadRequestError, ResponseFormatError
+from ._messages import Message, ToolCall
 from ._model import ToolCallDelta
 
 __all__ = (
@@ -26,6 +27,7 @@ __all__ = (
     "new_call_id",
     "normalize_finish",
     "parse_arguments",
+    "result_name",
 )
 
 _FINISH = {
@@ -99,6 +101,20 @@ def parse_arguments(raw: Any, *, provider: str, tool: str) -> Mapping[str, Any]:
         provider=provider,
         body=raw,
     )
+
+
+def result_name(message: Message, names: Mapping[str, str], *, provider: str) -> str:
+    """The tool a tool message answers: its own `name`, else that of the call its id names.
+
+    `names` maps the ids of earlier calls in the history to their tool names.
+    """
+    name = message.name or names.get(message.tool_call_id or "")
+    if not name:
+        raise BadRequestError(
+            "a tool message needs its tool's name (or the id of an earlier call)",
+            provider=provider,
+        )
+    return name
 
 
 def arguments_json(arguments: Mapping[str, Any]) -> str:

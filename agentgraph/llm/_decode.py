@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -12,10 +12,18 @@ import httpx
 import orjson
 
 from .._errors import ProviderError, ResponseFormatError
-from ._http import error_from_exception, redact
+from ._http import error_from_exception, redact, scrub
 from ._model import StreamEvent
 
-__all__ = ("SSEEvent", "iter_ndjson", "iter_sse", "loads_event", "stream_events")
+__all__ = (
+    "SSEEvent",
+    "SSEReader",
+    "fold_sse",
+    "iter_ndjson",
+    "iter_sse",
+    "loads_event",
+    "stream_events",
+)
 
 _DRAIN_TIMEOUT = 1.0
 
@@ -92,6 +100,42 @@ async def iter_sse(
                 data.append(value)
             elif field == "event":
                 event = value
+
+
+class SSEReader(Protocol):
+    """Folds one provider's server-sent events into stream events."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the provider said the stream is over, so nothing more is read."""
+        ...
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        """The deltas carried by one event; raises on an error event."""
+        ...
+
+    def finish(self) -> list[StreamEvent]:
+        """The closing events; raises `ProviderConnectionError` if the answer was cut short."""
+        ...
+
+
+async def fold_sse(
+    response: httpx.Response, reader: SSEReader, *, provider: str, secrets: Sequence[str] = ()
+) -> AsyncGenerator[StreamEvent, None]:
+    """The events `reader` makes of `response`, read until it is done or the body ends."""
+    sse = iter_sse(response, provider=provider, secrets=secrets)
+    async with aclosing(sse) as events:
+        async for event in events:
+            try:
+                deltas = reader.feed(event)
+            except ProviderError as error:
+                raise scrub(error, secrets) from error.__cause__
+            for delta in deltas:
+                yield delta
+            if reader.done:
+                break
+    for delta in reader.finish():
+        yield delta
 
 
 async def iter_ndjson(

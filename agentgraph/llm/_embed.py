@@ -15,8 +15,8 @@ import httpx
 from .._errors import ProviderConfigError, ResponseFormatError
 from ._http import ProviderRetry
 from ._ollama import OLLAMA_BASE_URL
-from ._openai import OPENAI_BASE_URL, is_openai_host
-from ._transport import HttpClientBase, HttpTransport
+from ._openai import OPENAI_BASE_URL, OPENAI_KEY
+from ._transport import HttpClientBase
 
 __all__ = ("Embedder", "OllamaEmbedder", "OpenAIEmbedder")
 
@@ -72,8 +72,15 @@ def _floats(value: Any, *, provider: str) -> list[float]:
     raise ResponseFormatError("embedding is neither a list nor base64", provider=provider)
 
 
+def _checked_batch(value: int, *, provider: str, limit: int | None = None) -> int:
+    if value < 1 or (limit is not None and value > limit):
+        bounds = "at least 1" if limit is None else f"within 1..{limit}"
+        raise ProviderConfigError(f"batch_size must be {bounds}, got {value}", provider=provider)
+    return value
+
+
 class _EmbedderBase(HttpClientBase, abc.ABC):
-    __slots__ = ("_batch_size", "_dimensions", "_http", "_model")
+    __slots__ = ("_batch_size", "_dimensions")
 
     _dimensions: int | None
     _batch_size: int
@@ -133,28 +140,13 @@ class OpenAIEmbedder(_EmbedderBase):
         retry: ProviderRetry | None = None,
         provider: str = "openai",
     ) -> None:
-        if not api_key and is_openai_host(base_url):
-            raise ProviderConfigError(
-                "OpenAI needs an API key: pass api_key= or set OPENAI_API_KEY", provider=provider
-            )
-        if not 1 <= batch_size <= 2048:
-            raise ProviderConfigError(
-                f"batch_size must be within 1..2048, got {batch_size}", provider=provider
-            )
-        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
+        OPENAI_KEY.check(api_key, base_url, provider=provider)
+        self._batch_size = _checked_batch(batch_size, provider=provider, limit=2048)
+        super().__init__(
+            model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
+        )
         self._dimensions = dimensions
         self._encoding = encoding_format
-        self._batch_size = batch_size
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers={**(headers or {}), **auth},
-            secrets=(api_key,),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
-        )
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {
@@ -204,25 +196,13 @@ class OllamaEmbedder(_EmbedderBase):
         retry: ProviderRetry | None = None,
         provider: str = "ollama",
     ) -> None:
-        if batch_size < 1:
-            raise ProviderConfigError(
-                f"batch_size must be at least 1, got {batch_size}", provider=provider
-            )
-        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
+        self._batch_size = _checked_batch(batch_size, provider=provider)
+        super().__init__(
+            model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
+        )
         self._dimensions = dimensions
         self._truncate = truncate
         self._keep_alive = keep_alive
-        self._batch_size = batch_size
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers={**(headers or {}), **auth},
-            secrets=(api_key,),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
-        )
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {"model": self._model, "input": batch, "truncate": self._truncate}

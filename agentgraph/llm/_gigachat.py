@@ -11,8 +11,7 @@ from __future__ import annotations
 import ssl
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, aclosing
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import anyio
@@ -21,16 +20,14 @@ import httpx
 from .._errors import (
     AuthenticationError,
     ProviderConfigError,
-    ProviderConnectionError,
     ProviderStatusError,
     ResponseFormatError,
 )
 from ._capabilities import Capabilities
-from ._decode import iter_sse, stream_events
 from ._gigachat_wire import ChunkReader, gigachat_messages, parse_completion
 from ._http import ProviderRetry
 from ._model import ChatRequest, ChatResponse, StreamEvent
-from ._transport import HttpClientBase, HttpTransport
+from ._transport import ChatClientBase
 
 __all__ = ("GIGACHAT_AUTH_URL", "GIGACHAT_BASE_URL", "GigaChatModel")
 
@@ -41,7 +38,7 @@ GIGACHAT_AUTH_URL = "https://ngw.devices.sberbank.ru:9443/api/v2/oauth"
 _REFRESH_MARGIN = 60.0
 
 
-class GigaChatModel(HttpClientBase):
+class GigaChatModel(ChatClientBase):
     """A `ChatModel` over GigaChat's `POST {base_url}/chat/completions`.
 
     Args:
@@ -58,17 +55,10 @@ class GigaChatModel(HttpClientBase):
         headers, http_client, timeout, retry, capabilities, provider: as for `OpenAIModel`.
     """
 
-    __slots__ = (
-        "_auth_url",
-        "_caps",
-        "_credentials",
-        "_expires",
-        "_http",
-        "_lock",
-        "_model",
-        "_scope",
-        "_token",
-    )
+    __slots__ = ("_auth_url", "_credentials", "_expires", "_lock", "_scope", "_token")
+
+    _path = "/chat/completions"
+    _native_output = False  # answers follow the prompt fragment and the lenient parser
 
     def __init__(
         self,
@@ -92,34 +82,24 @@ class GigaChatModel(HttpClientBase):
                 "GigaChat needs credentials= (or GIGACHAT_CREDENTIALS) or an access_token=",
                 provider=provider,
             )
-        self._model = model
+        super().__init__(
+            model,
+            provider,
+            base_url,
+            headers,
+            http_client,
+            timeout,
+            retry,
+            secrets=(credentials, access_token),
+            verify=verify,
+        )
+        self._caps = capabilities or Capabilities()
         self._credentials = credentials
         self._scope = scope
         self._auth_url = auth_url
         self._token = access_token
         self._expires = float("inf") if access_token else 0.0
         self._lock = anyio.Lock()
-        self._caps = capabilities or Capabilities()
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers=headers,
-            secrets=(credentials, access_token),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
-            verify=verify,
-        )
-
-    @property
-    def supports_output_schema(self) -> bool:
-        """Whether `ChatRequest.output` is sent as provider-native structured output."""
-        return False  # answers follow the prompt fragment and the lenient parser
-
-    @property
-    def name(self) -> str:
-        """The model requests go to."""
-        return self._model
 
     async def _access_token(self, *, stale: str | None = None) -> str:
         """A valid token; a new one when the current one is `stale` or about to expire."""
@@ -174,13 +154,13 @@ class GigaChatModel(HttpClientBase):
         """Run `op` with a bearer token; on 401 refresh the token exactly once."""
         token = await self._access_token()
         try:
-            return await op({"authorization": f"Bearer {token}"})
+            return await op(self._auth_headers(token))
         except AuthenticationError as exc:
             if exc.status != 401:
                 raise
         token = await self._access_token(stale=token)
         try:
-            return await op({"authorization": f"Bearer {token}"})
+            return await op(self._auth_headers(token))
         except AuthenticationError as exc:
             if exc.status != 401:
                 raise
@@ -236,46 +216,11 @@ class GigaChatModel(HttpClientBase):
             return "auto"
         return {"name": choice}
 
-    async def request(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the complete answer."""
-        body = self.build_body(request)
-        data = await self._authorized(
-            lambda headers: self._http.post("/chat/completions", body, headers=headers)
-        )
-        return parse_completion(data, provider=self._http.provider, model=body["model"])
+    def _parse(self, data: Any, model: str) -> ChatResponse:
+        return parse_completion(data, provider=self._http.provider, model=model)
 
-    def stream(
-        self, request: ChatRequest
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
-        body = self.build_body(request, stream=True)
-
-        async def open_response() -> httpx.Response:
-            return await self._authorized(
-                lambda headers: self._http.open("/chat/completions", body, headers=headers)
-            )
-
-        return stream_events(open_response, lambda r: self._decode(r, body["model"]))
-
-    async def _decode(
-        self, response: httpx.Response, model: str
-    ) -> AsyncGenerator[StreamEvent, None]:
-        provider = self._http.provider
-        reader = ChunkReader(provider=provider, model=model)
-        sse = iter_sse(response, provider=provider, secrets=self._http.secrets)
-        async with aclosing(sse) as events:
-            async for event in events:
-                if event.data.strip() == "[DONE]":
-                    break
-                for delta in reader.feed(event):
-                    yield delta
-            else:
-                if not reader.finished:
-                    raise ProviderConnectionError(
-                        "stream ended before the answer was complete (no [DONE])",
-                        provider=provider,
-                    )
-        yield reader.finish()
+    def _decode(self, response: httpx.Response, model: str) -> AsyncGenerator[StreamEvent, None]:
+        return self._fold_sse(response, ChunkReader(provider=self._http.provider, model=model))
 
 
 def _expiry(value: Any) -> float:

@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 
 from .._errors import BadRequestError, ResponseFormatError
-from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments
-from ._decode import SSEEvent, loads_event
+from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments, result_name
+from ._decode import SSEEvent
 from ._http import dumps, error_from_body
 from ._messages import Message, ToolCall, Usage
 from ._model import (
@@ -26,6 +26,7 @@ from ._model import (
     TextDelta,
     ToolCallDelta,
 )
+from ._openai_wire import ChunkReaderBase, first_choice
 
 __all__ = ("STATE_KEY", "ChunkReader", "gigachat_messages", "gigachat_usage", "parse_completion")
 
@@ -50,12 +51,7 @@ def gigachat_messages(messages: Sequence[Message], *, provider: str) -> list[dic
     out: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool":
-            name = message.name or names.get(message.tool_call_id or "")
-            if not name:
-                raise BadRequestError(
-                    "a tool message needs its tool's name (or the id of an earlier call)",
-                    provider=provider,
-                )
+            name = result_name(message, names, provider=provider)
             out.append({"role": "function", "name": name, "content": _function_result(message)})
             continue
         item: dict[str, Any] = {"role": message.role, "content": message.content}
@@ -112,11 +108,7 @@ def _answer(text: str, call: ToolCall | None, state: Any, reasoning: str, usage:
 
 def parse_completion(data: Any, *, provider: str, model: str) -> ChatResponse:
     """A non-streamed GigaChat completion as a `ChatResponse`."""
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ResponseFormatError("completion has no choices", provider=provider, body=data)
-    message = choices[0].get("message")
-    message = message if isinstance(message, dict) else {}
+    choice, message = first_choice(data, provider=provider)
     call = _call(message.get("function_call"), provider=provider)
     usage = gigachat_usage(data.get("usage"))
     return ChatResponse(
@@ -127,57 +119,35 @@ def parse_completion(data: Any, *, provider: str, model: str) -> ChatResponse:
             str(message.get("reasoning_content") or ""),
             usage,
         ),
-        finish_reason=normalize_finish(choices[0].get("finish_reason"), has_tool_calls=bool(call)),
+        finish_reason=normalize_finish(choice.get("finish_reason"), has_tool_calls=bool(call)),
         usage=usage,
         model=str(data.get("model") or model),
     )
 
 
-class ChunkReader:
+class ChunkReader(ChunkReaderBase):
     """Folds GigaChat stream chunks (`choices[].delta`) into deltas and the final response."""
 
-    __slots__ = (
-        "_call",
-        "_finish",
-        "_model",
-        "_provider",
-        "_reasoning",
-        "_state",
-        "_text",
-        "_usage",
-    )
+    __slots__ = ("_call", "_state")
 
     def __init__(self, *, provider: str, model: str) -> None:
-        self._provider = provider
-        self._model = model
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        super().__init__(provider=provider, model=model)
         self._call: ToolCall | None = None
         self._state: Any = None
-        self._finish: Any = None
-        self._usage: Usage | None = None
 
-    @property
-    def finished(self) -> bool:
-        """Whether a finish reason arrived."""
-        return self._finish is not None
+    def _usage_of(self, raw: dict[str, Any]) -> Usage:
+        return gigachat_usage(raw)
 
     def feed(self, sse: SSEEvent) -> list[StreamEvent]:
         """The deltas carried by one chunk; raises on an error chunk."""
-        chunk = loads_event(sse.data, provider=self._provider)
-        if not isinstance(chunk, dict):
-            raise ResponseFormatError("stream chunk is not an object", provider=self._provider)
-        if chunk.get("error") or sse.event == "error":
-            raise error_from_body(self._provider, chunk, status=None)
+        chunk = self._chunk(sse)
+        if chunk is None:
+            return []
         if "choices" not in chunk and "message" in chunk:
             # GigaChat reports a failure mid-stream as its error body: {"status", "message"}.
             status = chunk.get("status")
             code = status if isinstance(status, int) and status >= 400 else None
             raise error_from_body(self._provider, chunk, status=code)
-        if isinstance(chunk.get("model"), str) and chunk["model"]:
-            self._model = chunk["model"]
-        if isinstance(chunk.get("usage"), dict):
-            self._usage = gigachat_usage(chunk["usage"])
         events: list[StreamEvent] = []
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict):
@@ -210,13 +180,12 @@ class ChunkReader:
             arguments = dumps(dict(call.arguments)).decode()
             events.append(ToolCallDelta(0, call.id, call.name, arguments))
 
-    def finish(self) -> ResponseDone:
-        """The assembled response."""
-        usage = self._usage or Usage(requests=1)
+    def finish(self) -> list[StreamEvent]:
+        """The closing event: the assembled response."""
+        usage = self._closing_usage()
         message = _answer(
             "".join(self._text), self._call, self._state, "".join(self._reasoning), usage
         )
         finish = normalize_finish(self._finish, has_tool_calls=self._call is not None)
-        return ResponseDone(
-            ChatResponse(message, finish_reason=finish, usage=usage, model=self._model)
-        )
+        response = ChatResponse(message, finish_reason=finish, usage=usage, model=self._model)
+        return [ResponseDone(response)]

@@ -49,6 +49,7 @@ __all__ = (
     "ProviderRetry",
     "dumps",
     "error_from_body",
+    "scrub",
     "error_from_exception",
     "error_from_response",
     "parse_retry_after",
@@ -88,10 +89,17 @@ def _default(value: Any) -> Any:
     raise TypeError(f"cannot encode {type(value).__name__} in a request body")
 
 
+_SHORTEST_SECRET = 6
+
+
 def redact(text: str, secrets: Sequence[str]) -> str:
-    """`text` with every secret replaced by `***`."""
+    """`text` with every secret replaced by `***`.
+
+    Strings shorter than a real key (test placeholders such as `"t"`) are left
+    alone: masking them would garble every message without hiding anything.
+    """
     for secret in secrets:
-        if secret and secret in text:
+        if len(secret) >= _SHORTEST_SECRET and secret in text:
             text = text.replace(secret, "***")
     return text
 
@@ -213,6 +221,19 @@ def _retryable(
         # Inside a 200 stream: worth another try unless the error says the request is wrong.
         return cls in (ServerError, RateLimitError, ProviderStatusError)
     return status in (408, 409, 429) or status >= 500
+
+
+def scrub(error: ProviderError, secrets: Sequence[str]) -> ProviderError:
+    """Mask `secrets` in an error built without them (a server may echo a key back)."""
+    live = [x for x in secrets if len(x) >= _SHORTEST_SECRET]
+    if not live:
+        return error
+    error.args = tuple(redact(a, live) if isinstance(a, str) else a for a in error.args)
+    if error.body is not None:
+        text = orjson.dumps(error.body, default=str).decode()
+        if any(x in text for x in live):
+            error.body = orjson.loads(redact(text, live))
+    return error
 
 
 def error_from_body(

@@ -7,17 +7,24 @@ response with tool calls still says `done_reason: "stop"`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, aclosing
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any
 
 import httpx
 
-from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
-from ._assemble import arguments_json, as_int, new_call_id, normalize_finish, parse_arguments
+from .._errors import ProviderConnectionError, ResponseFormatError
+from ._assemble import (
+    arguments_json,
+    as_int,
+    new_call_id,
+    normalize_finish,
+    parse_arguments,
+    result_name,
+)
 from ._capabilities import Capabilities
-from ._decode import iter_ndjson, stream_events
-from ._http import ProviderRetry, error_from_body
+from ._decode import iter_ndjson
+from ._http import ProviderRetry, error_from_body, scrub
 from ._messages import Message, ToolCall, Usage
 from ._model import (
     ChatRequest,
@@ -29,7 +36,7 @@ from ._model import (
     ToolCallDelta,
 )
 from ._openai_wire import openai_tools
-from ._transport import HttpClientBase, HttpTransport
+from ._transport import ChatClientBase
 
 __all__ = ("OLLAMA_BASE_URL", "OllamaModel", "ollama_messages")
 
@@ -52,13 +59,7 @@ def ollama_messages(messages: Sequence[Message], *, provider: str) -> list[dict[
                 ]
                 names.update((c.id, c.name) for c in message.tool_calls)
         elif message.role == "tool":
-            name = message.name or names.get(message.tool_call_id or "")
-            if not name:
-                raise BadRequestError(
-                    "a tool message needs its tool's name (or the id of an earlier call)",
-                    provider=provider,
-                )
-            item["tool_name"] = name
+            item["tool_name"] = result_name(message, names, provider=provider)
             if message.tool_call_id:
                 item["tool_call_id"] = message.tool_call_id
         out.append(item)
@@ -87,7 +88,7 @@ def _usage(data: dict[str, Any]) -> Usage:
     )
 
 
-class OllamaModel(HttpClientBase):
+class OllamaModel(ChatClientBase):
     """A `ChatModel` over Ollama's native `POST {base_url}/api/chat`.
 
     Args:
@@ -102,7 +103,9 @@ class OllamaModel(HttpClientBase):
         headers, http_client, timeout, retry, capabilities, provider: as for `OpenAIModel`.
     """
 
-    __slots__ = ("_caps", "_http", "_keep_alive", "_model", "_num_ctx", "_options")
+    __slots__ = ("_keep_alive", "_num_ctx", "_options")
+
+    _path = "/api/chat"
 
     def __init__(
         self,
@@ -120,31 +123,13 @@ class OllamaModel(HttpClientBase):
         capabilities: Capabilities | None = None,
         provider: str = "ollama",
     ) -> None:
-        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
+        super().__init__(
+            model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
+        )
+        self._caps = capabilities or Capabilities()
         self._num_ctx = num_ctx
         self._keep_alive = keep_alive
         self._options = dict(options or {})
-        self._caps = capabilities or Capabilities()
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers={**(headers or {}), **auth},
-            secrets=(api_key,),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
-        )
-
-    @property
-    def supports_output_schema(self) -> bool:
-        """Whether `ChatRequest.output` is sent as provider-native structured output."""
-        return self._caps.output is not False
-
-    @property
-    def name(self) -> str:
-        """The model requests go to."""
-        return self._model
 
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
@@ -182,13 +167,12 @@ class OllamaModel(HttpClientBase):
         if not isinstance(data, dict):
             raise ResponseFormatError("answer is not a JSON object", provider=self._http.provider)
         if data.get("error"):
-            raise error_from_body(self._http.provider, data, status=None)
+            error = error_from_body(self._http.provider, data, status=None)
+            raise scrub(error, self._http.secrets)
         return data
 
-    async def request(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the complete answer."""
-        body = self.build_body(request)
-        data = self._check(await self._http.post("/api/chat", body))
+    def _parse(self, data: Any, model: str) -> ChatResponse:
+        data = self._check(data)
         provider = self._http.provider
         message = data.get("message")
         if not isinstance(message, dict):
@@ -205,17 +189,7 @@ class OllamaModel(HttpClientBase):
             ),
             finish_reason=normalize_finish(data.get("done_reason"), has_tool_calls=bool(calls)),
             usage=usage,
-            model=str(data.get("model") or body["model"]),
-        )
-
-    def stream(
-        self, request: ChatRequest
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
-        body = self.build_body(request, stream=True)
-        return stream_events(
-            lambda: self._http.open("/api/chat", body),
-            lambda response: self._decode(response, body["model"]),
+            model=str(data.get("model") or model),
         )
 
     async def _decode(

@@ -7,15 +7,12 @@ LM Studio, Ollama's `/v1`). The wire format lives in `_openai_wire`.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, aclosing
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Literal
 
 import httpx
 
-from .._errors import ProviderConfigError, ProviderConnectionError
 from ._capabilities import Capabilities
-from ._decode import iter_sse, stream_events
 from ._http import ProviderRetry
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._openai_wire import (
@@ -25,20 +22,17 @@ from ._openai_wire import (
     openai_tools,
     parse_completion,
 )
-from ._transport import HttpClientBase, HttpTransport
+from ._transport import ChatClientBase, KeyRule
 
-__all__ = ("OPENAI_BASE_URL", "OpenAIModel", "is_openai_host")
+__all__ = ("OPENAI_BASE_URL", "OPENAI_KEY", "OpenAIModel")
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_KEY = KeyRule("OpenAI", "api.openai.com", "OPENAI_API_KEY")
+"""OpenAI's own API needs a key; compatible servers decide for themselves."""
 _REASONING = re.compile(r"^(?:.*/)?(?:o\d|gpt-5(?!-chat))")
 
 
-def is_openai_host(base_url: str) -> bool:
-    """Whether `base_url` is OpenAI's own API rather than a compatible server."""
-    return httpx.URL(base_url).host == "api.openai.com"
-
-
-class OpenAIModel(HttpClientBase):
+class OpenAIModel(ChatClientBase):
     """A `ChatModel` over `POST {base_url}/chat/completions`.
 
     Args:
@@ -60,15 +54,9 @@ class OpenAIModel(HttpClientBase):
         provider: the name errors and logs carry.
     """
 
-    __slots__ = (
-        "_caps",
-        "_http",
-        "_include_usage",
-        "_max_tokens_param",
-        "_model",
-        "_official",
-        "_parallel",
-    )
+    __slots__ = ("_include_usage", "_max_tokens_param", "_official", "_parallel")
+
+    _path = "/chat/completions"
 
     def __init__(
         self,
@@ -86,38 +74,17 @@ class OpenAIModel(HttpClientBase):
         include_usage: bool = True,
         provider: str = "openai",
     ) -> None:
-        self._official = is_openai_host(base_url)
-        if not api_key and self._official:
-            raise ProviderConfigError(
-                "OpenAI needs an API key: pass api_key= or set OPENAI_API_KEY", provider=provider
-            )
-        auth = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self._model = model
-        self._http = HttpTransport(
-            provider,
-            base_url,
-            headers={**(headers or {}), **auth},
-            secrets=(api_key,),
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
+        OPENAI_KEY.check(api_key, base_url, provider=provider)
+        super().__init__(
+            model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
         )
         self._caps = capabilities or Capabilities()
+        self._official = OPENAI_KEY.official(base_url)
         self._max_tokens_param = max_tokens_param or (
             "max_completion_tokens" if self._official else "max_tokens"
         )
         self._parallel = parallel_tool_calls
         self._include_usage = include_usage
-
-    @property
-    def supports_output_schema(self) -> bool:
-        """Whether `ChatRequest.output` is sent as provider-native structured output."""
-        return self._caps.output is not False
-
-    @property
-    def name(self) -> str:
-        """The model requests go to."""
-        return self._model
 
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
@@ -177,39 +144,8 @@ class OpenAIModel(HttpClientBase):
             return None
         return "medium" if think is True else think
 
-    async def request(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the complete answer."""
-        body = self.build_body(request)
-        data = await self._http.post("/chat/completions", body)
-        return parse_completion(data, provider=self._http.provider, model=body["model"])
+    def _parse(self, data: Any, model: str) -> ChatResponse:
+        return parse_completion(data, provider=self._http.provider, model=model)
 
-    def stream(
-        self, request: ChatRequest
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
-        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
-        body = self.build_body(request, stream=True)
-        return stream_events(
-            lambda: self._http.open("/chat/completions", body),
-            lambda response: self._decode(response, body["model"]),
-        )
-
-    async def _decode(
-        self, response: httpx.Response, model: str
-    ) -> AsyncGenerator[StreamEvent, None]:
-        provider = self._http.provider
-        reader = ChunkReader(provider=provider, model=model)
-        sse = iter_sse(response, provider=provider, secrets=self._http.secrets)
-        async with aclosing(sse) as events:
-            async for event in events:
-                if event.data.strip() == "[DONE]":
-                    break
-                for delta in reader.feed(event):
-                    yield delta
-            else:
-                if not reader.finished:
-                    raise ProviderConnectionError(
-                        "stream ended before the answer was complete (no [DONE])",
-                        provider=provider,
-                    )
-        for delta in reader.finish():
-            yield delta
+    def _decode(self, response: httpx.Response, model: str) -> AsyncGenerator[StreamEvent, None]:
+        return self._fold_sse(response, ChunkReader(provider=self._http.provider, model=model))

@@ -1,7 +1,8 @@
 """OpenAI chat-completions wire format: messages out, completions and stream chunks in.
 
-Shared by `OpenAIModel`; kept apart from the client so the format can be read
-(and tested) on its own.
+Used by `OpenAIModel`, and in part by GigaChat's format, which shares the
+choices and the stream chunks; kept apart from the clients so the format can
+be read (and tested) on its own.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import BadRequestError, ResponseFormatError
+from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import (
     ToolCallAssembler,
     arguments_json,
@@ -32,6 +33,8 @@ from ._model import (
 
 __all__ = (
     "ChunkReader",
+    "ChunkReaderBase",
+    "first_choice",
     "openai_messages",
     "openai_tool_choice",
     "openai_tools",
@@ -143,16 +146,20 @@ def _tool_call(raw: Any, *, provider: str) -> ToolCall:
     )
 
 
+def first_choice(data: Any, *, provider: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The first choice of a completion and its message (`{}` when it has none)."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise ResponseFormatError("completion has no choices", provider=provider, body=data)
+    message = choices[0].get("message")
+    return choices[0], message if isinstance(message, dict) else {}
+
+
 def parse_completion(data: Any, *, provider: str, model: str) -> ChatResponse:
     """A non-streamed chat completion as a `ChatResponse`."""
     if isinstance(data, dict) and data.get("error"):
         raise error_from_body(provider, data, status=None)
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise ResponseFormatError("completion has no choices", provider=provider, body=data)
-    choice = choices[0]
-    message = choice.get("message")
-    message = message if isinstance(message, dict) else {}
+    choice, message = first_choice(data, provider=provider)
     raw_calls = message.get("tool_calls") or []
     if isinstance(message.get("function_call"), dict):  # the legacy functions API
         raw_calls = [*raw_calls, {"function": message["function_call"]}]
@@ -172,50 +179,73 @@ def parse_completion(data: Any, *, provider: str, model: str) -> ChatResponse:
     )
 
 
-class ChunkReader:
-    """Folds `chat.completion.chunk` events into deltas and the final response."""
+class ChunkReaderBase:
+    """The part of reading streamed completion chunks that OpenAI and GigaChat share.
 
-    __slots__ = (
-        "_calls",
-        "_finish",
-        "_id",
-        "_model",
-        "_provider",
-        "_reasoning",
-        "_refusal",
-        "_text",
-        "_usage",
-    )
+    Every chunk is a JSON object that may be an error, name the model and
+    carry usage; `data: [DONE]` ends the stream. A body that ends before
+    `[DONE]` is whole only if a finish reason arrived.
+    """
+
+    __slots__ = ("_finish", "_model", "_provider", "_reasoning", "_text", "_usage", "done")
 
     def __init__(self, *, provider: str, model: str) -> None:
         self._provider = provider
         self._model = model
-        self._id: str | None = None
         self._text: list[str] = []
         self._reasoning: list[str] = []
-        self._refusal: list[str] = []
-        self._calls = ToolCallAssembler()
-        self._finish: str | None = None
+        self._finish: Any = None
         self._usage: Usage | None = None
+        self.done = False
 
-    @property
-    def finished(self) -> bool:
-        """Whether a finish reason arrived (the answer is complete even without `[DONE]`)."""
-        return self._finish is not None
+    def _usage_of(self, raw: dict[str, Any]) -> Usage:
+        """A chunk's `usage` in this dialect's fields."""
+        return openai_usage(raw)
 
-    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
-        """The deltas carried by one event; raises on an error event."""
+    def _chunk(self, sse: SSEEvent) -> dict[str, Any] | None:
+        """The chunk an event holds, or `None` for `[DONE]`; notes its model and usage."""
+        if sse.data.strip() == "[DONE]":
+            self.done = True
+            return None
         chunk = loads_event(sse.data, provider=self._provider)
         if not isinstance(chunk, dict):
             raise ResponseFormatError("stream chunk is not an object", provider=self._provider)
         if sse.event == "error" or chunk.get("error"):
             raise error_from_body(self._provider, chunk, status=None)
-        if isinstance(chunk.get("id"), str):
-            self._id = chunk["id"]
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self._model = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
-            self._usage = openai_usage(chunk["usage"])
+            self._usage = self._usage_of(chunk["usage"])
+        return chunk
+
+    def _closing_usage(self) -> Usage:
+        """The answer's usage once it is whole; raises if the stream was cut short."""
+        if not self.done and self._finish is None:
+            raise ProviderConnectionError(
+                "stream ended before the answer was complete (no [DONE])",
+                provider=self._provider,
+            )
+        return self._usage or Usage(requests=1)
+
+
+class ChunkReader(ChunkReaderBase):
+    """Folds `chat.completion.chunk` events into deltas and the final response."""
+
+    __slots__ = ("_calls", "_id", "_refusal")
+
+    def __init__(self, *, provider: str, model: str) -> None:
+        super().__init__(provider=provider, model=model)
+        self._id: str | None = None
+        self._refusal: list[str] = []
+        self._calls = ToolCallAssembler()
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        """The deltas carried by one event; raises on an error event."""
+        chunk = self._chunk(sse)
+        if chunk is None:
+            return []
+        if isinstance(chunk.get("id"), str):
+            self._id = chunk["id"]
         events: list[StreamEvent] = []
         for choice in chunk.get("choices") or ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -257,12 +287,12 @@ class ChunkReader:
 
     def finish(self) -> list[StreamEvent]:
         """The closing events: ids generated for id-less calls, then `ResponseDone`."""
+        usage = self._closing_usage()
         calls, late = self._calls.finish(provider=self._provider)
         text = "".join(self._text)
         finish = normalize_finish(self._finish, has_tool_calls=bool(calls))
         if self._refusal and not text:
             text, finish = "".join(self._refusal), "content_filter"
-        usage = self._usage or Usage(requests=1)
         message = Message(
             "assistant",
             text,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
+import attrs
 import httpx
 
 from .._errors import ProviderConfigError
@@ -35,91 +36,79 @@ def _env(name: str) -> str | None:
     return os.environ.get(name) or None
 
 
-def _openai(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    headers: dict[str, str],
-    http_client: httpx.AsyncClient | None,
-) -> ChatModel:
-    env_headers = {
-        header: value
-        for header, name in (
-            ("openai-organization", "OPENAI_ORG_ID"),
-            ("openai-project", "OPENAI_PROJECT_ID"),
+@attrs.frozen
+class _Given:
+    """What `model_from_string` was given besides the spec."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+    headers: dict[str, str]
+    http_client: httpx.AsyncClient | None
+
+    def url(self, env: str, default: str, read: Callable[[str], str] | None = None) -> str:
+        """The base URL given, else variable `env` passed through `read`, else `default`."""
+        if self.base_url:
+            return self.base_url
+        value = _env(env)
+        if value is None:
+            return default
+        return read(value) if read else value
+
+
+@attrs.frozen
+class _Keyed:
+    """A provider whose client takes a key and a base URL, each given or from the environment."""
+
+    client: type[OpenAIModel] | type[OllamaModel] | type[AnthropicModel]
+    key_env: str
+    url_env: str
+    default_url: str
+    read_url: Callable[[str], str] | None = None
+    header_envs: tuple[tuple[str, str], ...] = ()
+    """`(header, environment variable)` pairs sent when the variable is set."""
+
+    def __call__(self, given: _Given) -> ChatModel:
+        env_headers = {header: value for header, name in self.header_envs if (value := _env(name))}
+        return self.client(
+            given.model,
+            api_key=given.api_key or _env(self.key_env),
+            base_url=given.url(self.url_env, self.default_url, self.read_url),
+            headers={**env_headers, **given.headers},
+            http_client=given.http_client,
         )
-        if (value := _env(name))
-    }
-    return OpenAIModel(
-        model,
-        api_key=api_key or _env("OPENAI_API_KEY"),
-        base_url=base_url or _env("OPENAI_BASE_URL") or OPENAI_BASE_URL,
-        headers={**env_headers, **headers},
-        http_client=http_client,
-    )
 
 
-def _ollama(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    headers: dict[str, str],
-    http_client: httpx.AsyncClient | None,
-) -> ChatModel:
-    host = _env("OLLAMA_HOST")
-    return OllamaModel(
-        model,
-        base_url=base_url or (ollama_host(host) if host else OLLAMA_BASE_URL),
-        api_key=api_key or _env("OLLAMA_API_KEY"),
-        headers=headers,
-        http_client=http_client,
-    )
-
-
-def _anthropic(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    headers: dict[str, str],
-    http_client: httpx.AsyncClient | None,
-) -> ChatModel:
-    return AnthropicModel(
-        model,
-        api_key=api_key or _env("ANTHROPIC_API_KEY"),
-        base_url=base_url or _env("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
-        headers=headers,
-        http_client=http_client,
-    )
-
-
-def _gigachat(
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    headers: dict[str, str],
-    http_client: httpx.AsyncClient | None,
-) -> ChatModel:
+def _gigachat(given: _Given) -> ChatModel:
     return GigaChatModel(
-        model,
-        credentials=api_key or _env("GIGACHAT_CREDENTIALS"),
+        given.model,
+        credentials=given.api_key or _env("GIGACHAT_CREDENTIALS"),
         scope=_env("GIGACHAT_SCOPE") or "GIGACHAT_API_PERS",
         access_token=_env("GIGACHAT_ACCESS_TOKEN"),
-        base_url=base_url or _env("GIGACHAT_BASE_URL") or GIGACHAT_BASE_URL,
+        base_url=given.url("GIGACHAT_BASE_URL", GIGACHAT_BASE_URL),
         auth_url=_env("GIGACHAT_AUTH_URL") or GIGACHAT_AUTH_URL,
         verify=_env("GIGACHAT_CA_BUNDLE_FILE") or True,
-        headers=headers,
-        http_client=http_client,
+        headers=given.headers,
+        http_client=given.http_client,
     )
 
 
-_Factory = Callable[
-    [str, str | None, str | None, dict[str, str], httpx.AsyncClient | None], ChatModel
-]
-_PROVIDERS: Mapping[str, _Factory] = {
-    "anthropic": _anthropic,
+_PROVIDERS: Mapping[str, Callable[[_Given], ChatModel]] = {
+    "anthropic": _Keyed(
+        AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL
+    ),
     "gigachat": _gigachat,
-    "ollama": _ollama,
-    "openai": _openai,
+    "ollama": _Keyed(OllamaModel, "OLLAMA_API_KEY", "OLLAMA_HOST", OLLAMA_BASE_URL, ollama_host),
+    "openai": _Keyed(
+        OpenAIModel,
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        OPENAI_BASE_URL,
+        header_envs=(
+            ("openai-organization", "OPENAI_ORG_ID"),
+            ("openai-project", "OPENAI_PROJECT_ID"),
+        ),
+    ),
 }
 
 
@@ -160,4 +149,4 @@ def model_from_string(
         raise ProviderConfigError(
             f"cannot read model {spec!r}: write 'provider:model' with provider one of {known}"
         )
-    return factory(model, base_url, api_key, dict(headers or {}), http_client)
+    return factory(_Given(model, base_url, api_key, dict(headers or {}), http_client))

@@ -1,26 +1,27 @@
-"""`HttpTransport`: how a provider client sends its requests, and the clients' shared base."""
+"""`HttpTransport`: how a provider client sends its requests, and the clients' shared bases."""
 
 from __future__ import annotations
 
+import abc
 import ssl
-from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, ClassVar, Self, TypeVar
 
 import anyio
+import attrs
 import httpx
 import orjson
 
-from .._errors import ProviderError, ResponseFormatError
-from ._http import (
-    ProviderRetry,
-    dumps,
-    error_from_exception,
-    error_from_response,
-    redact,
-    snippet,
-)
+from .._errors import ProviderConfigError, ProviderError, ResponseFormatError
+from ._capabilities import Capabilities
+from ._decode import SSEReader, fold_sse, stream_events
+from ._http import ProviderRetry, dumps, error_from_exception, error_from_response, redact, snippet
+from ._model import ChatRequest, ChatResponse, StreamEvent
 
-__all__ = ("DEFAULT_TIMEOUT", "HttpClientBase", "HttpTransport")
+__all__ = ("DEFAULT_TIMEOUT", "ChatClientBase", "HttpClientBase", "HttpTransport", "KeyRule")
+
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 _BODY_LIMIT = 2000
@@ -183,13 +184,69 @@ class HttpTransport:
             await client.aclose()
 
 
+@attrs.frozen
+class KeyRule:
+    """A vendor's own API needs a key; compatible and local servers at other hosts may not."""
+
+    vendor: str
+    host: str
+    env: str
+    """The environment variable the key is usually read from, for the message."""
+
+    def official(self, base_url: str) -> bool:
+        """Whether `base_url` is the vendor's own API."""
+        return httpx.URL(base_url).host == self.host
+
+    def check(self, api_key: str | None, base_url: str, *, provider: str) -> None:
+        """Raise `ProviderConfigError` when the vendor's own API is used without a key."""
+        if not api_key and self.official(base_url):
+            raise ProviderConfigError(
+                f"{self.vendor} needs an API key: pass api_key= or set {self.env}",
+                provider=provider,
+            )
+
+
 class HttpClientBase:
-    """Lifecycle shared by the provider clients: `aclose()` and `async with`."""
+    """What every provider client shares: its transport, `aclose()` and `async with`.
 
-    __slots__ = ()
+    Subclasses pass their connection arguments on positionally, named as in
+    their public constructors. `api_key` goes into the headers `_auth_headers`
+    makes (a bearer token by default) and is kept out of every error.
+    """
 
-    _http: HttpTransport
-    _model: str
+    __slots__ = ("_http", "_model")
+
+    def __init__(
+        self,
+        model: str,
+        provider: str,
+        base_url: str,
+        headers: Mapping[str, str] | None,
+        http_client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout | None,
+        retry: ProviderRetry | None,
+        /,
+        *,
+        api_key: str | None = None,
+        secrets: Sequence[str | None] = (),
+        verify: ssl.SSLContext | str | bool = True,
+    ) -> None:
+        auth = self._auth_headers(api_key) if api_key else {}
+        self._model = model
+        self._http = HttpTransport(
+            provider,
+            base_url,
+            headers={**(headers or {}), **auth},
+            secrets=(api_key, *secrets),
+            http_client=http_client,
+            timeout=timeout,
+            retry=retry,
+            verify=verify,
+        )
+
+    def _auth_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry `key`."""
+        return {"authorization": f"Bearer {key}"}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._http.display_url!r})"
@@ -203,3 +260,73 @@ class HttpClientBase:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+class ChatClientBase(HttpClientBase, abc.ABC):
+    """What the chat clients share: the capability policy, `request` and `stream`.
+
+    A subclass names its `_path`, builds the body, parses a complete answer
+    and decodes a streamed one; sending, the stream's guard and closing the
+    response live here. `_authorized` is where a client adds per-request
+    headers (GigaChat's refreshed token).
+    """
+
+    __slots__ = ("_caps",)
+
+    _caps: Capabilities
+    _path: ClassVar[str]
+    _native_output: ClassVar[bool] = True
+    """Whether the provider can take `ChatRequest.output` as a native schema at all."""
+
+    @property
+    def name(self) -> str:
+        """The model requests go to."""
+        return self._model
+
+    @property
+    def supports_output_schema(self) -> bool:
+        """Whether `ChatRequest.output` is sent as provider-native structured output."""
+        return self._native_output and self._caps.output is not False
+
+    @abc.abstractmethod
+    def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
+        """The JSON body for `request`, after the capability policy."""
+
+    @abc.abstractmethod
+    def _parse(self, data: Any, model: str) -> ChatResponse:
+        """The complete answer in a decoded response body."""
+
+    @abc.abstractmethod
+    def _decode(self, response: httpx.Response, model: str) -> AsyncGenerator[StreamEvent, None]:
+        """The events of a streaming response, ending with `ResponseDone`."""
+
+    def _fold_sse(
+        self, response: httpx.Response, reader: SSEReader
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """The events `reader` makes of a server-sent-events response."""
+        return fold_sse(response, reader, provider=self._http.provider, secrets=self._http.secrets)
+
+    async def _authorized(self, op: Callable[[Mapping[str, str]], Awaitable[T]]) -> T:
+        """Run one HTTP exchange `op` with the headers this request needs (none here)."""
+        return await op({})
+
+    async def request(self, request: ChatRequest) -> ChatResponse:
+        """Send `request` and return the complete answer."""
+        body = self.build_body(request)
+        data = await self._authorized(
+            lambda headers: self._http.post(self._path, body, headers=headers)
+        )
+        return self._parse(data, body["model"])
+
+    def stream(
+        self, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """Stream the answer to `request` as deltas, ending with `ResponseDone`."""
+        body = self.build_body(request, stream=True)
+
+        async def open_response() -> httpx.Response:
+            return await self._authorized(
+                lambda headers: self._http.open(self._path, body, headers=headers)
+            )
+
+        return stream_events(open_response, lambda response: self._decode(response, body["model"]))

@@ -490,6 +490,14 @@ async def test_error_inside_a_200_stream(anyio_backend):
     assert late.value.retryable is False
 
 
+async def test_an_error_inside_a_stream_never_echoes_the_key(anyio_backend):
+    error = {"error": {"message": f"bad key {KEY}", "type": "server_error", "param": KEY}}
+    server = Server(stream_response(sse(chunk({"content": "Hi"}), error)))
+    with pytest.raises(ServerError) as info:
+        await collect(model(server), ChatRequest([Message.user("x")]))
+    assert KEY not in str(info.value) and KEY not in repr(info.value.body)
+
+
 async def test_cut_stream(anyio_backend):
     cut = Server(stream_response(sse(chunk({"content": "Hi"}))))
     with pytest.raises(ProviderConnectionError, match=r"no \[DONE\]") as info:
