@@ -50,6 +50,7 @@ $(VENV)/.bench: $(STAMP)
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine_overhead.py
 	$(BIN)/python benchmarks/structured.py
+	$(BIN)/python benchmarks/llm_path.py
 
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py

@@ -3,15 +3,23 @@
 Each run asks "What is (a + b) * c?" and takes two tool turns (`add`, then `multiply`)
 before the final answer: three chat-completion requests. The fake provider answers every
 request after a fixed delay, deciding from the request's messages alone, so every client
-sends the same conversation and must end with the same answer. Three contenders make the
+sends the same conversation and must end with the same answer. The contenders make the
 same requests with the same HTTP client settings:
 
 - agentgraph: `react_agent` over `OpenAIModel`, run with `GraphRunner`;
 - openai: the official SDK's `AsyncOpenAI` in a hand-written tool loop;
-- httpx: bare `httpx.AsyncClient` with hand-built JSON bodies (orjson) and parsing.
+- httpx: bare `httpx.AsyncClient` with hand-built JSON bodies (orjson) and parsing;
+- openai-httpx2: the SDK again, on a client of its own HTTP library (httpx2).
 
 The fake server runs in its own process and each contender in another one, so the CPU
 time (`time.process_time`) and peak RSS (`ru_maxrss`) of a contender are its own.
+
+Every contender gets one client whose transport spreads the requests over many small
+connection pools. On each request it starts or finishes, httpcore's pool walks every
+connection it holds (probing each idle one's socket) and offers every waiting request the
+same first idle connection, so requests that arrive together go round again; with one pool
+of 1,000 connections that work, not the libraries measured, decides the figures. Pools of
+ten connections keep it small while every connection stays alive.
 
 Usage::
 
@@ -22,14 +30,19 @@ Usage::
 import argparse
 import asyncio
 import json
+import os
+import platform
 import re
 import resource
+import ssl
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import asdict, dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -65,13 +78,36 @@ class Sizes:
 
 @dataclass(frozen=True)
 class Pool:
-    """The HTTP client settings every contender gets."""
+    """The HTTP client every contender gets: one `AsyncClient` over `shards` small pools.
 
-    clients: int = 1
-    max_connections: int = 1_000
-    max_keepalive: int = 1_000
+    Each pool holds up to `connections` HTTP/1.1 connections, all kept alive
+    (`keepalive` lower closes the surplus). `shards=1` is a plain client with one pool.
+    """
+
+    shards: int = 100
+    connections: int = 10
+    keepalive: int | None = None
     timeout: float = 60.0
     connect_timeout: float = 10.0
+
+    def limits(self, module: Any) -> Any:
+        keepalive = self.connections if self.keepalive is None else self.keepalive
+        return module.Limits(max_connections=self.connections, max_keepalive_connections=keepalive)
+
+    def describe(self, module: str = "httpx") -> str:
+        keepalive = self.connections if self.keepalive is None else self.keepalive
+        limits = (
+            f"{module}.Limits(max_connections={self.connections}, "
+            f"max_keepalive_connections={keepalive})"
+        )
+        timeout = f"{module}.Timeout({self.timeout:g}, connect={self.connect_timeout:g})"
+        if self.shards == 1:
+            return f"one `{module}.AsyncClient(limits={limits}, timeout={timeout})`"
+        return (
+            f"one `{module}.AsyncClient(transport=..., timeout={timeout})` per contender, "
+            f"whose transport sends each request to the one of {self.shards} "
+            f"`{module}.AsyncHTTPTransport(limits={limits})` with the fewest requests in flight"
+        )
 
 
 FULL = Sizes()
@@ -165,7 +201,6 @@ def serve(delay: float) -> None:
                 chats = [r for r in server.requests if r.endpoint == "chat"]
                 stats = {
                     "requests": len(chats),
-                    "body_bytes": sum(len(r.raw) for r in chats),
                     "cpu_s": time.process_time(),
                 }
                 print(json.dumps(stats), flush=True)
@@ -174,15 +209,70 @@ def serve(delay: float) -> None:
 # -- the contenders ----------------------------------------------------------------------
 
 
+def _spread_transport(module: Any) -> type:
+    """A transport class of `module` (httpx or httpx2) that spreads requests over pools."""
+
+    class Released(module.AsyncByteStream):
+        """The response body; closing it frees the request's slot in its pool (once)."""
+
+        def __init__(self, stream: Any, busy: list[int], index: int) -> None:
+            self._stream, self._busy, self._index = stream, busy, index
+            self._open = True
+
+        async def __aiter__(self) -> Any:
+            async for chunk in self._stream:
+                yield chunk
+
+        async def aclose(self) -> None:
+            if self._open:
+                self._open = False
+                self._busy[self._index] -= 1
+            await self._stream.aclose()
+
+    class Spread(module.AsyncBaseTransport):
+        """Sends each request through the pool with the fewest requests in flight.
+
+        httpcore's pool does work for every connection it holds on each request it
+        starts or finishes; several small pools keep that work small.
+        """
+
+        def __init__(self, shards: list[Any]) -> None:
+            self._shards = shards
+            self._busy = [0] * len(shards)
+
+        async def handle_async_request(self, request: Any) -> Any:
+            busy = self._busy
+            index = busy.index(min(busy))
+            busy[index] += 1
+            response = None
+            try:
+                response = await self._shards[index].handle_async_request(request)
+            finally:
+                if response is None:  # failed or cancelled: the slot is free again
+                    busy[index] -= 1
+            response.stream = Released(response.stream, busy, index)
+            return response
+
+        async def aclose(self) -> None:
+            for shard in self._shards:
+                await shard.aclose()
+
+    return Spread
+
+
 def httpx_client(pool: Pool, module: Any = httpx) -> Any:
-    """An `AsyncClient` of `module` (httpx, or the SDK's httpx2) with the pool settings."""
-    return module.AsyncClient(
-        limits=module.Limits(
-            max_connections=pool.max_connections,
-            max_keepalive_connections=pool.max_keepalive,
-        ),
-        timeout=module.Timeout(pool.timeout, connect=pool.connect_timeout),
-    )
+    """An `AsyncClient` of `module` (httpx, or the SDK's httpx2) configured by `pool`."""
+    timeout = module.Timeout(pool.timeout, connect=pool.connect_timeout)
+    if pool.shards == 1:
+        return module.AsyncClient(limits=pool.limits(module), timeout=timeout)
+    # One certificate store for all pools (the URLs are http://, but each transport
+    # would otherwise load its own).
+    context = ssl.create_default_context()
+    shards = [
+        module.AsyncHTTPTransport(verify=context, limits=pool.limits(module))
+        for _ in range(pool.shards)
+    ]
+    return module.AsyncClient(transport=_spread_transport(module)(shards), timeout=timeout)
 
 
 async def agentgraph_contender(url: str, pool: Pool, stack: AsyncExitStack) -> RunOnce:
@@ -357,7 +447,11 @@ async def run_batch(run_once: RunOnce, first: int, runs: int) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     errors = [o for o in outcomes if isinstance(o, Exception)]
     answers = [(i, o) for i, o in enumerate(outcomes) if isinstance(o, tuple)]
-    wrong = sum(1 for i, (text, _) in answers if text != expected_answer(first + i))
+    wrong = sum(
+        1
+        for i, (text, requests) in answers
+        if text != expected_answer(first + i) or requests != REQUESTS_PER_RUN
+    )
     return {
         "runs": runs,
         "wall_s": wall,
@@ -373,11 +467,7 @@ async def run_batch(run_once: RunOnce, first: int, runs: int) -> dict[str, Any]:
 async def measure(name: str, url: str, sizes: Sizes, pool: Pool) -> dict[str, Any]:
     """A warm-up batch, then `sizes.batches` measured batches of one contender."""
     async with AsyncExitStack() as stack:
-        shards = [await CONTENDERS[name](url, pool, stack) for _ in range(pool.clients)]
-
-        def run_once(i: int) -> Awaitable[tuple[str, int]]:
-            return shards[i % len(shards)](i)
-
+        run_once = await CONTENDERS[name](url, pool, stack)
         ready_rss = peak_rss_mib()
         warmup = await run_batch(run_once, 0, sizes.warmup_runs) if sizes.warmup_runs else None
         batches = []
@@ -404,7 +494,11 @@ class ServerProcess:
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
-        self.url: str = self._read()["url"]
+        try:
+            self.url: str = self._read()["url"]
+        except Exception:
+            self.close()
+            raise
 
     def _read(self) -> dict[str, Any]:
         assert self._process.stdout is not None
@@ -421,13 +515,21 @@ class ServerProcess:
         return self._read()
 
     def close(self) -> None:
-        assert self._process.stdin is not None
+        """End the server: it stops when its stdin closes."""
+        assert self._process.stdin is not None and self._process.stdout is not None
         self._process.stdin.close()
         try:
             self._process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        finally:
+            self._process.stdout.close()
+
+
+def clean_error(line: str) -> str:
+    """An error line fit for the report: the file paths it names are dropped."""
+    return re.sub(r"\s*\(?(?<![\w.])(/[^\s/()]+)+/?\)?", "", line).rstrip(" :")
 
 
 def run_isolated(name: str, url: str, sizes: Sizes, pool: Pool) -> dict[str, Any]:
@@ -461,7 +563,6 @@ def run_all(names: list[str], sizes: Sizes, pool: Pool) -> list[dict[str, Any]]:
             after = server.ask("stats")
             result["server"] = {
                 "requests": after["requests"],
-                "body_bytes": after["body_bytes"],
                 "cpu_s": after["cpu_s"] - before["cpu_s"],
             }
             results.append(result)
@@ -470,16 +571,211 @@ def run_all(names: list[str], sizes: Sizes, pool: Pool) -> list[dict[str, Any]]:
     return results
 
 
+# -- the report --------------------------------------------------------------------------
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """Per-contender figures: medians over the measured batches, totals over all of them."""
+    batches = result["batches"]
+    every = [b for b in (result["warmup"], *batches) if b is not None]
+    client_requests = sum(b["requests"] for b in every)
+    server = result["server"]
+    return {
+        "runs_per_s": statistics.median(b["runs"] / b["wall_s"] for b in batches),
+        "wall_s": statistics.median(b["wall_s"] for b in batches),
+        "cpu_ms": statistics.median(1000 * b["cpu_s"] / max(b["requests"], 1) for b in batches),
+        "server_cpu_ms": 1000 * server["cpu_s"] / max(server["requests"], 1),
+        "peak_rss_mib": result["peak_rss_mib"],
+        "rss_growth_mib": result["peak_rss_mib"] - result["ready_rss_mib"],
+        "runs": sum(b["runs"] for b in every),
+        "errors": sum(b["errors"] for b in every),
+        "wrong": sum(b["wrong"] for b in every),
+        "requests": server["requests"],
+        "requests_agree": client_requests == server["requests"],
+        "first_error": next((b["first_error"] for b in every if b["first_error"]), None),
+    }
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def table_lines(results: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        "| Client | Runs/s | Batch wall s | Client CPU ms/request | vs SDK | Peak RSS MiB "
+        "| RSS growth MiB | Model requests | Errors | Wrong answers | Server CPU ms/request |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    sdk = next(
+        (summarize(r) for r in results if r["contender"] == "openai" and "error" not in r), None
+    )
+    for result in results:
+        label = LABELS[result["contender"]]
+        if "error" in result:
+            lines.append(f"| {label} | failed: {clean_error(result['error'])} |" + " - |" * 9)
+            continue
+        s = summarize(result)
+        ratio = f"{s['cpu_ms'] / sdk['cpu_ms']:.2f}x" if sdk else "-"
+        requests = _count(s["requests"]) + (
+            "" if s["requests_agree"] else " (client count differs)"
+        )
+        lines.append(
+            f"| {label} | {s['runs_per_s']:,.0f} | {s['wall_s']:.2f} | {s['cpu_ms']:.3f} | {ratio} "
+            f"| {s['peak_rss_mib']:.0f} | {s['rss_growth_mib']:.0f} | {requests} | {s['errors']} "
+            f"| {s['wrong']} | {s['server_cpu_ms']:.3f} |"
+        )
+    return lines
+
+
+def target_lines(results: list[dict[str, Any]]) -> list[str]:
+    by_name = {r["contender"]: summarize(r) for r in results if "error" not in r}
+    ours = by_name.get("agentgraph")
+    if ours is None:
+        return []
+    clean = ours["errors"] == 0 and ours["wrong"] == 0 and ours["requests_agree"]
+    detail = (
+        f"{ours['errors']} errors, {ours['wrong']} wrong answers in {_count(ours['runs'])} runs"
+    )
+    if ours["first_error"]:
+        detail += f" (first: {ours['first_error']})"
+    lines = [
+        "### Targets",
+        "",
+        "| Target (agentgraph) | Measured | Verdict |",
+        "|---|--:|---|",
+        f"| no errors, every final answer right | {detail} | {'met' if clean else 'NOT MET'} |",
+    ]
+    for name, label in (("openai", "the `openai` SDK's"), ("openai-httpx2", "the SDK's on httpx2")):
+        peer = by_name.get(name)
+        if peer is None:
+            continue
+        ratio = ours["cpu_ms"] / peer["cpu_ms"]
+        verdict = "met" if ratio <= 1.0 else "NOT MET"
+        lines.append(
+            f"| client CPU per request ≤ {label} | {ours['cpu_ms']:.3f} ms vs "
+            f"{peer['cpu_ms']:.3f} ms ({ratio:.2f}x) | {verdict} |"
+        )
+    return [*lines, ""]
+
+
+def _version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def render_section(
+    results: list[dict[str, Any]], *, sizes: Sizes, pool: Pool, load: tuple[float, float]
+) -> str:
+    """The `## LLM path` section of RESULTS.md."""
+    versions = ", ".join(
+        f"{name} {_version(name)}"
+        for name in ("agentgraph", "openai", "httpx", "httpcore", "httpx2", "httpcore2")
+    )
+    server = ", ".join(f"{name} {_version(name)}" for name in ("uvicorn", "h11", "starlette"))
+    lines = [
+        HEADING,
+        "",
+        f"{_count(sizes.runs)} concurrent ReAct agent runs, each two tool turns and a final "
+        f"answer (three chat-completion requests), against the loopback fake provider "
+        f"(`agentgraph.testing.FakeServer`) answering every request after "
+        f"{sizes.delay * 1000:g} ms. Produced by `python benchmarks/llm_path.py`; each figure "
+        f"is the median of {sizes.batches} batches after a warm-up batch of "
+        f"{_count(sizes.warmup_runs)} runs. Lower CPU is better.",
+        "",
+        *table_lines(results),
+        "",
+        "`vs SDK` is the client CPU per request over the `openai` SDK's on the same httpx "
+        "client. Errors, wrong answers and model requests count every batch, warm-up included; "
+        "requests are the fake server's count, checked against the clients' own.",
+        "",
+        *target_lines(results),
+        "### Method",
+        "",
+        "- **The task**: run *i* asks `What is (i + 7) * k?`. The fake model (a `responder` of "
+        "the fake server) reads only the request's messages: with no tool result it calls "
+        "`add(i, 7)`, with one it calls `multiply(<that result>, k)`, with two it answers "
+        "`(i + 7) * k = <second result>`. A run counts as right only if its final text is "
+        "exactly that, so every tool result must have made the round trip.",
+        "- **agentgraph**: `react_agent(OpenAIModel(...), (add, multiply), system_prompt=..., "
+        "max_turns=4)` run by `GraphRunner().run(agent, AgentContext(question))`; the tools are "
+        "`async def` functions under `@tool` (a sync tool would run in a worker thread).",
+        "- **openai**: `AsyncOpenAI(...).chat.completions.create(model, messages, tools)` in a "
+        "hand-written loop that appends the assistant message and one `tool` message per call "
+        "(arguments read with `json.loads`).",
+        "- **bare httpx**: `client.post` with an `orjson`-encoded body, `orjson.loads` of the "
+        "answer, the same loop.",
+        "- All three send the same conversation: the same system prompt, messages and tool list "
+        "(the JSON Schemas agentgraph derives from the tools); `tests/test_llm_path_smoke.py` "
+        "checks that the bodies agree. Nothing retries, so any failure shows up as an error: "
+        "`ProviderRetry(max_retries=0)` and `RetryPolicy(attempts=1)` in agentgraph, "
+        "`max_retries=0` in the SDK.",
+        f"- **HTTP client**: {pool.describe()}. The SDK is given the same client (it accepts an "
+        "`httpx.AsyncClient`) and the same timeout explicitly (it would send its own 600 s "
+        f"otherwise). The httpx2 row gives the SDK its own HTTP library arranged the same "
+        "way. HTTP/1.1 with keep-alive: no connection is closed between requests.",
+        "- **Why several pools**: on each request it starts or finishes, httpcore's connection "
+        "pool walks every connection it holds, probing each idle one's socket, and hands every "
+        "waiting request the same first idle connection, so requests that arrive together "
+        "retry against each other. With one pool of 1,000 kept-alive connections the client "
+        "spends milliseconds of CPU per request in the pool and the figures vary several-fold "
+        "from batch to batch; `python benchmarks/llm_path.py --shards 1 --connections 1000` "
+        "measures that arrangement.",
+        "- **Measuring**: the fake server runs in a process of its own, and each client in "
+        "another, all on asyncio. All runs of a batch start together in one `asyncio.TaskGroup`. "
+        "Client CPU is `time.process_time()` of the client process over a batch divided by the "
+        "model requests it made; peak RSS is its `ru_maxrss` at the end, and growth is that "
+        "minus the peak before the first batch (after imports and client setup). Server CPU is "
+        "the fake server process's, per request it answered. Garbage collection stays on.",
+        "",
+        "### Machine",
+        "",
+        f"- Python {platform.python_version()} ({platform.python_implementation()}); {versions}",
+        f"- Fake server: {server}, one event loop thread",
+        f"- CPU: {_cpu()}, {os.cpu_count()} cores shared by the server and the client",
+        f"- Date: {time.strftime('%Y-%m-%d')}; 1-minute load average {load[0]:.2f} before "
+        f"the run, {load[1]:.2f} after",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def replace_section(document: str, section: str) -> str:
+    """`document` with its `## LLM path` section (up to the next `#`/`##` heading) replaced."""
+    lines = document.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip() == HEADING), None)
+    if start is None:
+        return document.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+    end = next(
+        (i for i in range(start + 1, len(lines)) if re.match(r"#{1,2} ", lines[i])), len(lines)
+    )
+    after = ["", *lines[end:]] if end < len(lines) else []
+    kept = lines[:start] + section.rstrip("\n").splitlines() + after
+    return "\n".join(kept).rstrip("\n") + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 runs per batch; no file write")
-    parser.add_argument("--contenders", default="agentgraph,openai,httpx,openai-httpx2")
+    parser.add_argument("--quick", action="store_true", help="100 runs per batch; print only")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated")
     parser.add_argument("--runs", type=int, help="concurrent runs per batch")
     parser.add_argument("--batches", type=int, help="measured batches per contender")
-    parser.add_argument("--clients", type=int, default=Pool.clients)
-    parser.add_argument("--max-connections", type=int, default=Pool.max_connections)
-    parser.add_argument("--max-keepalive", type=int, default=Pool.max_keepalive)
-    parser.add_argument("--output", type=Path, help="the results file (default: RESULTS.md)")
+    parser.add_argument("--shards", type=int, default=Pool.shards, help="connection pools")
+    parser.add_argument("--connections", type=int, default=Pool.connections, help="per pool")
+    parser.add_argument("--keepalive", type=int, help="kept-alive connections per pool")
+    parser.add_argument("--output", type=Path, help="write the section here (default: RESULTS.md)")
+    parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--delay", type=float, default=FULL.delay, help=argparse.SUPPRESS)
     parser.add_argument("--contender", choices=CONTENDERS, help=argparse.SUPPRESS)
@@ -494,17 +790,29 @@ def main(argv: list[str] | None = None) -> None:
         sizes, pool = Sizes(**config["sizes"]), Pool(**config["pool"])
         print(json.dumps(asyncio.run(measure(args.contender, args.url, sizes, pool))))
         return
+    names = args.contenders.split(",")
+    unknown = sorted(set(names) - set(CONTENDERS))
+    if unknown:
+        parser.error(f"unknown contenders {unknown}; choose from {list(CONTENDERS)}")
     sizes = QUICK if args.quick else FULL
     if args.runs or args.batches:
         runs = args.runs or sizes.runs
         sizes = Sizes(runs=runs, batches=args.batches or sizes.batches, warmup_runs=runs)
-    pool = Pool(
-        clients=args.clients,
-        max_connections=args.max_connections,
-        max_keepalive=args.max_keepalive,
+    pool = Pool(shards=args.shards, connections=args.connections, keepalive=args.keepalive)
+    load_before = os.getloadavg()[0]
+    results = run_all(names, sizes, pool)
+    if args.json:
+        print(json.dumps(results, indent=1))
+    section = render_section(
+        results, sizes=sizes, pool=pool, load=(load_before, os.getloadavg()[0])
     )
-    results = run_all(args.contenders.split(","), sizes, pool)
-    print(json.dumps(results, indent=1))
+    print(section)
+    output = args.output or (None if args.quick else RESULTS)
+    if output is not None:
+        # Read right before writing: other sections of the file may have changed meanwhile.
+        current = output.read_text() if output.exists() else ""
+        output.write_text(replace_section(current, section))
+        print(f"wrote the {HEADING[3:]} section of {output}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from ._model import ToolCallDelta as ToolCallDelta
 from ._model import ToolChoice as ToolChoice
 from ._ollama import OllamaModel as OllamaModel
 from ._openai import OpenAIModel as OpenAIModel
+from ._pool import SpreadTransport as SpreadTransport
 from ._resolve import model_from_string as model_from_string
 
 __all__ = (
@@ -48,6 +49,7 @@ __all__ = (
     "ReasoningDelta",
     "ResponseDone",
     "Role",
+    "SpreadTransport",
     "StreamEvent",
     "TextDelta",
     "ToolCall",

@@ -18,6 +18,7 @@ from ._capabilities import Capabilities
 from ._decode import SSEReader, fold_sse, stream_events
 from ._http import ProviderRetry, dumps, error_from_exception, error_from_response, redact, snippet
 from ._model import ChatRequest, ChatResponse, StreamEvent
+from ._pool import default_client
 
 __all__ = ("DEFAULT_TIMEOUT", "ChatClientBase", "HttpClientBase", "HttpTransport", "KeyRule")
 
@@ -80,7 +81,7 @@ class HttpTransport:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, verify=self._verify)
+            self._client = default_client(timeout=DEFAULT_TIMEOUT, verify=self._verify)
         return self._client
 
     def _url(self, path: str) -> str:

@@ -1,0 +1,60 @@
+"""The spread transport on a real loopback socket."""
+
+import anyio
+import httpx
+import pytest
+
+from agentgraph.llm import OpenAIModel, SpreadTransport
+from agentgraph.testing import FakeServer
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeServer(default="hello", delay=0.02) as fake:
+        yield fake
+
+
+async def test_requests_spread_over_pools_and_free_their_slots(server):
+    transport = SpreadTransport(pools=4, connections=2)
+    peak = [0]
+    async with httpx.AsyncClient(transport=transport) as client:
+
+        async def one() -> None:
+            body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+            url = f"{server.openai_url}/chat/completions"
+            headers = {"Authorization": "Bearer sk-test-key"}
+            response = await client.post(url, json=body, headers=headers)
+            peak[0] = max(peak[0], sum(transport.in_flight))
+            assert response.status_code == 200
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(12):
+                tg.start_soon(one)
+        assert transport.in_flight == (0, 0, 0, 0)
+    assert peak[0] >= 2
+
+
+async def test_a_failed_request_frees_its_slot():
+    transport = SpreadTransport(pools=2, connections=1)
+    async with httpx.AsyncClient(transport=transport, timeout=0.5) as client:
+        with pytest.raises(httpx.ConnectError):
+            await client.get("http://127.0.0.1:9/")  # nothing listens there
+    assert transport.in_flight == (0, 0)
+
+
+async def test_clients_use_it_when_none_is_injected(server):
+    async with OpenAIModel(
+        "fake-model", base_url=server.openai_url, api_key="sk-test-key"
+    ) as model:
+        from agentgraph.llm import ChatRequest, Message
+
+        response = await model.request(ChatRequest([Message.user("hi")]))
+        assert response.message.content == "hello"
+        assert isinstance(model._http._http()._transport, SpreadTransport)
+
+
+def test_bad_sizes_are_refused():
+    with pytest.raises(ValueError, match="at least 1"):
+        SpreadTransport(pools=0)
