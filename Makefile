@@ -51,6 +51,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine_overhead.py
 	$(BIN)/python benchmarks/structured.py
 	$(BIN)/python benchmarks/llm_path.py
+	$(BIN)/python benchmarks/durability.py
 
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py
