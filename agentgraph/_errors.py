@@ -5,6 +5,7 @@ AgentGraphError
 ├── GraphDefinitionError (ValueError)      while building a graph; never during a run
 │   └── EdgeOutsideBuilder (RuntimeError)   edge_to called outside a `with GraphBuilder` block
 ├── ContextEncodingError (TypeError)        a context value that cannot be serialized
+├── ContextDecodingError (ValueError)       a serialized context that cannot be rebuilt
 ├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
@@ -55,6 +56,7 @@ __all__ = (
     "AuthenticationError",
     "BadRequestError",
     "CheckpointError",
+    "ContextDecodingError",
     "ContextEncodingError",
     "DeadEnd",
     "DimensionMismatch",
@@ -128,6 +130,14 @@ class ContextEncodingError(AgentGraphError, TypeError):
             f"{detail}; contexts hold data only (attrs classes, dataclasses, enums, "
             "str/int/float/bool/None, lists, tuples, dicts)"
         )
+
+
+class ContextDecodingError(AgentGraphError, ValueError):
+    """Serialized context data that cannot be rebuilt (broken, or naming a missing class)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"cannot rebuild a context from this data: {reason}")
 
 
 class RunError(AgentGraphError, RuntimeError):

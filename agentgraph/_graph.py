@@ -116,6 +116,8 @@ class GraphBuilder(Generic[In, Out]):
         nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
         return Graph(
             name=self.name,
+            # A graph holding a step that must not repeat must not be rerun as a whole.
+            retry_safe=all(n.retry_safe for n in nodes),
             start=self.start,
             finish=self.finish,
             nodes=nodes,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
+import math
 from collections.abc import Mapping
 from datetime import date, datetime, time
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ._errors import ContextEncodingError
+from ._errors import ContextDecodingError, ContextEncodingError
 
 __all__ = ("dumps", "dumps_tagged", "from_data", "loads_tagged", "to_data")
 
@@ -29,6 +30,7 @@ _TUPLE = "$tuple"
 _DICT = "$dict"
 _TAGS = frozenset({_TYPE, _ENUM, _TUPLE, _DICT})
 _SCALARS = (str, int, float, bool, type(None))
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson encodes
 
 
 def _qualname(cls: type[Any]) -> str:
@@ -56,12 +58,16 @@ def _fields(obj: Any) -> dict[str, Any]:
 
 def to_data(value: Any, *, tagged: bool = False, where: str = "value") -> Any:
     """Convert `value` into data orjson encodes natively."""
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, enum.Enum):
+    if isinstance(value, enum.Enum):  # before scalars: a StrEnum is also a str
         if tagged:
             return {_ENUM: _qualname(type(value)), "value": to_data(value.value, where=where)}
         return to_data(value.value, where=where)
+    if isinstance(value, _SCALARS):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ContextEncodingError(where, float, f"{value} has no JSON form")
+        if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+            raise ContextEncodingError(where, int, "integers beyond 64 bits have no JSON form here")
+        return value
     if isinstance(value, list | tuple) or _is_history(value):
         items = [to_data(v, tagged=tagged, where=f"{where}[{i}]") for i, v in enumerate(value)]
         return {_TUPLE: items} if tagged and isinstance(value, tuple) else items
@@ -71,6 +77,10 @@ def to_data(value: Any, *, tagged: bool = False, where: str = "value") -> Any:
         fields = {
             k: to_data(v, tagged=tagged, where=f"{where}.{k}") for k, v in _fields(value).items()
         }
+        if tagged and "<locals>" in type(value).__qualname__:
+            raise ContextEncodingError(
+                where, type(value), "a class defined inside a function cannot be rebuilt"
+            )
         return {_TYPE: _qualname(type(value)), **fields} if tagged else fields
     if isinstance(value, datetime | date | time) and not tagged:
         return value.isoformat()
@@ -134,4 +144,8 @@ def dumps_tagged(value: Any) -> bytes:
 
 
 def loads_tagged(data: bytes | str) -> Any:
-    return from_data(orjson.loads(data))
+    """Decode what `dumps_tagged` wrote; a broken or foreign document is `ContextDecodingError`."""
+    try:
+        return from_data(orjson.loads(data))
+    except (ValueError, TypeError, AttributeError, ImportError, KeyError) as error:
+        raise ContextDecodingError(f"{type(error).__name__}: {error}") from error

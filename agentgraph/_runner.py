@@ -211,6 +211,7 @@ class GraphRunner:
         emit = run.emit
         rt = Runtime(run, (graph.name,), 0)
         out: AgentContext[Out] | None = None
+        teardown: Exception | None = None
         with anyio.CancelScope() as scope:
             handle._scope = scope
             if handle.cancelled:
@@ -235,8 +236,12 @@ class GraphRunner:
                 await _ended(run, stopped)
                 raise stopped from None
             except Exception as error:
-                await _ended(run, error)
-                raise
+                if not (scope.cancel_called or handle.cancelled):
+                    await _ended(run, error)
+                    raise
+                # The run was being cancelled or timed out: an error raised while
+                # its steps were torn down is a consequence, not the outcome.
+                teardown = error
         handle._scope = None
         if out is None:
             last = handle.context
@@ -246,7 +251,7 @@ class GraphRunner:
                 else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
             )
             await _ended(run, ended)
-            raise ended
+            raise ended from teardown
         if emit is not None:
             await emit(RunFinished(out, run.steps))
         return out

@@ -129,13 +129,14 @@ class Runtime:
     # Set only in runs with a checkpoint store (see `Journal.enter`), so that the
     # fast path pays nothing for it.
     _durable: StepState
-    __slots__ = ("_durable", "_run", "depth", "index", "path")
+    __slots__ = ("_durable", "_run", "depth", "fanout", "index", "path")
 
     def __init__(self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0) -> None:
         self._run = run
         self.path = path
         self.depth = depth
         self.index = index
+        self.fanout = False
 
     @property
     def step(self) -> int:
@@ -210,32 +211,46 @@ class Runtime:
         node: Node[Any, Any] = graph.start
         current: AgentContext[Any] = ctx
         local = 0
+        step = self.index  # the step whose output is being routed (the graph's own at first)
         while True:
             source = node
-            node, position = await graph.next_node(node, current, step=run.steps, path=self.path)
+            node, position = await graph.next_node(node, current, step=step, path=self.path)
             if run.emit is not None:
                 dynamic = graph.transitions[source][position].router is not None
                 await run.emit(
-                    RouteChosen(run.steps, self.path, source.name, node.name, position, dynamic)
+                    RouteChosen(step, self.path, source.name, node.name, position, dynamic)
                 )
             if node is graph.finish:
                 return current
             local += 1
+            step = run.steps + 1  # execute takes this number before it first awaits
             current = await self.execute(node, current, local)
 
     async def execute(
-        self, node: Node[Any, Out], ctx: AgentContext[Any], local_index: int
+        self,
+        node: Node[Any, Out],
+        ctx: AgentContext[Any],
+        local_index: int,
+        *,
+        branch: bool = False,
     ) -> AgentContext[Out]:
-        """Run `node` as one step: count it, retry it under policy, report it."""
+        """Run `node` as one step: count it, retry it under policy, report it.
+
+        `branch` marks a step run concurrently with siblings (`parallel`,
+        `map_each`): it and everything below it leave the run handle alone, so
+        a cancelled run reports the last context of its own path.
+        """
         run = self._run
-        if run.watch or run.handle._cancelled:
-            # Steps that never await would otherwise outrun a cancel or a deadline.
-            await anyio.lowlevel.checkpoint_if_cancelled()
         if run.steps >= run.max_steps:
             raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
         run.steps += 1
         index = run.steps
+        if run.watch or run.handle._cancelled:
+            # Steps that never await would otherwise outrun a cancel or a deadline.
+            await anyio.lowlevel.checkpoint_if_cancelled()
         rt = Runtime(run, (*self.path, node.name), self.depth + 1, index)
+        if branch or self.fanout:
+            rt.fanout = True
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:
@@ -252,8 +267,9 @@ class Runtime:
         info = StepInfo(
             index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started
         )
-        run.handle.context = out
-        run.handle.step = index
+        if not rt.fanout:
+            run.handle.context = out
+            run.handle.step = index
         if run.emit is not None:
             await run.emit(NodeFinished(info, node, out))
         for callback, is_coroutine in run.on_step:
@@ -322,11 +338,14 @@ def _guarded(policy: RetryPolicy) -> RetryPolicy:
 async def _with_timeout(
     node: Node[Any, Out], ctx: AgentContext[Any], rt: Runtime
 ) -> AgentContext[Out]:
+    """One attempt within the node's timeout; only our own deadline becomes `NodeTimeout`.
+
+    A `TimeoutError` the node raised itself (a provider timeout its client
+    already retried, say) passes through unchanged.
+    """
     assert node.timeout is not None
-    try:
-        with anyio.fail_after(node.timeout):
-            return await node.run(ctx, rt)
-    except TimeoutError as error:
-        if isinstance(error, NodeTimeout):
-            raise
-        raise NodeTimeout(node.name, node.timeout) from error
+    with anyio.move_on_after(node.timeout) as scope:
+        return await node.run(ctx, rt)
+    if scope.cancelled_caught:
+        raise NodeTimeout(node.name, node.timeout)
+    raise AssertionError("a node attempt neither returned nor timed out")  # pragma: no cover

@@ -1,7 +1,8 @@
 """Durability: what checkpointing every step costs, in time and in bytes, beside LangGraph.
 
-The workload is the engine benchmark's loop: ``llm`` <-> ``tool`` behind a router, each
-step appending one pre-built message, 1,001 steps per run. Each case runs in its own
+The workload is the engine benchmark's loop (built by ``_engine_overhead_frameworks.py``):
+``llm`` <-> ``tool`` behind a router, each step appending one pre-built message, 1,001
+steps per run. Each case runs in its own
 subprocess:
 
 - agentgraph with no store, the in-memory store, and the SQLite store (WAL; ``synchronous``
@@ -12,6 +13,8 @@ Per case: µs per step (median run), and the bytes one run leaves in the store, 
 of 501 and 1,001 steps (a store that grows linearly doubles; one that re-stores the whole
 history each step quadruples).
 
+The section is rendered in ``_durability_report.py``.
+
 Usage::
 
     python benchmarks/durability.py                  # all cases, writes its RESULTS.md section
@@ -19,15 +22,11 @@ Usage::
     python benchmarks/durability.py --case agentgraph:sqlite   # one case, one JSON line
 """
 
-import argparse
 import asyncio
 import json
 import operator
-import os
 import sqlite3
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -36,15 +35,15 @@ from time import perf_counter
 from typing import Annotated, Any, TypedDict
 
 import orjson
+from _common import case_parser, measure_in_children, publish
+from _common import write_section as write_section  # re-exported: the section writer
+from _durability_report import render_section
+from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgraph_loop
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, Node, node
+from agentgraph import AgentContext, Graph, GraphRunner, node
 from agentgraph._json import to_data
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
 
-SECTION = "## Durability"
-
-ASSISTANT = Message.assistant("calling the probe tool")
-TOOL = Message.tool("call-1", "probe result", name="probe")
 # LangGraph's serializer does not take attrs classes: the same fields as plain dicts.
 ASSISTANT_DICT = {"role": "assistant", "content": "calling the probe tool"}
 TOOL_DICT = {"role": "tool", "content": "probe result", "tool_call_id": "call-1", "name": "probe"}
@@ -80,7 +79,7 @@ def _file_bytes(path: Path) -> int:
 # -- agentgraph ------------------------------------------------------------------------
 
 
-def _agentgraph_loop(total: int) -> Any:
+def _agentgraph_loop(total: int) -> Graph[None, None]:
     @node
     async def llm(ctx: AgentContext[None]) -> AgentContext[None]:
         return ctx.append(ASSISTANT)
@@ -89,15 +88,7 @@ def _agentgraph_loop(total: int) -> Any:
     async def tool(ctx: AgentContext[None]) -> AgentContext[None]:
         return ctx.append(TOOL)
 
-    def more(ctx: AgentContext[None]) -> Node[None, None] | None:
-        return tool if len(ctx.history) < total else None
-
-    with GraphBuilder[None, None]("loop") as g:
-        g.start.edge_to(llm)
-        llm.edge_to(more, targets=(tool,))
-        llm.edge_to(g.finish)
-        tool.edge_to(llm)
-    return g.build()
+    return agentgraph_loop(llm, tool, total)
 
 
 def _agentgraph(store: str) -> RunOnce:
@@ -138,24 +129,13 @@ class _Chat(TypedDict):
 
 
 def _langgraph_loop(total: int, saver: Any) -> Any:
-    from langgraph.graph import END, START, StateGraph
-
     async def llm(state: _Chat) -> dict[str, list[dict[str, str]]]:
         return {"messages": [ASSISTANT_DICT]}
 
     async def tool(state: _Chat) -> dict[str, list[dict[str, str]]]:
         return {"messages": [TOOL_DICT]}
 
-    def more(state: _Chat) -> str:
-        return "tool" if len(state["messages"]) < total else END
-
-    builder = StateGraph(_Chat)
-    builder.add_node("llm", llm)
-    builder.add_node("tool", tool)
-    builder.add_edge(START, "llm")
-    builder.add_conditional_edges("llm", more, ["tool", END])
-    builder.add_edge("tool", "llm")
-    return builder.compile(checkpointer=saver)
+    return langgraph_loop(_Chat, llm, tool, total, saver)
 
 
 def _memory_saver_bytes(saver: Any) -> int:
@@ -265,243 +245,25 @@ def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
     return asyncio.run(main())
 
 
-# -- report -----------------------------------------------------------------------------
-
-LABELS = {
-    "none": "no store",
-    "memory": "in memory",
-    "sqlite": "SQLite",
-    "sqlite-full": "SQLite, synchronous=FULL",
-}
+# -- command line ----------------------------------------------------------------------
 
 
-def _added(results: dict[str, dict[str, Any]], case: str) -> float | None:
-    value = results.get(case, {}).get("added_us")
-    return None if value is None else float(value)
-
-
-def _growth(result: dict[str, Any]) -> float | None:
-    return result["bytes"] / result["half_bytes"] if result.get("half_bytes") else None
-
-
-def _kib(value: int) -> str:
-    return f"{value / 1024:,.1f}" if value else "-"
-
-
-def _table(results: dict[str, dict[str, Any]]) -> list[str]:
-    lines = [
-        "| Framework | Store | µs/step | Added µs/step | KiB stored, 1,001 steps "
-        "| KiB stored, 501 steps | Growth | Stored / messages |",
-        "|---|---|--:|--:|--:|--:|--:|--:|",
-    ]
-    for case, r in results.items():
-        framework, store = case.split(":")
-        if "error" in r:
-            lines.append(f"| {framework} | {LABELS[store]} | not measured: {r['error']} ||||||")
-            continue
-        added = _added(results, case)
-        growth = _growth(r)
-        cells = [
-            f"{r['us_per_step']:.2f}",
-            "-" if store == "none" or added is None else f"{added:+.2f}",
-            _kib(r["bytes"]),
-            _kib(r["half_bytes"]),
-            "-" if growth is None else f"{growth:.2f}x",
-            "-" if not r["bytes"] else f"{r['bytes'] / r['messages_bytes']:.2f}x",
-        ]
-        lines.append(f"| {framework} | {LABELS[store]} | {' | '.join(cells)} |")
-    return lines
-
-
-def _slope(results: dict[str, dict[str, Any]]) -> str:
-    r = results.get("agentgraph:sqlite", {})
-    if not r.get("half_bytes"):
-        return ""
-    steps = r["steps"] - r["half_steps"]
-    per_step = (r["bytes"] - r["half_bytes"]) / steps
-    fixed = r["half_bytes"] - per_step * r["half_steps"]
-    return (
-        f" agentgraph's SQLite file is {fixed / 1024:,.0f} KiB of fixed pages plus "
-        f"{per_step:,.0f} bytes per step."
-    )
-
-
-def _verdict(ok: bool, text: str) -> str:
-    return f"met ({text})" if ok else f"**missed** ({text})"
-
-
-def _targets(results: dict[str, dict[str, Any]]) -> list[str]:
-    rows = []
-    added = _added(results, "agentgraph:sqlite")
-    if added is not None:
-        rows.append(
-            (
-                "SQLite checkpointing adds ≤ 50 µs/step",
-                f"{added:.2f} µs",
-                _verdict(added <= 50, f"{50 - added:.1f} µs under the limit"),
-            )
-        )
-    sqlite = results.get("agentgraph:sqlite", {})
-    growth = _growth(sqlite) if "bytes" in sqlite else None
-    if growth is not None:
-        rows.append(
-            (
-                "storage linear in run length (2x the steps ≤ 2.4x the bytes)",
-                f"{growth:.2f}x",
-                _verdict(growth <= 2.4, "a store that re-stores the history each step gives ~4x"),
-            )
-        )
-    memory = results.get("agentgraph:memory", {})
-    if memory.get("bytes"):
-        ratio = memory["bytes"] / memory["messages_bytes"]
-        rows.append(
-            (
-                "1,001 steps store < 2x their messages' bytes + per-step overhead",
-                f"{ratio:.2f}x, overhead included",
-                _verdict(ratio < 2, "records and their metadata, all in"),
-            )
-        )
-    lines = ["| Target (agentgraph) | Measured | Verdict |", "|---|--:|---|"]
-    return lines + [f"| {a} | {b} | {c} |" for a, b, c in rows]
-
-
-def _machine(load: tuple[float, float] | None) -> str:
-    import platform
-    from importlib import metadata
-
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    packages = ("agentgraph", "langgraph", "langgraph-checkpoint-sqlite")
-    text = (
-        f"Python {platform.python_version()}, "
-        + ", ".join(f"{p} {version(p)}" for p in packages)
-        + f", SQLite {sqlite3.sqlite_version}, {os.cpu_count()} cores"
-    )
-    if load is not None:
-        text += f"; 1-minute load average {load[0]:.2f} before, {load[1]:.2f} after"
-    return text
-
-
-def render_section(
-    results: list[dict[str, Any]], *, sizes: Sizes, load: tuple[float, float] | None = None
-) -> str:
-    """The `## Durability` section of RESULTS.md."""
-    keyed = {r["case"]: r for r in results}
-    lines = [
-        SECTION,
-        "",
-        "What recording every step costs, beside LangGraph's checkpointers, on the loop "
-        "workload: `llm` and `tool` nodes behind a router, each step appending one pre-built "
-        f"message, {sizes.steps + 1:,} steps per run. Produced by "
-        "`python benchmarks/durability.py`.",
-        "",
-        *_table(keyed),
-        "",
-        "`Added` is what the store adds per step: the median difference between runs with "
-        "it and runs of the same framework without a store, taken in pairs in the same "
-        "process. `Growth` is "
-        f"the bytes of a {sizes.steps + 1:,}-step run over those of a {sizes.half + 1}-step "
-        "run: 2x for a store that grows linearly, about 4x for one that stores the whole "
-        "history again at every step, less than 2x when a fixed part (an SQLite file's "
-        f"first pages) weighs in.{_slope(keyed)} `Stored / messages` compares the bytes a "
-        "run leaves with its messages encoded as plain JSON.",
-        "",
-        "### Targets",
-        "",
-        *_targets(keyed),
-        "",
-        "### Method",
-        "",
-        f"- Each case runs in its own process, on asyncio. Time: the median of {sizes.runs} "
-        f"runs ({sizes.slow_runs} for LangGraph's savers, which take seconds per run), after "
-        "warm-up runs, over the run's steps: from the call that starts the run to its "
-        "return, which with a store comes after the store's final flush. Opening and "
-        "closing a store is not timed.",
-        "- agentgraph: `GraphRunner.run(graph, ctx, store=...)`. Bytes: for the in-memory "
-        "store, the payload of its records (`RunLog.nbytes`: encoded contexts, names and "
-        "six numbers per step); for SQLite, the database file after the write-ahead log is "
-        "checkpointed. The SQLite store writes from a background thread and commits what "
-        "has queued up together (each step atomic); the file is created before the clock "
-        "starts.",
-        "- LangGraph: `StateGraph` with the history as an `Annotated[list, operator.add]` "
-        "channel, compiled with `InMemorySaver` or `AsyncSqliteSaver` (tables created before "
-        "the clock starts), one thread per run. Its serializer does not take attrs classes, "
-        "so its messages are plain dicts with the same fields. Bytes: for the in-memory "
-        "saver, the serialized checkpoints, metadata, channel blobs and writes it holds; "
-        "for SQLite, the database file after a WAL checkpoint.",
-        f"- Machine: {_machine(load)}.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    """Put `section` into `path` in place of its old `## Durability` section (or at the end).
-
-    The file is read just before writing, and nothing outside the section changes.
-    """
-    text = path.read_text() if path.exists() else ""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    if start is None:
-        joined = text.rstrip("\n")
-        path.write_text((joined + "\n\n" if joined else "") + section.rstrip("\n") + "\n")
-        return
-    end = next(
-        (i for i in range(start + 1, len(lines)) if lines[i].startswith(("# ", "## "))),
-        len(lines),
-    )
-    tail = "".join(lines[end:])
-    new = "".join(lines[:start]) + section.rstrip("\n") + "\n" + ("\n" + tail if tail else "")
-    path.write_text(new)
-
-
-def _run_isolated(case: str, quick: bool) -> dict[str, Any]:
-    command = [sys.executable, str(Path(__file__).resolve()), "--case", case]
-    done = subprocess.run(
-        [*command, "--quick"] if quick else command,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"case": case, "error": last.split(" (/")[0]}
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+def _failed(case: str, error: str) -> dict[str, Any]:
+    return {"case": case, "error": error}
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--case", choices=tuple(CASES), help="measure one case, print JSON")
-    parser.add_argument("--quick", action="store_true", help="fewer runs; no file written")
-    parser.add_argument(
-        "--output",
-        type=Path,
-        help="the results file whose Durability section to write "
-        "(default: RESULTS.md beside this file, unless --quick)",
-    )
-    args = parser.parse_args(argv)
+    args = case_parser((__doc__ or "").splitlines()[0], CASES).parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.case:
         print(json.dumps(run_case(args.case, sizes)), flush=True)
         return
-    before = os.getloadavg()[0]
-    results = []
-    for case in CASES:
-        print(f"measuring {case} ...", file=sys.stderr, flush=True)
-        results.append(_run_isolated(case, args.quick))
-    section = render_section(results, sizes=sizes, load=(before, os.getloadavg()[0]))
-    print(section)
-    output = args.output or (None if args.quick else Path(__file__).with_name("RESULTS.md"))
-    if output is not None:
-        write_section(output, section)
-        print(f"wrote the durability section of {output}", file=sys.stderr)
+    script = Path(__file__).resolve()
+    results, load = measure_in_children(
+        script, tuple(CASES), quick=args.quick, timeout=1800, failed=_failed
+    )
+    section = render_section(results, sizes=sizes, load=load)
+    publish(section, output=args.output, quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -19,27 +19,23 @@ Only the ``## RAG`` section of RESULTS.md is replaced; the rest of the file is l
 import argparse
 import json
 import os
-import platform
 import random
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
+from _common import cpu_model, load_average, os_name, publish, python, run_child, version
+from _common import replace_section as replace_section  # re-exported: the section writer
 
 from agentgraph.rag import LocalEmbedder, NumpyStore, Record
 
 HEADING = "## RAG"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 WORDS = ("graph", "node", "edge", "runner", "retry", "context", "history", "message", "tool")
 WORDS += ("model", "store", "vector", "chunk", "source", "query", "answer", "stream", "event")
 WORDS += ("trace", "budget", "summary", "window", "token", "file", "crash", "write")
@@ -288,56 +284,15 @@ def render(
         *METHOD,
         "### Machine",
         "",
-        f"- Python {platform.python_version()} ({platform.python_implementation()}); numpy "
-        f"{np.__version__}; faiss-cpu {peer['version'] if peer else 'not installed'}; "
-        f"sentence-transformers {_version('sentence-transformers')}; torch {_version('torch')}",
-        f"- CPU: {_cpu()}, {os.cpu_count()} cores; {_os_name()}",
+        f"- {python()}; numpy {np.__version__}; "
+        f"faiss-cpu {peer['version'] if peer else 'not installed'}; "
+        f"sentence-transformers {version('sentence-transformers')}; torch {version('torch')}",
+        f"- CPU: {cpu_model()}, {os.cpu_count()} cores; {os_name()}",
         f"- Date: {time.strftime('%Y-%m-%d')}; 1-minute load average "
-        f"{os.getloadavg()[0]:.2f} at the end (other work was running on the machine)",
+        f"{load_average():.2f} at the end (other work was running on the machine)",
         "",
     ]
     return "\n".join(lines)
-
-
-def _version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _os_name() -> str:
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                return f"{line.partition('=')[2].strip(chr(34))}, Linux {platform.release()}"
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.release()}"
-
-
-def replace_section(document: str, section: str) -> str:
-    """`document` with its `## RAG` section (up to the next `#`/`##` heading) replaced."""
-    lines = document.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.strip() == HEADING), None)
-    if start is None:
-        return document.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
-    end = next(
-        (i for i in range(start + 1, len(lines)) if re.match(r"#{1,2} ", lines[i])), len(lines)
-    )
-    after = ["", *lines[end:]] if end < len(lines) else []
-    kept = lines[:start] + section.rstrip("\n").splitlines() + after
-    return "\n".join(kept).rstrip("\n") + "\n"
 
 
 def embedder_in_child(quick: bool) -> dict[str, Any] | None:
@@ -346,9 +301,8 @@ def embedder_in_child(quick: bool) -> dict[str, Any] | None:
     torch and FAISS each keep OpenMP threads that spin after their work; in one
     process they slow each other down, which would measure the mix, not the model.
     """
-    command = [sys.executable, __file__, "--embedder-only", *(["--quick"] if quick else [])]
-    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=900)
-    result: dict[str, Any] | None = json.loads(done.stdout.strip().splitlines()[-1])
+    args = ["--embedder-only", *(["--quick"] if quick else [])]
+    result: dict[str, Any] | None = run_child(__file__, *args, timeout=900)
     return result
 
 
@@ -370,12 +324,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(anyio.run(measure_embedder, sizes)))
         return
     section = anyio.run(partial(run, sizes, quick=args.quick))
-    print(section)
-    if not args.quick:
-        # Read right before writing: other sections of the file may have changed meanwhile.
-        current = RESULTS.read_text() if RESULTS.exists() else ""
-        RESULTS.write_text(replace_section(current, section))
-        print(f"wrote the {HEADING[3:]} section of {RESULTS.name}", file=sys.stderr)
+    publish(section, output=None, quick=args.quick)
 
 
 if __name__ == "__main__":

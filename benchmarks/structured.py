@@ -18,29 +18,29 @@ Usage::
     python benchmarks/structured.py --quick  # small run; prints the section only
 
 Only the ``## Structured output parsing`` section of RESULTS.md is replaced; the rest of
-the file is left as it is.
+the file is left as it is. The section is rendered in ``_structured_report.py``.
 """
 
 import argparse
-import os
-import platform
 import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Literal
 
+import _structured_report as report
 import attrs
 import orjson
+from _common import load_average, publish
+from _common import write_section as write_section  # re-exported: the section writer
+from _structured_report import HEADING as HEADING  # re-exported: the section's heading
 
 from agentgraph import OutputError, parse, validate
 from agentgraph._lenient import loads_lenient
 from agentgraph._prefix import PrefixParser
 
-HEADING = "## Structured output parsing"
 TEXT = (
     "the function does not check for an empty list before it reads the first item "
     "so a call with no data raises and the caller's retry loop never ends; rename "
@@ -358,213 +358,20 @@ def measure_streaming(sizes: Sizes) -> list[dict[str, Any]]:
     return rows
 
 
-# -- the report -----------------------------------------------------------------------------
+# -- report and command line ---------------------------------------------------------
 
 
-def _us(value: float | None) -> str:
-    if value is None:
-        return "not installed"
-    return f"{value:,.1f}" if value >= 10 else f"{value:.2f}"
-
-
-def _ratio(value: float | None, base: float) -> str:
-    return "-" if value is None else f"{value / base:.2f}x"
-
-
-def clean_table(rows: list[dict[str, Any]]) -> list[str]:
-    names = list(rows[0]["us"])
-    lines = [
-        "| Parser | " + " | ".join(f"{r['size']} ({r['chars']:,.0f} chars)" for r in rows) + " |",
-        "|---|" + "--:|" * len(rows),
-    ]
-    for name in names:
-        cells = []
-        for row in rows:
-            us = row["us"][name]
-            base = row["us"]["orjson.loads"]
-            cells.append(f"{_us(us)} µs ({_ratio(us, base)})")
-        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    return lines
-
-
-def clean_targets(rows: list[dict[str, Any]]) -> list[str]:
-    lines = ["| Target | Size | Measured | Verdict |", "|---|---|--:|---|"]
-    checks = [
-        ("`loads_lenient` ≤ 1.5x `orjson.loads`", "loads_lenient", "orjson.loads"),
-        ("`parse(Any, ...)` ≤ 1.5x `orjson.loads`", "parse(Any, ...)", "orjson.loads"),
-        (
-            "`parse(Review, ...)` ≤ 1.5x `orjson.loads` + `validate`",
-            "parse(Review, ...)",
-            "orjson.loads + validate(Review, ...)",
-        ),
-    ]
-    for label, name, base in checks:
-        for row in rows:
-            ratio = row["us"][name] / row["us"][base]
-            verdict = "met" if ratio <= 1.5 else f"**missed** ({ratio / 1.5 - 1:.0%} over)"
-            lines.append(f"| {label} | {row['size']} | {ratio:.2f}x | {verdict} |")
-    return lines
-
-
-def messy_table(rows: list[dict[str, Any]]) -> list[str]:
-    lines = [
-        "| Mistake | Parser | Recovered | Other value | Refused | µs/doc |",
-        "|---|---|--:|--:|--:|--:|",
-    ]
-    for row in rows:
-        if row.get("missing"):
-            lines.append(f"| {row['kind']} | {row['parser']} | not installed | - | - | - |")
-            continue
-        docs = row["docs"]
-        lines.append(
-            f"| {row['kind']} | {row['parser']} | {row['recovered']}/{docs} | "
-            f"{row['other value']} | {row['refused']} | {_us(row['us'])} |"
-        )
-    return lines
-
-
-def messy_totals(rows: list[dict[str, Any]]) -> list[str]:
-    lines = []
-    for parser in ("agentgraph", "json-repair"):
-        mine = [r for r in rows if r["parser"] == parser and not r.get("missing")]
-        if not mine:
-            continue
-        got = sum(r["recovered"] for r in mine)
-        docs = sum(r["docs"] for r in mine)
-        mean = sum(r["us"] for r in mine) / len(mine)
-        lines.append(
-            f"- **{parser}**: {got}/{docs} recovered exactly; "
-            f"mean of the per-mistake times {_us(mean)} µs/doc."
-        )
-    return lines
-
-
-def _ms(value: float | None) -> str:
-    return "not installed" if value is None else f"{value:,.1f}"
-
-
-def stream_table(rows: list[dict[str, Any]]) -> list[str]:
-    names = list(rows[0]["ms"])
-    lines = [
-        "| Answer | Chunks | " + " | ".join(f"{n}, ms" for n in names) + " |",
-        "|---|--:|" + "--:|" * len(names),
-    ]
-    for row in rows:
-        cells = " | ".join(
-            "not installed" if row["ms"][n] is None else f"{row['ms'][n]:,.1f}" for n in names
-        )
-        lines.append(f"| {row['size']} ({row['chars']:,} chars) | {row['chunks']:,} | {cells} |")
-    return lines
-
-
-def machine(load: tuple[float, float] | None) -> list[str]:
-    def version(name: str) -> str:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return "not installed"
-
-    return [
-        f"- Python {platform.python_version()} ({platform.python_implementation()}), "
-        f"{platform.machine()}, {os.cpu_count()} CPUs",
-        f"- orjson {version('orjson')}, json-repair {version('json-repair')}, "
-        f"agentgraph {version('agentgraph')}",
-        *(
-            []
-            if load is None
-            else [
-                f"- load average: {load[0]:.2f} before the run, {load[1]:.2f} after "
-                "(other processes share the CPUs; ratios are steadier than times)"
-            ]
-        ),
-    ]
-
-
-def render(clean: list[dict[str, Any]], messy: list[dict[str, Any]],
-           stream: list[dict[str, Any]], sizes: Sizes,
-           load: tuple[float, float] | None = None) -> str:  # fmt: skip
-    lines = [
-        HEADING,
-        "",
-        "How fast agentgraph turns model answers into values, beside bare `orjson.loads` and "
-        "the `json-repair` package. Produced by `python benchmarks/structured.py`; "
-        "lower times are better.",
-        "",
-        "### Clean JSON",
-        "",
-        "µs per document, and the ratio to `orjson.loads` on the same documents.",
-        "",
-        *clean_table(clean),
-        "",
-        *clean_targets(clean),
-        "",
-        "### Messy model output",
-        "",
-        f"{messy[0]['docs']} generated reviews ({MESSY_ISSUES} issues each, pretty-printed) per "
-        "kind of mistake. *Recovered* means the parser returned exactly the value the "
-        "model meant; *other value* means it returned something else without an error; "
-        "*refused* means it raised (agentgraph's `OutputError`).",
-        "",
-        *messy_table(messy),
-        "",
-        *messy_totals(messy),
-        "",
-        "### Streaming partial objects",
-        "",
-        f"A fenced answer arrives in chunks of {CHUNK} characters (about one token) and the "
-        "text so far is parsed after every chunk: the total parsing time for one answer. "
-        "`stream_structured` scans only the new characters while the answer is clean JSON "
-        "and hands each closed prefix to orjson; re-running `loads_lenient(partial=True)` "
-        "on the whole text, and json-repair with `stream_stable=True`, are shown beside it.",
-        "",
-        *stream_table(stream),
-        "",
-        "### Method",
-        "",
-        "- Documents are reviews (`approve`, `score`, `summary`, `reviewer`, and a list of "
-        "issues with `line`, `severity`, `message`, `tags`) drawn from a seeded generator, so "
-        "every run parses the same text.",
-        "- Clean documents are compact `orjson.dumps` output: small = 1 issue, medium = 20, "
-        "large = 400. `parse(Any, ...)` is the public entry point with no type to check; "
-        "`parse(Review, ...)` also builds the attrs objects, so its baseline is "
-        "`orjson.loads` followed by `validate`.",
-        "- agentgraph parses messy text with `parse(Any, text)` (fenced JSON and JSON inside "
-        "prose go to orjson; the rest to the lenient parser), and the cut-off stream with "
-        "`loads_lenient(text, partial=True)`, whose values `stream_structured` reproduces; "
-        "`parse` itself refuses a cut-off answer on purpose (the *not streaming* row), so "
-        "that `generate` asks again instead of accepting half a value. The cut-off "
-        "documents end after a complete issue and a comma; the meant value is the review "
-        "with the issues that arrived.",
-        f"- Each time is the fastest of {sizes.rounds} rounds (streaming: of "
-        f"{min(sizes.rounds, 3)}); in a round each parser loops over the documents for "
-        f"about {sizes.budget:g} s (at least once), the parsers of a table taking turns "
-        "round by round so that load from other processes falls on all of them alike; one "
-        "process, garbage collector on.",
-        "",
-        "### Machine",
-        "",
-        *machine(load),
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace this benchmark's section of `path` (or append it), leaving the rest alone."""
-    text = path.read_text() if path.exists() else ""
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == HEADING), None)
-    if start is None:
-        before, after = text.rstrip("\n"), ""
-        before = before + "\n\n" if before else ""
-    else:
-        end = next(
-            (j for j in range(start + 1, len(lines)) if lines[j].startswith(("# ", "## "))),
-            len(lines),
-        )
-        before, after = "".join(lines[:start]), "".join(lines[end:])
-        after = "\n" + after if after else ""
-    path.write_text(before + section + after)
+def render(
+    clean: list[dict[str, Any]],
+    messy: list[dict[str, Any]],
+    stream: list[dict[str, Any]],
+    sizes: Sizes,
+    load: tuple[float, float] | None = None,
+) -> str:
+    """This benchmark's section of RESULTS.md, from the three measurements' rows."""
+    return report.render(
+        clean, messy, stream, sizes=sizes, messy_issues=MESSY_ISSUES, chunk=CHUNK, load=load
+    )
 
 
 def main(argv: list[str] | None = None) -> str:
@@ -577,13 +384,10 @@ def main(argv: list[str] | None = None) -> str:
     )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
-    before = os.getloadavg()[0]
+    before = load_average()
     results = measure_clean(sizes), measure_messy(sizes), measure_streaming(sizes)
-    section = render(*results, sizes, (before, os.getloadavg()[0]))
-    output = args.output or (None if args.quick else Path(__file__).with_name("RESULTS.md"))
-    if output is not None:
-        write_section(output, section)
-    print(section)
+    section = render(*results, sizes, (before, load_average()))
+    publish(section, output=args.output, quick=args.quick)
     return section
 
 

@@ -9,7 +9,9 @@ import anyio
 import attrs
 
 from .._context import AgentContext
+from .._errors import StepLimitExceeded
 from .._node import Node
+from .._runtime import Interrupt
 
 if TYPE_CHECKING:
     from .._runner import Runtime
@@ -31,27 +33,70 @@ async def _fan_out(
 ) -> list[AgentContext[Any]]:
     """Run each (node, ctx) as a step; results in job order. One failure cancels the rest."""
     results: list[AgentContext[Any] | None] = [None] * len(jobs)
+    failed: dict[int, BaseException] = {}
     limiter = anyio.CapacityLimiter(limit) if limit else None
 
     async def one(i: int) -> None:
         node, ctx = jobs[i]
-        if limiter is None:
-            results[i] = await rt.execute(node, ctx, i + 1)
-        else:
-            async with limiter:
-                results[i] = await rt.execute(node, ctx, i + 1)
+        try:
+            if limiter is None:
+                results[i] = await rt.execute(node, ctx, i + 1, branch=True)
+            else:
+                async with limiter:
+                    results[i] = await rt.execute(node, ctx, i + 1, branch=True)
+        except Interrupt as stop:
+            # Siblings go on to finish or ask their own questions, so every
+            # question is on record and the one surfaced is always the first.
+            failed[i] = stop
+        except Exception as error:
+            failed[i] = error
+            raise
 
     try:
         async with anyio.create_task_group() as tg:
             for i in range(len(jobs)):
                 tg.start_soon(one, i)
     except BaseExceptionGroup as group:
-        # A group of one is unwrapped so a single failing branch reads like any
-        # other node failure; several failures stay a group, never just the first.
-        if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
-            raise group.exceptions[0]  # noqa: B904 - keep the error's own __cause__
-        raise
+        _raise_one(group, failed)
+    if failed:
+        raise failed[min(failed)]
     return [r for r in results if r is not None]
+
+
+def _raise_one(group: BaseExceptionGroup[BaseException], failed: dict[int, BaseException]) -> None:
+    """Re-raise a fan-out's failure the way a single node's would read, when that is honest.
+
+    - A cancellation from outside wins: the caller's scope must see it (trio
+      puts it in the group beside the branches' errors); so does a fatal
+      BaseException such as KeyboardInterrupt.
+    - Otherwise real errors win over interrupts (the question is asked again on
+      resume); a group of one error is unwrapped, and so is a step limit hit by
+      several branches at once; several distinct errors stay a group.
+    - Only interrupts: the one from the first branch, so the question asked is
+      deterministic; the others are asked on later resumes.
+    """
+    cancelled = group.subgroup(anyio.get_cancelled_exc_class())
+    if cancelled is not None:
+        raise _first_leaf(cancelled) from None
+    fatal = group.subgroup(lambda e: not isinstance(e, Exception | Interrupt | BaseExceptionGroup))
+    if fatal is not None:  # KeyboardInterrupt, SystemExit and the like end everything
+        raise _first_leaf(fatal) from None
+    errors = [e for _, e in sorted(failed.items()) if isinstance(e, Exception)]
+    if errors:
+        if len(errors) == 1 or all(isinstance(e, StepLimitExceeded) for e in errors):
+            raise errors[0]
+        raise ExceptionGroup("several branches failed", errors)
+    interrupts = [e for _, e in sorted(failed.items()) if isinstance(e, Interrupt)]
+    if interrupts:
+        raise interrupts[0]
+    raise group
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    leaf: BaseException = group
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return leaf
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
@@ -106,7 +151,8 @@ def parallel(
     if not branches:
         raise ValueError("parallel() needs at least one branch")
     label = name or "parallel(" + ", ".join(b.name for b in branches) + ")"
-    return Parallel(tuple(branches), merge, limit, name=label)
+    safe = all(b.retry_safe for b in branches)
+    return Parallel(tuple(branches), merge, limit, name=label, retry_safe=safe)
 
 
 def _collect(ctx: AgentContext[Any], outputs: list[AgentContext[Any]]) -> AgentContext[list[Any]]:
@@ -143,4 +189,5 @@ def map_each(
 
     Without `merge`, the output input is the list of the runs' inputs, in item order.
     """
-    return MapEach(node, items, merge or _collect, limit, name=name or f"map_each({node.name})")
+    label = name or f"map_each({node.name})"
+    return MapEach(node, items, merge or _collect, limit, name=label, retry_safe=node.retry_safe)

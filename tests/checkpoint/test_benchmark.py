@@ -16,7 +16,9 @@ def bench():
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building
     try:
-        spec.loader.exec_module(module)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.syspath_prepend(SCRIPT.parent)  # the script imports its sibling modules
+            spec.loader.exec_module(module)
         yield module
     finally:
         del sys.modules[spec.name]
