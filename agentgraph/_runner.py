@@ -208,8 +208,6 @@ class GraphRunner:
         if journal is not None:
             handle.run_id = journal.run_id
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
-        emit = run.emit
-        rt = Runtime(run, (graph.name,), 0)
         out: AgentContext[Out] | None = None
         teardown: Exception | None = None
         with anyio.CancelScope() as scope:
@@ -219,22 +217,15 @@ class GraphRunner:
             if self.timeout is not None:
                 scope.deadline = anyio.current_time() + self.timeout
             try:
-                if emit is not None:
-                    await emit(RunStarted(graph.name, handle.context))
-                out = await rt.run_graph(graph, ctx)
-                if journal is not None:
-                    await journal.finish()
+                out = await _body(run, graph, ctx)
             except Interrupt as signal:
-                assert journal is not None
-                stopped = Interrupted(
-                    run_id=journal.run_id,
-                    question=signal.question,
-                    context=signal.context,
-                    step=signal.step,
-                    path=signal.path,
-                )
-                await _ended(run, stopped)
-                raise stopped from None
+                raise await _interrupted(run, signal) from None
+            except anyio.get_cancelled_exc_class():
+                if not (scope.cancel_called or handle.cancelled):
+                    # The caller's own scope was cancelled: tell the sinks, then let
+                    # the native cancellation through untouched.
+                    await _ended(run, GraphCancelled(context=handle.context, step=handle.step))
+                raise
             except Exception as error:
                 if not (scope.cancel_called or handle.cancelled):
                     await _ended(run, error)
@@ -252,8 +243,8 @@ class GraphRunner:
             )
             await _ended(run, ended)
             raise ended from teardown
-        if emit is not None:
-            await emit(RunFinished(out, run.steps))
+        if run.emit is not None:
+            await run.emit(RunFinished(out, run.steps))
         return out
 
     def _emitter(self, stream: Emit | None) -> Emit | None:
@@ -288,9 +279,39 @@ async def _begin(
     return await open_run(graph, ctx, store, run_id)
 
 
+_REPORT_GRACE = 5.0
+
+
+async def _body(run: _Run, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
+    """The run itself: announce it, run the root graph, make its record durable."""
+    if run.emit is not None:
+        await run.emit(RunStarted(graph.name, run.handle.context or ctx))
+    out = await Runtime(run, (graph.name,), 0).run_graph(graph, ctx)
+    if run.journal is not None:
+        await run.journal.finish()
+    return out
+
+
+async def _interrupted(run: _Run, signal: Interrupt) -> Interrupted:
+    """The `Interrupted` error for a node's question, after reporting the run's end."""
+    assert run.journal is not None
+    stopped = Interrupted(
+        run_id=run.journal.run_id,
+        question=signal.question,
+        context=signal.context,
+        step=signal.step,
+        path=signal.path,
+    )
+    await _ended(run, stopped)
+    return stopped
+
+
 async def _ended(run: _Run, error: Exception) -> None:
-    """Report a run that did not finish, after making its committed steps durable."""
-    with anyio.CancelScope(shield=True):
+    """Report a run that did not finish, after making its committed steps durable.
+
+    Shielded, so a cancelled run still reports; bounded, so a stuck sink cannot hold it.
+    """
+    with anyio.move_on_after(_REPORT_GRACE, shield=True):
         if run.journal is not None:
             await run.journal.settle()
         last = run.handle.context

@@ -245,8 +245,11 @@ class Runtime:
             raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
         run.steps += 1
         index = run.steps
-        if run.watch or run.handle._cancelled:
-            # Steps that never await would otherwise outrun a cancel or a deadline.
+        if not index & 63:
+            # Steps that never await would otherwise hold the loop: every 64th step
+            # yields, so deadlines (the run's and the caller's) fire.
+            await anyio.lowlevel.checkpoint()
+        elif run.watch or run.handle._cancelled:
             await anyio.lowlevel.checkpoint_if_cancelled()
         rt = Runtime(run, (*self.path, node.name), self.depth + 1, index)
         if branch or self.fanout:
@@ -267,15 +270,7 @@ class Runtime:
         info = StepInfo(
             index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started
         )
-        if not rt.fanout:
-            run.handle.context = out
-            run.handle.step = index
-        if run.emit is not None:
-            await run.emit(NodeFinished(info, node, out))
-        for callback, is_coroutine in run.on_step:
-            result = callback(info, node, out)
-            if result is not None and (is_coroutine or inspect.isawaitable(result)):
-                await result
+        await _finished(run, rt, info, node, out)
         return out
 
     async def _recover(
@@ -312,6 +307,21 @@ class Runtime:
             raise NodeFailed(
                 context=ctx, step=index, path=self.path, attempts=attempts, error=final
             ) from final
+
+
+async def _finished(
+    run: _Run, rt: Runtime, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
+) -> None:
+    """Report a completed step: the handle (on the run's own path), events, callbacks."""
+    if not rt.fanout:
+        run.handle.context = out
+        run.handle.step = info.index
+    if run.emit is not None:
+        await run.emit(NodeFinished(info, node, out))
+    for callback, is_coroutine in run.on_step:
+        result = callback(info, node, out)
+        if result is not None and (is_coroutine or inspect.isawaitable(result)):
+            await result
 
 
 def _root(error: NodeFailed) -> BaseException:
