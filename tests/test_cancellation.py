@@ -122,3 +122,35 @@ async def test_leaving_a_stream_early_cancels_the_run():
             async for event in s:
                 if type(event).__name__ == "NodeStarted":
                     break
+
+
+async def test_sinks_hear_the_end_of_a_run_the_caller_cancelled():
+    started = anyio.Event()
+    seen = []
+    runner = GraphRunner(sinks=[lambda event: seen.append(type(event).__name__)])
+    with anyio.fail_after(5):
+        with anyio.CancelScope() as outer:
+
+            async def cancel_when_started():
+                await started.wait()
+                outer.cancel()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel_when_started)
+                await runner.run(nested_sleeper(started), AgentContext(0))
+    assert outer.cancelled_caught
+    assert seen[-1] == "RunFinished"
+
+
+async def test_a_graph_of_sync_nodes_still_sees_the_callers_deadline():
+    @node
+    def spin(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.with_input(ctx.input + 1)
+
+    with GraphBuilder[int, int]("spin") as g:
+        g.start.edge_to(spin)
+        spin.edge_to(lambda ctx: spin if ctx.input >= 0 else g.finish, targets=(spin, g.finish))
+    handle = RunHandle()
+    with anyio.move_on_after(0.05) as scope:
+        await GraphRunner(max_steps=10**9).run(g.build(), AgentContext(0), handle=handle)
+    assert scope.cancelled_caught and handle.step > 0

@@ -13,7 +13,7 @@ import difflib
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +26,14 @@ from .._runtime import Interrupt, Runtime
 from ._codec import ContextEncoder
 from ._durable import Frame, StepState, run_graph, state_of
 from ._records import Effect, StepRecord
+from ._store import release
 
 if TYPE_CHECKING:
     from .._graph import Graph
     from .._node import Node
     from ._store import CheckpointStore
 
-__all__ = ("Journal", "decode_value", "diff_data", "encode_value")
+__all__ = ("Asked", "Journal", "decode_value", "diff_data", "encode_value")
 
 _log = logging.getLogger("agentgraph")
 
@@ -56,6 +57,21 @@ def diff_data(recorded: Any, replayed: Any, *, labels: tuple[str, str]) -> str:
         lines(recorded), lines(replayed), fromfile=labels[0], tofile=labels[1], lineterm=""
     )
     return "\n".join(diff)
+
+
+class Asked(Interrupt):
+    """An `Interrupt` that knows the effect key its question is recorded under."""
+
+    def __init__(
+        self,
+        key: str,
+        question: Any,
+        context: AgentContext[Any],
+        step: int,
+        path: tuple[str, ...],
+    ) -> None:
+        self.key = key
+        super().__init__(question, context, step, path)
 
 
 class Journal:
@@ -83,6 +99,8 @@ class Journal:
         frames: Sequence[Frame] = (),
         resumed_at: tuple[AgentContext[Any], int] | None = None,
         expected: Sequence[tuple[StepRecord, AgentContext[Any]]] | None = None,
+        attempts: Mapping[str, int] | None = None,
+        leased: bool = False,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -94,6 +112,9 @@ class Journal:
         self._encoder = ContextEncoder(base)
         self._seq = seq
         self._effects = {(e.key, e.kind): e.value for e in effects}
+        # The attempt each step with a pending question resumes at, by anchor.
+        self._attempts = dict(attempts or {})
+        self._leased = leased
 
     # -- the runner's hooks -------------------------------------------------------------
     def enter(
@@ -102,8 +123,12 @@ class Journal:
         """Give a starting step its state; `parent` is the runtime that executes it."""
         above = state_of(parent)
         atomic = above.atomic or not above.routing
-        anchor = f"{above.anchor}/{local}" if atomic else str(index)
-        rt._durable = StepState(anchor, atomic, index, given)
+        # A branch's keys name the fan-out's attempt: a retried fan-out must not
+        # be served the results of the attempt that failed.
+        anchor = f"{above.anchor}.{above.attempt}/{local}" if atomic else str(index)
+        state = rt._durable = StepState(anchor, atomic, index, given)
+        if self._attempts:
+            state.attempt = self._attempts.pop(anchor, 1)
 
     def new_attempt(self, rt: Runtime) -> None:
         """A retry starts: its effects get keys of their own."""
@@ -114,7 +139,26 @@ class Journal:
     async def run_graph(
         self, rt: Runtime, graph: Graph[Any, Any], ctx: AgentContext[Any]
     ) -> AgentContext[Any]:
-        return await run_graph(self, rt, graph, ctx)
+        if rt.depth:
+            return await run_graph(self, rt, graph, ctx)
+        try:
+            return await run_graph(self, rt, graph, ctx)
+        except Asked as signal:
+            # Of several questions asked at once (fan-out branches), this one reaches
+            # the caller: rewriting it makes it the last one recorded, the one an
+            # answer goes to.
+            question = self._effects.get((signal.key, "interrupt"))
+            if question is not None:
+                self.record(signal.key, "interrupt", question)
+            raise
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Let another runner take the run (see `GraphRunner.resume`); idempotent."""
+        if self._leased:
+            self._leased = False
+            release(self.store, self.run_id)
 
     def commit(
         self,
@@ -206,12 +250,13 @@ class Journal:
                 step=record.step,
                 path=(*record.path, record.node),
             )
-        await self.store.flush()
+        await self.store.flush(run_id=self.run_id)
 
     async def settle(self) -> None:
         """The run stopped early: make what it committed durable; a store error is logged."""
+        self.release()
         try:
-            await self.store.flush()
+            await self.store.flush(run_id=self.run_id)
         except Exception:
             _log.exception("checkpoint store failed while run %r was stopping", self.run_id)
 
@@ -236,7 +281,7 @@ class Journal:
     async def flush(self) -> None:
         """Wait until every record so far is durable."""
         if not self.replaying:
-            await self.store.flush()
+            await self.store.flush(run_id=self.run_id)
 
     def diverged(self, rt: Runtime, what: str, diff: str = "") -> ReplayDiverged:
         """The error for a replayed step that asked for something the record lacks."""
@@ -268,4 +313,4 @@ class Journal:
         self.record(key, "interrupt", encode_value(question, "question"))
         await self.flush()
         state = state_of(rt)
-        raise Interrupt(question, state.input, state.index, rt.path)
+        raise Asked(key, question, state.input, state.index, rt.path)

@@ -15,10 +15,11 @@ from .._runner import NO_ANSWER
 from ._codec import decode_context, full_context
 from ._durable import Continue, Enter, Frame, node_named
 from ._journal import Journal, encode_value
-from ._records import RunLog, RunRecord, StepRecord
-from ._store import CheckpointStore, new_run_id
+from ._records import Effect, RunLog, RunRecord, StepRecord
+from ._store import CheckpointStore, lease, new_run_id, release
 
 __all__ = (
+    "attempts",
     "changed",
     "decode_contexts",
     "open_replay",
@@ -53,17 +54,29 @@ def structure(graph: Graph[Any, Any]) -> dict[str, Any]:
 async def open_run(
     graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str | None
 ) -> Journal:
-    """Start recording a new run: its run record holds the initial context and the graph's shape."""
-    if run_id is not None and await store.load(run_id) is not None:
-        raise CheckpointError(
-            f"run {run_id!r} is already in the store: resume it, or start with a new run_id"
-        )
+    """Start recording a new run: its run record holds the initial context and the graph's shape.
+
+    The store refuses a run id it already holds when it stores the run record,
+    so two runs started with one id at once cannot both go ahead.
+    """
     rid = run_id or new_run_id()
-    shape = orjson.dumps(structure(graph))
-    store.write((RunRecord(rid, graph.name, shape, full_context(ctx), time.time()),))
-    # Once a step has run, the run can be resumed: its start must be on disk.
-    await store.flush()
-    return Journal(store, rid, initial=ctx, base=ctx)
+    lease(store, rid)
+    try:
+        shape = orjson.dumps(structure(graph))
+        try:
+            store.write((RunRecord(rid, graph.name, shape, full_context(ctx), time.time()),))
+            # Once a step has run, the run can be resumed: its start must be on disk.
+            await store.flush(run_id=rid)
+        except CheckpointError as error:
+            if run_id is None or "already in the store" not in str(error):
+                raise
+            raise CheckpointError(
+                f"run {run_id!r} is already in the store: resume it, or start with a new run_id"
+            ) from error
+    except BaseException:
+        release(store, rid)
+        raise
+    return Journal(store, rid, initial=ctx, base=ctx, leased=True)
 
 
 def decode_contexts(log: RunLog) -> list[AgentContext[Any]]:
@@ -176,38 +189,82 @@ async def _load(store: CheckpointStore, run_id: str) -> RunLog:
     return log
 
 
-def _answer(journal: Journal, log: RunLog, answer: Any, last: AgentContext[Any]) -> None:
+def _pending(log: RunLog) -> list[Effect]:
+    """The questions without an answer, in the order they were last recorded."""
     answered = {e.key for e in log.effects if e.kind == "answer"}
-    pending = [e for e in log.effects if e.kind == "interrupt" and e.key not in answered]
+    return [e for e in log.effects if e.kind == "interrupt" and e.key not in answered]
+
+
+def _answer(journal: Journal, log: RunLog, answer: Any, last: AgentContext[Any]) -> None:
+    pending = _pending(log)
     if not pending:
         step = log.steps[-1].step if log.steps else 0
         reason = "an answer was given, but no question is waiting for one"
         raise ResumeError(reason, run_id=log.run.run_id, context=last, step=step)
-    key = pending[0].key
+    # The question `Interrupted` showed is recorded last (see `Journal.run_graph`).
+    key = pending[-1].key
     journal.record(key, "answer", encode_value(answer, "answer"))
+
+
+def attempts(pending: Sequence[Effect]) -> dict[str, int]:
+    """The attempt each step resumes at, by anchor, so that it finds its pending question.
+
+    A key reads `anchor.attempt.ordinal:name`, where a branch's anchor is its
+    fan-out's anchor and attempt, then its position (`3.2/1`): the fan-out
+    resumes at attempt 2, the branch at the key's attempt. Of several
+    questions, the newest attempt of a step wins.
+    """
+    found: dict[str, int] = {}
+
+    def note(anchor: str, attempt: int) -> None:
+        found[anchor] = max(attempt, found.get(anchor, 0))
+
+    for effect in pending:
+        try:
+            anchor, attempt, _ = effect.key.split(":", 1)[0].rsplit(".", 2)
+            parts = anchor.split("/")
+            for depth, part in enumerate(parts[:-1]):
+                position, above = part.rsplit(".", 1)
+                note("/".join([*parts[:depth], position]), int(above))
+            note(anchor, int(attempt))
+        except ValueError:
+            raise CheckpointError(
+                f"run {effect.run_id!r}: effect key {effect.key!r} names no step and attempt"
+            ) from None
+    return found
 
 
 async def open_resume(
     graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, answer: Any = NO_ANSWER
 ) -> Journal:
-    """A journal that continues `run_id` after its last committed step."""
-    log = await _load(store, run_id)
-    contexts = decode_contexts(log)
-    frames = plan(log.steps, contexts)
-    _check_frames(graph, frames, log, contexts[-1])
-    resumed = (contexts[-1], log.steps[-1].step if log.steps else 0)
-    journal = Journal(
-        store,
-        run_id,
-        initial=contexts[0],
-        base=contexts[-1],
-        seq=len(log.steps),
-        effects=log.effects,
-        frames=frames,
-        resumed_at=resumed,
-    )
-    if answer is not NO_ANSWER:
-        _answer(journal, log, answer, contexts[-1])
+    """A journal that continues `run_id` after its last committed step.
+
+    The run is leased to this journal until the run stops: a second runner
+    resuming it meanwhile gets a `CheckpointError` before anything runs.
+    """
+    lease(store, run_id)
+    try:
+        log = await _load(store, run_id)
+        contexts = decode_contexts(log)
+        frames = plan(log.steps, contexts)
+        _check_frames(graph, frames, log, contexts[-1])
+        journal = Journal(
+            store,
+            run_id,
+            initial=contexts[0],
+            base=contexts[-1],
+            seq=len(log.steps),
+            effects=log.effects,
+            frames=frames,
+            resumed_at=(contexts[-1], log.steps[-1].step if log.steps else 0),
+            attempts=attempts(_pending(log)),
+            leased=True,
+        )
+        if answer is not NO_ANSWER:
+            _answer(journal, log, answer, contexts[-1])
+    except BaseException:
+        release(store, run_id)
+        raise
     return journal
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 import orjson
@@ -65,6 +66,7 @@ _GATHER = 0.005
 _ROWS = 500
 """Rows per INSERT statement: well under SQLite's limit of 32,766 parameters."""
 
+_T = TypeVar("_T")
 _Item = Sequence[Record] | threading.Event | None  # records, a flush barrier, or close
 
 
@@ -74,7 +76,10 @@ class SQLiteStore:
     `write` only queues: one writer thread commits what has queued up, waiting
     up to 5 ms for more unless a flush is waiting, so several steps may share
     one transaction (each `write`'s records always commit together, so every
-    step is atomic). A run flushes before an unsafe tool runs, when it is
+    step is atomic). A write the database refuses (a run id taken twice, a
+    record for a run it does not hold) is undone alone and reported to the
+    next `flush` of its run; only an error of the database itself (a full or
+    unreadable disk) stops the store for good. A run flushes before an unsafe tool runs, when it is
     interrupted and when it ends; a crash loses at most the steps not yet
     committed, which a resume runs again.
 
@@ -84,7 +89,8 @@ class SQLiteStore:
     ```
 
     Args:
-        path: the database file, created when missing.
+        path: the database file, created when missing. Not `":memory:"`:
+            reads use connections of their own, which must see the same data.
         synchronous: SQLite's `synchronous` mode. `"NORMAL"` (the default)
             survives a crash of the process; `"FULL"` also survives a power
             loss, at the cost of an fsync per transaction.
@@ -96,10 +102,16 @@ class SQLiteStore:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous is 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = os.fspath(path)
+        if self.path in ("", ":memory:"):
+            raise ValueError(
+                f"SQLiteStore needs a database file, not {self.path!r}: every connection "
+                "to an in-memory database gets a new, empty one (use MemoryStore instead)"
+            )
         self.synchronous = synchronous
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._error: BaseException | None = None  # the database failed: no more writes
+        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
         self._closed = False
         self._lock = threading.Lock()
         self._urgent = threading.Event()
@@ -113,28 +125,33 @@ class SQLiteStore:
             self._start()
         self._queue.put(records)
 
-    async def flush(self) -> None:
-        """Wait until every queued record is committed; raise if the writer failed."""
-        if self._closed:
-            self._raise()
-        if self._thread is None:
-            self._start()
-        done = threading.Event()
-        self._queue.put(done)
-        self._urgent.set()
-        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
-        if self._error is not None:
-            self._raise()
+    async def flush(self, run_id: str | None = None) -> None:
+        """Wait until every queued record is committed; raise if the writer failed.
+
+        Also raises for a write of `run_id` (of any run when None) that the
+        database refused since the last such flush.
+        """
+        await self._barrier()
+        with self._lock:
+            if run_id is None:
+                refused = next(iter(self._rejected.items()), None)
+                self._rejected.clear()
+            else:
+                error = self._rejected.pop(run_id, None)
+                refused = None if error is None else (run_id, error)
+        if refused is not None:
+            where = f"SQLite store {self.path!r} refused records of run {refused[0]!r}"
+            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
 
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued), or None."""
-        await self.flush()
-        return await anyio.to_thread.run_sync(self._read, run_id)
+        await self._barrier()
+        return await anyio.to_thread.run_sync(self._reading, self._read, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
-        await self.flush()
-        return await anyio.to_thread.run_sync(self._read_ids)
+        await self._barrier()
+        return await anyio.to_thread.run_sync(self._reading, self._read_ids)
 
     async def fork(
         self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
@@ -166,6 +183,25 @@ class SQLiteStore:
         await self.aclose()
 
     # -- the writer thread --------------------------------------------------------------
+    async def _barrier(self) -> None:
+        """Wait until every queued record is committed; raise if the database failed."""
+        if self._closed:
+            self._raise()
+        if self._thread is None:
+            self._start()
+        done = threading.Event()
+        self._queue.put(done)
+        self._urgent.set()
+        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+        if self._error is not None:
+            self._raise()
+
+    def _refuse(self, refused: Sequence[tuple[Sequence[Record], Exception]]) -> None:
+        with self._lock:
+            for records, error in refused:
+                for rid in {r.run_id for r in records}:
+                    self._rejected.setdefault(rid, error)
+
     def _raise(self) -> None:
         if self._error is not None:
             raise CheckpointError(
@@ -208,10 +244,10 @@ class SQLiteStore:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            records = [r for item in batch if isinstance(item, Sequence) for r in item]
-            if records and conn is not None and self._error is None:
+            writes = [item for item in batch if isinstance(item, Sequence) and item]
+            if writes and conn is not None and self._error is None:
                 try:
-                    _commit(conn, records, ids)
+                    self._refuse(_commit(conn, writes, ids))
                 except Exception as exc:
                     self._error = exc
             for item in batch:
@@ -224,6 +260,13 @@ class SQLiteStore:
                 return
 
     # -- reading ------------------------------------------------------------------------
+    def _reading(self, read: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return read(*args)
+        except sqlite3.Error as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+            raise CheckpointError(f"SQLite store {self.path!r} cannot be read: {failed}") from exc
+
     def _read(self, run_id: str) -> RunLog | None:
         conn = sqlite3.connect(self.path)
         try:
@@ -262,30 +305,77 @@ class SQLiteStore:
             conn.close()
 
 
-def _commit(conn: sqlite3.Connection, records: Sequence[Record], ids: dict[str, int]) -> None:
-    """Insert `records` in one transaction."""
-    steps: list[tuple[Any, ...]] = []
-    effects: list[tuple[Any, ...]] = []
+_REFUSED = (sqlite3.IntegrityError, CheckpointError)  # one write's records are refused
+
+
+def _commit(
+    conn: sqlite3.Connection, writes: Sequence[Sequence[Record]], ids: dict[str, int]
+) -> list[tuple[Sequence[Record], Exception]]:
+    """Commit `writes` in one transaction; return the writes refused, each with its error.
+
+    All writes go in together first (few statements); only when the database
+    refuses one are they inserted again one by one, each in a savepoint, so
+    that a refused write takes no other write down with it.
+    """
+    try:
+        with _transaction(conn, ids):
+            _insert_records(conn, [r for records in writes for r in records], ids)
+        return []
+    except _REFUSED:
+        pass
+    refused: list[tuple[Sequence[Record], Exception]] = []
+    with _transaction(conn, ids):
+        for records in writes:
+            conn.execute("SAVEPOINT write")
+            known = dict(ids)
+            try:
+                _insert_records(conn, records, ids)
+            except _REFUSED as error:
+                conn.execute("ROLLBACK TO write")
+                ids.clear()
+                ids.update(known)
+                refused.append((records, error))
+            conn.execute("RELEASE write")
+    return refused
+
+
+@contextlib.contextmanager
+def _transaction(conn: sqlite3.Connection, ids: dict[str, int]) -> Iterator[None]:
+    """BEGIN ... COMMIT, or ROLLBACK and forget the run ids cached meanwhile."""
+    known = dict(ids)
     conn.execute("BEGIN")
     try:
-        for r in records:
-            if isinstance(r, RunRecord):
-                started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
-                cursor = conn.execute(_INSERT_RUN, (*started, r.parent_step))
-                assert cursor.lastrowid is not None
-                ids[r.run_id] = cursor.lastrowid
-            elif isinstance(r, StepRecord):
-                run, path = _run(conn, ids, r.run_id), orjson.dumps(r.path).decode()
-                row = (r.seq, r.step, path, r.node, r.next, r.local, r.steps, r.context)
-                steps.append((run, *row, r.at, r.duration))
-            else:
-                effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
-        _insert(conn, _INSERT_STEP, steps)
-        _insert(conn, _INSERT_EFFECT, effects)
+        yield
         conn.execute("COMMIT")
     except Exception:
         conn.execute("ROLLBACK")
+        ids.clear()
+        ids.update(known)
         raise
+
+
+def _insert_records(
+    conn: sqlite3.Connection, records: Sequence[Record], ids: dict[str, int]
+) -> None:
+    steps: list[tuple[Any, ...]] = []
+    effects: list[tuple[Any, ...]] = []
+    for r in records:
+        if isinstance(r, RunRecord):
+            started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
+            try:
+                cursor = conn.execute(_INSERT_RUN, (*started, r.parent_step))
+            except sqlite3.IntegrityError as error:
+                raise CheckpointError(f"run {r.run_id!r} is already in the store") from error
+            assert cursor.lastrowid is not None
+            ids[r.run_id] = cursor.lastrowid
+        elif isinstance(r, StepRecord):
+            run, path = _run(conn, ids, r.run_id), orjson.dumps(r.path).decode()
+            row = (r.seq, r.step, path, r.node, r.next, r.local, r.steps, r.context)
+            steps.append((run, *row, r.at, r.duration))
+        else:
+            effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
+    _insert(conn, _INSERT_STEP, steps)
+    _insert(conn, _INSERT_EFFECT, effects)
 
 
 def _run(conn: sqlite3.Connection, ids: dict[str, int], run_id: str) -> int:

@@ -10,8 +10,10 @@ never claimed them.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
+import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,7 +25,7 @@ from .._errors import CheckpointError
 from ._codec import full_context
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
 
-__all__ = ("CheckpointStore", "MemoryStore", "fork", "new_run_id")
+__all__ = ("CheckpointStore", "MemoryStore", "fork", "lease", "new_run_id", "release")
 
 
 @runtime_checkable
@@ -34,14 +36,15 @@ class CheckpointStore(Protocol):
     background. Each call's records must become durable together (one
     transaction); several calls may share one. `flush` returns once every
     record written before it is durable, or raises `CheckpointError` if
-    storing failed. `load` returns a run's records in commit order (effects in
-    the order they were written, a rewritten effect moving to the end), or
-    None for an unknown run.
+    storing failed: for a `write` the store rejected (a run id taken twice,
+    say), only when `run_id` is that write's run or None. `load` returns a
+    run's records in commit order (effects in the order they were written, a
+    rewritten effect moving to the end), or None for an unknown run.
     """
 
     def write(self, records: Sequence[Record]) -> None: ...
 
-    async def flush(self) -> None: ...
+    async def flush(self, run_id: str | None = None) -> None: ...
 
     async def load(self, run_id: str) -> RunLog | None: ...
 
@@ -65,15 +68,20 @@ class MemoryStore:
         self._effects: dict[str, dict[tuple[str, str], Effect]] = {}
 
     def write(self, records: Sequence[Record]) -> None:
+        """Store `records`, all or none: a rejected write raises `CheckpointError` at once."""
+        started: set[str] = set()
+        for record in records:  # check first, so that a rejected write changes nothing
+            if isinstance(record, RunRecord):
+                if record.run_id in self._runs or record.run_id in started:
+                    raise CheckpointError(f"run {record.run_id!r} is already in the store")
+                started.add(record.run_id)
+            elif record.run_id not in self._runs and record.run_id not in started:
+                raise CheckpointError(f"a record for run {record.run_id!r}, which never started")
         for record in records:
             if isinstance(record, RunRecord):
-                if record.run_id in self._runs:
-                    raise CheckpointError(f"run {record.run_id!r} is already in the store")
                 self._runs[record.run_id] = record
                 self._steps[record.run_id] = []
                 self._effects[record.run_id] = {}
-            elif record.run_id not in self._runs:
-                raise CheckpointError(f"a record for run {record.run_id!r}, which never started")
             elif isinstance(record, StepRecord):
                 self._steps[record.run_id].append(record)
             else:
@@ -81,7 +89,8 @@ class MemoryStore:
                 effects.pop((record.key, record.kind), None)  # a rewrite moves to the end
                 effects[(record.key, record.kind)] = record
 
-    async def flush(self) -> None:
+    async def flush(self, run_id: str | None = None) -> None:
+        """Nothing to wait for: `write` stored everything, or raised."""
         await anyio.lowlevel.checkpoint()
 
     async def load(self, run_id: str) -> RunLog | None:
@@ -122,8 +131,11 @@ async def fork(
     not made again); later ones do not. The original run is left as it was.
 
     Raises:
-        CheckpointError: the run is unknown or `step` was never committed.
+        CheckpointError: the run is unknown, `step` was never committed, or
+            `new_id` is taken.
     """
+    if new_id is not None and await store.load(new_id) is not None:
+        raise CheckpointError(f"run {new_id!r} is already in the store: fork to a new id")
     log = await store.load(run_id)
     if log is None:
         raise CheckpointError(f"no run {run_id!r} in the store")
@@ -152,5 +164,28 @@ async def fork(
         attrs.evolve(e, run_id=fresh) for e in log.effects if effect_step(e.key) <= last.steps
     ]
     store.write((started, *steps, *effects))
-    await store.flush()
+    await store.flush(run_id=fresh)
     return fresh
+
+
+# Runs being run or resumed, per store object: one runner at a time per run.
+_running: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+_running_lock = threading.Lock()  # stores may be shared by event loops in several threads
+
+
+def lease(store: CheckpointStore, run_id: str) -> None:
+    """Take `run_id` for one runner, or raise `CheckpointError` if another one has it."""
+    with _running_lock:
+        taken = _running.setdefault(store, set())
+        if run_id in taken:
+            raise CheckpointError(
+                f"run {run_id!r} is already running in this process; "
+                "wait for it to stop before resuming it"
+            )
+        taken.add(run_id)
+
+
+def release(store: CheckpointStore, run_id: str) -> None:
+    """Give `run_id` back (see `lease`)."""
+    with _running_lock:
+        _running.get(store, set()).discard(run_id)

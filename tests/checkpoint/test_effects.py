@@ -238,7 +238,7 @@ async def test_effects_inside_a_fan_out_are_keyed_by_branch_not_by_start_order(s
     assert out.input == ["X", "Y", "Z"]
     assert calls == Counter({"x": 1, "y": 1, "z": 1})
     keys = sorted(e.key for e in (await store.load(handle.run_id)).effects)
-    assert keys == ["2/1.1.1:work", "2/2.1.1:work", "2/3.1.1:work"]
+    assert keys == ["2.1/1.1.1:work", "2.1/2.1.1:work", "2.1/3.1.1:work"]
 
 
 async def test_effect_keys_exist_only_with_a_store():

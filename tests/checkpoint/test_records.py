@@ -238,13 +238,15 @@ def _a_step():
     return StepRecord("r", 1, 1, ("g",), "n", "finish", 1, 1, b"{}", 0.0, 0.0)
 
 
-async def test_records_for_an_unknown_run_poison_an_sqlite_store(tmp_path):
+async def test_records_for_an_unknown_run_are_refused_without_stopping_an_sqlite_store(tmp_path):
     store = SQLiteStore(tmp_path / "runs.db")
     store.write((_a_step(),))
     with pytest.raises(CheckpointError, match="never started"):
         await store.flush()
-    with pytest.raises(CheckpointError, match="stopped storing records"):
-        store.write((_a_step(),))
+    store.write((_a_step(),))  # the store goes on taking records
+    with pytest.raises(CheckpointError, match="never started"):
+        await store.flush(run_id="r")
+    await store.flush()  # reported once
     await store.aclose()
 
 
