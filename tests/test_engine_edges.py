@@ -194,3 +194,13 @@ def test_json_keeps_str_and_int_enums_and_refuses_what_it_cannot_rebuild():
         AgentContext.from_json(b'{"$type": "no.such.module:Thing"}')
     with pytest.raises(ContextDecodingError):
         AgentContext.from_json(b"{not json")
+
+
+async def test_routing_errors_name_the_routed_step_in_a_run_with_a_store_too():
+    sub = chain("sub", adder("a"), adder("b"), adder("c"))
+    with GraphBuilder[int, int]("top") as g:
+        g.start.edge_to(sub)
+        sub.edge_to(lambda ctx: None, targets=(g.finish,))
+    with pytest.raises(DeadEnd) as info:
+        await GraphRunner().run(g.build(), AgentContext(0), store=MemoryStore())
+    assert (info.value.path, info.value.step) == (("top", "sub"), 1)

@@ -151,11 +151,12 @@ async def run_graph(
         target, current, local = _take(journal, rt, graph)
     while True:
         if target is None:
-            target, position = await graph.next_node(source, current, step=run.steps, path=rt.path)
+            routed = index or rt.index  # the step whose output is routed
+            target, position = await graph.next_node(source, current, step=routed, path=rt.path)
             if run.emit is not None:
                 dynamic = graph.transitions[source][position].router is not None
                 await run.emit(
-                    RouteChosen(run.steps, rt.path, source.name, target.name, position, dynamic)
+                    RouteChosen(routed, rt.path, source.name, target.name, position, dynamic)
                 )
             if commits and source is not graph.start:
                 journal.commit(rt, source, target, given, current, (index, local, started))
