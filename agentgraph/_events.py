@@ -67,12 +67,18 @@ class RunStarted:
 
 @attrs.frozen
 class NodeStarted:
+    """A step began. `parent` is the index of the step it runs inside (0 at the top).
+
+    Concurrent branches share a path, so `parent` is what places a step in the tree.
+    """
+
     index: int
     local_index: int
     depth: int
     path: tuple[str, ...]
     node: Node[Any, Any]
     context: AgentContext[Any]
+    parent: int = 0
 
 
 @attrs.frozen

@@ -257,7 +257,9 @@ class Runtime:
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:
-            await run.emit(NodeStarted(index, local_index, rt.depth - 1, rt.path, node, ctx))
+            await run.emit(
+                NodeStarted(index, local_index, rt.depth - 1, rt.path, node, ctx, self.index)
+            )
         started = perf_counter()
         try:
             if node.timeout is None:
