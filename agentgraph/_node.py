@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -44,7 +45,7 @@ ACTIVE_BUILDER: ContextVar[_EdgeSink | None] = ContextVar("agentgraph_builder", 
 
 
 @attrs.frozen(eq=False, slots=True)
-class Node(Generic[In, Out]):
+class Node(Generic[In, Out], abc.ABC):
     """A step of a graph: one coroutine from `AgentContext[In]` to `AgentContext[Out]`.
 
     Nodes are frozen and compared by identity: two nodes with the same name are
@@ -62,9 +63,9 @@ class Node(Generic[In, Out]):
     timeout: float | None = attrs.field(default=None, kw_only=True)
     retry_safe: bool = attrs.field(default=True, kw_only=True)
 
+    @abc.abstractmethod
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         """Do the node's work. `rt` is the run this step belongs to."""
-        raise NotImplementedError(f"{type(self).__name__} must implement run()")
 
     # -- copy-on-write settings -------------------------------------------------
     def with_retry(self, policy: RetryPolicy | None = None, /, **options: Any) -> Node[In, Out]:

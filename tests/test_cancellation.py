@@ -72,11 +72,10 @@ async def test_cancel_before_start_ends_at_step_zero():
 
 async def test_run_timeout_raises_graph_timeout_promptly():
     started = anyio.Event()
-    with anyio.fail_after(5):
-        before = anyio.current_time()
-        with pytest.raises(GraphTimeout) as info:
-            await GraphRunner(timeout=0.05).run(nested_sleeper(started), AgentContext(0))
-        assert anyio.current_time() - before < 2
+    # The sleeper would sleep an hour; the guard fails the test if the run's own
+    # timeout does not interrupt it.
+    with anyio.fail_after(5), pytest.raises(GraphTimeout) as info:
+        await GraphRunner(timeout=0.05).run(nested_sleeper(started), AgentContext(0))
     assert isinstance(info.value, TimeoutError)
     assert info.value.context.input == 111 and info.value.step == 5
 
