@@ -35,7 +35,7 @@ from ._guide import Guide, class_info, field_guide
 from ._json import to_data
 from ._shapes import SCALARS, AnyShape, EnumShape, LiteralShape, Scalar, Shape, same
 
-__all__ = ("FieldSpec", "arguments_shape", "shape_of")
+__all__ = ("FieldSpec", "arguments_shape", "cache_key", "shape_of")
 
 _NONE = type(None)
 _UNIONS = (Union, types.UnionType)
@@ -60,17 +60,28 @@ class FieldSpec:
 
 
 def shape_of(tp: Any) -> Shape:
-    """The compiled shape of `tp`; the same object for every call with an equal type."""
+    """The compiled shape of `tp`; the same object for every call with the same type."""
+    key = cache_key(tp)
     try:
-        hash(tp)
+        hash(key)
     except TypeError:
         return _Compiler().shape(tp)
-    return _cached(tp)
+    return _cached(key)
+
+
+def cache_key(tp: Any) -> tuple[Any, str]:
+    """The key a shape is cached under.
+
+    `int | float` equals `float | int` (and hashes alike) but lists its members
+    in another order, which decides the member tried first and the `anyOf`
+    order: the spelling tells them apart.
+    """
+    return (tp, repr(tp))
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached(tp: Any) -> Shape:
-    return _Compiler().shape(tp)
+def _cached(key: tuple[Any, str]) -> Shape:
+    return _Compiler().shape(key[0])
 
 
 def arguments_shape(name: str, fields: Sequence[FieldSpec]) -> ObjectShape:

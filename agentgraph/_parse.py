@@ -26,7 +26,7 @@ from typing import Any, TypeVar, overload
 
 import orjson
 
-from ._compile import shape_of
+from ._compile import cache_key, shape_of
 from ._errors import OutputError
 from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, loads_lenient
 from ._schema import invalid_error
@@ -91,7 +91,7 @@ def _orjson(text: str) -> Any:
         return _MISSING
 
 
-_SHAPES: dict[Any, Shape] = {}
+_SHAPES: dict[tuple[Any, str], Shape] = {}
 _SHAPES_MAX = 256
 
 
@@ -101,7 +101,7 @@ def _shape(tp: Any) -> Shape:
     try:
         if len(_SHAPES) >= _SHAPES_MAX:  # bounded like `shape_of`'s own cache
             _SHAPES.clear()
-        _SHAPES[tp] = shape
+        _SHAPES[cache_key(tp)] = shape
     except TypeError:  # an unhashable annotation
         pass
     return shape
@@ -174,7 +174,7 @@ def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
     if not isinstance(text, str):
         raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
     try:
-        shape = _SHAPES[tp]
+        shape = _SHAPES[cache_key(tp)]
     except (KeyError, TypeError):
         shape = _shape(tp)
     try:

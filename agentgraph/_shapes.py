@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -123,9 +124,16 @@ def _check_str(value: Any, strict: bool) -> Any:
     return value if isinstance(value, str) else expected("str", value)
 
 
+# Only plain ASCII decimals: `int()` and `float()` also take "1_000" and other scripts' digits.
+_INT_TEXT = re.compile(r"\s*[+-]?\d+\s*", re.ASCII)
+_FLOAT_TEXT = re.compile(r"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\s*", re.ASCII)
+
+
 def _number_text(value: str) -> float | None:
+    if _FLOAT_TEXT.fullmatch(value) is None:
+        return None
     try:
-        number = float(value.strip())
+        number = float(value)
     except ValueError:
         return None
     return number if math.isfinite(number) else None
@@ -138,12 +146,14 @@ def _check_int(value: Any, strict: bool) -> Any:
         if isinstance(value, float) and value.is_integer():
             return int(value)
         if isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                number = _number_text(value)
-                if number is not None and number.is_integer():
-                    return int(number)
+            if _INT_TEXT.fullmatch(value) is not None:
+                try:
+                    return int(value)
+                except ValueError:  # more digits than `int` reads from text
+                    return expected("int", value)
+            number = _number_text(value)
+            if number is not None and number.is_integer():
+                return int(number)
     return expected("int", value)
 
 

@@ -99,6 +99,15 @@ TABLE: list[tuple[Any, Any, Any, Any]] = [
     (float, 10**400, FAIL, FAIL),
     (float, "1e999", FAIL, FAIL),
     (int, "9" * 5000, FAIL, FAIL),
+    # only ASCII decimals: Python's own parsers also read "1_000" and other scripts' digits
+    (int, "1_000", FAIL, FAIL),
+    (int, "\u0663", FAIL, FAIL),
+    (int, "\uff17", FAIL, FAIL),
+    (int, "1_0.0", FAIL, FAIL),
+    (float, "1_0.5", FAIL, FAIL),
+    (float, "\u0663.5", FAIL, FAIL),
+    (float, " -.5e-1 ", -0.05, FAIL),
+    (float, "+7", 7.0, FAIL),
     (bool, True, True, True),
     (bool, "true", True, FAIL),
     (bool, " FALSE ", False, FAIL),
@@ -279,6 +288,23 @@ def test_untagged_union_of_classes_tries_each():
     with pytest.raises(OutputError) as info:
         validate(A | B, {"c": 1})
     assert info.value.errors == ('$: expected A | B, got {"c":1}',)
+
+
+def test_unions_in_another_order_are_not_served_from_each_others_cache():
+    @dataclasses.dataclass
+    class Cat:
+        name: str
+
+    @dataclasses.dataclass
+    class Dog:
+        name: str
+
+    assert validate(float | int, 3) == 3.0  # cached first, then its equal mirror image
+    assert type(validate(int | float, 3)) is int
+    assert type(validate(Cat | Dog, {"name": "x"})) is Cat
+    assert type(validate(Dog | Cat, {"name": "x"})) is Dog
+    assert shape_of(list[int | str]) is not shape_of(list[str | int])
+    assert shape_of(int | str) is shape_of(int | str)
 
 
 def test_shapes_are_cached_per_type_and_unhashable_types_still_work():

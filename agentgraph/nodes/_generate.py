@@ -176,7 +176,13 @@ class Generate(Node[Any, T]):
         done: list[OutputAttempt] = []
         usage = Usage()
         for number in range(1, self.attempts + 1):
-            answer = await self._ask(self._request(ctx, messages), rt, number)
+            try:
+                answer = await self._ask(self._request(ctx, messages), rt, number)
+            except Exception:
+                # the answers that came before the provider failed still belong in the trace
+                if done:
+                    await self._trace(rt, instruction, entries, done, None, usage)
+                raise
             response = answer.response
             usage += response.usage
             record = _record(number, answer)

@@ -100,6 +100,19 @@ def json_metadata(metadata: Mapping[str, Any], record_id: str) -> Mapping[str, A
         raise VectorStoreError(f"the metadata of {record_id!r} is not JSON data: {exc}") from exc
 
 
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality of JSON values: `true` is not `1` (as Python has it), but `1` is `1.0`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping | list | tuple) or isinstance(b, Mapping | list | tuple):
+        return False
+    return bool(a == b)
+
+
 def filter_mask(metadata: list[Mapping[str, Any]], where: Filter) -> npt.NDArray[np.bool_]:
     if isinstance(where, Mapping):
         try:
@@ -108,7 +121,9 @@ def filter_mask(metadata: list[Mapping[str, Any]], where: Filter) -> npt.NDArray
             raise TypeError(
                 f"a metadata filter holds values that are not JSON data: {exc}"
             ) from exc
-        matches = (all(m.get(key, _MISSING) == value for key, value in wanted) for m in metadata)
+        matches = (
+            all(_json_equal(m.get(key, _MISSING), value) for key, value in wanted) for m in metadata
+        )
     elif callable(where):
         matches = (bool(where(m)) for m in metadata)
     else:

@@ -51,6 +51,7 @@ _STRUCTURAL = (
     "elapsed",
     "index",
     "local_index",
+    "parent",
     "depth",
     "path",
     "node",
@@ -201,6 +202,7 @@ def _started(event: NodeStarted, state: _RunState) -> dict[str, Any]:
         "kind": _node_kind(event.node),
         "type": type(event.node).__name__,
         "input": plain(event.context.input),
+        "parent": event.parent,
     }
 
 

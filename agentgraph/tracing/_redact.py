@@ -62,6 +62,7 @@ _SECRET_SUFFIXES = (
     "_password",
     "_credentials",
 )
+_SCALARS = (str, int, float, bool, type(None))
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[-.\s]+")
 
@@ -93,6 +94,13 @@ def _scheme(match: re.Match[str]) -> str:
         c.isupper() for c in token[1:]
     )
     return f"{match.group(1)}{match.group(2)}{MASK}" if random else match.group(0)
+
+
+def _flat(value: Any) -> bool:
+    """True for a scalar, or a list of scalars (a path)."""
+    if isinstance(value, list | tuple):
+        return all(isinstance(v, _SCALARS) for v in value)
+    return isinstance(value, _SCALARS)
 
 
 def is_secret_name(name: str) -> bool:
@@ -168,16 +176,26 @@ class Redactor:
     def record(self, record: Mapping[str, Any], *, keep: Iterable[str] = ()) -> dict[str, Any]:
         """A copy of `record` with secrets masked and the hook applied.
 
-        Top-level fields named in `keep` (or in the constructor's) are copied as they are.
+        Top-level fields named in `keep` (or in the constructor's) skip the hook
+        when they hold numbers, names or a list of names (a path): their strings
+        are only checked for secrets. Any other value under such a name (a list
+        of model answers, say) is redacted like the rest.
         """
         kept = self._keep.union(keep)
         out: dict[str, Any] = {}
         for key, value in record.items():
-            if key in kept:
-                out[key] = value
+            if key in kept and _flat(value):
+                out[key] = self._masked(value)
             else:
                 out[key] = self._value(value, key, key)
         return out
+
+    def _masked(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask(value)
+        if isinstance(value, list | tuple):
+            return [self.mask(v) if isinstance(v, str) else v for v in value]
+        return value
 
     def _value(self, value: Any, name: str, field: str) -> Any:
         if is_secret_name(name) and value not in (None, "", True, False):

@@ -1,8 +1,9 @@
 """The step tree of one run, rebuilt from its records.
 
 `TraceBuilder` takes records one by one (from a file, or live from a sink) and
-`build()` returns a frozen `Trace`: the run's steps nested by path, each with
+`build()` returns a frozen `Trace`: the run's steps nested, each with
 its retries, failure, model calls and tool calls, and the routes the run took.
+A step hangs under the step its record names as `parent` (older records: by path).
 Times are seconds since the run started.
 """
 
@@ -255,7 +256,7 @@ class TraceBuilder:
             input=r.get("input"),
         )
         opened = _Open(step)
-        parent = self._find(path[:-1], None)
+        parent = self._parent(r, path)
         (parent.children if parent is not None else self._roots).append(opened)
         self._steps[step.index] = opened
         self._running.append(opened)
@@ -370,6 +371,18 @@ class TraceBuilder:
     def _close(self, opened: _Open) -> None:
         if opened in self._running:
             self._running.remove(opened)
+
+    def _parent(self, r: Mapping[str, Any], path: tuple[str, ...]) -> _Open | None:
+        """The step a starting step runs inside: by its `parent` index, else by path."""
+        index = r.get("parent")
+        if isinstance(index, int) and not isinstance(index, bool):
+            if index == 0:
+                return None
+            # branches of a combinator share a path, so the index is what tells them apart
+            parent = self._steps.get(index)
+            if parent is not None:
+                return parent
+        return self._find(path[:-1], None)
 
     def _find(self, path: tuple[str, ...], index: Any) -> _Open | None:
         """The running step at `path` (the one numbered `index` if there are several)."""

@@ -375,6 +375,42 @@ async def test_a_failed_call_is_traced_before_it_raises():
     assert trace.attempts[0].errors[0].startswith("$: cannot parse JSON")
 
 
+async def test_answers_before_a_provider_error_are_traced_before_it_raises():
+    overloaded = ServerError("overloaded", provider="p", status=503)
+    model = ScriptedModel('{"approve": "x"}', overloaded)
+    node = generate(Verdict, instruction="Go.", model=model, attempts=3)
+    with GraphBuilder[Any, Any]("g") as g:
+        g.start.edge_to(node).edge_to(g.finish)
+    seen: list[Any] = []
+    with pytest.raises(NodeFailed) as info:
+        async with GraphRunner(retry=RetryPolicy(attempts=1)).stream(
+            g.build(), AgentContext(None)
+        ) as stream:
+            seen.extend([event async for event in stream])
+    assert info.value.error is overloaded and len(model.requests) == 2
+    (trace,) = [e for e in seen if isinstance(e, StructuredOutput)]
+    assert (trace.ok, trace.value, trace.usage.requests) == (False, None, 1)
+    assert [(a.number, a.raw, a.ok) for a in trace.attempts] == [(1, '{"approve": "x"}', False)]
+    kinds = [type(e).__name__ for e in seen]
+    assert kinds.index("StructuredOutput") > kinds.index("ModelRequested")
+    assert kinds.count("ModelRequested") == 2
+
+
+async def test_a_provider_error_on_the_first_attempt_leaves_no_answers_to_trace():
+    model = ScriptedModel(ServerError("overloaded", provider="p", status=503))
+    node = generate(Verdict, instruction="Go.", model=model, attempts=3)
+    with GraphBuilder[Any, Any]("g") as g:
+        g.start.edge_to(node).edge_to(g.finish)
+    seen: list[Any] = []
+    with pytest.raises(NodeFailed):
+        async with GraphRunner(retry=RetryPolicy(attempts=1)).stream(
+            g.build(), AgentContext(None)
+        ) as stream:
+            seen.extend([event async for event in stream])
+    assert [e for e in seen if isinstance(e, StructuredOutput)] == []
+    assert any(isinstance(e, ModelRequested) for e in seen)
+
+
 # -- bad input -------------------------------------------------------------------------------
 
 

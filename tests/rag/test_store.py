@@ -71,6 +71,25 @@ async def test_metadata_filters():
         await store.search([1, 0, 0], where=42)  # type: ignore[arg-type]
 
 
+async def test_metadata_filters_tell_booleans_from_numbers():
+    store = NumpyStore()
+    pages: list[object] = [True, 1, 1.0, False, 0, [1, True], {"n": 1}]
+    await store.add([Record(str(i), [1.0, 0.0], "t", {"page": p}) for i, p in enumerate(pages)])
+
+    async def found(value: object) -> list[str]:
+        return [h.id for h in await store.search([1.0, 0.0], k=10, where={"page": value})]
+
+    assert await found(True) == ["0"]
+    assert await found(1) == ["1", "2"]  # JSON does not tell 1 from 1.0
+    assert await found(1.0) == ["1", "2"]
+    assert await found(False) == ["3"]
+    assert await found(0) == ["4"]
+    assert await found([1, True]) == ["5"]
+    assert await found([True, True]) == []
+    assert await found({"n": 1.0}) == ["6"]
+    assert await found({"n": True}) == []
+
+
 async def test_add_delete_upsert_and_get():
     store = NumpyStore()
     await store.add(records())

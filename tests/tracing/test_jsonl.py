@@ -160,6 +160,44 @@ async def test_parallel_branches_nest_under_their_combinator(tmp_path):
     assert sorted(c.name for c in step.children) == ["left", "right"]
 
 
+async def test_branches_running_one_subgraph_keep_their_own_steps(tmp_path):
+    from agentgraph import GraphBuilder, map_each, node
+
+    @node(name="a")
+    async def a(ctx):
+        await anyio.sleep(0.01 * ctx.input)  # the second branch's first step ends last
+        return ctx.with_input(ctx.input + 100)
+
+    @node(name="c")
+    async def c(ctx):
+        return ctx.with_input(ctx.input + 1000)
+
+    with GraphBuilder[int, int]("inner") as inner:
+        inner.start.edge_to(a).edge_to(c).edge_to(inner.finish)
+    each = map_each(inner.build(), items=lambda ctx: [1, 2], name="each")
+    with GraphBuilder[int, list]("outer") as g:
+        g.start.edge_to(each).edge_to(g.finish)
+    path = tmp_path / "t.jsonl"
+    with JsonlSink(path) as sink:
+        await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
+    started = [r for r in lines(path) if r["event"] == "node_started"]
+    assert started[0]["parent"] == 0 and all(r["parent"] < r["index"] for r in started)
+
+    (step,) = load_trace(path).steps
+    branches = [(b.input, [(s.name, s.input, s.output) for s in b.children]) for b in step.children]
+    assert branches == [
+        (1, [("a", 1, 101), ("c", 101, 1101)]),
+        (2, [("a", 2, 102), ("c", 102, 1102)]),
+    ]
+
+    # records written before steps named their parent are still placed by path
+    for record in started:
+        del record["parent"]
+    path.write_bytes(b"\n".join(orjson.dumps(r) for r in started))
+    (old,) = load_trace(path).steps
+    assert [b.name for b in old.children] == ["inner", "inner"]
+
+
 def test_a_line_cut_short_at_the_end_is_ignored_but_bad_lines_are_errors(tmp_path):
     good = orjson.dumps(
         {"event": "run_started", "run": "r", "time": 1.0, "elapsed": 0.0, "graph": "g"}

@@ -208,3 +208,40 @@ async def test_a_configured_redactor_keeps_names_and_paths_intact():
     assert (
         finished["messages"][0]["content"] == "*** 2" and finished["messages"][0]["role"] == "USER"
     )
+
+
+def test_model_answers_in_structured_output_attempts_are_redacted():
+    from types import MappingProxyType
+
+    from agentgraph._events import OutputAttempt, StructuredOutput
+    from agentgraph.llm import Usage
+
+    seen = []
+
+    def hook(field, text):
+        seen.append(field)
+        return mask_emails(field, text)
+
+    raw = f'{{"key": "{FAKE_KEY}", "who": "alice@example.com"}}'
+    attempt = OutputAttempt(1, raw, False, (f"$.key: {FAKE_KEY} is not an int",))
+    event = StructuredOutput(
+        1,
+        ("g", "gen"),
+        "m",
+        "Review",
+        "do it",
+        MappingProxyType({}),
+        (),
+        (attempt,),
+        False,
+        None,
+        Usage(),
+    )
+    record = Recorder(redact=Redactor(hook, environment=False))(event)
+    assert FAKE_KEY not in str(record)
+    (attempt_record,) = record["attempts"]
+    assert attempt_record["number"] == 1 and attempt_record["ok"] is False
+    assert "alice@example.com" not in attempt_record["raw"]
+    assert attempt_record["errors"] == ["$.key: *** is not an int"]
+    assert {"attempts.0.raw", "attempts.0.errors.0"} <= set(seen)
+    assert record["path"] == ["g", "gen"] and "path" not in seen  # names stay as they are
