@@ -9,6 +9,7 @@ nothing for them. This module holds the protocol and the leaf shapes;
 
 from __future__ import annotations
 
+import abc
 import enum
 import math
 import re
@@ -99,7 +100,7 @@ def expected(what: str, value: Any) -> Invalid:
     return Invalid([Problem(f"expected {what}, got {show(value)}")])
 
 
-class Shape:
+class Shape(abc.ABC):
     """A compiled type. `label` names it in messages and descriptions."""
 
     __slots__ = ("label", "memo")
@@ -108,13 +109,13 @@ class Shape:
         self.label = label
         self.memo: dict[str, Any] = {}
 
+    @abc.abstractmethod
     def check(self, value: Any, strict: bool) -> Any:
         """Return the value converted to the type, or an `Invalid`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def schema(self, ctx: SchemaContext) -> dict[str, Any]:
         """Return a fresh JSON Schema dict for this shape."""
-        raise NotImplementedError
 
     def children(self) -> Sequence[Shape]:
         return ()
