@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 
 from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
-from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments
+from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments, wire_arguments
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
 from ._messages import Message, ToolCall, Usage
@@ -52,7 +52,12 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": dict(call.arguments)}
+        {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": wire_arguments(call.arguments),
+        }
         for call in message.tool_calls
     )
     return blocks

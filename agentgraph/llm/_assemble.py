@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from .._errors import BadRequestError, ResponseFormatError
+from .._schema import RAW_ARGUMENTS
 from ._messages import Message, ToolCall
 from ._model import ToolCallDelta
 
@@ -28,6 +29,7 @@ __all__ = (
     "normalize_finish",
     "parse_arguments",
     "result_name",
+    "wire_arguments",
 )
 
 _FINISH = {
@@ -72,7 +74,12 @@ def normalize_finish(reason: Any, *, has_tool_calls: bool) -> str | None:
 
 
 def parse_arguments(raw: Any, *, provider: str, tool: str) -> Mapping[str, Any]:
-    """Tool-call arguments as a mapping, from a JSON string, an object, or nothing."""
+    """Tool-call arguments as a mapping, from a JSON string, an object, or nothing.
+
+    Arguments that are not a JSON object (truncated or malformed text, a list, a
+    number) come back as `{RAW_ARGUMENTS: text}`, so the tool layer answers the
+    model with an error result it can act on instead of the run failing.
+    """
     if raw is None:
         return {}
     if isinstance(raw, Mapping):
@@ -86,21 +93,22 @@ def parse_arguments(raw: Any, *, provider: str, tool: str) -> Mapping[str, Any]:
             return {}
         try:
             value = orjson.loads(value)
-        except orjson.JSONDecodeError as exc:
-            raise ResponseFormatError(
-                f"tool call {tool!r} has arguments that are not valid JSON: {value[:200]!r}",
-                provider=provider,
-                body=value[:2000],
-            ) from exc
+        except orjson.JSONDecodeError:
+            return {RAW_ARGUMENTS: _raw_text(raw)}
     if value is None:
         return {}
     if isinstance(value, dict):
         return value
-    raise ResponseFormatError(
-        f"tool call {tool!r} has arguments that are not a JSON object: {str(value)[:200]!r}",
-        provider=provider,
-        body=raw,
-    )
+    return {RAW_ARGUMENTS: _raw_text(raw)}
+
+
+def _raw_text(raw: Any) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return orjson.dumps(raw, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(raw)
 
 
 def result_name(message: Message, names: Mapping[str, str], *, provider: str) -> str:
@@ -118,8 +126,25 @@ def result_name(message: Message, names: Mapping[str, str], *, provider: str) ->
 
 
 def arguments_json(arguments: Mapping[str, Any]) -> str:
-    """Arguments as the JSON text OpenAI-style servers expect (`{}` when empty)."""
+    """Arguments as the JSON text OpenAI-style servers expect (`{}` when empty).
+
+    Arguments kept as raw text because they were not a JSON object go back as
+    that text, exactly as the model sent them.
+    """
+    if RAW_ARGUMENTS in arguments:
+        return str(arguments[RAW_ARGUMENTS])
     return orjson.dumps(dict(arguments), default=_plain).decode()
+
+
+def wire_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments for formats that carry them as an object.
+
+    Arguments that were not a JSON object go back as `{}`: such formats cannot
+    hold the raw text, and the marker key must never reach a provider.
+    """
+    if RAW_ARGUMENTS in arguments:
+        return {}
+    return dict(arguments)
 
 
 def _plain(value: Any) -> Any:

@@ -14,7 +14,15 @@ from typing import Any
 import orjson
 
 from .._errors import BadRequestError, ResponseFormatError
-from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments, result_name
+from ._assemble import (
+    arguments_json,
+    as_int,
+    new_call_id,
+    normalize_finish,
+    parse_arguments,
+    result_name,
+    wire_arguments,
+)
 from ._decode import SSEEvent
 from ._http import dumps, error_from_body
 from ._messages import Message, ToolCall, Usage
@@ -64,7 +72,7 @@ def gigachat_messages(messages: Sequence[Message], *, provider: str) -> list[dic
                 )
             call = message.tool_calls[0]
             names[call.id] = call.name
-            item["function_call"] = {"name": call.name, "arguments": dict(call.arguments)}
+            item["function_call"] = {"name": call.name, "arguments": wire_arguments(call.arguments)}
             state = message.provider_data.get(STATE_KEY)
             if isinstance(state, str) and state:
                 item["functions_state_id"] = state
@@ -177,7 +185,7 @@ class ChunkReader(ChunkReaderBase):
                     "stream carried a second function call", provider=self._provider
                 )
             self._call = call
-            arguments = dumps(dict(call.arguments)).decode()
+            arguments = arguments_json(call.arguments)
             events.append(ToolCallDelta(0, call.id, call.name, arguments))
 
     def finish(self) -> list[StreamEvent]:

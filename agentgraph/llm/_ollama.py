@@ -21,6 +21,7 @@ from ._assemble import (
     normalize_finish,
     parse_arguments,
     result_name,
+    wire_arguments,
 )
 from ._capabilities import Capabilities
 from ._decode import iter_ndjson
@@ -54,7 +55,10 @@ def ollama_messages(messages: Sequence[Message], *, provider: str) -> list[dict[
                 item["thinking"] = message.reasoning
             if message.tool_calls:
                 item["tool_calls"] = [
-                    {"id": c.id, "function": {"name": c.name, "arguments": dict(c.arguments)}}
+                    {
+                        "id": c.id,
+                        "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
+                    }
                     for c in message.tool_calls
                 ]
                 names.update((c.id, c.name) for c in message.tool_calls)

@@ -11,6 +11,7 @@ every connection alive and that work small.
 from __future__ import annotations
 
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator
 
 import httpx
@@ -57,13 +58,7 @@ class SpreadTransport(httpx.AsyncBaseTransport):
     ) -> None:
         if pools < 1 or connections < 1:
             raise ValueError("pools and connections must be at least 1")
-        context: ssl.SSLContext | bool
-        if isinstance(verify, str):  # a CA bundle file
-            context = ssl.create_default_context(cafile=verify)
-        elif verify is True:
-            context = ssl.create_default_context()
-        else:
-            context = verify
+        context = _tls(verify)
         limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
         self._pools = [
             httpx.AsyncHTTPTransport(verify=context, limits=limits) for _ in range(pools)
@@ -93,8 +88,32 @@ class SpreadTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
 
 
+def _tls(verify: ssl.SSLContext | str | bool) -> ssl.SSLContext | bool:
+    if isinstance(verify, str):  # a CA bundle file
+        return ssl.create_default_context(cafile=verify)
+    if verify is True:
+        return ssl.create_default_context()
+    return verify
+
+
+def _environment_proxied() -> bool:
+    """Whether the environment names an HTTP(S) proxy (`HTTPS_PROXY`, `ALL_PROXY`, ...)."""
+    proxies = urllib.request.getproxies()
+    return any(proxies.get(scheme) for scheme in ("http", "https", "all"))
+
+
 def default_client(
     *, timeout: httpx.Timeout, verify: ssl.SSLContext | str | bool = True
 ) -> httpx.AsyncClient:
-    """The client a provider creates when none is injected: 16 pools of 8 connections."""
+    """The client a provider creates when none is injected: 16 pools of 8 connections.
+
+    When the environment names a proxy, a plain httpx client is returned instead:
+    httpx applies environment proxies (and `NO_PROXY`) only to clients built
+    without a transport of their own.
+    """
+    if _environment_proxied():
+        limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
+        return httpx.AsyncClient(
+            timeout=timeout, verify=_tls(verify), limits=limits, trust_env=True
+        )
     return httpx.AsyncClient(transport=SpreadTransport(verify=verify), timeout=timeout)

@@ -16,7 +16,15 @@ import orjson
 from .._errors import ProviderConfigError, ProviderError, ResponseFormatError
 from ._capabilities import Capabilities
 from ._decode import SSEReader, fold_sse, stream_events
-from ._http import ProviderRetry, dumps, error_from_exception, error_from_response, redact, snippet
+from ._http import (
+    ProviderRetry,
+    dumps,
+    error_from_exception,
+    error_from_response,
+    redact,
+    scrub,
+    snippet,
+)
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._pool import default_client
 
@@ -317,7 +325,11 @@ class ChatClientBase(HttpClientBase, abc.ABC):
         data = await self._authorized(
             lambda headers: self._http.post(self._path, body, headers=headers)
         )
-        return self._parse(data, body["model"])
+        try:
+            return self._parse(data, body["model"])
+        except ProviderError as exc:
+            # A 200 answer can carry an error body that echoes the key back.
+            raise scrub(exc, self._http.secrets) from exc.__cause__
 
     def stream(
         self, request: ChatRequest

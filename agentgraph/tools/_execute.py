@@ -109,7 +109,7 @@ class _Calls:
             with anyio.move_on_after(limit):
                 value = await _invoke(item, kwargs)
         except Exception as exc:
-            text = f"tool {_quote(item.name)} failed: {type(exc).__name__}: {exc}"
+            text = f"tool {_quote(item.name)} failed: {type(exc).__name__}: {_text(exc)}"
             return _failed(call, start, "raised", text, exc)
         if value is _PENDING:
             text = f"tool {_quote(item.name)} did not finish within {limit:g}s and was abandoned"
@@ -144,11 +144,25 @@ def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) ->
         except TypeError as exc:  # ContextEncodingError and orjson's errors are TypeErrors
             text = (
                 f"tool {_quote(item.name)} returned a {type(value).__name__} that cannot be "
-                f"sent as JSON: {exc}"
+                f"sent as JSON: {_text(exc)}"
+            )
+            return _failed(call, start, "bad_result", text, exc)
+        except Exception as exc:  # e.g. RecursionError on a value that contains itself
+            text = (
+                f"tool {_quote(item.name)} returned a {type(value).__name__} that could not be "
+                f"encoded: {type(exc).__name__}: {_text(exc)}"
             )
             return _failed(call, start, "bad_result", text, exc)
     message = Message.tool(call.id, content, name=call.name)
     return ToolOutcome(call, message, time.perf_counter() - start)
+
+
+def _text(exc: BaseException) -> str:
+    """`str(exc)`, or a placeholder when the exception cannot even print itself."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"
 
 
 def _failed(

@@ -1,8 +1,11 @@
 import anyio
+import httpx
+import orjson
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, Settings, ToolCall, tool
 from agentgraph._events import ModelRequested, ModelResponded, NodeFinished, ToolFinished
+from agentgraph.llm import OpenAIModel
 from agentgraph.nodes import build_request, chat, react_agent, tool_turns, tool_use
 from agentgraph.testing import ScriptedModel
 
@@ -170,3 +173,37 @@ async def test_tool_use_without_calls_passes_through():
     call = ToolCall("c1", "add", {"a": 1, "b": 2})
     out = await GraphRunner().run(g.build(), AgentContext(Message.assistant(tool_calls=(call,))))
     assert out.history[-1] == Message.tool("c1", "3", name="add")
+
+
+async def test_truncated_tool_arguments_from_the_wire_do_not_end_the_run():
+    bodies: list[dict] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/v1/chat/completions"
+        bodies.append(orjson.loads(request.content))
+        if len(bodies) == 1:
+            call = {"name": "add", "arguments": '{"a": 1, "b'}
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": call}],
+            }
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": "done"}
+            finish = "stop"
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        return httpx.Response(200, json={"id": "x", "model": "m", "choices": [choice]})
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    model = OpenAIModel("m", base_url="http://fake/v1", http_client=client)
+    out = await GraphRunner().run(react_agent(model, [add]), AgentContext("1 + 2?"))
+    assert out.input == "done"
+    result = out.history[2]
+    assert result.role == "tool" and result.is_error
+    assert "not valid JSON" in result.content
+    # The call goes back exactly as the model sent it, followed by the error result.
+    sent = bodies[1]["messages"]
+    assert sent[1]["tool_calls"][0]["function"]["arguments"] == '{"a": 1, "b'
+    assert sent[2]["role"] == "tool" and sent[2]["tool_call_id"] == "c1"
+    await client.aclose()

@@ -31,6 +31,7 @@ from agentgraph.llm import (
     ToolSpec,
     Usage,
 )
+from agentgraph.tools import RAW_ARGUMENTS
 
 from .support import Server, Sleeps, collect, json_response, retry, sse, stream_response
 
@@ -155,6 +156,19 @@ async def test_tool_results_merge_into_one_user_turn(anyio_backend):
         }
     ]
     assert body["tool_choice"] == {"type": "any"}
+
+
+async def test_raw_arguments_go_back_as_an_empty_input(anyio_backend):
+    server = Server(json_response(message([{"type": "text", "text": "ok"}])))
+    call = ToolCall("toolu_1", "get_weather", {RAW_ARGUMENTS: '{"city": "Par'})
+    history = [
+        Message.user("weather?"),
+        Message.assistant(tool_calls=(call,)),
+        Message.tool("toolu_1", "bad arguments", is_error=True),
+    ]
+    await model(server).request(ChatRequest(history, tools=[WEATHER]))
+    block = server.body()["messages"][1]["content"][0]
+    assert block == {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
 
 
 @pytest.mark.parametrize(
@@ -432,6 +446,11 @@ async def test_key_never_leaks_and_is_required(anyio_backend):
     with pytest.raises(AuthenticationError) as info:
         await llm.request(ChatRequest([Message.user("x")]))
     assert KEY not in str(info.value) and KEY not in repr(info.value.body)
+    # The same error body on a 200 answer is masked too.
+    with pytest.raises(AuthenticationError) as on_ok:
+        await model(Server(json_response(body))).request(ChatRequest([Message.user("x")]))
+    assert "invalid x-api-key ***" in str(on_ok.value)
+    assert KEY not in str(on_ok.value) and KEY not in repr(on_ok.value.body)
     with pytest.raises(ProviderConfigError, match="ANTHROPIC_API_KEY"):
         AnthropicModel("claude-sonnet-4-5")
     async with httpx.AsyncClient() as client:

@@ -28,6 +28,7 @@ from agentgraph.llm import (
     ToolSpec,
     Usage,
 )
+from agentgraph.tools import RAW_ARGUMENTS
 
 from .support import Server, Sleeps, collect, json_response, retry, sse, stream_response
 
@@ -214,6 +215,22 @@ async def test_functions_round_trip(anyio_backend):
     }
     assert again["messages"][3]["content"] == '{"temp": -5}'
     assert again["function_call"] == {"name": "get_weather"}
+
+
+async def test_malformed_function_arguments(anyio_backend):
+    answer = completion(
+        {"content": "", "function_call": {"name": "get_weather", "arguments": '{"city": '}},
+        finish="function_call",
+    )
+    server = Server(token("t"), json_response(answer), json_response(completion({"content": "."})))
+    llm = model(server)
+    first = await llm.request(ChatRequest([Message.user("x")], tools=[WEATHER]))
+    (call,) = first.message.tool_calls
+    assert call.arguments == {RAW_ARGUMENTS: '{"city": '}
+    history = [Message.user("x"), first.message, Message.tool(call.id, "bad arguments")]
+    await llm.request(ChatRequest(history, tools=[WEATHER]))
+    sent = server.body()["messages"][1]
+    assert sent["function_call"] == {"name": "get_weather", "arguments": {}}
 
 
 async def test_history_gigachat_cannot_express(anyio_backend):

@@ -31,6 +31,7 @@ from agentgraph.llm import (
     ToolSpec,
     Usage,
 )
+from agentgraph.tools import RAW_ARGUMENTS
 
 from .support import Server, Sleeps, collect, json_response, ndjson, retry, stream_response
 
@@ -154,6 +155,22 @@ async def test_plain_answer_without_counts(anyio_backend):
         usage=Usage(requests=1),
         model="qwen3:8b",
     )
+
+
+async def test_arguments_that_are_not_an_object(anyio_backend):
+    reply = line(
+        {"content": "", "tool_calls": [{"function": {"name": "get_weather", "arguments": [1]}}]},
+        done=True,
+    )
+    server = Server(json_response(reply), json_response(line({"content": "ok"}, done=True)))
+    llm = model(server)
+    first = await llm.request(ChatRequest([Message.user("x")], tools=[WEATHER]))
+    (call,) = first.message.tool_calls
+    assert call.arguments == {RAW_ARGUMENTS: "[1]"}
+    history = [Message.user("x"), first.message, Message.tool(call.id, "bad arguments")]
+    await llm.request(ChatRequest(history, tools=[WEATHER]))
+    sent = server.body()["messages"][1]["tool_calls"][0]
+    assert sent["function"] == {"name": "get_weather", "arguments": {}}
 
 
 async def test_tool_choice_and_tool_names(anyio_backend):

@@ -15,6 +15,7 @@ from agentgraph._errors import (
     BadRequestError,
     ProviderConfigError,
     ProviderConnectionError,
+    ProviderError,
     ResponseFormatError,
     ServerError,
     UnsupportedSetting,
@@ -37,6 +38,7 @@ from agentgraph.llm import (
     ToolSpec,
     Usage,
 )
+from agentgraph.tools import RAW_ARGUMENTS
 
 from .support import Body, Server, Sleeps, collect, json_response, retry, sse, stream_response
 
@@ -233,16 +235,48 @@ async def test_parallel_tool_calls_with_compat_quirks(anyio_backend):
     assert response.message.content == ""
 
 
-async def test_invalid_tool_arguments_are_a_format_error(anyio_backend):
+async def test_invalid_tool_arguments_are_kept_as_raw_text(anyio_backend):
     message = {
         "role": "assistant",
         "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": '}}
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a": '}},
+            {"id": "d", "type": "function", "function": {"name": "g", "arguments": "[1, 2]"}},
         ],
     }
     server = Server(json_response(completion(message, finish="length")))
-    with pytest.raises(ResponseFormatError, match="not valid JSON"):
-        await model(server).request(ChatRequest([Message.user("x")]))
+    response = await model(server).request(ChatRequest([Message.user("x")]))
+    assert response.message.tool_calls == (
+        ToolCall("c", "f", {RAW_ARGUMENTS: '{"a": '}),
+        ToolCall("d", "g", {RAW_ARGUMENTS: "[1, 2]"}),
+    )
+
+
+async def test_raw_arguments_go_back_as_the_text_the_model_sent(anyio_backend):
+    server = Server(json_response(completion({"role": "assistant", "content": "done"})))
+    history = [
+        Message.user("weather?"),
+        Message.assistant(tool_calls=(ToolCall("c", "get_weather", {RAW_ARGUMENTS: '{"ci'}),)),
+        Message.tool("c", "bad arguments", name="get_weather"),
+    ]
+    await model(server).request(ChatRequest(history, tools=[WEATHER]))
+    call = server.body()["messages"][1]["tool_calls"][0]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"ci'}
+
+
+async def test_streaming_truncated_arguments_are_kept_as_raw_text(anyio_backend):
+    server = Server(
+        stream_response(
+            sse(
+                call_fragment(0, id="call_A", name="get_weather", arguments='{"city": "Par'),
+                chunk({}, "tool_calls"),
+                "data: [DONE]\n\n",
+            )
+        )
+    )
+    events = await collect(model(server), ChatRequest([Message.user("x")], tools=[WEATHER]))
+    assert events[-1].response.message.tool_calls == (
+        ToolCall("call_A", "get_weather", {RAW_ARGUMENTS: '{"city": "Par'}),
+    )
 
 
 async def test_response_format_and_reasoning(anyio_backend):
@@ -571,6 +605,17 @@ async def test_key_never_leaks(anyio_backend, caplog):
         await model(flaky).request(ChatRequest([Message.user("x")]))
     assert "retry 2 of 2" in caplog.text and KEY not in caplog.text
     assert KEY not in str(retried.value)
+
+
+async def test_an_error_body_on_a_200_never_echoes_the_key(anyio_backend):
+    body = {"error": {"message": f"Incorrect API key provided: {KEY}", "code": "invalid_api_key"}}
+    server = Server(json_response(body))
+    with pytest.raises(ProviderError) as info:
+        await model(server).request(ChatRequest([Message.user("x")]))
+    error = info.value
+    assert "Incorrect API key provided: ***" in str(error)
+    for text in (str(error), repr(error), repr(error.body), repr(vars(error))):
+        assert KEY not in text
 
 
 def test_official_api_needs_a_key():

@@ -1,10 +1,13 @@
 """The spread transport on a real loopback socket."""
 
 import anyio
+import httpcore
 import httpx
 import pytest
 
 from agentgraph.llm import OpenAIModel, SpreadTransport
+from agentgraph.llm._pool import default_client
+from agentgraph.llm._transport import DEFAULT_TIMEOUT
 from agentgraph.testing import FakeServer
 
 pytestmark = pytest.mark.anyio
@@ -44,7 +47,8 @@ async def test_a_failed_request_frees_its_slot():
     assert transport.in_flight == (0, 0)
 
 
-async def test_clients_use_it_when_none_is_injected(server):
+async def test_clients_use_it_when_none_is_injected(server, monkeypatch):
+    clear_proxies(monkeypatch)
     async with OpenAIModel(
         "fake-model", base_url=server.openai_url, api_key="sk-test-key"
     ) as model:
@@ -58,3 +62,36 @@ async def test_clients_use_it_when_none_is_injected(server):
 def test_bad_sizes_are_refused():
     with pytest.raises(ValueError, match="at least 1"):
         SpreadTransport(pools=0)
+
+
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def clear_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+def proxy_of(client: httpx.AsyncClient, url: str) -> httpcore.URL | None:
+    transport = client._transport_for_url(httpx.URL(url))
+    pool = getattr(transport, "_pool", None)
+    return pool._proxy_url if isinstance(pool, httpcore.AsyncHTTPProxy) else None
+
+
+async def test_the_default_client_honours_environment_proxies(monkeypatch):
+    clear_proxies(monkeypatch)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost")
+    async with default_client(timeout=DEFAULT_TIMEOUT) as client:
+        proxy = proxy_of(client, "https://api.openai.com/v1/chat/completions")
+        assert proxy == httpcore.URL("http://127.0.0.1:3128")
+        assert proxy_of(client, "https://localhost:8080/v1") is None
+        assert client.timeout == DEFAULT_TIMEOUT
+
+
+async def test_the_default_client_spreads_without_a_proxy(monkeypatch):
+    clear_proxies(monkeypatch)
+    async with default_client(timeout=DEFAULT_TIMEOUT) as client:
+        assert isinstance(client._transport, SpreadTransport)
+        assert not client._mounts

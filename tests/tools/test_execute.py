@@ -137,6 +137,40 @@ async def test_a_result_that_is_not_json():
     assert outcome.message.content.startswith('tool "strange" returned a set that cannot be sent')
 
 
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise ValueError("cannot print")
+
+
+@tool
+def obscure() -> str:
+    raise Unprintable
+
+
+@tool
+def looped() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
+async def test_an_exception_that_cannot_print_itself():
+    outcomes = await run_tool_calls([obscure, add], [call("obscure"), call("add", "c2", a=1)])
+    first, second = outcomes
+    assert first.error == "raised" and isinstance(first.exception, Unprintable)
+    assert first.message.content == 'tool "obscure" failed: Unprintable: <unprintable Unprintable>'
+    assert second.error is None and second.message.content == "1"
+
+
+async def test_a_result_that_contains_itself():
+    (outcome,) = await run_tool_calls([looped], [call("looped")])
+    assert outcome.error == "bad_result" and outcome.message.is_error
+    assert isinstance(outcome.exception, RecursionError)
+    assert outcome.message.content.startswith(
+        'tool "looped" returned a list that could not be encoded: RecursionError'
+    )
+
+
 async def test_timeouts_for_async_and_sync_tools():
     release = threading.Event()
 
