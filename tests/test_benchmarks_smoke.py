@@ -1,29 +1,17 @@
 """The engine benchmark runs end to end at tiny sizes; its figures are checked for sanity only."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "engine_overhead.py"
+from tests.helpers import load_benchmark
+
 PEERS = {"langgraph": "langgraph", "pydantic-graph": "pydantic_graph"}
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("engine_overhead", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.syspath_prepend(SCRIPT.parent)  # the script imports its sibling modules
-            spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+    yield from load_benchmark("engine_overhead")
 
 
 @pytest.fixture(scope="module")

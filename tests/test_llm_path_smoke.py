@@ -1,29 +1,17 @@
 """The LLM-path benchmark runs end to end at tiny sizes; no timing is checked."""
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "llm_path.py"
+from tests.helpers import load_benchmark
+
 NEEDS = {"openai": ("openai",), "openai-httpx2": ("openai", "httpx2")}
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("llm_path", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.syspath_prepend(SCRIPT.parent)  # the script imports its sibling modules
-            spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+    yield from load_benchmark("llm_path")
 
 
 @pytest.fixture(scope="module")

@@ -1,27 +1,13 @@
 """The durability benchmark runs end to end at tiny sizes and writes only its own section."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "durability.py"
+from tests.helpers import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("durability", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.syspath_prepend(SCRIPT.parent)  # the script imports its sibling modules
-            spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+    yield from load_benchmark("durability")
 
 
 @pytest.fixture(scope="module")

@@ -1,30 +1,16 @@
 """The RAG benchmark runs at tiny sizes; its figures are checked for sanity only."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import anyio
 import pytest
 
-pytest.importorskip("numpy", reason="the `rag` extra (numpy) is not installed")
+from tests.helpers import load_benchmark
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "rag.py"
+pytest.importorskip("numpy", reason="the `rag` extra (numpy) is not installed")
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("rag_bench", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.syspath_prepend(SCRIPT.parent)  # the script imports its sibling modules
-            spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules[spec.name]
+    yield from load_benchmark("rag")
 
 
 def test_search_figures_and_the_report(bench):
