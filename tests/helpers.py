@@ -5,10 +5,21 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-from agentgraph import AgentContext, Node, node
+from agentgraph import AgentContext, Graph, GraphBuilder, Node, node
+
+
+def chain(name: str, *nodes: Node[Any, Any]) -> Graph[Any, Any]:
+    """A graph running `nodes` one after the other."""
+    with GraphBuilder[Any, Any](name) as g:
+        current: Node[Any, Any] = g.start
+        for n in nodes:
+            current = current.edge_to(n)
+        current.edge_to(g.finish)
+    return g.build()
 
 
 def adder(name: str, amount: int = 1) -> Node[int, int]:

@@ -26,18 +26,9 @@ from agentgraph import (
 )
 from agentgraph._errors import ContextDecodingError
 from agentgraph.checkpoint import MemoryStore
-from tests.helpers import adder
+from tests.helpers import adder, chain
 
 pytestmark = pytest.mark.anyio
-
-
-def chain(name, *nodes):
-    with GraphBuilder[int, int](name) as g:
-        current = g.start
-        for n in nodes:
-            current = current.edge_to(n)
-        current.edge_to(g.finish)
-    return g.build()
 
 
 @node

@@ -20,18 +20,9 @@ from agentgraph import (
     node,
 )
 from agentgraph._errors import ServerError
-from tests.helpers import adder
+from tests.helpers import adder, chain
 
 pytestmark = pytest.mark.anyio
-
-
-def chain(name, *nodes):
-    with GraphBuilder[int, int](name) as g:
-        current = g.start
-        for n in nodes:
-            current = current.edge_to(n)
-        current.edge_to(g.finish)
-    return g.build()
 
 
 def three_levels():

@@ -2,20 +2,12 @@
 
 from collections import Counter
 
-from agentgraph import AgentContext, GraphBuilder, Message, node
+from agentgraph import AgentContext, Message, node
+from tests.helpers import chain as chain
 
 
 class Crash(BaseException):
     """Stands in for the process dying: nothing catches it, no cleanup runs."""
-
-
-def chain(name, *nodes):
-    with GraphBuilder(name) as g:
-        current = g.start
-        for n in nodes:
-            current = current.edge_to(n)
-        current.edge_to(g.finish)
-    return g.build()
 
 
 class Tally:
