@@ -131,6 +131,10 @@ class FixedTupleShape(Shape):
         return Invalid(problems) if problems else tuple(out)
 
     def schema(self, ctx: SchemaContext) -> dict[str, Any]:
+        if ctx.strict:
+            raise UnsupportedType(
+                self.label, "strict schemas have no fixed-length tuples; use a class or a list"
+            )
         n = len(self.items)
         return {
             "type": "array",

@@ -63,9 +63,31 @@ def build_schema(shape: Shape, *, strict: bool) -> dict[str, Any]:
     root = shape if isinstance(shape, ObjectShape) else None
     ctx = SchemaContext(strict, root)
     schema = root.body(ctx) if root is not None else shape.schema(ctx)
+    if strict and ctx.defs:
+        schema = _lone_refs(schema, ctx.defs)
     if ctx.defs:
-        schema["$defs"] = ctx.defs
+        schema["$defs"] = (
+            {k: _lone_refs(v, ctx.defs) for k, v in ctx.defs.items()} if strict else ctx.defs
+        )
     return schema
+
+
+def _lone_refs(node: Any, defs: dict[str, Any], inlining: frozenset[str] = frozenset()) -> Any:
+    """Strict schemas allow nothing beside a `$ref`: inline a referenced definition
+    that carries a description, or, for a reference back into itself (the root, or a
+    definition being inlined), keep the bare reference."""
+    if isinstance(node, list):
+        return [_lone_refs(item, defs, inlining) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1:
+        name = ref.removeprefix("#/$defs/")
+        if name == ref or name not in defs or name in inlining:
+            return {"$ref": ref}
+        extras = {k: v for k, v in node.items() if k != "$ref"}
+        return _lone_refs({**defs[name], **extras}, defs, inlining | {name})
+    return {k: _lone_refs(v, defs, inlining) for k, v in node.items()}
 
 
 def json_schema(tp: Any, *, strict: bool = False) -> dict[str, Any]:

@@ -432,3 +432,40 @@ def test_tool_names_fall_back_to_class_names():
 
     with pytest.raises(UnsupportedType, match="both be the tool 'Spaced'"):
         tools_for_union(Spaced | Clash)
+
+
+@attrs.frozen
+class StrictPoint:
+    x: int
+
+
+@attrs.frozen
+class StrictLink:
+    at: Annotated[StrictPoint, Guide("where it sits")]
+    also: StrictPoint
+    next: Annotated[StrictLink | None, Guide("the next one")] = None
+
+
+@attrs.frozen
+class StrictPair:
+    pair: tuple[int, str]
+
+
+def _refs_with_siblings(node: object) -> int:
+    if isinstance(node, dict):
+        here = int("$ref" in node and len(node) > 1)
+        return here + sum(_refs_with_siblings(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(_refs_with_siblings(v) for v in node)
+    return 0
+
+
+def test_strict_schemas_put_nothing_beside_a_ref_and_refuse_fixed_tuples():
+    schema = json_schema(StrictLink, strict=True)
+    assert _refs_with_siblings(schema) == 0
+    at = schema["properties"]["at"]
+    assert at["description"] == "where it sits" and at["properties"]["x"] == {"type": "integer"}
+    assert schema["properties"]["also"] == {"$ref": "#/$defs/StrictPoint"}
+    with pytest.raises(UnsupportedType, match="fixed-length tuples"):
+        json_schema(StrictPair, strict=True)
+    assert json_schema(StrictPair)["properties"]["pair"]["prefixItems"]
