@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 import attrs
@@ -76,14 +76,6 @@ class RetryPolicy:
         error. The first attempt ran outside tenacity (the fast path); it is
         replayed here so that the policy sees every attempt.
         """
-        attempt = 0
-
-        async def tried() -> T:
-            nonlocal attempt
-            attempt += 1
-            if attempt == 1:
-                raise first_error
-            return await fn()
 
         async def before_sleep(state: tenacity.RetryCallState) -> None:
             if on_retry is not None and state.outcome is not None and state.next_action:
@@ -99,5 +91,31 @@ class RetryPolicy:
             before_sleep=before_sleep,
             reraise=True,
         )
-        result: Any = await retrying(tried)
-        return result, attempt
+        result = await retry_after_first(retrying, fn, first_error)
+        return result, attempts_made(retrying)
+
+
+async def retry_after_first(
+    retrying: tenacity.AsyncRetrying, fn: Callable[[], Awaitable[T]], first_error: BaseException
+) -> T:
+    """Run `fn` under `retrying` for the attempts after a first one that failed.
+
+    The first attempt ran outside tenacity (the fast path pays nothing for it);
+    replaying its error here lets the policy judge and count every attempt.
+    """
+    replayed = False
+
+    async def attempt() -> T:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            raise first_error
+        return await fn()
+
+    result: T = await retrying(attempt)
+    return result
+
+
+def attempts_made(retrying: tenacity.AsyncRetrying) -> int:
+    """How many attempts the last call of `retrying` made, the replayed first one included."""
+    return int(retrying.statistics.get("attempt_number", 1))

@@ -131,12 +131,14 @@ class Runtime:
     _durable: StepState
     __slots__ = ("_durable", "_run", "depth", "fanout", "index", "path")
 
-    def __init__(self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0) -> None:
+    def __init__(
+        self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0, fanout: bool = False
+    ) -> None:
         self._run = run
         self.path = path
         self.depth = depth
         self.index = index
-        self.fanout = False
+        self.fanout = fanout
 
     @property
     def step(self) -> int:
@@ -251,9 +253,7 @@ class Runtime:
             await anyio.lowlevel.checkpoint()
         elif run.watch or run.handle._cancelled:
             await anyio.lowlevel.checkpoint_if_cancelled()
-        rt = Runtime(run, (*self.path, node.name), self.depth + 1, index)
-        if branch or self.fanout:
-            rt.fanout = True
+        rt = Runtime(run, (*self.path, node.name), self.depth + 1, index, branch or self.fanout)
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:
@@ -283,8 +283,6 @@ class Runtime:
         attempts = 1
         try:
             if policy is None or not node.retry_safe or isinstance(error, StepLimitExceeded):
-                raise error
-            if isinstance(error, NodeFailed) and not policy.retry_on(_root(error)):
                 raise error
 
             async def on_retry(attempt: int, wait: float, err: BaseException) -> None:

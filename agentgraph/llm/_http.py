@@ -44,6 +44,7 @@ from .._errors import (
     ResponseFormatError,
     ServerError,
 )
+from .._retry import attempts_made, retry_after_first
 
 __all__ = (
     "ProviderRetry",
@@ -363,15 +364,6 @@ class ProviderRetry:
         return await self._retry(fn, first)
 
     async def _retry(self, fn: Callable[[], Awaitable[T]], first: ProviderError) -> T:
-        attempts = 0
-
-        async def attempt() -> T:
-            nonlocal attempts
-            attempts += 1
-            if attempts == 1:
-                raise first
-            return await fn()
-
         def wait(state: tenacity.RetryCallState) -> float:
             error = state.outcome.exception() if state.outcome is not None else None
             return self.wait_for(error, state.attempt_number - 1)
@@ -394,9 +386,8 @@ class ProviderRetry:
             reraise=True,
         )
         try:
-            result: T = await retrying(attempt)
+            return await retry_after_first(retrying, fn, first)
         except ProviderError as exc:
             # The runner reads this and does not retry the node on top of us.
-            exc.attempts = attempts
+            exc.attempts = attempts_made(retrying)
             raise
-        return result
