@@ -92,6 +92,19 @@ def _usage(data: dict[str, Any]) -> Usage:
     )
 
 
+def _response(
+    last: dict[str, Any], text: str, calls: tuple[ToolCall, ...], thinking: str, model: str
+) -> ChatResponse:
+    """The answer from its text, calls and thinking, and the usage and reason on the last line."""
+    usage = _usage(last)
+    return ChatResponse(
+        Message("assistant", text, calls, reasoning=thinking or None, usage=usage),
+        finish_reason=normalize_finish(last.get("done_reason"), has_tool_calls=bool(calls)),
+        usage=usage,
+        model=str(last.get("model") or model),
+    )
+
+
 class OllamaModel(ChatClientBase):
     """A `ChatModel` over Ollama's native `POST {base_url}/api/chat`.
 
@@ -182,19 +195,8 @@ class OllamaModel(ChatClientBase):
         if not isinstance(message, dict):
             raise ResponseFormatError("answer has no message", provider=provider, body=data)
         calls = tuple(_tool_call(c, provider=provider) for c in message.get("tool_calls") or ())
-        usage = _usage(data)
-        return ChatResponse(
-            Message(
-                "assistant",
-                str(message.get("content") or ""),
-                calls,
-                reasoning=str(message.get("thinking") or "") or None,
-                usage=usage,
-            ),
-            finish_reason=normalize_finish(data.get("done_reason"), has_tool_calls=bool(calls)),
-            usage=usage,
-            model=str(data.get("model") or model),
-        )
+        text = str(message.get("content") or "")
+        return _response(data, text, calls, str(message.get("thinking") or ""), model)
 
     async def _decode(
         self, response: httpx.Response, model: str
@@ -223,20 +225,8 @@ class OllamaModel(ChatClientBase):
                         len(calls) - 1, call.id, call.name, arguments_json(call.arguments)
                     )
                 if chunk.get("done") is True:
-                    usage = _usage(chunk)
-                    reason = normalize_finish(chunk.get("done_reason"), has_tool_calls=bool(calls))
-                    reasoning = "".join(thinking) or None
-                    answer = Message(
-                        "assistant", "".join(text), tuple(calls), reasoning=reasoning, usage=usage
-                    )
-                    yield ResponseDone(
-                        ChatResponse(
-                            answer,
-                            finish_reason=reason,
-                            usage=usage,
-                            model=str(chunk.get("model") or model),
-                        )
-                    )
+                    answer = _response(chunk, "".join(text), tuple(calls), "".join(thinking), model)
+                    yield ResponseDone(answer)
                     return
         raise ProviderConnectionError(
             "stream ended before the line with done: true", provider=provider
