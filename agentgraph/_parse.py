@@ -21,14 +21,14 @@ and whose `.attempts` holds the text.
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar, overload
 
 import orjson
 
 from ._compile import cache_key, shape_of
 from ._errors import OutputError
-from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, loads_lenient
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
+from ._lenient import _WS as _LEAD  # what the lenient parser skips as whitespace
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
 
@@ -36,8 +36,6 @@ __all__ = ("check", "load", "parse")
 
 T = TypeVar("T")
 
-_LEAD = re.compile(r"[ \t\n\r\ufeff]*")  # what the lenient parser skips as whitespace
-_OPENER = re.compile(r"[\[{]")
 _CLOSER = {"{": "}", "[": "]"}
 _MISSING: Any = object()
 
@@ -171,17 +169,8 @@ def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
             `tp`; `.errors` lists every problem as `path: message`.
         UnsupportedType: `tp` has no JSON form.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
     try:
         shape = _SHAPES[cache_key(tp)]
     except (KeyError, TypeError):
         shape = _shape(tp)
-    try:
-        data = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        data = _repair(text)
-    result = shape.check(data, strict)
-    if isinstance(result, Invalid):
-        raise invalid_error(shape.label, result, raw=text)
-    return result
+    return check(shape, load(text), strict=strict, raw=text)

@@ -21,23 +21,24 @@ from typing import Any
 
 import orjson
 
-from ._lenient import loads_lenient
+from ._lenient import (
+    _CUT_HEX,
+    _CUT_LOW,
+    _FENCE_CLOSE,
+    _FENCE_OPEN,
+    _HEX4,
+    _NUMBER,
+    _OPENER,
+    loads_lenient,
+)
+from ._lenient import _WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
 
-_LEAD = re.compile(r"[ \t\n\r\ufeff]*")
 _WS = re.compile(r"[ \t\n\r]*")
 _PLAIN = re.compile(r'[^"\\\x00-\x1f]*')
 _DIGITS = re.compile(r"[0-9eE.+-]*")
 _LETTERS = re.compile(r"[a-z]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_CUT_HEX = re.compile(r"[0-9a-fA-F]{0,3}\Z")
-_CUT_LOW = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
-_OPENER = re.compile(r"[\[{]")
-# The lenient parser's code fences.
-_FENCE_OPEN = re.compile(r"```[^\n`]*\n")
-_FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 _LITERALS = ("true", "false", "null")
 _SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
 

@@ -39,7 +39,8 @@ class Embedder(Protocol):
     async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-def _texts(texts: Sequence[str]) -> list[str]:
+def checked_texts(texts: Sequence[str]) -> list[str]:
+    """`texts` as a list, refusing a lone string and anything that is not a string."""
     if isinstance(texts, str):
         # A lone string would otherwise be embedded one character at a time.
         raise TypeError("embed() takes a sequence of strings; wrap a single text in a list")
@@ -92,7 +93,7 @@ class _EmbedderBase(HttpClientBase, abc.ABC):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order; sent in batches of `batch_size`."""
-        items = _texts(texts)
+        items = checked_texts(texts)
         vectors: list[list[float]] = []
         for start in range(0, len(items), self._batch_size):
             batch = items[start : start + self._batch_size]

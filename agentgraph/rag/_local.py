@@ -11,6 +11,8 @@ from typing import Any
 
 import anyio.to_thread
 
+from ..llm._embed import checked_texts
+
 __all__ = ("LocalEmbedder",)
 
 _EXTRA = "pip install torch==2.13.0 'agentgraph[rag-local]'"
@@ -91,12 +93,7 @@ class LocalEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
-        if isinstance(texts, str):
-            raise TypeError("embed() takes a sequence of strings; wrap a single text in a list")
-        items = list(texts)
-        for item in items:
-            if not isinstance(item, str):
-                raise TypeError(f"embed() takes strings, got {type(item).__name__}")
+        items = checked_texts(texts)
         if not items:
             return []
         return await anyio.to_thread.run_sync(self._encode, items)
