@@ -156,7 +156,8 @@ class OtelSink:
 
     def _on_node_started(self, run: _Run, r: Mapping[str, Any]) -> None:
         path = tuple(r["path"])
-        parent = self._parent(run, path[:-1], None)
+        # Branches of a fan-out share a path; the parent step's index tells them apart.
+        parent = run.steps.get(r.get("parent") or 0) or self._parent(run, path[:-1], None)
         span = self._start(
             r["node"],
             parent.span if parent is not None else run.span,

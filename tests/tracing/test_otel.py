@@ -173,3 +173,34 @@ def test_without_opentelemetry_the_sink_says_which_extra(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", refuse)
     with pytest.raises(ImportError, match=r"agentgraph\[otel\]"):
         OtelSink()
+
+
+async def test_steps_in_concurrent_branches_nest_under_their_own_branch(exporter, provider):
+    import anyio
+
+    from agentgraph import GraphBuilder, map_each, node
+
+    @node(name="a")
+    async def a(ctx):
+        await anyio.sleep(0.01 * ctx.input)
+        return ctx.with_input(ctx.input + 100)
+
+    @node(name="c")
+    async def c(ctx):
+        return ctx.with_input(ctx.input + 1000)
+
+    with GraphBuilder[int, int]("inner") as inner:
+        inner.start.edge_to(a).edge_to(c).edge_to(inner.finish)
+    each = map_each(inner.build(), items=lambda ctx: [1, 2], name="each")
+    with GraphBuilder[int, list]("outer") as g:
+        g.start.edge_to(each).edge_to(g.finish)
+    sink = OtelSink(provider)
+    await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
+    spans = exporter.get_finished_spans()
+    branches = [s for s in spans if s.name == "inner"]
+    assert len(branches) == 2
+    for branch in branches:
+        children = [
+            s for s in spans if s.parent is not None and s.parent.span_id == branch.context.span_id
+        ]
+        assert sorted(s.name for s in children) == ["a", "c"]
