@@ -35,6 +35,11 @@ def _usage(usage: Usage) -> list[int]:
     ]
 
 
+def encode_call(call: ToolCall, where: str) -> list[Any]:
+    """A tool call as stored: `[id, name, arguments]`; `where` names the arguments in errors."""
+    return [call.id, call.name, to_data(call.arguments, tagged=True, where=where)]
+
+
 def encode_message(message: Message, where: str) -> dict[str, Any]:
     """A message as compact JSON data: its role plus the fields that are not defaults."""
     if type(message) is not Message:
@@ -43,10 +48,7 @@ def encode_message(message: Message, where: str) -> dict[str, Any]:
     if message.content:
         data["c"] = message.content
     if message.tool_calls:
-        data["tc"] = [
-            [call.id, call.name, to_data(call.arguments, tagged=True, where=f"{where}.arguments")]
-            for call in message.tool_calls
-        ]
+        data["tc"] = [encode_call(call, f"{where}.arguments") for call in message.tool_calls]
     if message.tool_call_id is not None:
         data["id"] = message.tool_call_id
     if message.name is not None:

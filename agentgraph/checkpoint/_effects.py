@@ -21,7 +21,7 @@ from .._json import from_data, to_data
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatModel, ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
-from ._codec import decode_message, encode_message, encode_messages
+from ._codec import decode_message, encode_call, encode_message, encode_messages
 from ._durable import state_of
 from ._journal import Journal, diff_data
 
@@ -158,7 +158,9 @@ async def journaled_tools(
         )
     risky = [i for i in pending if calls[i].name in unsafe]
     for i in risky:
-        journal.record(keys[i], "intent", orjson.dumps({"call": _call_data(calls[i])}))
+        journal.record(
+            keys[i], "intent", orjson.dumps({"call": encode_call(calls[i], "arguments")})
+        )
     if risky:
         await journal.flush()  # the intent must be durable before the call can happen
     if pending:
@@ -172,10 +174,6 @@ async def journaled_tools(
     if risky:
         await journal.flush()
     return [a for a in answers if a is not None]
-
-
-def _call_data(call: ToolCall) -> list[Any]:
-    return [call.id, call.name, to_data(call.arguments, tagged=True, where="arguments")]
 
 
 def _show(call: ToolCall) -> str:
