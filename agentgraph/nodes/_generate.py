@@ -355,7 +355,9 @@ def generate(
         max_output, temperature, think: override the context's settings.
         native: send the schema as `ChatRequest.output`. `None` decides by the
             model's `supports_output_schema` attribute (and a class at the root).
-        stream: stream the answer and emit a `PartialOutput` event per change.
+        stream: stream the answer and emit a `PartialOutput` event per change. Streamed
+            answers are not recorded by a checkpoint store, so a resumed or replayed
+            run asks the model again for them.
         name: the node's name.
 
     Raises:
