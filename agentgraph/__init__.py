@@ -7,6 +7,7 @@ from ._errors import AgentGraphError as AgentGraphError
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BadRequestError as BadRequestError
 from ._errors import CheckpointError as CheckpointError
+from ._errors import ContextDecodingError as ContextDecodingError
 from ._errors import ContextEncodingError as ContextEncodingError
 from ._errors import DeadEnd as DeadEnd
 from ._errors import DimensionMismatch as DimensionMismatch
@@ -57,11 +58,8 @@ from ._events import Summarized as Summarized
 from ._events import ToolFinished as ToolFinished
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
-from ._guide import Guide as Guide
-from ._guide import generable as generable
 from ._node import Node as Node
 from ._node import node as node
-from ._parse import parse as parse
 from ._retry import RetryPolicy as RetryPolicy
 from ._retry import is_transient as is_transient
 from ._runner import GraphRunner as GraphRunner
@@ -69,12 +67,6 @@ from ._runner import RunHandle as RunHandle
 from ._runner import Runtime as Runtime
 from ._runner import Sink as Sink
 from ._runner import StepCallback as StepCallback
-from ._schema import describe as describe
-from ._schema import from_tool_call as from_tool_call
-from ._schema import json_schema as json_schema
-from ._schema import prompt_fragment as prompt_fragment
-from ._schema import tools_for_union as tools_for_union
-from ._schema import validate as validate
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -88,6 +80,16 @@ from .nodes import generate as generate
 from .nodes import map_each as map_each
 from .nodes import parallel as parallel
 from .nodes import stream_structured as stream_structured
+from .structured import Guide as Guide
+from .structured import describe as describe
+from .structured import from_tool_call as from_tool_call
+from .structured import generable as generable
+from .structured import json_schema as json_schema
+from .structured import loads_lenient as loads_lenient
+from .structured import parse as parse
+from .structured import prompt_fragment as prompt_fragment
+from .structured import tools_for_union as tools_for_union
+from .structured import validate as validate
 from .tools import Tool as Tool
 from .tools import tool as tool
 
@@ -97,6 +99,7 @@ __all__ = (
     "AuthenticationError",
     "BadRequestError",
     "CheckpointError",
+    "ContextDecodingError",
     "ContextEncodingError",
     "ContextEntry",
     "DeadEnd",
@@ -173,6 +176,7 @@ __all__ = (
     "generate",
     "is_transient",
     "json_schema",
+    "loads_lenient",
     "map_each",
     "node",
     "parallel",

@@ -38,8 +38,8 @@ from _common import write_section as write_section  # re-exported: the section w
 from _structured_report import HEADING as HEADING  # re-exported: the section's heading
 
 from agentgraph import OutputError, parse, validate
-from agentgraph._lenient import loads_lenient
-from agentgraph._prefix import PrefixParser
+from agentgraph.structured._lenient import loads_lenient
+from agentgraph.structured._prefix import PrefixParser
 
 TEXT = (
     "the function does not check for an empty list before it reads the first item "

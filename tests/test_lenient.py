@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgraph import _lenient
 from agentgraph._errors import OutputError
-from agentgraph._lenient import loads_lenient
+from agentgraph.structured import _lenient
+from agentgraph.structured._lenient import loads_lenient
 
 
 def same(left: Any, right: Any) -> bool:

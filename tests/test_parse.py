@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentgraph import Guide, OutputError, UnsupportedType, generable, json_schema, parse
-from agentgraph import _parse as parse_module
-from agentgraph._compile import shape_of
-from agentgraph._composites import (
+from agentgraph._json import to_data
+from agentgraph.structured import _parse as parse_module
+from agentgraph.structured._compile import shape_of
+from agentgraph.structured._composites import (
     DictShape,
     FixedTupleShape,
     Guided,
@@ -26,9 +27,8 @@ from agentgraph._composites import (
     TaggedUnionShape,
     UnionShape,
 )
-from agentgraph._json import to_data
-from agentgraph._lenient import loads_lenient
-from agentgraph._shapes import AnyShape, EnumShape, LiteralShape, Scalar, Shape
+from agentgraph.structured._lenient import loads_lenient
+from agentgraph.structured._shapes import AnyShape, EnumShape, LiteralShape, Scalar, Shape
 
 
 class Color(enum.Enum):

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgraph import _prefix
 from agentgraph._errors import OutputError
-from agentgraph._lenient import loads_lenient
-from agentgraph._prefix import PrefixParser
+from agentgraph.structured import _prefix
+from agentgraph.structured._lenient import loads_lenient
+from agentgraph.structured._prefix import PrefixParser
 from tests.test_parse import JSON, same
 
 HEADS = ["", "  ", "Sure!\n", "```json\n", "Here:\n```json\n", "Use {x}: ", "Use [1]: "]

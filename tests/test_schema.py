@@ -11,10 +11,10 @@ import attrs
 import jsonschema
 import pytest
 
-from agentgraph._compile import shape_of
 from agentgraph._errors import OutputError, UnsupportedType
-from agentgraph._guide import Guide, class_info, generable
-from agentgraph._schema import (
+from agentgraph.structured._compile import shape_of
+from agentgraph.structured._guide import Guide, class_info, generable
+from agentgraph.structured._schema import (
     describe,
     from_tool_call,
     json_schema,

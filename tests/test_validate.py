@@ -9,10 +9,10 @@ from typing import Annotated, Any, Literal
 import attrs
 import pytest
 
-from agentgraph._compile import shape_of
 from agentgraph._errors import OutputError
-from agentgraph._guide import Guide
-from agentgraph._schema import validate
+from agentgraph.structured._compile import shape_of
+from agentgraph.structured._guide import Guide
+from agentgraph.structured._schema import validate
 
 FAIL = object()
 

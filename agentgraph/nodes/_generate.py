@@ -40,8 +40,6 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
-from .._compile import shape_of
-from .._composites import ObjectShape
 from .._context import AgentContext, Think
 from .._errors import OutputError, UnsupportedType
 from .._events import (
@@ -53,10 +51,12 @@ from .._events import (
     StructuredOutput,
 )
 from .._node import Node
-from .._parse import parse
-from .._schema import json_schema, prompt_fragment
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, OutputSchema
+from ..structured._compile import shape_of
+from ..structured._composites import ObjectShape
+from ..structured._parse import parse
+from ..structured._schema import json_schema, prompt_fragment
 from ._chat import call_model
 from ._partial import stream_structured
 from ._sections import Section, SectionSource, as_sections, render_sections

@@ -26,12 +26,12 @@ from typing import Any, Generic, TypeVar, overload
 
 import attrs
 
-from .._compile import shape_of
 from .._errors import OutputError, ResponseFormatError
-from .._parse import check, load
-from .._prefix import PrefixParser
-from .._shapes import Shape
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
+from ..structured._compile import shape_of
+from ..structured._parse import check, load
+from ..structured._prefix import PrefixParser
+from ..structured._shapes import Shape
 
 __all__ = ("Partial", "PartialStream", "stream_structured")
 

@@ -1,7 +1,7 @@
 """Typed tools: `@tool` turns a function into something the model can call, and
 `execute_calls` carries out the model's calls safely."""
 
-from .._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
+from ..structured._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ._execute import ToolFailure as ToolFailure
 from ._execute import ToolOutcome as ToolOutcome
 from ._execute import execute_calls as execute_calls

@@ -22,9 +22,9 @@ import orjson
 from .._context import AgentContext
 from .._errors import ToolError
 from .._json import to_data
-from .._schema import RAW_ARGUMENTS
-from .._shapes import Invalid, show
 from ..llm._messages import Message, ToolCall
+from ..structured._schema import RAW_ARGUMENTS
+from ..structured._shapes import Invalid, show
 from ._tool import Tool
 
 __all__ = ("ToolFailure", "ToolOutcome", "execute_calls", "run_tool_calls")

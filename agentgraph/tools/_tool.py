@@ -9,13 +9,13 @@ from typing import Annotated, Any, Generic, ParamSpec, TypeVar, get_args, get_or
 
 import attrs
 
-from .._compile import FieldSpec, arguments_shape
-from .._composites import NO_DEFAULT, ObjectShape
 from .._context import AgentContext
 from .._errors import ToolError, UnsupportedType
 from .._json import to_data
-from .._schema import TOOL_NAME, build_schema
 from ..llm._messages import ToolSpec
+from ..structured._compile import FieldSpec, arguments_shape
+from ..structured._composites import NO_DEFAULT, ObjectShape
+from ..structured._schema import TOOL_NAME, build_schema
 from ._docstring import parse_docstring
 
 __all__ = ("Tool", "tool")

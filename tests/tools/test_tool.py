@@ -11,7 +11,7 @@ import pytest
 
 from agentgraph import AgentContext
 from agentgraph._errors import ToolError, UnsupportedType
-from agentgraph._guide import Guide
+from agentgraph.structured._guide import Guide
 from agentgraph.tools import Tool, tool
 from agentgraph.tools._docstring import parse_docstring
 

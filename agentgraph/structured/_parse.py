@@ -25,8 +25,8 @@ from typing import Any, TypeVar, overload
 
 import orjson
 
+from .._errors import OutputError
 from ._compile import cache_key, shape_of
-from ._errors import OutputError
 from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
 from ._lenient import _WS as _LEAD  # what the lenient parser skips as whitespace
 from ._schema import invalid_error

@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import attrs
 
+from .._errors import ContextEncodingError, UnsupportedType
+from .._json import to_data
 from ._composites import (
     NO_DEFAULT,
     DictShape,
@@ -30,9 +32,7 @@ from ._composites import (
     TaggedUnionShape,
     UnionShape,
 )
-from ._errors import ContextEncodingError, UnsupportedType
 from ._guide import Guide, class_info, field_guide
-from ._json import to_data
 from ._shapes import SCALARS, AnyShape, EnumShape, LiteralShape, Scalar, Shape, same
 
 __all__ = ("FieldSpec", "arguments_shape", "cache_key", "shape_of")

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from ._errors import OutputError
+from .._errors import OutputError
 
 __all__ = ("loads_lenient",)
 

@@ -27,6 +27,8 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 
+from .._errors import OutputError, UnsupportedType
+from ..llm._messages import ToolSpec
 from ._compile import shape_of
 from ._composites import (
     NO_DEFAULT,
@@ -35,9 +37,7 @@ from ._composites import (
     TaggedUnionShape,
     UnionShape,
 )
-from ._errors import OutputError, UnsupportedType
 from ._shapes import Invalid, Shape, show
-from .llm._messages import ToolSpec
 
 __all__ = (
     "RAW_ARGUMENTS",

@@ -1,0 +1,31 @@
+"""Structured output: types described by annotations, JSON Schema, lenient parsing.
+
+A type (an attrs class, a dataclass, or a composition of lists, optionals,
+literals, enums and tagged unions) is compiled once into a shape that gives its
+JSON Schema, a prompt fragment and a validator. `parse` turns model text into a
+value of the type; `loads_lenient` is the repairing JSON loader underneath.
+"""
+
+from ._guide import Guide as Guide
+from ._guide import generable as generable
+from ._lenient import loads_lenient as loads_lenient
+from ._parse import parse as parse
+from ._schema import describe as describe
+from ._schema import from_tool_call as from_tool_call
+from ._schema import json_schema as json_schema
+from ._schema import prompt_fragment as prompt_fragment
+from ._schema import tools_for_union as tools_for_union
+from ._schema import validate as validate
+
+__all__ = (
+    "Guide",
+    "describe",
+    "from_tool_call",
+    "generable",
+    "json_schema",
+    "loads_lenient",
+    "parse",
+    "prompt_fragment",
+    "tools_for_union",
+    "validate",
+)
