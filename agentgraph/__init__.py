@@ -58,6 +58,9 @@ from ._events import Summarized as Summarized
 from ._events import ToolFinished as ToolFinished
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
+from ._journal import Journal as Journal
+from ._journal import JournalSource as JournalSource
+from ._journal import ToolAnswer as ToolAnswer
 from ._node import Node as Node
 from ._node import node as node
 from ._retry import RetryPolicy as RetryPolicy
@@ -116,6 +119,8 @@ __all__ = (
     "Guide",
     "History",
     "Interrupted",
+    "Journal",
+    "JournalSource",
     "MapEach",
     "Message",
     "ModelRequested",
@@ -162,6 +167,7 @@ __all__ = (
     "StructuredOutput",
     "Summarized",
     "Tool",
+    "ToolAnswer",
     "ToolCall",
     "ToolError",
     "ToolFinished",

@@ -61,8 +61,14 @@ class StepInfo:
 
 @attrs.frozen
 class RunStarted:
+    """A run began: its root graph's name, its first context, and its id.
+
+    The run id is the one the handle, the checkpoint store and every sink use.
+    """
+
     graph: str
     context: AgentContext[Any]
+    run_id: str = ""
 
 
 @attrs.frozen

@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
+import attrs
 from anyio.abc import ObjectReceiveStream
 
 from ._context import AgentContext
 from ._errors import GraphCancelled, GraphTimeout, Interrupted
 from ._events import Event, RunFinished, RunStarted
+from ._journal import Journal, JournalSource
 from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
@@ -22,10 +25,16 @@ from ._runtime import Runtime as Runtime
 
 if TYPE_CHECKING:
     from ._graph import Graph
-    from .checkpoint._journal import Journal
-    from .checkpoint._store import CheckpointStore
 
-__all__ = ("NO_ANSWER", "GraphRunner", "RunHandle", "Runtime", "Sink", "StepCallback")
+__all__ = (
+    "NO_ANSWER",
+    "GraphRunner",
+    "RunHandle",
+    "Runtime",
+    "Sink",
+    "StepCallback",
+    "new_run_id",
+)
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -45,8 +54,26 @@ NO_ANSWER: Any = _NoAnswer()
 """`resume`'s default: no answer given (None is an answer)."""
 
 
+def _callbacks(on_step: StepCallback | Sequence[StepCallback]) -> tuple[StepCallback, ...]:
+    return (on_step,) if callable(on_step) else tuple(on_step)
+
+
+def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
+    return tuple(sinks)
+
+
+def _check_sink_errors(_: Any, __: Any, value: str) -> None:
+    if value not in ("detach", "raise"):
+        raise ValueError(f"sink_errors is 'detach' or 'raise', not {value!r}")
+
+
+@attrs.frozen(slots=True)
 class GraphRunner:
     """Runs graphs under one policy: retries, a step cap, a timeout and step callbacks.
+
+    A runner is immutable and may serve any number of runs at once; change a
+    setting with `evolve`, which returns a new runner:
+    `runner.evolve(max_steps=50)`.
 
     Args:
         retry: the policy for nodes that set none; transient errors only by default.
@@ -59,26 +86,23 @@ class GraphRunner:
             lets the error end the run.
     """
 
-    def __init__(
-        self,
-        *,
-        retry: RetryPolicy | None = None,
-        max_steps: int = 1000,
-        timeout: float | None = None,
-        on_step: StepCallback | Sequence[StepCallback] = (),
-        sinks: Sequence[Sink] = (),
-        sink_errors: Literal["detach", "raise"] = "detach",
-    ) -> None:
-        if sink_errors not in ("detach", "raise"):
-            raise ValueError(f"sink_errors is 'detach' or 'raise', not {sink_errors!r}")
-        self.sinks = tuple(sinks)
-        self.sink_errors = sink_errors
-        callbacks = (on_step,) if callable(on_step) else tuple(on_step)
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.max_steps = max_steps
-        self.timeout = timeout
-        self.on_step = callbacks
-        self._callbacks = tuple((cb, _maybe_async(cb)) for cb in callbacks)
+    retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
+    max_steps: int = attrs.field(default=1000, kw_only=True)
+    timeout: float | None = attrs.field(default=None, kw_only=True)
+    on_step: tuple[StepCallback, ...] = attrs.field(default=(), converter=_callbacks, kw_only=True)
+    sinks: tuple[Sink, ...] = attrs.field(default=(), converter=_sinks, kw_only=True)
+    sink_errors: Literal["detach", "raise"] = attrs.field(
+        default="detach", validator=_check_sink_errors, kw_only=True
+    )
+    _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        marked = tuple((cb, _maybe_async(cb)) for cb in self.on_step)
+        object.__setattr__(self, "_marked", marked)
+
+    def evolve(self, **changes: Any) -> GraphRunner:
+        """A copy of this runner with `changes` (any of the constructor's arguments)."""
+        return attrs.evolve(self, **changes)
 
     async def run(
         self,
@@ -86,23 +110,24 @@ class GraphRunner:
         ctx: AgentContext[In],
         *,
         handle: RunHandle | None = None,
-        store: CheckpointStore | None = None,
+        store: JournalSource | None = None,
         run_id: str | None = None,
     ) -> AgentContext[Out]:
         """Run `graph` on `ctx` and return the context that reached finish.
 
-        With a checkpoint `store`, every completed step is recorded under
-        `run_id` (a new one when not given; see `handle.run_id`), so the run
-        can be resumed, replayed and forked.
+        The run's id is `run_id`, or a new one (see `handle.run_id` and
+        `RunStarted.run_id`). With a checkpoint `store`, every completed step
+        is recorded under that id, so the run can be resumed, replayed and forked.
         """
-        journal = None if store is None else await _begin(graph, ctx, store, run_id)
-        return await self._drive(graph, ctx, handle or RunHandle(), None, journal)
+        rid = run_id or new_run_id()
+        journal = None if store is None else await _source(store).open_run(graph, ctx, rid)
+        return await self._drive(graph, ctx, handle or RunHandle(), None, rid, journal)
 
     async def resume(
         self,
         graph: Graph[In, Out],
         run_id: str,
-        store: CheckpointStore,
+        store: JournalSource,
         *,
         answer: Any = NO_ANSWER,
         handle: RunHandle | None = None,
@@ -113,29 +138,30 @@ class GraphRunner:
         `Interrupted` run. Raises `ResumeError` when the record does not fit
         `graph` or an unsafe tool call was in flight when the run stopped.
         """
-        from .checkpoint._resume import open_resume
-
-        journal = await open_resume(graph, run_id, store, answer=answer)
-        return await self._drive(graph, journal.initial, handle or RunHandle(), None, journal)
+        journal = await _source(store).open_resume(graph, run_id, answer)
+        return await self._drive(
+            graph, journal.initial, handle or RunHandle(), None, run_id, journal
+        )
 
     async def replay(
         self,
         graph: Graph[In, Out],
         run_id: str,
-        store: CheckpointStore,
+        store: JournalSource,
         *,
         handle: RunHandle | None = None,
     ) -> AgentContext[Out]:
         """Run a recorded run again with every model call, tool call and answer from the record.
 
-        Nothing is written and neither models nor tools are called. Every
-        committed context must equal the recorded one, and every model request
-        the recorded request; otherwise `ReplayDiverged` shows the difference.
+        Nothing is written and neither models, embedders nor tools are called.
+        Every committed context must equal the recorded one, and every model
+        request the recorded request; otherwise `ReplayDiverged` shows the
+        difference.
         """
-        from .checkpoint._resume import open_replay
-
-        journal = await open_replay(graph, run_id, store)
-        return await self._drive(graph, journal.initial, handle or RunHandle(), None, journal)
+        journal = await _source(store).open_replay(graph, run_id)
+        return await self._drive(
+            graph, journal.initial, handle or RunHandle(), None, run_id, journal
+        )
 
     @asynccontextmanager
     async def stream(
@@ -144,7 +170,7 @@ class GraphRunner:
         ctx: AgentContext[In],
         *,
         handle: RunHandle | None = None,
-        store: CheckpointStore | None = None,
+        store: JournalSource | None = None,
         run_id: str | None = None,
     ) -> AsyncIterator[ObjectReceiveStream[Event]]:
         """Run `graph` in a task and yield its events as they happen.
@@ -154,11 +180,13 @@ class GraphRunner:
             async for event in events:
                 ...
         ```
-        The last event is `RunFinished`. A failed run re-raises its error when
-        the block exits; leaving the block early cancels the run.
+        The first event is `RunStarted` (with the run's id), the last
+        `RunFinished`. A failed run re-raises its error when the block exits;
+        leaving the block early cancels the run.
         """
         send, receive = anyio.create_memory_object_stream[Event](0)
         failure: list[BaseException] = []
+        rid = run_id or new_run_id()
 
         async def emit(event: Event) -> None:
             # When the reader has left, the run goes on until the block cancels it.
@@ -168,8 +196,10 @@ class GraphRunner:
         async def drive() -> None:
             async with send:
                 try:
-                    journal = None if store is None else await _begin(graph, ctx, store, run_id)
-                    await self._drive(graph, ctx, handle or RunHandle(), emit, journal)
+                    journal = (
+                        None if store is None else await _source(store).open_run(graph, ctx, rid)
+                    )
+                    await self._drive(graph, ctx, handle or RunHandle(), emit, rid, journal)
                 except Exception as error:
                     failure.append(error)
 
@@ -193,21 +223,33 @@ class GraphRunner:
         ctx: AgentContext[In],
         handle: RunHandle,
         emit: Emit | None,
-        journal: Journal | None = None,
+        run_id: str,
+        journal: Journal | None,
     ) -> AgentContext[Out]:
         run = _Run(
+            run_id=run_id,
             retry=self.retry,
             max_steps=self.max_steps,
-            on_step=self._callbacks,
+            on_step=self._marked,
             emit=self._emitter(emit),
             handle=handle,
             watch=self.timeout is not None,
             journal=journal,
         )
+        handle.run_id = run_id
         handle.context, handle.step = ctx, 0
         if journal is not None:
-            handle.run_id = journal.run_id
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
+        try:
+            return await self._guard(graph, ctx, handle, run)
+        finally:
+            if journal is not None:
+                journal.close()
+
+    async def _guard(
+        self, graph: Graph[In, Out], ctx: AgentContext[In], handle: RunHandle, run: _Run
+    ) -> AgentContext[Out]:
+        """Run `graph` in the run's cancel scope; every way out is reported to the sinks."""
         out: AgentContext[Out] | None = None
         teardown: Exception | None = None
         with anyio.CancelScope() as scope:
@@ -224,7 +266,8 @@ class GraphRunner:
                 if not (scope.cancel_called or handle.cancelled):
                     # The caller's own scope was cancelled: tell the sinks, then let
                     # the native cancellation through untouched.
-                    await _ended(run, GraphCancelled(context=handle.context, step=handle.step))
+                    last = handle.context if handle.context is not None else ctx
+                    await _ended(run, GraphCancelled(context=last, step=handle.step))
                 raise
             except Exception as error:
                 if not (scope.cancel_called or handle.cancelled):
@@ -235,7 +278,7 @@ class GraphRunner:
                 teardown = error
         handle._scope = None
         if out is None:
-            last = handle.context
+            last = handle.context if handle.context is not None else ctx
             ended: Exception = (
                 GraphCancelled(context=last, step=handle.step)
                 if handle.cancelled
@@ -271,12 +314,20 @@ class GraphRunner:
         return emit
 
 
-async def _begin(
-    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str | None
-) -> Journal:
-    from .checkpoint._resume import open_run
+def new_run_id() -> str:
+    """A fresh run id."""
+    return uuid.uuid4().hex
 
-    return await open_run(graph, ctx, store, run_id)
+
+def _source(store: Any) -> JournalSource:
+    """`store` as a journal source, or a `TypeError` that says what it lacks."""
+    if isinstance(store, JournalSource):
+        return store
+    raise TypeError(
+        f"{type(store).__name__} cannot record runs: a store needs open_run, open_resume and "
+        "open_replay. Subclass agentgraph.checkpoint.StoreBase, which adds them to the four "
+        "storage methods (write, flush, load, aclose)"
+    )
 
 
 _REPORT_GRACE = 5.0
@@ -285,7 +336,7 @@ _REPORT_GRACE = 5.0
 async def _body(run: _Run, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
     """The run itself: announce it, run the root graph, make its record durable."""
     if run.emit is not None:
-        await run.emit(RunStarted(graph.name, run.handle.context or ctx))
+        await run.emit(RunStarted(graph.name, run.handle.context or ctx, run.run_id))
     out = await Runtime(run, (graph.name,), 0).run_graph(graph, ctx)
     if run.journal is not None:
         await run.journal.finish()
@@ -294,26 +345,25 @@ async def _body(run: _Run, graph: Graph[In, Out], ctx: AgentContext[In]) -> Agen
 
 async def _interrupted(run: _Run, signal: Interrupt) -> Interrupted:
     """The `Interrupted` error for a node's question, after reporting the run's end."""
-    assert run.journal is not None
     stopped = Interrupted(
-        run_id=run.journal.run_id,
+        run_id=run.run_id,
         question=signal.question,
         context=signal.context,
         step=signal.step,
         path=signal.path,
     )
-    await _ended(run, stopped)
+    await _ended(run, stopped, signal)
     return stopped
 
 
-async def _ended(run: _Run, error: Exception) -> None:
+async def _ended(run: _Run, error: Exception, signal: Interrupt | None = None) -> None:
     """Report a run that did not finish, after making its committed steps durable.
 
     Shielded, so a cancelled run still reports; bounded, so a stuck sink cannot hold it.
     """
     with anyio.move_on_after(_REPORT_GRACE, shield=True):
         if run.journal is not None:
-            await run.journal.settle()
+            await run.journal.settle(signal)
         last = run.handle.context
         if run.emit is not None and last is not None:
             await run.emit(RunFinished(last, run.steps, error))

@@ -1,39 +1,59 @@
-"""`Runtime`: one run as its nodes see it, and the step every node runs as.
+"""`Runtime`: one run as its nodes see it, the one graph loop, and the step every node runs as.
 
 `GraphRunner` (in `_runner.py`) starts runs; everything a running step touches
-lives here: the step counter, retries, cancellation checks, step events, and
-in runs with a checkpoint store the hooks into the run's journal.
+lives here: the step counter, retries, cancellation checks, step events, the
+effects nodes have on the world, and the hooks of the run's journal (the
+durability protocol in `_journal.py`).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 import attrs
+import orjson
 
 from ._context import AgentContext
 from ._errors import NodeFailed, NodeTimeout, RunError, StepLimitExceeded
 from ._events import (
     Event,
+    ModelRequested,
+    ModelResponded,
     NodeFailedEvent,
     NodeFinished,
     NodeStarted,
     RetryScheduled,
     RouteChosen,
     StepInfo,
+    ToolFinished,
 )
+from ._journal import Journal, ToolAnswer
+from ._json import to_data
 from ._retry import RetryPolicy
+from .llm._embed import Embedder
+from .llm._messages import ToolCall
+from .llm._model import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ReasoningDelta,
+    ResponseDone,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
+from .tools._execute import run_tool_calls
 
 if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
-    from .checkpoint._durable import StepState
-    from .checkpoint._journal import Journal
+    from .tools._tool import Tool
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback")
 
@@ -77,7 +97,7 @@ class RunHandle:
         self.context: AgentContext[Any] | None = None
         self.step = 0
         self.run_id: str | None = None
-        """The run's id in its checkpoint store; None for a run without a store."""
+        """The run's id (given to `run`, or made when it starts); None before it starts."""
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
 
@@ -95,11 +115,22 @@ class RunHandle:
 class _Run:
     """What every level of one run shares: the step counter, policy and listeners."""
 
-    __slots__ = ("emit", "handle", "journal", "max_steps", "on_step", "retry", "steps", "watch")
+    __slots__ = (
+        "emit",
+        "handle",
+        "journal",
+        "max_steps",
+        "on_step",
+        "retry",
+        "run_id",
+        "steps",
+        "watch",
+    )
 
     def __init__(
         self,
         *,
+        run_id: str,
         retry: RetryPolicy,
         max_steps: int,
         on_step: tuple[tuple[StepCallback, bool], ...],
@@ -108,6 +139,7 @@ class _Run:
         watch: bool,
         journal: Journal | None,
     ) -> None:
+        self.run_id = run_id
         self.steps = 0
         self.watch = watch
         self.retry = retry
@@ -119,17 +151,25 @@ class _Run:
 
 
 class Runtime:
-    """One node's view of its run: its path and depth, and the means to run nested nodes.
+    """One node's view of its run: its path and depth, its effects, and nested steps.
 
     Graphs and combinators use `execute` to run child nodes as steps of the same
-    run; ready-made nodes use `emit` to add their own records to the trace. In a
-    run with a checkpoint store, `once` and `interrupt` make work durable.
+    run; ready-made nodes use `emit` to add their own records to the trace.
+    Everything a node does outside its context goes through the runtime:
+    `call_model`, `stream_model`, `embed`, `call_tools`, `once` and `interrupt`.
+    They emit the run's events and, in a run with a journal (a checkpoint
+    store), record their results, so a resumed or replayed step gets them back
+    instead of doing the work again.
+
+    Attributes:
+        path: node names from the root graph down to this node.
+        depth: how many graphs this node is nested in (0 for the run itself).
+        index: the run-wide number of this node's step.
+        fanout: True inside a concurrent branch (`parallel`, `map_each`).
+        journal_state: the run journal's own record of this step (None without one).
     """
 
-    # Set only in runs with a checkpoint store (see `Journal.enter`), so that the
-    # fast path pays nothing for it.
-    _durable: StepState
-    __slots__ = ("_durable", "_run", "depth", "fanout", "index", "path")
+    __slots__ = ("_run", "depth", "fanout", "index", "journal_state", "path")
 
     def __init__(
         self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0, fanout: bool = False
@@ -139,6 +179,7 @@ class Runtime:
         self.depth = depth
         self.index = index
         self.fanout = fanout
+        self.journal_state: Any = None
 
     @property
     def step(self) -> int:
@@ -151,52 +192,146 @@ class Runtime:
 
     @property
     def journal(self) -> Journal | None:
-        """The run's link to its checkpoint store; None when the run has no store."""
+        """The run's journal; None when the run has no checkpoint store."""
         return self._run.journal
 
     @property
-    def run_id(self) -> str | None:
-        """The run's id in its checkpoint store; None when the run has no store."""
-        return self._run.handle.run_id
+    def run_id(self) -> str:
+        """The run's id: the one on `RunStarted`, the handle, the store and every sink."""
+        return self._run.run_id
+
+    @property
+    def steps(self) -> int:
+        """How many steps the run has started so far."""
+        return self._run.steps
 
     async def emit(self, event: Event) -> None:
         """Send an event to the run's stream, if anyone is listening."""
         if self._run.emit is not None:
             await self._run.emit(event)
 
-    def effect_key(self, name: str) -> str:
-        """A key for this step's next recorded effect: the same on resume and replay.
+    # -- effects ----------------------------------------------------------------------------
+    async def call_model(self, model: ChatModel, request: ChatRequest) -> ChatResponse:
+        """Send `request` to `model`, reporting the request and the response as events.
 
-        It names the step, its attempt and the effect's position in it, so keys
-        must be taken in the same order on every run (before any concurrency).
+        In a run with a journal the response is recorded; a resumed or
+        replayed step gets the recorded response to the same request instead.
         """
+        name = request.model or model.name
+        await self.emit(ModelRequested(self.index, self.path, name, request))
+        started = perf_counter()
         journal = self._run.journal
         if journal is None:
-            raise RuntimeError("effect keys exist only in runs with a checkpoint store")
-        return journal.key(self, name)
+            response = await model.request(request)
+        else:
+            response = await journal.model(self, request, lambda: model.request(request))
+        elapsed = perf_counter() - started
+        await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+        return response
+
+    @asynccontextmanager
+    async def stream_model(
+        self, model: ChatModel, request: ChatRequest
+    ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+        """Stream `request` from `model`: deltas, then one `ResponseDone`.
+
+        ```python
+        async with rt.stream_model(model, request) as events:
+            async for event in events:
+                ...
+        ```
+        Recorded like `call_model`: a resumed or replayed step streams the
+        recorded response again (its text, reasoning and tool calls as single
+        deltas) without calling the model.
+        """
+        name = request.model or model.name
+        await self.emit(ModelRequested(self.index, self.path, name, request))
+        started = perf_counter()
+        journal = self._run.journal
+        key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
+        if recorded is not None:
+            watched = _Watched(_Replayed(recorded))
+            yield watched
+        else:
+            async with model.stream(request) as events:
+                watched = _Watched(events)
+                yield watched
+        response = watched.response
+        if response is not None:
+            if journal is not None and recorded is None:
+                journal.record_model(self, key, request, response)
+            elapsed = perf_counter() - started
+            await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+
+    async def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+        """Embed `texts`; recorded in a run with a journal, like a model call."""
+        journal = self._run.journal
+        if journal is None:
+            return await embedder.embed(texts)
+        return await journal.value(self, "embed", lambda: embedder.embed(texts))
+
+    async def call_tools(
+        self,
+        tools: Sequence[Tool[..., Any]],
+        calls: Sequence[ToolCall],
+        *,
+        limit: int = 8,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, passed on
+        context: AgentContext[Any] | None = None,
+    ) -> list[ToolAnswer]:
+        """Run `calls` with `tools` only (see `run_tool_calls`); answers in call order.
+
+        Each answer is reported as a `ToolFinished` event. In a run with a
+        journal, answers are recorded; a resumed or replayed step gets the
+        recorded ones, and a call to a tool that is not safe to retry is made
+        durable before it runs (finding it in flight on resume is a `ResumeError`).
+        """
+
+        async def run(pending: Sequence[ToolCall]) -> list[ToolAnswer]:
+            outcomes = await run_tool_calls(
+                tools, pending, limit=limit, timeout=timeout, context=context
+            )
+            return [(o.call, o.message, o.duration) for o in outcomes]
+
+        journal = self._run.journal
+        if not calls:
+            answers: list[ToolAnswer] = []
+        elif journal is None:
+            answers = await run(calls)
+        else:
+            unsafe = frozenset(t.name for t in tools if not t.retry_safe)
+            answers = await journal.tools(self, calls, unsafe, run)
+        for call, message, duration in answers:
+            await self.emit(ToolFinished(self.index, self.path, call, message, duration))
+        return answers
 
     async def once(self, name: str, fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
         """Call `fn(*args)` (sync or async) once per run and remember the result.
 
-        With a checkpoint store the result is recorded, so a resumed or replayed
-        step gets it back without calling `fn` again; it must be data the
-        context could hold. Without a store, `fn` is simply called.
+        The one call for a node's own I/O: with a checkpoint store the result
+        is recorded, so a resumed or replayed step gets it back without
+        calling `fn` again; it must be data the context could hold. Without a
+        store, `fn` is simply called.
         """
-        journal = self._run.journal
-        if journal is None:
+
+        async def call() -> T:
             result = fn(*args)
             if inspect.isawaitable(result):
                 result = await result
             return cast("T", result)
-        return cast("T", await journal.once(self, name, fn, args))
+
+        journal = self._run.journal
+        if journal is None:
+            return await call()
+        return await journal.value(self, name, call)
 
     async def interrupt(self, question: Any) -> Any:
         """Ask for outside input: the run stops with `Interrupted` carrying `question`.
 
         `GraphRunner.resume(..., answer=...)` runs this node again, and this call
-        then returns the answer. Work before it that went through `once`, tool
-        use or model calls is served from the record, not done again. Needs a
-        checkpoint store; `question` must be data the context could hold.
+        then returns the answer. Work before it that went through the runtime
+        (model calls, tools, `once`) is served from the record, not done again.
+        Needs a checkpoint store; `question` must be data the context could hold.
         """
         journal = self._run.journal
         if journal is None:
@@ -205,28 +340,44 @@ class Runtime:
             )
         return await journal.interrupt(self, question)
 
+    # -- steps ------------------------------------------------------------------------------
     async def run_graph(self, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
-        """Run `graph`'s nodes from start to finish as steps one level below this node."""
+        """Run `graph`'s nodes from start to finish as steps one level below this node.
+
+        The only graph loop: a run with a journal resumes where its record ends
+        and commits each step once its graph chose the next node.
+        """
         run = self._run
-        if run.journal is not None:
-            return await run.journal.run_graph(self, graph, ctx)
-        node: Node[Any, Any] = graph.start
+        journal = run.journal
+        source: Node[Any, Any] = graph.start
+        target: Node[Any, Any] | None = None
         current: AgentContext[Any] = ctx
+        given = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
+        started = 0.0
+        if journal is not None:
+            resumed = journal.reenter(self, graph)
+            if resumed is not None:
+                target, current, local, run.steps = resumed
         while True:
-            source = node
-            node, position = await graph.next_node(node, current, step=step, path=self.path)
-            if run.emit is not None:
-                dynamic = graph.transitions[source][position].router is not None
-                await run.emit(
-                    RouteChosen(step, self.path, source.name, node.name, position, dynamic)
-                )
-            if node is graph.finish:
+            if target is None:
+                target, position = await graph.next_node(source, current, step=step, path=self.path)
+                if run.emit is not None:
+                    dynamic = graph.transitions[source][position].router is not None
+                    await run.emit(
+                        RouteChosen(step, self.path, source.name, target.name, position, dynamic)
+                    )
+                if journal is not None and source is not graph.start:
+                    journal.commit(self, source, target, given, current, (step, local, started))
+            if target is graph.finish:
                 return current
             local += 1
             step = run.steps + 1  # execute takes this number before it first awaits
-            current = await self.execute(node, current, local)
+            source, target, given = target, None, current
+            if journal is not None:
+                started = perf_counter()
+            current = await self.execute(source, current, local)
 
     async def execute(
         self,
@@ -322,6 +473,58 @@ async def _finished(
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result
+
+
+class _Watched:
+    """Passes stream events on, keeping the response of the final `ResponseDone`.
+
+    A class rather than an async generator, so a reader that stops early
+    leaves nothing for the garbage collector to finalize.
+    """
+
+    __slots__ = ("_events", "response")
+
+    def __init__(self, events: AsyncIterator[StreamEvent]) -> None:
+        self._events = events
+        self.response: ChatResponse | None = None
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        event = await self._events.__anext__()
+        if isinstance(event, ResponseDone):
+            self.response = event.response
+        return event
+
+
+class _Replayed:
+    """A recorded response as a stream: reasoning, text and each tool call in one delta."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, response: ChatResponse) -> None:
+        message = response.message
+        events: list[StreamEvent] = []
+        if message.reasoning:
+            events.append(ReasoningDelta(message.reasoning))
+        if message.content:
+            events.append(TextDelta(message.content))
+        for i, call in enumerate(message.tool_calls):
+            arguments = orjson.dumps(to_data(call.arguments)).decode()
+            events.append(ToolCallDelta(i, call.id, call.name, arguments))
+        events.append(ResponseDone(response))
+        self._events = iter(events)
+
+    def __aiter__(self) -> _Replayed:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        await anyio.lowlevel.checkpoint()
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise StopAsyncIteration from None
 
 
 def _root(error: NodeFailed) -> BaseException:

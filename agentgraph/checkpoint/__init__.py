@@ -7,7 +7,7 @@ again from its record, and `fork(store, run_id, step)` starts a new run from
 any committed step.
 """
 
-from ._journal import Journal as Journal
+from ._journal import StoreJournal as StoreJournal
 from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
@@ -16,17 +16,19 @@ from ._resume import decode_contexts as decode_contexts
 from ._sqlite import SQLiteStore as SQLiteStore
 from ._store import CheckpointStore as CheckpointStore
 from ._store import MemoryStore as MemoryStore
+from ._store import StoreBase as StoreBase
 from ._store import fork as fork
 
 __all__ = (
     "CheckpointStore",
     "Effect",
-    "Journal",
     "MemoryStore",
     "RunLog",
     "RunRecord",
     "SQLiteStore",
     "StepRecord",
+    "StoreBase",
+    "StoreJournal",
     "decode_contexts",
     "fork",
 )

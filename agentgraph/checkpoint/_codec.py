@@ -13,6 +13,7 @@ history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,7 +23,14 @@ from .._context import AgentContext, History
 from .._json import from_data, to_data
 from ..llm._messages import Message, ToolCall, Usage
 
-__all__ = ("ContextEncoder", "decode_context", "decode_message", "encode_message", "full_context")
+__all__ = (
+    "ContextEncoder",
+    "decode_context",
+    "decode_message",
+    "diff_data",
+    "encode_message",
+    "full_context",
+)
 
 
 def _usage(usage: Usage) -> list[int]:
@@ -180,3 +188,16 @@ def decode_context(data: bytes, base: AgentContext[Any] | None) -> AgentContext[
 
 
 _NOTHING: AgentContext[Any] = AgentContext(None)
+
+
+def diff_data(recorded: Any, replayed: Any, *, labels: tuple[str, str]) -> str:
+    """A unified diff of two values as indented JSON (plain, untagged)."""
+    option = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+    def lines(value: Any) -> list[str]:
+        return orjson.dumps(to_data(value), option=option).decode().splitlines()
+
+    diff = difflib.unified_diff(
+        lines(recorded), lines(replayed), fromfile=labels[0], tofile=labels[1], lineterm=""
+    )
+    return "\n".join(diff)

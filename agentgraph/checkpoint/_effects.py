@@ -15,24 +15,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import AgentContext, History
+from .._context import History
 from .._errors import ResumeError
+from .._journal import ToolAnswer, ToolRunner
 from .._json import from_data, to_data
 from ..llm._messages import Message, ToolCall
-from ..llm._model import ChatModel, ChatRequest, ChatResponse
-from ..tools._execute import run_tool_calls
-from ._codec import decode_message, encode_call, encode_message, encode_messages
-from ._durable import state_of
-from ._journal import Journal, diff_data
+from ..llm._model import ChatRequest, ChatResponse
+from ._codec import decode_message, diff_data, encode_call, encode_message, encode_messages
+from ._frames import state_of
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
-    from ..tools._tool import Tool
+    from ._journal import StoreJournal
 
-__all__ = ("ToolAnswer", "decode_request", "encode_request", "journaled_request", "journaled_tools")
-
-ToolAnswer = tuple[ToolCall, Message, float]
-"""A call, the tool message that answers it, and how long it took."""
+__all__ = ("decode_request", "encode_request", "record_model", "recorded_model", "run_tools")
 
 
 def _shared(messages: Sequence[Message], history: History) -> tuple[int, int]:
@@ -78,10 +74,11 @@ def decode_request(data: dict[str, Any], history: History) -> ChatRequest:
     return attrs.evolve(rest, messages=messages)
 
 
-async def journaled_request(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
-    """`model.request(request)`, or the response recorded for the same request at this point."""
-    journal = _journal(rt)
-    history = state_of(rt).input.history
+def recorded_model(
+    journal: StoreJournal, rt: Runtime, request: ChatRequest
+) -> tuple[str, ChatResponse | None]:
+    """The key of this model call, and the response recorded for the same request there."""
+    history = state_of(rt, journal.initial).input.history
     key = journal.key(rt, "model")
     found = journal.lookup(key, "model")
     if found is not None:
@@ -89,47 +86,42 @@ async def journaled_request(model: ChatModel, request: ChatRequest, rt: Runtime)
         recorded = decode_request(data["request"], history)
         if recorded == request:
             response: ChatResponse = from_data(data["response"])
-            return response
+            return key, response
         if journal.replaying:
             labels = ("recorded request", "replayed request")
             diff = diff_data(recorded, request, labels=labels)
             raise journal.diverged(rt, "the model request differs from the recorded one", diff)
     elif journal.replaying:
         raise journal.diverged(rt, f"the replay called the model ({key}); the record did not")
-    response = await model.request(request)
+    return key, None
+
+
+def record_model(
+    journal: StoreJournal, rt: Runtime, key: str, request: ChatRequest, response: ChatResponse
+) -> None:
+    """Record `response` to `request` under `key` (see `recorded_model`)."""
+    history = state_of(rt, journal.initial).input.history
     value = {
         "request": encode_request(request, history),
         "response": to_data(response, tagged=True, where="response"),
     }
     journal.record(key, "model", orjson.dumps(value))
-    return response
 
 
-def _journal(rt: Runtime) -> Journal:
-    journal = rt.journal
-    if journal is None:
-        raise RuntimeError("a journaled call in a run without a checkpoint store")
-    return journal
-
-
-async def journaled_tools(
-    tools: Sequence[Tool[..., Any]],
-    calls: Sequence[ToolCall],
-    *,
-    limit: int,
-    timeout: float | None,  # noqa: ASYNC109 - a per-call limit, passed on
-    context: AgentContext[Any],
+async def run_tools(
+    journal: StoreJournal,
     rt: Runtime,
+    calls: Sequence[ToolCall],
+    unsafe: frozenset[str],
+    run: ToolRunner,
 ) -> list[ToolAnswer]:
-    """Run `calls` like `run_tool_calls`, skipping those whose results were recorded.
+    """Answer `calls`, running with `run` only those whose results were not recorded.
 
     Raises:
         ResumeError: a call to a tool that is not safe to retry was in flight
             when the run stopped (its intent is recorded, its result is not).
     """
-    journal = _journal(rt)
-    state = state_of(rt)
-    unsafe = {t.name for t in tools if not t.retry_safe}
+    state = state_of(rt, journal.initial)
     keys = [journal.key(rt, f"tool {call.name} {call.id}") for call in calls]
     answers: list[ToolAnswer | None] = [None] * len(calls)
     pending: list[int] = []
@@ -164,12 +156,10 @@ async def journaled_tools(
     if risky:
         await journal.flush()  # the intent must be durable before the call can happen
     if pending:
-        outcomes = await run_tool_calls(
-            tools, [calls[i] for i in pending], limit=limit, timeout=timeout, context=context
-        )
-        for i, outcome in zip(pending, outcomes, strict=True):
-            answers[i] = (outcome.call, outcome.message, outcome.duration)
-            data = {"m": encode_message(outcome.message, "result"), "d": outcome.duration}
+        outcomes = await run([calls[i] for i in pending])
+        for i, (call, message, duration) in zip(pending, outcomes, strict=True):
+            answers[i] = (call, message, duration)
+            data = {"m": encode_message(message, "result"), "d": duration}
             journal.record(keys[i], "result", orjson.dumps(data))
     if risky:
         await journal.flush()

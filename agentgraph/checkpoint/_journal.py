@@ -1,39 +1,44 @@
-"""`Journal`: one run's link to its checkpoint store, as the runner and the nodes use it.
+"""`StoreJournal`: the durability protocol (`agentgraph._journal.Journal`) over a store.
 
-The runner calls `enter` for every step, `run_graph` for every graph and
-`commit` after every step a graph completed and routed. Nodes record what they
-did outside the context (model calls, tool results, answers, `once` values)
-under keys that name the step, its attempt and the effect's position in it; a
-resumed step runs again under the same step index, so it finds its effects.
+The graph loop calls `enter` for every step, `reenter` for every graph and
+`commit` after every step a graph completed and routed. The runtime's effect
+methods record what a step did outside its context (model calls, embeddings,
+tool results, answers, `once` values) under keys that name the step, its
+attempt and the effect's position in it; a resumed step runs again under the
+same step index, so it finds its effects.
 """
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
 from .._context import AgentContext
 from .._errors import ContextEncodingError, NodeFailed, ReplayDiverged
+from .._journal import ToolAnswer, ToolRunner
 from .._json import from_data, to_data
 from .._runtime import Interrupt, Runtime
-from ._codec import ContextEncoder
-from ._durable import Frame, StepState, run_graph, state_of
+from ..llm._messages import ToolCall
+from ..llm._model import ChatRequest, ChatResponse
+from ._codec import ContextEncoder, diff_data
+from ._effects import record_model, recorded_model, run_tools
+from ._frames import Frame, StepState, state_of, take
+from ._lease import release
 from ._records import Effect, StepRecord
-from ._store import release
 
 if TYPE_CHECKING:
     from .._graph import Graph
     from .._node import Node
     from ._store import CheckpointStore
 
-__all__ = ("Asked", "Journal", "decode_value", "diff_data", "encode_value")
+__all__ = ("Asked", "StoreJournal", "decode_value", "diff_data", "encode_value")
+
+T = TypeVar("T")
 
 _log = logging.getLogger("agentgraph")
 
@@ -44,19 +49,6 @@ def encode_value(value: Any, where: str) -> bytes:
 
 def decode_value(data: bytes) -> Any:
     return from_data(orjson.loads(data)["v"])
-
-
-def diff_data(recorded: Any, replayed: Any, *, labels: tuple[str, str]) -> str:
-    """A unified diff of two values as indented JSON (plain, untagged)."""
-    option = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
-
-    def lines(value: Any) -> list[str]:
-        return orjson.dumps(to_data(value), option=option).decode().splitlines()
-
-    diff = difflib.unified_diff(
-        lines(recorded), lines(replayed), fromfile=labels[0], tofile=labels[1], lineterm=""
-    )
-    return "\n".join(diff)
 
 
 class Asked(Interrupt):
@@ -74,12 +66,11 @@ class Asked(Interrupt):
         super().__init__(question, context, step, path)
 
 
-class Journal:
+class StoreJournal:
     """One run's link to its checkpoint store: commits, effects, interrupts and replay checks.
 
-    Node authors use `rt.effect_key(name)`, `lookup` and `record` to make their
-    own side effects durable (see `tool_use` and `call_model`), or simply
-    `rt.once(...)` and `rt.interrupt(...)`.
+    Node authors reach it through the runtime (`rt.call_model`, `rt.call_tools`,
+    `rt.once`, `rt.interrupt`, ...), never directly.
 
     Attributes:
         run_id: the run's id in the store.
@@ -121,40 +112,32 @@ class Journal:
         self, parent: Runtime, rt: Runtime, index: int, local: int, given: AgentContext[Any]
     ) -> None:
         """Give a starting step its state; `parent` is the runtime that executes it."""
-        above = state_of(parent)
+        above = state_of(parent, self.initial)
         atomic = above.atomic or not above.routing
         # A branch's keys name the fan-out's attempt: a retried fan-out must not
         # be served the results of the attempt that failed.
         anchor = f"{above.anchor}.{above.attempt}/{local}" if atomic else str(index)
-        state = rt._durable = StepState(anchor, atomic, index, given)
+        state = rt.journal_state = StepState(anchor, atomic, index, given)
         if self._attempts:
             state.attempt = self._attempts.pop(anchor, 1)
 
     def new_attempt(self, rt: Runtime) -> None:
         """A retry starts: its effects get keys of their own."""
-        state = state_of(rt)
+        state = state_of(rt, self.initial)
         state.attempt += 1
         state.ordinal = 0
 
-    async def run_graph(
-        self, rt: Runtime, graph: Graph[Any, Any], ctx: AgentContext[Any]
-    ) -> AgentContext[Any]:
-        if rt.depth:
-            return await run_graph(self, rt, graph, ctx)
-        try:
-            return await run_graph(self, rt, graph, ctx)
-        except Asked as signal:
-            # Of several questions asked at once (fan-out branches), this one reaches
-            # the caller: rewriting it makes it the last one recorded, the one an
-            # answer goes to.
-            question = self._effects.get((signal.key, "interrupt"))
-            if question is not None:
-                self.record(signal.key, "interrupt", question)
-            raise
-        finally:
-            self.release()
+    def reenter(
+        self, rt: Runtime, graph: Graph[Any, Any]
+    ) -> tuple[Node[Any, Any], AgentContext[Any], int, int] | None:
+        """A graph starts in `rt`: where the record says it goes on, if it is resumed."""
+        state = state_of(rt, self.initial)
+        state.routing = True
+        if state.atomic or not self.frames:
+            return None
+        return take(self.frames, self.run_id, rt, graph)
 
-    def release(self) -> None:
+    def close(self) -> None:
         """Let another runner take the run (see `GraphRunner.resume`); idempotent."""
         if self._leased:
             self._leased = False
@@ -174,6 +157,8 @@ class Journal:
         `step` is the step's run-wide index, its index within the graph, and the
         `perf_counter()` reading when it started.
         """
+        if state_of(rt, self.initial).atomic:
+            return  # inside a fan-out: the fan-out commits as one step
         index, local, started = step
         if self.replaying:
             self._check(rt, source, target, out, index)
@@ -194,7 +179,7 @@ class Journal:
             source.name,
             target.name,
             local,
-            rt._run.steps,
+            rt.steps,
             data,
             time.time(),
             perf_counter() - started,
@@ -250,11 +235,21 @@ class Journal:
                 step=record.step,
                 path=(*record.path, record.node),
             )
-        await self.store.flush(run_id=self.run_id)
+        try:
+            await self.store.flush(run_id=self.run_id)
+        finally:
+            self.close()
 
-    async def settle(self) -> None:
+    async def settle(self, stopped: Interrupt | None = None) -> None:
         """The run stopped early: make what it committed durable; a store error is logged."""
-        self.release()
+        if isinstance(stopped, Asked):
+            # Of several questions asked at once (fan-out branches), this one reaches
+            # the caller: rewriting it makes it the last one recorded, the one an
+            # answer goes to.
+            question = self._effects.get((stopped.key, "interrupt"))
+            if question is not None:
+                self.record(stopped.key, "interrupt", question)
+        self.close()
         try:
             await self.store.flush(run_id=self.run_id)
         except Exception:
@@ -263,7 +258,7 @@ class Journal:
     # -- effects ------------------------------------------------------------------------
     def key(self, rt: Runtime, name: str) -> str:
         """The key of the step's next effect (see `Runtime.effect_key`)."""
-        state = state_of(rt)
+        state = state_of(rt, self.initial)
         state.ordinal += 1
         return f"{state.anchor}.{state.attempt}.{state.ordinal}:{name}"
 
@@ -285,23 +280,43 @@ class Journal:
 
     def diverged(self, rt: Runtime, what: str, diff: str = "") -> ReplayDiverged:
         """The error for a replayed step that asked for something the record lacks."""
-        state = state_of(rt)
+        state = state_of(rt, self.initial)
         return ReplayDiverged(what, diff=diff, context=state.input, step=state.index, path=rt.path)
 
-    async def once(
-        self, rt: Runtime, name: str, fn: Callable[..., Any | Awaitable[Any]], args: Sequence[Any]
-    ) -> Any:
+    async def model(
+        self, rt: Runtime, request: ChatRequest, call: Callable[[], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
+        key, found = self.recorded_model(rt, request)
+        if found is not None:
+            return found
+        response = await call()
+        self.record_model(rt, key, request, response)
+        return response
+
+    def recorded_model(self, rt: Runtime, request: ChatRequest) -> tuple[str, ChatResponse | None]:
+        return recorded_model(self, rt, request)
+
+    def record_model(
+        self, rt: Runtime, key: str, request: ChatRequest, response: ChatResponse
+    ) -> None:
+        record_model(self, rt, key, request, response)
+
+    async def value(self, rt: Runtime, name: str, call: Callable[[], Awaitable[T]]) -> T:
         key = self.key(rt, name)
         found = self.lookup(key, "value")
         if found is not None:
-            return decode_value(found)
+            value: T = decode_value(found)
+            return value
         if self.replaying:
-            raise self.diverged(rt, f"no value was recorded for once({name!r}) ({key})")
-        value = fn(*args)
-        if inspect.isawaitable(value):
-            value = await value
+            raise self.diverged(rt, f"no value was recorded for {name!r} ({key})")
+        value = await call()
         self.record(key, "value", encode_value(value, name))
         return value
+
+    async def tools(
+        self, rt: Runtime, calls: Sequence[ToolCall], unsafe: frozenset[str], run: ToolRunner
+    ) -> list[ToolAnswer]:
+        return await run_tools(self, rt, calls, unsafe, run)
 
     async def interrupt(self, rt: Runtime, question: Any) -> Any:
         key = self.key(rt, "interrupt")
@@ -312,5 +327,5 @@ class Journal:
             raise self.diverged(rt, f"the replay asked {question!r}, which the record never asked")
         self.record(key, "interrupt", encode_value(question, "question"))
         await self.flush()
-        state = state_of(rt)
+        state = state_of(rt, self.initial)
         raise Asked(key, question, state.input, state.index, rt.path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -13,10 +13,13 @@ from .._errors import CheckpointError, ResumeError
 from .._graph import Graph
 from .._runner import NO_ANSWER
 from ._codec import decode_context, full_context
-from ._durable import Continue, Enter, Frame, node_named
-from ._journal import Journal, encode_value
+from ._frames import Continue, Enter, Frame, node_named
+from ._journal import StoreJournal, encode_value
+from ._lease import lease, release
 from ._records import Effect, RunLog, RunRecord, StepRecord
-from ._store import CheckpointStore, lease, new_run_id, release
+
+if TYPE_CHECKING:
+    from ._store import CheckpointStore
 
 __all__ = (
     "attempts",
@@ -52,14 +55,14 @@ def structure(graph: Graph[Any, Any]) -> dict[str, Any]:
 
 
 async def open_run(
-    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str | None
-) -> Journal:
+    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str
+) -> StoreJournal:
     """Start recording a new run: its run record holds the initial context and the graph's shape.
 
     The store refuses a run id it already holds when it stores the run record,
     so two runs started with one id at once cannot both go ahead.
     """
-    rid = run_id or new_run_id()
+    rid = run_id
     lease(store, rid)
     try:
         shape = orjson.dumps(structure(graph))
@@ -68,7 +71,7 @@ async def open_run(
             # Once a step has run, the run can be resumed: its start must be on disk.
             await store.flush(run_id=rid)
         except CheckpointError as error:
-            if run_id is None or "already in the store" not in str(error):
+            if "already in the store" not in str(error):
                 raise
             raise CheckpointError(
                 f"run {run_id!r} is already in the store: resume it, or start with a new run_id"
@@ -76,7 +79,7 @@ async def open_run(
     except BaseException:
         release(store, rid)
         raise
-    return Journal(store, rid, initial=ctx, base=ctx, leased=True)
+    return StoreJournal(store, rid, initial=ctx, base=ctx, leased=True)
 
 
 def decode_contexts(log: RunLog) -> list[AgentContext[Any]]:
@@ -195,13 +198,13 @@ def _pending(log: RunLog) -> list[Effect]:
     return [e for e in log.effects if e.kind == "interrupt" and e.key not in answered]
 
 
-def _answer(journal: Journal, log: RunLog, answer: Any, last: AgentContext[Any]) -> None:
+def _answer(journal: StoreJournal, log: RunLog, answer: Any, last: AgentContext[Any]) -> None:
     pending = _pending(log)
     if not pending:
         step = log.steps[-1].step if log.steps else 0
         reason = "an answer was given, but no question is waiting for one"
         raise ResumeError(reason, run_id=log.run.run_id, context=last, step=step)
-    # The question `Interrupted` showed is recorded last (see `Journal.run_graph`).
+    # The question `Interrupted` showed is recorded last (see `StoreJournal.settle`).
     key = pending[-1].key
     journal.record(key, "answer", encode_value(answer, "answer"))
 
@@ -236,7 +239,7 @@ def attempts(pending: Sequence[Effect]) -> dict[str, int]:
 
 async def open_resume(
     graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, answer: Any = NO_ANSWER
-) -> Journal:
+) -> StoreJournal:
     """A journal that continues `run_id` after its last committed step.
 
     The run is leased to this journal until the run stops: a second runner
@@ -248,7 +251,7 @@ async def open_resume(
         contexts = decode_contexts(log)
         frames = plan(log.steps, contexts)
         _check_frames(graph, frames, log, contexts[-1])
-        journal = Journal(
+        journal = StoreJournal(
             store,
             run_id,
             initial=contexts[0],
@@ -268,7 +271,7 @@ async def open_resume(
     return journal
 
 
-async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStore) -> Journal:
+async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStore) -> StoreJournal:
     """A journal that replays `run_id` against its record (a fork: from where it was forked)."""
     log = await _load(store, run_id)
     contexts = decode_contexts(log)
@@ -278,7 +281,7 @@ async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStor
     frames = plan(log.steps[:start], contexts[: start + 1])
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
-    return Journal(
+    return StoreJournal(
         store,
         run_id,
         initial=contexts[0],

@@ -17,7 +17,7 @@ import orjson
 from .._context import AgentContext
 from .._errors import CheckpointError
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
-from ._store import fork
+from ._store import StoreBase, fork
 
 __all__ = ("SQLiteStore",)
 
@@ -70,7 +70,7 @@ _T = TypeVar("_T")
 _Item = Sequence[Record] | threading.Event | None  # records, a flush barrier, or close
 
 
-class SQLiteStore:
+class SQLiteStore(StoreBase):
     """Checkpoints in an SQLite database (stdlib `sqlite3`, WAL mode), off the event loop.
 
     `write` only queues: one writer thread commits what has queued up, waiting

@@ -10,22 +10,25 @@ never claimed them.
 
 from __future__ import annotations
 
-import threading
 import time
-import uuid
-import weakref
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import anyio.lowlevel
 import attrs
 
 from .._context import AgentContext
 from .._errors import CheckpointError
+from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
+from ._resume import open_replay, open_resume, open_run
 
-__all__ = ("CheckpointStore", "MemoryStore", "fork", "lease", "new_run_id", "release")
+if TYPE_CHECKING:
+    from .._graph import Graph
+    from ._journal import StoreJournal
+
+__all__ = ("CheckpointStore", "MemoryStore", "StoreBase", "fork")
 
 
 @runtime_checkable
@@ -51,12 +54,45 @@ class CheckpointStore(Protocol):
     async def aclose(self) -> None: ...
 
 
-def new_run_id() -> str:
-    """A fresh run id."""
-    return uuid.uuid4().hex
+class StoreBase:
+    """Gives a store the means to record runs (`agentgraph.JournalSource`).
+
+    Subclass it and implement the four storage methods of `CheckpointStore`;
+    the runner then records, resumes and replays runs in your store.
+    """
+
+    async def open_run(
+        self, graph: Graph[Any, Any], ctx: AgentContext[Any], run_id: str
+    ) -> StoreJournal:
+        """Start recording a new run under `run_id`."""
+        return await open_run(graph, ctx, _storage(self), run_id)
+
+    async def open_resume(
+        self, graph: Graph[Any, Any], run_id: str, answer: Any = NO_ANSWER
+    ) -> StoreJournal:
+        """Continue `run_id` after its last committed step (see `GraphRunner.resume`)."""
+        return await open_resume(graph, run_id, _storage(self), answer=answer)
+
+    async def open_replay(self, graph: Graph[Any, Any], run_id: str) -> StoreJournal:
+        """Replay `run_id` from its record (see `GraphRunner.replay`)."""
+        return await open_replay(graph, run_id, _storage(self))
 
 
-class MemoryStore:
+def _storage(store: StoreBase) -> CheckpointStore:
+    if not isinstance(store, CheckpointStore):
+        missing = [
+            name
+            for name in ("write", "flush", "load", "aclose")
+            if not callable(getattr(store, name, None))
+        ]
+        raise TypeError(
+            f"{type(store).__name__} subclasses StoreBase but lacks the storage methods "
+            f"{', '.join(missing)} of CheckpointStore"
+        )
+    return store
+
+
+class MemoryStore(StoreBase):
     """Keeps records in memory, encoded exactly as a durable store would keep them.
 
     For tests and for runs that need replay or interrupts but not crash safety.
@@ -166,26 +202,3 @@ async def fork(
     store.write((started, *steps, *effects))
     await store.flush(run_id=fresh)
     return fresh
-
-
-# Runs being run or resumed, per store object: one runner at a time per run.
-_running: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-_running_lock = threading.Lock()  # stores may be shared by event loops in several threads
-
-
-def lease(store: CheckpointStore, run_id: str) -> None:
-    """Take `run_id` for one runner, or raise `CheckpointError` if another one has it."""
-    with _running_lock:
-        taken = _running.setdefault(store, set())
-        if run_id in taken:
-            raise CheckpointError(
-                f"run {run_id!r} is already running in this process; "
-                "wait for it to stop before resuming it"
-            )
-        taken.add(run_id)
-
-
-def release(store: CheckpointStore, run_id: str) -> None:
-    """Give `run_id` back (see `lease`)."""
-    with _running_lock:
-        _running.get(store, set()).discard(run_id)

@@ -13,7 +13,6 @@ from .._graph import Graph, GraphBuilder
 from .._node import Node
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatModel
-from ..tools._execute import run_tool_calls
 from ..tools._tool import Tool
 from ._chat import chat, user_turn
 
@@ -52,10 +51,14 @@ class ToolUse(Node[Message, Message]):
             return ctx
         refused = await self._ask(calls, rt) if self.approve else {}
         allowed = [call for i, call in enumerate(calls) if i not in refused]
-        answered = iter(await self._execute(allowed, ctx, rt))
-        results = [refused[i] if i in refused else next(answered) for i in range(len(calls))]
-        for call, message, duration in results:
+        for call, message, duration in refused.values():
             await rt.emit(ToolFinished(rt.step, rt.path, call, message, duration))
+        answered = iter(
+            await rt.call_tools(
+                self.tools, allowed, limit=self.limit, timeout=self.call_timeout, context=ctx
+            )
+        )
+        results = [refused[i] if i in refused else next(answered) for i in range(len(calls))]
         return ctx.append(*(message for _, message, _ in results))
 
     async def _ask(self, calls: Sequence[ToolCall], rt: Runtime) -> dict[int, _Answered]:
@@ -70,22 +73,6 @@ class ToolUse(Node[Message, Message]):
                 text = f"the call to tool {call.name!r} was refused by the user{reason}"
                 refused[i] = (call, Message.tool(call.id, text, name=call.name, is_error=True), 0.0)
         return refused
-
-    async def _execute(
-        self, calls: Sequence[ToolCall], ctx: AgentContext[Message], rt: Runtime
-    ) -> list[_Answered]:
-        if not calls:
-            return []
-        if rt.journal is not None:
-            from ..checkpoint._effects import journaled_tools
-
-            return await journaled_tools(
-                self.tools, calls, limit=self.limit, timeout=self.call_timeout, context=ctx, rt=rt
-            )
-        outcomes = await run_tool_calls(
-            self.tools, calls, limit=self.limit, timeout=self.call_timeout, context=ctx
-        )
-        return [(o.call, o.message, o.duration) for o in outcomes]
 
 
 def tool_use(

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from .._context import AgentContext, Settings
-from .._events import ModelRequested, ModelResponded
 from .._node import Node
 from ..llm._messages import Message, ToolSpec
-from ..llm._model import ChatModel, ChatRequest, ChatResponse, ToolChoice
+from ..llm._model import ChatModel, ChatRequest, ToolChoice
 
 if TYPE_CHECKING:
     from .._runner import Runtime
@@ -61,25 +59,6 @@ def build_request(
     )
 
 
-async def call_model(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
-    """Call `model`, reporting the request and the response as trace events.
-
-    In a run with a checkpoint store the call is recorded; a resumed or
-    replayed step gets the recorded response for the same request instead.
-    """
-    name = request.model or model.name
-    await rt.emit(ModelRequested(rt.step, rt.path, name, request))
-    started = perf_counter()
-    if rt.journal is None:
-        response = await model.request(request)
-    else:  # a run with a checkpoint store: recorded once, served on resume and replay
-        from ..checkpoint._effects import journaled_request
-
-        response = await journaled_request(model, request, rt)
-    await rt.emit(ModelResponded(rt.step, rt.path, name, response, perf_counter() - started))
-    return response
-
-
 @attrs.frozen(eq=False, slots=True, repr=False)
 class Chat(Node[Any, Message]):
     """Calls `model` with the context's conversation and appends the assistant's answer.
@@ -97,7 +76,7 @@ class Chat(Node[Any, Message]):
         request = build_request(
             ctx, settings=self.settings, tools=self.tools, tool_choice=self.tool_choice
         )
-        response = await call_model(self.model, request, rt)
+        response = await rt.call_model(self.model, request)
         message = response.message
         return ctx.append(message).add_usage(response.usage).with_input(message)
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from time import perf_counter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -44,8 +43,6 @@ from .._context import AgentContext, Think
 from .._errors import OutputError, UnsupportedType
 from .._events import (
     ContextEntry,
-    ModelRequested,
-    ModelResponded,
     OutputAttempt,
     PartialOutput,
     StructuredOutput,
@@ -57,8 +54,7 @@ from ..structured._compile import shape_of
 from ..structured._composites import ObjectShape
 from ..structured._parse import parse
 from ..structured._schema import json_schema, prompt_fragment
-from ._chat import call_model
-from ._partial import stream_structured
+from ._partial import PartialStream
 from ._sections import Section, SectionSource, as_sections, render_sections
 
 if TYPE_CHECKING:
@@ -218,7 +214,7 @@ class Generate(Node[Any, T]):
     async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
         if self.stream:
             return await self._ask_streaming(request, rt, number)
-        response = await call_model(self.model, request, rt)
+        response = await rt.call_model(self.model, request)
         try:
             value = parse(self.output_type, response.message.content, strict=self.strict)
         except OutputError as exc:
@@ -226,13 +222,12 @@ class Generate(Node[Any, T]):
         return _Answer(response, value)
 
     async def _ask_streaming(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
-        name = request.model or self.model.name
-        await rt.emit(ModelRequested(rt.step, rt.path, name, request))
-        started = perf_counter()
         value: Any = None
         error: OutputError | None = None
-        strict = self.strict
-        async with stream_structured(self.model, self.output_type, request, strict=strict) as parts:
+        async with rt.stream_model(self.model, request) as events:
+            parts: PartialStream[Any] = PartialStream(
+                events, shape_of(self.output_type), self.strict
+            )
             try:
                 async for partial in parts:
                     await rt.emit(PartialOutput(rt.step, rt.path, number, partial))
@@ -242,7 +237,6 @@ class Generate(Node[Any, T]):
         response = parts.response
         if response is None:  # unreachable: the stream raises before it could end so
             raise AssertionError("a finished stream has a response")
-        await rt.emit(ModelResponded(rt.step, rt.path, name, response, perf_counter() - started))
         return _Answer(response, value, error)
 
     async def _trace(
@@ -355,9 +349,8 @@ def generate(
         max_output, temperature, think: override the context's settings.
         native: send the schema as `ChatRequest.output`. `None` decides by the
             model's `supports_output_schema` attribute (and a class at the root).
-        stream: stream the answer and emit a `PartialOutput` event per change. Streamed
-            answers are not recorded by a checkpoint store, so a resumed or replayed
-            run asks the model again for them.
+        stream: stream the answer and emit a `PartialOutput` event per change.
+            Streamed answers are recorded like any other model call.
         name: the node's name.
 
     Raises:

@@ -122,7 +122,7 @@ class Retrieve(Node[T, T]):
             raise TypeError(f"the query function returned a {type(text).__name__}, not a str")
         hits: list[Hit] = []
         if text.strip():
-            vectors = await self.embedder.embed([text])
+            vectors = await rt.embed(self.embedder, [text])
             hits = await self.store.search(vectors[0], k=self.k, where=self.where)
         if self.min_score is not None:
             hits = [h for h in hits if h.score >= self.min_score]

@@ -24,7 +24,7 @@ from .._events import Summarized
 from .._node import Node
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest
-from ._chat import _merge_settings, call_model
+from ._chat import _merge_settings
 from ._tokens import (
     TokenCounter,
     count_context_tokens,
@@ -244,7 +244,7 @@ class Summarize(Node[T, T]):
                 think=settings.think,
                 model=settings.model,
             )
-            response = await call_model(self.model, request, rt)
+            response = await rt.call_model(self.model, request)
             usage += response.usage
             summary = response.message.content.strip()
             if not summary:

@@ -10,7 +10,7 @@ import anyio
 
 from .._context import AgentContext
 from .._errors import ReplayDiverged
-from ..checkpoint._journal import diff_data
+from ..checkpoint._codec import diff_data
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts
 from ..checkpoint._store import MemoryStore

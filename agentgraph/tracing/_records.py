@@ -173,7 +173,10 @@ class Recorder:
         """The record of `event`."""
         state = self._state.get()
         if isinstance(event, RunStarted) or state is None:
-            state = _RunState(uuid.uuid4().hex[:12], perf_counter(), previous=state)
+            # The run's own id, so traces join its checkpoint record; a run whose
+            # start this recorder never saw gets one of its own.
+            run_id = event.run_id if isinstance(event, RunStarted) else ""
+            state = _RunState(run_id or uuid.uuid4().hex[:12], perf_counter(), previous=state)
             self._state.set(state)
         record: dict[str, Any] = {
             "event": _kind(event),

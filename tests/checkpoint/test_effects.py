@@ -241,10 +241,13 @@ async def test_effects_inside_a_fan_out_are_keyed_by_branch_not_by_start_order(s
     assert keys == ["2.1/1.1.1:work", "2.1/2.1.1:work", "2.1/3.1.1:work"]
 
 
-async def test_effect_keys_exist_only_with_a_store():
+async def test_once_without_a_store_simply_calls():
+    calls = Counter()
+
     @node
     async def ask(ctx, rt):
-        return ctx.with_input(rt.effect_key("x"))
+        calls["x"] += 1
+        return ctx.with_input(await rt.once("x", lambda: 7))
 
-    with pytest.raises(Exception, match="effect keys exist only"):
-        await GraphRunner().run(chain("g", ask), AgentContext(None))
+    out = await GraphRunner().run(chain("g", ask), AgentContext(None))
+    assert out.input == 7 and calls["x"] == 1

@@ -1,4 +1,4 @@
-"""The graph loop of a run with a checkpoint store: commit after routing, resume from frames.
+"""Where a resumed run continues: one frame per graph level, and each step's own state.
 
 A step is committed once it completed and its graph chose the next node, so a
 resumed run never runs a router twice. A resumed run is rebuilt as one frame
@@ -9,26 +9,23 @@ innermost level continues at the recorded next node with the recorded context.
 
 from __future__ import annotations
 
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .._context import AgentContext
 from .._errors import ResumeError
-from .._events import RouteChosen
 
 if TYPE_CHECKING:
     from .._graph import Graph
     from .._node import Node
     from .._runtime import Runtime
-    from ._journal import Journal
 
-__all__ = ("Continue", "Enter", "Frame", "StepState", "node_named", "run_graph", "state_of")
+__all__ = ("Continue", "Enter", "Frame", "StepState", "node_named", "state_of", "take")
 
 
 class StepState:
-    """What one step of a checkpointed run knows about itself (`Runtime._durable`).
+    """What one step of a checkpointed run knows about itself (`Runtime.journal_state`).
 
     `anchor` is the step's index, or for a step inside a fan-out (`parallel`,
     `map_each`) the fan-out's anchor and the branch's position: branches start
@@ -47,15 +44,12 @@ class StepState:
         self.routing = False  # True once this step's node runs a graph
 
 
-def state_of(rt: Runtime) -> StepState:
-    """The step state of `rt`; the root graph's runtime gets one on first use."""
-    state: StepState | None = getattr(rt, "_durable", None)
+def state_of(rt: Runtime, initial: AgentContext[Any]) -> StepState:
+    """The step state of `rt`; the root graph's runtime gets one (input `initial`) on first use."""
+    state: StepState | None = rt.journal_state
     if state is None:
-        state = rt._durable = StepState("", False, 0, rt._run.handle.context or _EMPTY)
+        state = rt.journal_state = StepState("", False, 0, initial)
     return state
-
-
-_EMPTY: AgentContext[Any] = AgentContext(None)
 
 
 @attrs.frozen
@@ -103,67 +97,27 @@ def node_named(
     raise ResumeError(reason, run_id=run_id, context=context, step=step)
 
 
-def _take(
-    journal: Journal, rt: Runtime, graph: Graph[Any, Any]
-) -> tuple[Node[Any, Any], AgentContext[Any], int]:
-    """Consume this level's frame: the node to run next, its input, and the local index so far."""
-    frame = journal.frames.pop(0)
+def take(
+    frames: list[Frame], run_id: str, rt: Runtime, graph: Graph[Any, Any]
+) -> tuple[Node[Any, Any], AgentContext[Any], int, int]:
+    """Consume this level's frame: the node to run next, its input, the local index so far,
+    and the run-wide step count to continue from."""
+    frame = frames.pop(0)
     if frame.path != rt.path:
         raise ResumeError(
             f"the record continues in {'/'.join(frame.path)}, but the graph now runs "
             f"{'/'.join(rt.path)} there",
-            run_id=journal.run_id,
+            run_id=run_id,
             context=frame.context if isinstance(frame, Continue) else frame.input,
             step=frame.step,
         )
-    run = rt._run
     if isinstance(frame, Enter):
-        target = node_named(
-            graph, frame.node, run_id=journal.run_id, context=frame.input, step=frame.step
-        )
-        run.steps = frame.step - 1
-        return target, frame.input, frame.local - 1
+        target = node_named(graph, frame.node, run_id=run_id, context=frame.input, step=frame.step)
+        return target, frame.input, frame.local - 1, frame.step - 1
     if frame.next == graph.finish.name:
         target = graph.finish
     else:
         target = node_named(
-            graph, frame.next, run_id=journal.run_id, context=frame.context, step=frame.step
+            graph, frame.next, run_id=run_id, context=frame.context, step=frame.step
         )
-    run.steps = frame.steps
-    return target, frame.context, frame.local
-
-
-async def run_graph(
-    journal: Journal, rt: Runtime, graph: Graph[Any, Any], ctx: AgentContext[Any]
-) -> AgentContext[Any]:
-    """`Runtime.run_graph` for a run with a store: the same loop, committing each step."""
-    run = rt._run
-    state = state_of(rt)
-    state.routing = True
-    commits = not state.atomic
-    source: Node[Any, Any] = graph.start
-    target: Node[Any, Any] | None = None
-    current: AgentContext[Any] = ctx
-    given = ctx
-    local = index = 0
-    started = 0.0
-    if commits and journal.frames:
-        target, current, local = _take(journal, rt, graph)
-    while True:
-        if target is None:
-            routed = index or rt.index  # the step whose output is routed
-            target, position = await graph.next_node(source, current, step=routed, path=rt.path)
-            if run.emit is not None:
-                dynamic = graph.transitions[source][position].router is not None
-                await run.emit(
-                    RouteChosen(routed, rt.path, source.name, target.name, position, dynamic)
-                )
-            if commits and source is not graph.start:
-                journal.commit(rt, source, target, given, current, (index, local, started))
-        if target is graph.finish:
-            return current
-        local += 1
-        index = run.steps + 1
-        source, target, given = target, None, current
-        started = perf_counter()
-        current = await rt.execute(source, current, local)
+    return target, frame.context, frame.local, frame.steps

@@ -1,0 +1,162 @@
+"""The durability protocol: how a run's journal plugs into the one graph loop.
+
+`Runtime.run_graph` is the only graph loop, and `Runtime`'s effect methods
+(`call_model`, `stream_model`, `embed`, `call_tools`, `once`, `interrupt`) are
+the only way nodes reach the world. In a run with a journal, both consult it:
+
+- the loop calls `enter` as each step starts, `new_attempt` when it is retried,
+  `reenter` when a graph starts (a resumed run continues where its record
+  ends) and `commit` once a step completed and its graph chose the next node;
+- each effect method asks the journal first, which serves a recorded result
+  (resume, replay) or runs the effect and records what it returned.
+
+With no journal the loop pays one attribute test per step. `agentgraph.checkpoint`
+implements the protocol over a `CheckpointStore`; other engines (a workflow
+engine's activities, say) can implement it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from ._context import AgentContext
+from .llm._messages import Message, ToolCall
+from .llm._model import ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from ._graph import Graph
+    from ._node import Node
+    from ._runtime import Interrupt, Runtime
+
+__all__ = ("Journal", "JournalSource", "ToolAnswer", "ToolRunner")
+
+T = TypeVar("T")
+
+ToolAnswer = tuple[ToolCall, Message, float]
+"""A tool call, the tool message that answers it, and how long the call took."""
+
+ToolRunner = Callable[[Sequence[ToolCall]], Awaitable[list[ToolAnswer]]]
+"""Runs tool calls and answers each, in call order."""
+
+
+@runtime_checkable
+class Journal(Protocol):
+    """One run's record: the loop's hooks and the effects' memory.
+
+    Attributes:
+        run_id: the run's id, the one every event and sink sees.
+        initial: the context the run starts from (a resumed run's first one).
+        resumed_at: the last committed context and step of a resumed run.
+        replaying: True when every effect must come from the record.
+    """
+
+    run_id: str
+    initial: AgentContext[Any]
+    resumed_at: tuple[AgentContext[Any], int] | None
+    replaying: bool
+
+    # -- the loop's hooks -----------------------------------------------------------------
+    def enter(
+        self, parent: Runtime, rt: Runtime, index: int, local: int, given: AgentContext[Any]
+    ) -> None:
+        """Step `index` (number `local` in its graph) starts in `rt`, run by `parent`."""
+        ...
+
+    def new_attempt(self, rt: Runtime) -> None:
+        """The step of `rt` is retried: its effects from now on get keys of their own."""
+        ...
+
+    def reenter(
+        self, rt: Runtime, graph: Graph[Any, Any]
+    ) -> tuple[Node[Any, Any], AgentContext[Any], int, int] | None:
+        """Where `graph`, starting in `rt`, resumes; None to start from `graph.start`.
+
+        The node to run next (or `graph.finish`), its input, how many steps of
+        the graph ran before it, and the run-wide step count to continue from.
+        """
+        ...
+
+    def commit(
+        self,
+        rt: Runtime,
+        source: Node[Any, Any],
+        target: Node[Any, Any],
+        given: AgentContext[Any],
+        out: AgentContext[Any],
+        step: tuple[int, int, float],
+    ) -> None:
+        """`source` turned `given` into `out` and its graph chose `target`.
+
+        `step` is the run-wide index, the index within the graph, and the
+        `perf_counter()` reading when the step started.
+        """
+        ...
+
+    # -- effects --------------------------------------------------------------------------
+    async def model(
+        self, rt: Runtime, request: ChatRequest, call: Callable[[], Awaitable[ChatResponse]]
+    ) -> ChatResponse:
+        """The response to `request`: recorded, or `await call()` and recorded."""
+        ...
+
+    def recorded_model(self, rt: Runtime, request: ChatRequest) -> tuple[str, ChatResponse | None]:
+        """For a streamed call: the effect's key and the recorded response, if any."""
+        ...
+
+    def record_model(
+        self, rt: Runtime, key: str, request: ChatRequest, response: ChatResponse
+    ) -> None:
+        """Record the response a streamed call assembled under `key`."""
+        ...
+
+    async def value(self, rt: Runtime, name: str, call: Callable[[], Awaitable[T]]) -> T:
+        """A value made once per run: recorded, or `await call()` and recorded."""
+        ...
+
+    async def tools(
+        self,
+        rt: Runtime,
+        calls: Sequence[ToolCall],
+        unsafe: frozenset[str],
+        run: ToolRunner,
+    ) -> list[ToolAnswer]:
+        """Answers to `calls`: recorded ones served, the rest run by `run` and recorded.
+
+        Calls to tools named in `unsafe` are made durable before they run.
+        """
+        ...
+
+    async def interrupt(self, rt: Runtime, question: Any) -> Any:
+        """The answer to `question`, or raise an `Interrupt` that stops the run."""
+        ...
+
+    # -- the run's end --------------------------------------------------------------------
+    async def finish(self) -> None:
+        """The run reached finish: make its record durable."""
+        ...
+
+    async def settle(self, stopped: Interrupt | None = None) -> None:
+        """The run stopped early (`stopped` when a node asked a question)."""
+        ...
+
+    def close(self) -> None:
+        """The run is over, however it ended (a crash included): let go of it. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class JournalSource(Protocol):
+    """What `GraphRunner.run(..., store=...)`, `resume` and `replay` accept.
+
+    Every store in `agentgraph.checkpoint` is one; a store of your own gets
+    these methods by subclassing `agentgraph.checkpoint.StoreBase`.
+    """
+
+    async def open_run(
+        self, graph: Graph[Any, Any], ctx: AgentContext[Any], run_id: str
+    ) -> Journal: ...
+
+    async def open_resume(self, graph: Graph[Any, Any], run_id: str, answer: Any) -> Journal: ...
+
+    async def open_replay(self, graph: Graph[Any, Any], run_id: str) -> Journal: ...
