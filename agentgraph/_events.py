@@ -89,6 +89,8 @@ class NodeStarted:
 
 @attrs.frozen
 class NodeFinished:
+    """A step completed: its `StepInfo`, the node, and the context it returned."""
+
     step: StepInfo
     node: Node[Any, Any]
     context: AgentContext[Any]
@@ -108,6 +110,8 @@ class RouteChosen:
 
 @attrs.frozen
 class RetryScheduled:
+    """A failed step will run again after `wait` seconds; `attempt` is the one that failed."""
+
     index: int
     path: tuple[str, ...]
     attempt: int
@@ -117,6 +121,8 @@ class RetryScheduled:
 
 @attrs.frozen
 class NodeFailedEvent:
+    """A step failed for good: after `attempts` attempts, with `error` (retries exhausted)."""
+
     index: int
     path: tuple[str, ...]
     attempts: int

@@ -82,15 +82,11 @@ class Journal(Protocol):
         rt: Runtime,
         source: Node[Any, Any],
         target: Node[Any, Any],
-        given: AgentContext[Any],
         out: AgentContext[Any],
-        step: tuple[int, int, float],
+        local: int,
     ) -> None:
-        """`source` turned `given` into `out` and its graph chose `target`.
-
-        `step` is the run-wide index, the index within the graph, and the
-        `perf_counter()` reading when the step started.
-        """
+        """The step just run in `rt`'s graph (number `local` there) turned its input into
+        `out`, and the graph chose `target` to run next."""
         ...
 
     # -- effects --------------------------------------------------------------------------

@@ -352,10 +352,8 @@ class Runtime:
         source: Node[Any, Any] = graph.start
         target: Node[Any, Any] | None = None
         current: AgentContext[Any] = ctx
-        given = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
-        started = 0.0
         if journal is not None:
             resumed = journal.reenter(self, graph)
             if resumed is not None:
@@ -369,14 +367,12 @@ class Runtime:
                         RouteChosen(step, self.path, source.name, target.name, position, dynamic)
                     )
                 if journal is not None and source is not graph.start:
-                    journal.commit(self, source, target, given, current, (step, local, started))
+                    journal.commit(self, source, target, current, local)
             if target is graph.finish:
                 return current
             local += 1
             step = run.steps + 1  # execute takes this number before it first awaits
-            source, target, given = target, None, current
-            if journal is not None:
-                started = perf_counter()
+            source, target = target, None
             current = await self.execute(source, current, local)
 
     async def execute(

@@ -8,6 +8,7 @@ import pytest
 
 from agentgraph import (
     AgentContext,
+    ContextDecodingError,
     ContextEncodingError,
     DeadEnd,
     GraphBuilder,
@@ -24,7 +25,6 @@ from agentgraph import (
     node,
     parallel,
 )
-from agentgraph._errors import ContextDecodingError
 from agentgraph.checkpoint import MemoryStore
 from tests.helpers import adder, chain
 

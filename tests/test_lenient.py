@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentgraph._errors import OutputError
+from agentgraph import OutputError, loads_lenient
 from agentgraph.structured import _lenient
-from agentgraph.structured._lenient import loads_lenient
 
 
 def same(left: Any, right: Any) -> bool:

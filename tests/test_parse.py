@@ -13,7 +13,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgraph import Guide, OutputError, UnsupportedType, generable, json_schema, parse
+from agentgraph import (
+    Guide,
+    OutputError,
+    UnsupportedType,
+    generable,
+    json_schema,
+    loads_lenient,
+    parse,
+)
 from agentgraph._json import to_data
 from agentgraph.structured import _parse as parse_module
 from agentgraph.structured._compile import shape_of
@@ -27,7 +35,6 @@ from agentgraph.structured._composites import (
     TaggedUnionShape,
     UnionShape,
 )
-from agentgraph.structured._lenient import loads_lenient
 from agentgraph.structured._shapes import AnyShape, EnumShape, LiteralShape, Scalar, Shape
 
 

@@ -10,9 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgraph._errors import OutputError
+from agentgraph import OutputError, loads_lenient
 from agentgraph.structured import _prefix
-from agentgraph.structured._lenient import loads_lenient
 from agentgraph.structured._prefix import PrefixParser
 from tests.test_parse import JSON, same
 

@@ -16,10 +16,10 @@ from agentgraph import (
     RouteChosen,
     RunFinished,
     RunStarted,
+    ServerError,
     StepLimitExceeded,
     node,
 )
-from agentgraph._errors import ServerError
 from tests.helpers import adder, chain
 
 pytestmark = pytest.mark.anyio

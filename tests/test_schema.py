@@ -11,17 +11,20 @@ import attrs
 import jsonschema
 import pytest
 
-from agentgraph._errors import OutputError, UnsupportedType
-from agentgraph.structured._compile import shape_of
-from agentgraph.structured._guide import Guide, class_info, generable
-from agentgraph.structured._schema import (
+from agentgraph import (
+    Guide,
+    OutputError,
+    UnsupportedType,
     describe,
     from_tool_call,
+    generable,
     json_schema,
     prompt_fragment,
     tools_for_union,
     validate,
 )
+from agentgraph.structured._compile import shape_of
+from agentgraph.structured._guide import class_info
 
 
 class Severity(enum.Enum):

@@ -9,10 +9,8 @@ from typing import Annotated, Any, Literal
 import attrs
 import pytest
 
-from agentgraph._errors import OutputError
+from agentgraph import Guide, OutputError, validate
 from agentgraph.structured._compile import shape_of
-from agentgraph.structured._guide import Guide
-from agentgraph.structured._schema import validate
 
 FAIL = object()
 

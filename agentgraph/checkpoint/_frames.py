@@ -9,6 +9,7 @@ innermost level continues at the recorded next node with the recorded context.
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -32,9 +33,21 @@ class StepState:
     in no fixed order, so their run-wide indices differ between runs.
     """
 
-    __slots__ = ("anchor", "atomic", "attempt", "index", "input", "ordinal", "routing")
+    __slots__ = (
+        "anchor",
+        "atomic",
+        "attempt",
+        "child",
+        "index",
+        "input",
+        "ordinal",
+        "routing",
+        "started",
+    )
 
     def __init__(self, anchor: str, atomic: bool, index: int, given: AgentContext[Any]) -> None:
+        self.started = perf_counter()
+        self.child: StepState | None = None  # the step of this one's graph that ran last
         self.anchor = anchor
         self.atomic = atomic  # inside a fan-out: nothing below commits
         self.index = index

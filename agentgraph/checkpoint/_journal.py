@@ -117,7 +117,7 @@ class StoreJournal:
         # A branch's keys name the fan-out's attempt: a retried fan-out must not
         # be served the results of the attempt that failed.
         anchor = f"{above.anchor}.{above.attempt}/{local}" if atomic else str(index)
-        state = rt.journal_state = StepState(anchor, atomic, index, given)
+        state = rt.journal_state = above.child = StepState(anchor, atomic, index, given)
         if self._attempts:
             state.attempt = self._attempts.pop(anchor, 1)
 
@@ -148,18 +148,16 @@ class StoreJournal:
         rt: Runtime,
         source: Node[Any, Any],
         target: Node[Any, Any],
-        given: AgentContext[Any],
         out: AgentContext[Any],
-        step: tuple[int, int, float],
+        local: int,
     ) -> None:
-        """Record that `source` turned `given` into `out` and its graph chose `target`.
-
-        `step` is the step's run-wide index, its index within the graph, and the
-        `perf_counter()` reading when it started.
-        """
-        if state_of(rt, self.initial).atomic:
+        """Record that `source` turned its input into `out` and its graph chose `target`."""
+        state = state_of(rt, self.initial)
+        if state.atomic:
             return  # inside a fan-out: the fan-out commits as one step
-        index, local, started = step
+        step = state.child
+        assert step is not None, "a step is committed after it was entered"
+        index = step.index
         if self.replaying:
             self._check(rt, source, target, out, index)
             return
@@ -167,9 +165,9 @@ class StoreJournal:
             data = self._encoder.delta(out)
         except ContextEncodingError as error:
             path = (*rt.path, source.name)
-            raise NodeFailed(context=given, step=index, path=path, attempts=1, error=error) from (
-                error
-            )
+            raise NodeFailed(
+                context=step.input, step=index, path=path, attempts=1, error=error
+            ) from error
         self._seq += 1
         record = StepRecord(
             self.run_id,
@@ -182,7 +180,7 @@ class StoreJournal:
             rt.steps,
             data,
             time.time(),
-            perf_counter() - started,
+            perf_counter() - step.started,
         )
         self.store.write((record,))
 

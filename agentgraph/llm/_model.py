@@ -80,11 +80,15 @@ class ChatResponse:
 
 @attrs.frozen
 class TextDelta:
+    """A piece of the answer's text, as it streams."""
+
     text: str
 
 
 @attrs.frozen
 class ReasoningDelta:
+    """A piece of the model's reasoning text, as it streams."""
+
     text: str
 
 

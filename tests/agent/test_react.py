@@ -3,8 +3,19 @@ import httpx
 import orjson
 import pytest
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, Settings, ToolCall, tool
-from agentgraph._events import ModelRequested, ModelResponded, NodeFinished, ToolFinished
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphRunner,
+    Message,
+    ModelRequested,
+    ModelResponded,
+    NodeFinished,
+    Settings,
+    ToolCall,
+    ToolFinished,
+    tool,
+)
 from agentgraph.llm import OpenAIModel
 from agentgraph.nodes import build_request, chat, react_agent, tool_turns, tool_use
 from agentgraph.testing import ScriptedModel

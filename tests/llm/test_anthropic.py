@@ -7,7 +7,7 @@ import logging
 import httpx
 import pytest
 
-from agentgraph._errors import (
+from agentgraph import (
     AuthenticationError,
     ProviderConfigError,
     ProviderConnectionError,

@@ -10,12 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from agentgraph._errors import (
-    AuthenticationError,
-    BadRequestError,
-    ProviderConfigError,
-    ServerError,
-)
+from agentgraph import AuthenticationError, BadRequestError, ProviderConfigError, ServerError
 from agentgraph.llm import (
     ChatModel,
     ChatRequest,

@@ -13,7 +13,7 @@ import anyio.abc
 import httpx
 import pytest
 
-from agentgraph._errors import (
+from agentgraph import (
     AuthenticationError,
     BadRequestError,
     NotFoundError,

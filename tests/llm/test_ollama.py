@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from agentgraph._errors import (
+from agentgraph import (
     BadRequestError,
     NotFoundError,
     ProviderConnectionError,

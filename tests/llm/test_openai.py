@@ -10,7 +10,7 @@ import anyio
 import httpx
 import pytest
 
-from agentgraph._errors import (
+from agentgraph import (
     AuthenticationError,
     BadRequestError,
     ProviderConfigError,

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from agentgraph._errors import ProviderConfigError
+from agentgraph import ProviderConfigError
 from agentgraph.llm import (
     AnthropicModel,
     ChatRequest,

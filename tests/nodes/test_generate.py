@@ -9,16 +9,20 @@ import pytest
 
 from agentgraph import (
     AgentContext,
+    AuthenticationError,
     ContextEntry,
     GraphBuilder,
     GraphRunner,
     Guide,
     Message,
+    ModelRequested,
+    ModelResponded,
     NodeFailed,
     OutputAttempt,
     OutputError,
     RetryPolicy,
     Section,
+    ServerError,
     Settings,
     StructuredOutput,
     UnsupportedType,
@@ -28,8 +32,6 @@ from agentgraph import (
     json_schema,
     prompt_fragment,
 )
-from agentgraph._errors import AuthenticationError, ServerError
-from agentgraph._events import ModelRequested, ModelResponded
 from agentgraph.llm import ChatResponse, OutputSchema
 from agentgraph.testing import ScriptedModel
 

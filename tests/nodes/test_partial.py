@@ -14,15 +14,17 @@ from agentgraph import (
     GraphBuilder,
     GraphRunner,
     Message,
+    ModelRequested,
+    ModelResponded,
     OutputError,
     Partial,
     PartialOutput,
+    ResponseFormatError,
+    ServerError,
     StructuredOutput,
     generate,
     stream_structured,
 )
-from agentgraph._errors import ResponseFormatError, ServerError
-from agentgraph._events import ModelRequested, ModelResponded
 from agentgraph.llm import ChatRequest, ChatResponse, StreamEvent, TextDelta
 from agentgraph.testing import BrokenStream, ScriptedModel
 

@@ -9,6 +9,7 @@ from agentgraph import (
     GraphBuilder,
     GraphRunner,
     Message,
+    ModelRequested,
     NodeFailed,
     OutputError,
     RetryPolicy,
@@ -17,7 +18,6 @@ from agentgraph import (
     Summarized,
     ToolCall,
 )
-from agentgraph._events import ModelRequested
 from agentgraph.nodes import (
     answer,
     chat,

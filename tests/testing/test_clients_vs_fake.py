@@ -5,7 +5,7 @@ import base64
 import anyio
 import pytest
 
-from agentgraph._errors import (
+from agentgraph import (
     AuthenticationError,
     BadRequestError,
     NotFoundError,

@@ -3,7 +3,7 @@
 import orjson
 import pytest
 
-from agentgraph._errors import AgentGraphError, RateLimitError
+from agentgraph import AgentGraphError, RateLimitError
 from agentgraph.llm import (
     ChatModel,
     ChatRequest,

@@ -9,8 +9,7 @@ import anyio
 import attrs
 import pytest
 
-from agentgraph import AgentContext, Message, ToolCall
-from agentgraph._errors import ToolError
+from agentgraph import AgentContext, Message, ToolCall, ToolError
 from agentgraph.tools import RAW_ARGUMENTS, ToolOutcome, execute_calls, run_tool_calls, tool
 
 pytestmark = pytest.mark.anyio

@@ -9,9 +9,7 @@ import attrs
 import jsonschema
 import pytest
 
-from agentgraph import AgentContext
-from agentgraph._errors import ToolError, UnsupportedType
-from agentgraph.structured._guide import Guide
+from agentgraph import AgentContext, Guide, ToolError, UnsupportedType
 from agentgraph.tools import Tool, tool
 from agentgraph.tools._docstring import parse_docstring
 

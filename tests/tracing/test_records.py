@@ -213,7 +213,7 @@ async def test_a_configured_redactor_keeps_names_and_paths_intact():
 def test_model_answers_in_structured_output_attempts_are_redacted():
     from types import MappingProxyType
 
-    from agentgraph._events import OutputAttempt, StructuredOutput
+    from agentgraph import OutputAttempt, StructuredOutput
     from agentgraph.llm import Usage
 
     seen = []

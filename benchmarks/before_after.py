@@ -1,0 +1,115 @@
+"""Engine and durability cost per step of this tree beside an earlier revision, in one run.
+
+The earlier revision is checked out into a temporary git worktree, and each case of
+``engine_overhead.py`` and ``durability.py`` that measures agentgraph runs in a fresh
+interpreter against one tree or the other (``PYTHONPATH`` picks the package), the two
+trees taking turns so that load on the machine falls on both alike. The benchmark
+scripts are this tree's, so both trees run the same workload.
+
+Usage::
+
+    python benchmarks/before_after.py --before 4c5ab3e            # writes its section
+    python benchmarks/before_after.py --before 4c5ab3e --quick    # prints only
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _common import ChildFailed, load_average, publish, run_child
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+ENGINE = ("agentgraph:linear", "agentgraph:loop", "agentgraph:concurrent")
+DURABLE = ("agentgraph:memory", "agentgraph:sqlite")
+
+
+@contextmanager
+def checkout(revision: str) -> Iterator[Path]:
+    """`revision` of this repository in a temporary worktree, removed afterwards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tree"
+        git = ["git", "-C", str(ROOT)]
+        subprocess.run(
+            [*git, "worktree", "add", "--detach", "--quiet", str(path), revision], check=True
+        )
+        try:
+            yield path
+        finally:
+            subprocess.run([*git, "worktree", "remove", "--force", str(path)], check=False)
+
+
+def measure(script: str, case: str, tree: Path, *, quick: bool) -> dict[str, Any]:
+    """One case against the package in `tree`, in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    args = ["--case", case, *(["--quick"] if quick else [])]
+    previous = os.environ.copy()
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        result: dict[str, Any] = run_child(HERE / script, *args, timeout=1800)
+    finally:
+        os.environ.clear()
+        os.environ.update(previous)
+    return result
+
+
+def figure(script: str, result: dict[str, Any]) -> float:
+    """The per-step figure a case reports: µs per step, or µs a store adds per step."""
+    if script == "durability.py":
+        return float(result["added_us"])
+    return float(result.get("us_per_step") or result["median_us"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--before", required=True, help="the earlier git revision")
+    parser.add_argument("--rounds", type=int, default=3, help="turns each tree takes per case")
+    parser.add_argument("--quick", action="store_true", help="fewer runs; prints only")
+    args = parser.parse_args(argv)
+    cases = [("engine_overhead.py", c) for c in ENGINE] + [("durability.py", c) for c in DURABLE]
+    rows: list[str] = []
+    load = load_average()
+    with checkout(args.before) as before:
+        for script, case in cases:
+            samples: dict[str, list[float]] = {"before": [], "after": []}
+            try:
+                for _ in range(args.rounds):
+                    for label, tree in (("before", before), ("after", ROOT)):
+                        result = measure(script, case, tree, quick=args.quick)
+                        samples[label].append(figure(script, result))
+            except (ChildFailed, KeyError) as exc:
+                rows.append(f"| {case} | failed: {exc} | | |")
+                continue
+            old, new = statistics.median(samples["before"]), statistics.median(samples["after"])
+            what = "store adds" if script == "durability.py" else "step"
+            rows.append(f"| {case} ({what}) | {old:.2f} | {new:.2f} | {new / old:.2f}x |")
+    section = "\n".join(
+        [
+            "## One loop: before and after",
+            "",
+            f"Revision `{args.before}` (two graph loops) against this tree (one loop with a "
+            f"journal hook), measured in one run: each case in a fresh interpreter, the trees "
+            f"taking turns, {args.rounds} turns each, medians shown. Engine rows are µs per "
+            f"step with no store; durability rows are the µs a store adds per step of the "
+            f"1,001-step loop. Load average {load:.1f} → {load_average():.1f}; "
+            f"Python {sys.version.split()[0]}.",
+            "",
+            "| case | before µs | after µs | after/before |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+        ]
+    )
+    publish(section, output=None, quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()
