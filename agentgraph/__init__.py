@@ -70,6 +70,8 @@ from ._runner import RunHandle as RunHandle
 from ._runner import Runtime as Runtime
 from ._runner import Sink as Sink
 from ._runner import StepCallback as StepCallback
+from .checkpoint._lease import LeaseLost as LeaseLost
+from .checkpoint._lease import RunBusy as RunBusy
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -121,6 +123,7 @@ __all__ = (
     "Interrupted",
     "Journal",
     "JournalSource",
+    "LeaseLost",
     "MapEach",
     "Message",
     "ModelRequested",
@@ -152,6 +155,7 @@ __all__ = (
     "RetryScheduled",
     "RouteChosen",
     "RoutingError",
+    "RunBusy",
     "RunError",
     "RunFinished",
     "RunHandle",

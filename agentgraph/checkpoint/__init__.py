@@ -8,6 +8,8 @@ any committed step.
 """
 
 from ._journal import StoreJournal as StoreJournal
+from ._lease import LEASE_TERM as LEASE_TERM
+from ._lease import Lease as Lease
 from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
@@ -22,6 +24,8 @@ from ._store import fork as fork
 __all__ = (
     "CheckpointStore",
     "Effect",
+    "LEASE_TERM",
+    "Lease",
     "MemoryStore",
     "RunLog",
     "RunRecord",

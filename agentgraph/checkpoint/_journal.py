@@ -28,7 +28,7 @@ from ..llm._model import ChatRequest, ChatResponse
 from ._codec import ContextEncoder, diff_data
 from ._effects import record_model, recorded_model, run_tools
 from ._frames import Frame, StepState, state_of, take
-from ._lease import release
+from ._lease import Lease, LeaseLost
 from ._records import Effect, StepRecord
 
 if TYPE_CHECKING:
@@ -49,6 +49,12 @@ def encode_value(value: Any, where: str) -> bytes:
 
 def decode_value(data: bytes) -> Any:
     return from_data(orjson.loads(data)["v"])
+
+
+_LOOK = 0.5
+"""Seconds between looks at the run's lease while steps commit (a look costs no I/O)."""
+_MARGIN = 0.1
+"""Share of a lease's term left at which a runner whose renewals stopped gives up the run."""
 
 
 class Asked(Interrupt):
@@ -91,7 +97,7 @@ class StoreJournal:
         resumed_at: tuple[AgentContext[Any], int] | None = None,
         expected: Sequence[tuple[StepRecord, AgentContext[Any]]] | None = None,
         attempts: Mapping[str, int] | None = None,
-        leased: bool = False,
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -105,7 +111,11 @@ class StoreJournal:
         self._effects = {(e.key, e.kind): e.value for e in effects}
         # The attempt each step with a pending question resumes at, by anchor.
         self._attempts = dict(attempts or {})
-        self._leased = leased
+        self._lease = lease
+        # When to look at the lease again: the store renews it in the background,
+        # and the run stops itself if a renewal did not come through in time.
+        self._look_at = 0.0
+        self._term = 0.0 if lease is None else lease.expires - time.time()
 
     # -- the runner's hooks -------------------------------------------------------------
     def enter(
@@ -139,9 +149,22 @@ class StoreJournal:
 
     def close(self) -> None:
         """Let another runner take the run (see `GraphRunner.resume`); idempotent."""
-        if self._leased:
-            self._leased = False
-            release(self.store, self.run_id)
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            self.store.release(lease)
+
+    def _still_ours(self) -> None:
+        """Stop the run when its lease passed to another runner, or was not renewed in time."""
+        now = time.time()
+        if self._lease is None or now < self._look_at:
+            return
+        lease = self.store.held(self.run_id)
+        if lease is None or lease.fence != self._lease.fence:
+            raise LeaseLost(self.run_id, "its lease was taken over, or could not be renewed")
+        left = lease.expires - now
+        if left < self._term * _MARGIN:
+            raise LeaseLost(self.run_id, f"its lease was not renewed; {max(left, 0):.1f} s left")
+        self._look_at = now + min(_LOOK, left / 4)
 
     def commit(
         self,
@@ -155,6 +178,7 @@ class StoreJournal:
         state = state_of(rt, self.initial)
         if state.atomic:
             return  # inside a fan-out: the fan-out commits as one step
+        self._still_ours()
         step = state.child
         assert step is not None, "a step is committed after it was entered"
         index = step.index

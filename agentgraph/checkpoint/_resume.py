@@ -15,7 +15,7 @@ from .._runner import NO_ANSWER
 from ._codec import decode_context, full_context
 from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
-from ._lease import lease, release
+from ._lease import new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ async def open_run(
     so two runs started with one id at once cannot both go ahead.
     """
     rid = run_id
-    lease(store, rid)
+    lease = await store.acquire(rid, owner=new_owner())
     try:
         shape = orjson.dumps(structure(graph))
         try:
@@ -77,9 +77,9 @@ async def open_run(
                 f"run {run_id!r} is already in the store: resume it, or start with a new run_id"
             ) from error
     except BaseException:
-        release(store, rid)
+        store.release(lease)
         raise
-    return StoreJournal(store, rid, initial=ctx, base=ctx, leased=True)
+    return StoreJournal(store, rid, initial=ctx, base=ctx, lease=lease)
 
 
 def decode_contexts(log: RunLog) -> list[AgentContext[Any]]:
@@ -243,9 +243,9 @@ async def open_resume(
     """A journal that continues `run_id` after its last committed step.
 
     The run is leased to this journal until the run stops: a second runner
-    resuming it meanwhile gets a `CheckpointError` before anything runs.
+    resuming it meanwhile gets `RunBusy` before anything runs.
     """
-    lease(store, run_id)
+    lease = await store.acquire(run_id, owner=new_owner())
     try:
         log = await _load(store, run_id)
         contexts = decode_contexts(log)
@@ -261,12 +261,12 @@ async def open_resume(
             frames=frames,
             resumed_at=(contexts[-1], log.steps[-1].step if log.steps else 0),
             attempts=attempts(_pending(log)),
-            leased=True,
+            lease=lease,
         )
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
     except BaseException:
-        release(store, run_id)
+        store.release(lease)
         raise
     return journal
 

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
+import attrs
 import orjson
 
 from .._context import AgentContext
 from .._errors import CheckpointError
+from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
-from ._store import StoreBase, fork
+from ._store import StoreBase, blob_digest, fork
 
 __all__ = ("SQLiteStore",)
 
@@ -53,6 +57,16 @@ CREATE TABLE IF NOT EXISTS effects (
     value BLOB NOT NULL,
     UNIQUE (run, key, kind)
 );
+CREATE TABLE IF NOT EXISTS leases (
+    run_id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    fence INTEGER NOT NULL,
+    expires REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS blobs (
+    digest TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+) WITHOUT ROWID;
 """
 
 _INSERT_RUN = (
@@ -63,11 +77,27 @@ _INSERT_STEP = "INSERT INTO steps VALUES "
 _INSERT_EFFECT = "INSERT OR REPLACE INTO effects (run, key, kind, value) VALUES "
 _GATHER = 0.005
 """Seconds the writer lets records gather before a commit, unless a flush is waiting."""
+_BUSY = 10.0
+"""Seconds a connection waits for another's write lock before it gives up."""
 _ROWS = 500
 """Rows per INSERT statement: well under SQLite's limit of 32,766 parameters."""
 
 _T = TypeVar("_T")
-_Item = Sequence[Record] | threading.Event | None  # records, a flush barrier, or close
+
+
+@attrs.frozen
+class _Release:
+    lease: Lease
+
+
+@attrs.frozen
+class _Blob:
+    digest: str
+    data: bytes
+
+
+_Op = _Release | _Blob
+_Item = Sequence[Record] | _Op | threading.Event | None  # ..., a flush barrier, or close
 
 
 class SQLiteStore(StoreBase):
@@ -94,10 +124,16 @@ class SQLiteStore(StoreBase):
         synchronous: SQLite's `synchronous` mode. `"NORMAL"` (the default)
             survives a crash of the process; `"FULL"` also survives a power
             loss, at the cost of an fsync per transaction.
+        lease_term: seconds a run's lease lasts without renewal: how long a
+            run whose runner died stays blocked before another may resume it.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        lease_term: float = LEASE_TERM,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError(f"synchronous is 'NORMAL' or 'FULL', not {synchronous!r}")
@@ -107,13 +143,20 @@ class SQLiteStore(StoreBase):
                 f"SQLiteStore needs a database file, not {self.path!r}: every connection "
                 "to an in-memory database gets a new, empty one (use MemoryStore instead)"
             )
+        if not lease_term > 0:
+            raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
         self.synchronous = synchronous
+        self.lease_term = lease_term
+        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
+        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None  # the database failed: no more writes
         self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
         self._closed = False
         self._lock = threading.Lock()
+        self._setup = threading.Lock()
+        self._ready = False
         self._urgent = threading.Event()
 
     # -- the protocol -------------------------------------------------------------------
@@ -158,6 +201,54 @@ class SQLiteStore(StoreBase):
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
         return await fork(self, run_id, step, context=context)
+
+    async def acquire(self, run_id: str, *, owner: str) -> Lease:
+        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
+        if self._closed or self._error is not None:
+            self._raise()
+        if self._thread is not None:
+            await self._barrier()  # a release queued here goes first
+        take = functools.partial(self._reading, self._take, run_id, owner, what="lease runs")
+        lease = await anyio.to_thread.run_sync(take)
+        with self._lock:
+            self._held[run_id] = lease
+            self._fences[run_id] = lease.fence
+        self._start()  # the writer renews it
+        self._urgent.set()
+        return lease
+
+    def held(self, run_id: str) -> Lease | None:
+        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
+        return self._held.get(run_id)
+
+    def release(self, lease: Lease) -> None:
+        """Give `lease` back once what is queued before it is committed."""
+        with self._lock:
+            if self._fences.get(lease.run_id) != lease.fence:
+                return
+            self._held.pop(lease.run_id, None)
+            if self._thread is None or self._closed:
+                self._fences.pop(lease.run_id, None)
+                return
+        self._queue.put(_Release(lease))
+
+    def put_blob(self, data: bytes) -> str:
+        """Queue `data` for storage under its digest and return the digest."""
+        if self._error is not None or self._closed:
+            self._raise()
+        if self._thread is None:
+            self._start()
+        digest = blob_digest(data)
+        self._queue.put(_Blob(digest, bytes(data)))
+        return digest
+
+    async def get_blob(self, digest: str) -> bytes:
+        """The bytes stored under `digest`; `CheckpointError` when there are none."""
+        await self._barrier()
+        data = await anyio.to_thread.run_sync(self._reading, self._read_blob, digest)
+        if data is None:
+            raise CheckpointError(f"no blob {digest!r} in SQLite store {self.path!r}")
+        return data
 
     def close(self) -> None:
         """Commit what is queued and stop the writer (blocks; `aclose` from async code)."""
@@ -219,10 +310,11 @@ class SQLiteStore(StoreBase):
                 self._thread.start()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=_BUSY
+        )
+        self._prepare(conn)
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
-        conn.executescript(_SCHEMA)
         return conn
 
     def _work(self) -> None:
@@ -233,21 +325,10 @@ class SQLiteStore(StoreBase):
             self._error = exc
         ids: dict[str, int] = {}
         while True:
-            batch = [self._queue.get()]
-            if isinstance(batch[0], Sequence):
-                # Let steps gather for a moment (a flush cuts it short): fewer, larger
-                # transactions, and fewer hand-overs of the GIL to and from this thread.
-                self._urgent.wait(_GATHER)
-            self._urgent.clear()
-            while True:  # group commit: take everything that queued up meanwhile
+            batch = self._gather()
+            if conn is not None and self._error is None:
                 try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            writes = [item for item in batch if isinstance(item, Sequence) and item]
-            if writes and conn is not None and self._error is None:
-                try:
-                    self._refuse(_commit(conn, writes, ids))
+                    self._store(conn, batch, ids)
                 except Exception as exc:
                     self._error = exc
             for item in batch:
@@ -259,13 +340,132 @@ class SQLiteStore(StoreBase):
                     conn.close()
                 return
 
+    def _gather(self) -> list[_Item]:
+        """The next batch: what queued up, or nothing when a lease is due for renewal."""
+        try:
+            batch = [self._queue.get(timeout=self._renew_in())]
+        except queue.Empty:
+            return []
+        if isinstance(batch[0], Sequence):
+            # Let steps gather for a moment (a flush cuts it short): fewer, larger
+            # transactions, and fewer hand-overs of the GIL to and from this thread.
+            self._urgent.wait(_GATHER)
+        self._urgent.clear()
+        while True:  # group commit: take everything that queued up meanwhile
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                return batch
+
+    def _store(self, conn: sqlite3.Connection, batch: list[_Item], ids: dict[str, int]) -> None:
+        """Commit a batch's records, blobs and releases; renew the leases that are due."""
+        writes = [i for i in batch if isinstance(i, Sequence) and i and not isinstance(i, _Op)]
+        blobs = [i for i in batch if isinstance(i, _Blob)]
+        if writes or blobs:
+            with self._lock:
+                fences = dict(self._fences)
+            self._refuse(_commit(conn, writes, blobs, ids, fences))
+        for item in batch:
+            if isinstance(item, _Release):
+                lease = item.lease
+                conn.execute(
+                    "DELETE FROM leases WHERE run_id = ? AND fence = ?", (lease.run_id, lease.fence)
+                )
+                with self._lock:
+                    if self._fences.get(lease.run_id) == lease.fence:
+                        del self._fences[lease.run_id]
+        self._renew(conn)
+
+    def _renew_in(self) -> float | None:
+        """Seconds until the next lease is due for renewal; None when none is held."""
+        held = list(self._held.values())
+        if not held:
+            return None
+        due = min(lease.expires for lease in held) - self.lease_term * 2 / 3
+        return max(0.0, due - time.time())
+
+    def _renew(self, conn: sqlite3.Connection) -> None:
+        """Renew every lease held here that has used a third of its term."""
+        now = time.time()
+        for lease in list(self._held.values()):
+            if lease.expires - now > self.lease_term * 2 / 3:
+                continue
+            expires = now + self.lease_term
+            renewed = conn.execute(
+                "UPDATE leases SET expires = ? WHERE run_id = ? AND fence = ?",
+                (expires, lease.run_id, lease.fence),
+            ).rowcount
+            with self._lock:
+                if self._held.get(lease.run_id) != lease:
+                    continue  # released meanwhile
+                if renewed:
+                    self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
+                else:  # taken over: the run sees it at its next look, and stops
+                    del self._held[lease.run_id]
+
+    def _take(self, run_id: str, owner: str) -> Lease:
+        """Take `run_id`'s lease in one immediate transaction (the lease check and the write)."""
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=_BUSY)
+        try:
+            self._prepare(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(
+                    "SELECT owner, fence, expires FROM leases WHERE run_id = ?", (run_id,)
+                ).fetchone()
+                now = time.time()
+                if row is not None and row[2] > now:
+                    raise RunBusy(run_id, row[0], row[2])
+                lease = Lease(run_id, owner, (row[1] if row else 0) + 1, now + self.lease_term)
+                conn.execute(
+                    "INSERT INTO leases (run_id, owner, fence, expires) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, "
+                    "fence = excluded.fence, expires = excluded.expires",
+                    (run_id, owner, lease.fence, lease.expires),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.close()
+        return lease
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL mode and the schema, once per store object.
+
+        Switching a new file to WAL does not wait for a busy database, so
+        connections that race to set it up try again for a moment.
+        """
+        with self._setup:
+            if self._ready:
+                return
+            for attempt in range(50):
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.executescript(_SCHEMA)
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 49:
+                        raise
+                    time.sleep(0.01 * (attempt + 1))
+            self._ready = True
+
+    def _read_blob(self, digest: str) -> bytes | None:
+        conn = sqlite3.connect(self.path)
+        try:
+            row = conn.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        finally:
+            conn.close()
+        return None if row is None else bytes(row[0])
+
     # -- reading ------------------------------------------------------------------------
-    def _reading(self, read: Callable[..., _T], *args: Any) -> _T:
+    def _reading(self, read: Callable[..., _T], *args: Any, what: str = "be read") -> _T:
         try:
             return read(*args)
         except sqlite3.Error as exc:
             failed = f"{type(exc).__name__}: {exc}"
-            raise CheckpointError(f"SQLite store {self.path!r} cannot be read: {failed}") from exc
+            raise CheckpointError(f"SQLite store {self.path!r} cannot {what}: {failed}") from exc
 
     def _read(self, run_id: str) -> RunLog | None:
         conn = sqlite3.connect(self.path)
@@ -309,22 +509,42 @@ _REFUSED = (sqlite3.IntegrityError, CheckpointError)  # one write's records are 
 
 
 def _commit(
-    conn: sqlite3.Connection, writes: Sequence[Sequence[Record]], ids: dict[str, int]
+    conn: sqlite3.Connection,
+    writes: Sequence[Sequence[Record]],
+    blobs: Sequence[_Blob],
+    ids: dict[str, int],
+    fences: dict[str, int],
 ) -> list[tuple[Sequence[Record], Exception]]:
-    """Commit `writes` in one transaction; return the writes refused, each with its error.
+    """Commit `writes` and `blobs` in one transaction; return the writes refused, with errors.
 
-    All writes go in together first (few statements); only when the database
-    refuses one are they inserted again one by one, each in a savepoint, so
-    that a refused write takes no other write down with it.
+    A write of a run whose lease this store took is refused when the run's
+    fencing number in the database is no longer the one taken (another
+    runner has the run now). All other writes go in together first (few
+    statements); only when the database refuses one are they inserted again
+    one by one, each in a savepoint, so that a refused write takes no other
+    write down with it.
     """
-    try:
-        with _transaction(conn, ids):
-            _insert_records(conn, [r for records in writes for r in records], ids)
-        return []
-    except _REFUSED:
-        pass
     refused: list[tuple[Sequence[Record], Exception]] = []
     with _transaction(conn, ids):
+        lost = _lost_leases(conn, {r.run_id for w in writes for r in w} & fences.keys(), fences)
+        if lost:
+            kept = []
+            for records in writes:
+                gone = lost.intersection(r.run_id for r in records)
+                if gone:
+                    refused.append((records, LeaseLost(min(gone), "another runner took it over")))
+                else:
+                    kept.append(records)
+            writes = kept
+        _insert_blobs(conn, blobs)
+        try:
+            conn.execute("SAVEPOINT together")
+            _insert_records(conn, [r for records in writes for r in records], ids)
+            conn.execute("RELEASE together")
+            return refused
+        except _REFUSED:
+            conn.execute("ROLLBACK TO together")
+            conn.execute("RELEASE together")
         for records in writes:
             conn.execute("SAVEPOINT write")
             known = dict(ids)
@@ -339,11 +559,28 @@ def _commit(
     return refused
 
 
+def _lost_leases(conn: sqlite3.Connection, runs: set[str], fences: dict[str, int]) -> set[str]:
+    """The runs among `runs` whose fencing number in the database is not the one taken."""
+    lost = set()
+    for run_id in runs:
+        row = conn.execute("SELECT fence FROM leases WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None or row[0] != fences[run_id]:
+            lost.add(run_id)
+    return lost
+
+
+def _insert_blobs(conn: sqlite3.Connection, blobs: Sequence[_Blob]) -> None:
+    for blob in blobs:
+        conn.execute(
+            "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (blob.digest, blob.data)
+        )
+
+
 @contextlib.contextmanager
 def _transaction(conn: sqlite3.Connection, ids: dict[str, int]) -> Iterator[None]:
     """BEGIN ... COMMIT, or ROLLBACK and forget the run ids cached meanwhile."""
     known = dict(ids)
-    conn.execute("BEGIN")
+    conn.execute("BEGIN IMMEDIATE")  # the write lock first: its wait honours the busy timeout
     try:
         yield
         conn.execute("COMMIT")

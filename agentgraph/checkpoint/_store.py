@@ -10,7 +10,11 @@ never claimed them.
 
 from __future__ import annotations
 
+import hashlib
+import math
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -21,6 +25,7 @@ from .._context import AgentContext
 from .._errors import CheckpointError
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
+from ._lease import Lease, RunBusy
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
 from ._resume import open_replay, open_resume, open_run
 
@@ -28,21 +33,33 @@ if TYPE_CHECKING:
     from .._graph import Graph
     from ._journal import StoreJournal
 
-__all__ = ("CheckpointStore", "MemoryStore", "StoreBase", "fork")
+__all__ = ("CheckpointStore", "MemoryStore", "StoreBase", "blob_digest", "fork")
 
 
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where a run's records go. Implement these four methods to add a store.
+    """Where a run's records go.
 
-    `write` must not block: queue the records and store them in the
+    Storage: `write` must not block: queue the records and store them in the
     background. Each call's records must become durable together (one
     transaction); several calls may share one. `flush` returns once every
     record written before it is durable, or raises `CheckpointError` if
-    storing failed: for a `write` the store rejected (a run id taken twice,
-    say), only when `run_id` is that write's run or None. `load` returns a
-    run's records in commit order (effects in the order they were written, a
-    rewritten effect moving to the end), or None for an unknown run.
+    storing failed: for a `write` the store rejected (a run id taken twice, a
+    lease lost, say), only when `run_id` is that write's run or None. `load`
+    returns a run's records in commit order (effects in the order they were
+    written, a rewritten effect moving to the end), or None for an unknown run.
+
+    Ownership: `acquire` takes a run's lease for one runner or raises
+    `RunBusy`; while held, the store keeps it alive and refuses writes of the
+    run from any runner whose lease was taken over (fencing); `held` is the
+    store's latest view of a lease it holds (None once lost); `release` gives
+    it back.
+
+    Blobs: `put_blob` stores bytes under their SHA-256 digest (write-behind,
+    like `write`) and returns the digest; `get_blob` returns them.
+
+    `StoreBase` implements ownership in one process and no blobs, so a store
+    of your own needs only the four storage methods to begin with.
     """
 
     def write(self, records: Sequence[Record]) -> None: ...
@@ -53,12 +70,30 @@ class CheckpointStore(Protocol):
 
     async def aclose(self) -> None: ...
 
+    async def acquire(self, run_id: str, *, owner: str) -> Lease: ...
+
+    def held(self, run_id: str) -> Lease | None: ...
+
+    def release(self, lease: Lease) -> None: ...
+
+    def put_blob(self, data: bytes) -> str: ...
+
+    async def get_blob(self, digest: str) -> bytes: ...
+
+
+# Leases held through `StoreBase`'s own bookkeeping, per store object.
+_leases: weakref.WeakKeyDictionary[Any, dict[str, Lease]] = weakref.WeakKeyDictionary()
+_leases_lock = threading.Lock()  # stores may be shared by event loops in several threads
+
 
 class StoreBase:
     """Gives a store the means to record runs (`agentgraph.JournalSource`).
 
     Subclass it and implement the four storage methods of `CheckpointStore`;
-    the runner then records, resumes and replays runs in your store.
+    the runner then records, resumes and replays runs in your store. Leases
+    default to this process's own bookkeeping (one runner per run among the
+    runners sharing this store object); a store shared between processes
+    overrides `acquire`, `held` and `release` with leases kept in its database.
     """
 
     async def open_run(
@@ -76,6 +111,46 @@ class StoreBase:
     async def open_replay(self, graph: Graph[Any, Any], run_id: str) -> StoreJournal:
         """Replay `run_id` from its record (see `GraphRunner.replay`)."""
         return await open_replay(graph, run_id, _storage(self))
+
+    async def acquire(self, run_id: str, *, owner: str) -> Lease:
+        """Take `run_id` for `owner`, or raise `RunBusy` naming the runner that has it."""
+        await anyio.lowlevel.checkpoint()
+        with _leases_lock:
+            held = _leases.setdefault(self, {})
+            current = held.get(run_id)
+            if current is not None:
+                raise RunBusy(run_id, current.owner, current.expires)
+            lease = held[run_id] = Lease(run_id, owner, 1, math.inf)
+        return lease
+
+    def held(self, run_id: str) -> Lease | None:
+        """The lease this store holds on `run_id`, if any."""
+        with _leases_lock:
+            return _leases.get(self, {}).get(run_id)
+
+    def release(self, lease: Lease) -> None:
+        """Give `lease` back; nothing happens if it is not the one held."""
+        with _leases_lock:
+            held = _leases.get(self, {})
+            if held.get(lease.run_id) == lease:
+                del held[lease.run_id]
+
+    def put_blob(self, data: bytes) -> str:
+        """Store `data` by its digest (see `CheckpointStore`); this store keeps no blobs."""
+        raise NotImplementedError(
+            f"{type(self).__name__} keeps no blobs: implement put_blob and get_blob"
+        )
+
+    async def get_blob(self, digest: str) -> bytes:
+        """The bytes stored under `digest`; this store keeps no blobs."""
+        raise NotImplementedError(
+            f"{type(self).__name__} keeps no blobs: implement put_blob and get_blob"
+        )
+
+
+def blob_digest(data: bytes) -> str:
+    """The name a blob is stored under: its SHA-256 digest in hex."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _storage(store: StoreBase) -> CheckpointStore:
@@ -102,6 +177,21 @@ class MemoryStore(StoreBase):
         self._runs: dict[str, RunRecord] = {}
         self._steps: dict[str, list[StepRecord]] = {}
         self._effects: dict[str, dict[tuple[str, str], Effect]] = {}
+        self._blobs: dict[str, bytes] = {}
+
+    def put_blob(self, data: bytes) -> str:
+        """Keep `data` under its digest and return the digest."""
+        digest = blob_digest(data)
+        self._blobs.setdefault(digest, bytes(data))
+        return digest
+
+    async def get_blob(self, digest: str) -> bytes:
+        """The bytes kept under `digest`; `CheckpointError` when there are none."""
+        await anyio.lowlevel.checkpoint()
+        try:
+            return self._blobs[digest]
+        except KeyError:
+            raise CheckpointError(f"no blob {digest!r} in the store") from None
 
     def write(self, records: Sequence[Record]) -> None:
         """Store `records`, all or none: a rejected write raises `CheckpointError` at once."""

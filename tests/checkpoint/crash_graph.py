@@ -1,21 +1,24 @@
 """A deterministic agent for the kill-and-resume trials.
 
-As a script (`python -m tests.checkpoint.crash_graph DB COUNTER PAUSE`) it runs the
-graph with an SQLite store under run id `trial`, printing each finished step's index,
-so that the test can SIGKILL it at a chosen step. The test imports `build` to resume
-the run and to compute the uninterrupted result.
+As a script (`python -m tests.checkpoint.crash_graph DB COUNTER PAUSE [options]`) it
+runs the graph with an SQLite store under run id `trial` (or resumes it, `--resume`),
+printing each finished step's index, so that the test can SIGKILL it at a chosen step;
+a resume that finds the run leased prints `busy` and exits with status 3. The test
+imports `build` to resume the run and to compute the uninterrupted result.
 
 Shape: `job` = setup -> turn (loops while the model calls tools) -> wrap, where `turn`
 = think (a model call) -> tools (tool_use with the `bump` tool) -> note, and `note`
 = tally -> check. Every step appends to the history.
 """
 
+import argparse
+import os
 import sys
 from pathlib import Path
 
 import anyio
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, node, tool
+from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, RunBusy, node, tool
 from agentgraph.checkpoint import SQLiteStore
 from agentgraph.nodes import chat, tool_use
 from agentgraph.testing import ScriptedModel
@@ -32,14 +35,21 @@ def reply(request):
     return "all bumped"
 
 
-def build(counter: Path, pause: float = 0.0):
-    """The graph; `bump` appends each execution to `counter`; each step sleeps `pause`."""
+def build(counter: Path, pause: float = 0.0, *, unsafe: bool = False):
+    """The graph; `bump` appends each execution (and the process id) to `counter`.
 
-    @tool
-    def bump(n: int) -> str:
+    Each step sleeps `pause`. An `unsafe` bump is not retry-safe, announces itself
+    on stdout (`tool N`) and takes a while, so that a kill can land while it runs.
+    """
+
+    @tool(retry_safe=not unsafe)
+    async def bump(n: int) -> str:
         """Count one execution of call `n`."""
         with counter.open("a") as f:
-            f.write(f"{n}\n")
+            f.write(f"{n} {os.getpid()}\n")
+        if unsafe:
+            print(f"tool {n}", flush=True)
+            await anyio.sleep(30)
         return f"bumped {n}"
 
     def appender(name):
@@ -76,15 +86,30 @@ def start() -> AgentContext[str]:
     return AgentContext("go")
 
 
-async def main(db: str, counter: str, pause: float) -> None:
+async def main(args: argparse.Namespace) -> None:
     def report(step, node, ctx):
         print(step.index, flush=True)
 
-    async with SQLiteStore(db) as store:
-        graph = build(Path(counter), pause)
-        await GraphRunner(on_step=report).run(graph, start(), store=store, run_id=RUN_ID)
+    async with SQLiteStore(args.db, lease_term=args.lease) as store:
+        graph = build(Path(args.counter), args.pause, unsafe=args.unsafe)
+        runner = GraphRunner(on_step=report)
+        if not args.resume:
+            await runner.run(graph, start(), store=store, run_id=RUN_ID)
+        else:
+            try:
+                await runner.resume(graph, RUN_ID, store)
+            except RunBusy:
+                print("busy", flush=True)
+                sys.exit(3)
     print("done", flush=True)
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("db")
+    parser.add_argument("counter")
+    parser.add_argument("pause", type=float)
+    parser.add_argument("--lease", type=float, default=30.0)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--unsafe", action="store_true")
+    anyio.run(main, parser.parse_args())

@@ -8,13 +8,14 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 import anyio
 import pytest
 
-from agentgraph import GraphRunner
+from agentgraph import GraphRunner, RunBusy
 from agentgraph.checkpoint import SQLiteStore
 from tests.checkpoint.crash_graph import RUN_ID, TURNS, build, start
 
@@ -23,17 +24,21 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 TRIALS = 10  # per backend: 20 kills in all
 PAUSE = "0.002"  # seconds per step in the worker, so that kills land all over the run
+LEASE = "0.3"  # seconds a killed worker's lease holds the run
 
 
 def executions(counter: Path) -> Counter[int]:
     if not counter.exists():
         return Counter()
-    return Counter(int(line) for line in counter.read_text().split())
+    return Counter(int(line.split()[0]) for line in counter.read_text().splitlines())
 
 
 async def run_and_kill(db: Path, counter: Path, kill_at: int) -> bool:
     """Run the worker; SIGKILL it once it reports step `kill_at`. True when it was killed."""
-    command = [sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter), PAUSE]
+    command = [
+        *[sys.executable, "-m", "tests.checkpoint.crash_graph"],
+        *[str(db), str(counter), PAUSE, "--lease", LEASE],
+    ]
     killed = False
     async with await anyio.open_process(command, cwd=ROOT, stderr=subprocess.PIPE) as process:
         assert process.stdout is not None and process.stderr is not None
@@ -49,6 +54,15 @@ async def run_and_kill(db: Path, counter: Path, kill_at: int) -> bool:
         code = await process.wait()
     assert code in (0, -signal.SIGKILL), errors.decode()
     return killed and code == -signal.SIGKILL
+
+
+async def resume_when_free(graph, store):
+    """Resume the trial run, waiting for a dead runner's lease to lapse first."""
+    while True:
+        try:
+            return await GraphRunner().resume(graph, RUN_ID, store)
+        except RunBusy as busy:
+            await anyio.sleep(max(0.01, busy.expires - time.time()))
 
 
 def result_calls(log) -> set[int]:
@@ -73,7 +87,7 @@ async def test_sigkilled_runs_resume_to_the_uninterrupted_result(tmp_path, anyio
             assert log is not None  # a run's start is durable before its first step
             committed = result_calls(log)
             before = executions(counter)
-            out = await GraphRunner().resume(build(counter), RUN_ID, store)
+            out = await resume_when_free(build(counter), store)
         after = executions(counter)
         assert out == expected, f"trial {trial}"
         assert set(after) == set(range(TURNS))
