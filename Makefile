@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test browser demo demo-rag quickstart bench bench-rag lint typecheck clean
+.PHONY: test test-long browser demo demo-rag quickstart bench bench-rag lint typecheck clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,10 @@ typecheck: $(STAMP)
 
 test: lint typecheck browser
 	$(BIN)/python -m pytest -q
+
+# The multi-process lease trials at full size (the default run does 10 seeds per backend).
+test-long: $(STAMP)
+	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
 
 # Headless Chromium for the HTML trace page test: installed once, and only when
 # we may (as root); without it that test is skipped and says why.

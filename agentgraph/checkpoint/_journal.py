@@ -257,10 +257,9 @@ class StoreJournal:
                 step=record.step,
                 path=(*record.path, record.node),
             )
-        try:
-            await self.store.flush(run_id=self.run_id)
-        finally:
-            self.close()
+        # The release goes in with the last records, so the run is free once they are.
+        self.close()
+        await self.store.flush(run_id=self.run_id)
 
     async def settle(self, stopped: Interrupt | None = None) -> None:
         """The run stopped early: make what it committed durable; a store error is logged."""
@@ -279,7 +278,7 @@ class StoreJournal:
 
     # -- effects ------------------------------------------------------------------------
     def key(self, rt: Runtime, name: str) -> str:
-        """The key of the step's next effect (see `Runtime.effect_key`)."""
+        """The key of the step's next effect (see `Runtime.once`)."""
         state = state_of(rt, self.initial)
         state.ordinal += 1
         return f"{state.anchor}.{state.attempt}.{state.ordinal}:{name}"

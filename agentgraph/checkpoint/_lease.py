@@ -72,4 +72,5 @@ class LeaseLost(CheckpointError):
 
     def __init__(self, run_id: str, why: str) -> None:
         self.run_id = run_id
+        self.why = why
         super().__init__(f"run {run_id!r} is no longer ours to run: {why}")

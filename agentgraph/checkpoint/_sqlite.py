@@ -182,6 +182,8 @@ class SQLiteStore(StoreBase):
             else:
                 error = self._rejected.pop(run_id, None)
                 refused = None if error is None else (run_id, error)
+        if refused is not None and isinstance(refused[1], LeaseLost):
+            raise LeaseLost(refused[1].run_id, refused[1].why) from None
         if refused is not None:
             where = f"SQLite store {self.path!r} refused records of run {refused[0]!r}"
             raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
@@ -368,8 +370,10 @@ class SQLiteStore(StoreBase):
         for item in batch:
             if isinstance(item, _Release):
                 lease = item.lease
+                # The row stays, lapsed: fencing numbers only ever grow.
                 conn.execute(
-                    "DELETE FROM leases WHERE run_id = ? AND fence = ?", (lease.run_id, lease.fence)
+                    "UPDATE leases SET expires = 0 WHERE run_id = ? AND fence = ?",
+                    (lease.run_id, lease.fence),
                 )
                 with self._lock:
                     if self._fences.get(lease.run_id) == lease.fence:

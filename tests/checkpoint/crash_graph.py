@@ -14,6 +14,7 @@ Shape: `job` = setup -> turn (loops while the model calls tools) -> wrap, where 
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -93,6 +94,8 @@ async def main(args: argparse.Namespace) -> None:
     async with SQLiteStore(args.db, lease_term=args.lease) as store:
         graph = build(Path(args.counter), args.pause, unsafe=args.unsafe)
         runner = GraphRunner(on_step=report)
+        if args.start_at:  # several workers begin at one moment, whatever their start-up took
+            await anyio.sleep(max(0.0, args.start_at - time.time()))
         if not args.resume:
             await runner.run(graph, start(), store=store, run_id=RUN_ID)
         else:
@@ -112,4 +115,5 @@ if __name__ == "__main__":
     parser.add_argument("--lease", type=float, default=30.0)
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--unsafe", action="store_true")
+    parser.add_argument("--start-at", type=float, default=0.0)
     anyio.run(main, parser.parse_args())

@@ -218,7 +218,7 @@ async def test_unknown_runs_and_broken_stores_raise_checkpoint_errors(tmp_path):
     assert await SQLiteStore(tmp_path / "empty.db").load("nope") is None
 
     broken = SQLiteStore(tmp_path)  # a directory cannot be opened as a database
-    with pytest.raises(CheckpointError, match="cannot lease runs: .*unable to open"):
+    with pytest.raises(CheckpointError, match=r"cannot lease runs: .*unable to open"):
         await GraphRunner().run(graph, AgentContext(0), store=broken)
     await broken.aclose()
 

@@ -1,0 +1,262 @@
+"""One owner per run, across store objects and processes: leases, fencing, expiry, blobs."""
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentgraph import AgentContext, GraphRunner, LeaseLost, ResumeError, RunBusy, node
+from agentgraph.checkpoint import MemoryStore, SQLiteStore, StepRecord
+from tests.checkpoint.crash_graph import RUN_ID, build, start
+from tests.helpers import chain
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIALS = int(os.environ.get("AGENTGRAPH_LEASE_TRIALS", "10"))
+"""Seeds of the two-resumers trial per backend (20 in all); `make test-long` runs 100 each."""
+LEASE = 0.3
+
+
+def expire(db: Path, run_id: str) -> None:
+    """Make a lease lapse now, as if its runner had died long ago."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE leases SET expires = 0 WHERE run_id = ?", (run_id,))
+
+
+async def test_a_second_store_object_on_the_file_gets_run_busy(tmp_path):
+    db = tmp_path / "runs.db"
+    async with SQLiteStore(db) as first, SQLiteStore(db) as second:
+        lease = await first.acquire("r", owner="first")
+        with pytest.raises(RunBusy) as busy:
+            await second.acquire("r", owner="second")
+        assert busy.value.owner == "first" and busy.value.expires == lease.expires
+        assert "first" in str(busy.value) and busy.value.run_id == "r"
+        assert isinstance(busy.value, ResumeError)
+        first.release(lease)
+        await first.flush()  # a release is written behind, like records
+        taken = await second.acquire("r", owner="second")
+        assert taken.fence == lease.fence + 1 and second.held("r") == taken
+        assert first.held("r") is None
+
+
+async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(tmp_path):
+    db = tmp_path / "runs.db"
+    async with SQLiteStore(db, lease_term=LEASE) as old, SQLiteStore(db) as new:
+        graph = chain("g", counting())
+        await GraphRunner().run(graph, AgentContext(0), store=new, run_id="r")  # a run record
+        lease = await old.acquire("r", owner="old")
+        expire(db, "r")
+        await new.acquire("r", owner="new")
+        step = StepRecord("r", 9, 9, ("g",), "n", "finish", 1, 9, b"{}", 0.0, 0.0)
+        old.write((step,))
+        with pytest.raises(LeaseLost, match="no longer ours"):
+            await old.flush(run_id="r")
+        await anyio.sleep(LEASE * 0.8)  # the old store's renewal finds the lease gone
+        assert old.held("r") is None and new.held("r").fence == lease.fence + 1
+        log = await new.load("r")
+        assert log is not None and all(s.seq != 9 for s in log.steps)
+
+
+def counting(seen: Counter | None = None):
+    @node
+    async def n(ctx):
+        if seen is not None:
+            seen["n"] += 1
+        return ctx.with_input(ctx.input + 1)
+
+    return n
+
+
+async def test_a_runner_whose_lease_was_taken_over_stops_itself(tmp_path):
+    db = tmp_path / "runs.db"
+    release = anyio.Event()
+
+    @node
+    async def slow(ctx):
+        await release.wait()
+        return ctx.with_input(ctx.input + 1)
+
+    graph = chain("g", counting(), slow, counting())
+    async with SQLiteStore(db, lease_term=LEASE) as store, SQLiteStore(db) as thief:
+        async with anyio.create_task_group() as tg:
+            failures: list[BaseException] = []
+
+            async def owner():
+                try:
+                    await GraphRunner().run(graph, AgentContext(0), store=store, run_id="r")
+                except LeaseLost as error:
+                    failures.append(error)
+
+            tg.start_soon(owner)
+            await anyio.sleep(0.1)
+            expire(db, "r")
+            await thief.acquire("r", owner="thief")
+            await anyio.sleep(LEASE)  # the owner's store tries to renew, and finds it gone
+            release.set()
+        assert len(failures) == 1 and failures[0].run_id == "r"
+
+
+async def test_memory_stores_lease_too():
+    store = MemoryStore()
+    lease = await store.acquire("r", owner="a")
+    with pytest.raises(RunBusy, match="'r' is already being run"):
+        await store.acquire("r", owner="b")
+    store.release(lease)
+    assert (await store.acquire("r", owner="b")).owner == "b"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_blobs_are_stored_by_content(kind, tmp_path):
+    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "b.db")
+    data = os.urandom(100_000)
+    digest = store.put_blob(data)
+    assert store.put_blob(data) == digest and len(digest) == 64
+    assert await store.get_blob(digest) == data
+    with pytest.raises(Exception, match="no blob"):
+        await store.get_blob("0" * 64)
+    await store.aclose()
+
+
+# -- processes --------------------------------------------------------------------------
+
+
+def worker(db: Path, counter: Path, *options: str) -> list[str]:
+    return [
+        *[sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter)],
+        *["0.002", "--lease", str(LEASE), *options],
+    ]
+
+
+class Worker:
+    """A worker process, its output lines so far, and how it ended."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.code: int | None = None
+
+    @property
+    def steps(self) -> list[int]:
+        return [int(line) for line in self.lines if line.isdigit()]
+
+
+async def watch(work: Worker, kill_at: int | None) -> None:
+    """Read the worker's output; SIGKILL it at step `kill_at` (0: at its first tool call)."""
+    assert work.process.stdout is not None
+    buffer = b""
+    async for chunk in work.process.stdout:
+        buffer += chunk
+        *done, buffer = buffer.split(b"\n")
+        work.lines.extend(line.decode() for line in done)
+        if kill_at == 0:  # at the first tool call
+            killing = any(line.startswith("tool") for line in work.lines)
+        else:
+            killing = kill_at is not None and bool(work.steps) and max(work.steps) >= kill_at
+        if killing:
+            work.process.send_signal(signal.SIGKILL)
+            break
+    work.code = await work.process.wait()
+
+
+async def wait_for_lapse(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT expires FROM leases WHERE run_id = ?", (RUN_ID,)).fetchone()
+    if row is not None:
+        await anyio.sleep(max(0.0, row[0] - time.time()) + 0.02)
+
+
+def executions(counter: Path) -> list[tuple[int, int]]:
+    if not counter.exists():
+        return []
+    return [
+        (int(n), int(pid))
+        for n, pid in (line.split() for line in counter.read_text().split("\n") if line)
+    ]
+
+
+async def committed_calls(db: Path) -> set[int]:
+    async with SQLiteStore(db) as store:
+        log = await store.load(RUN_ID)
+    assert log is not None
+    return {int(e.key.rsplit(" c", 1)[1]) for e in log.effects if e.kind == "result"}
+
+
+@pytest.mark.timeout(600)
+async def test_two_resumers_one_owner_and_a_third_after_the_owner_dies(tmp_path, anyio_backend):
+    expected = await GraphRunner().run(build(tmp_path / "baseline.txt"), start())
+    rng = random.Random(f"leases-{anyio_backend}")
+    outcomes = Counter[str]()
+    for trial in range(TRIALS):
+        db, counter = tmp_path / f"t{trial}.db", tmp_path / f"t{trial}.txt"
+        first = Worker(await anyio.open_process(worker(db, counter), cwd=ROOT))
+        await watch(first, rng.randint(3, 60))
+        await wait_for_lapse(db)
+        before = Counter(n for n, _ in executions(counter))
+        committed = await committed_calls(db)
+        # Two runners resume the crashed run at once: one owns it, the other is refused.
+        at = str(time.time() + 0.8)
+        pair = [
+            Worker(
+                await anyio.open_process(
+                    worker(db, counter, "--resume", "--start-at", at), cwd=ROOT
+                )
+            )
+            for _ in range(2)
+        ]
+        kill_at = rng.choice([None, rng.randint(3, 80)])
+        async with anyio.create_task_group() as tg:
+            for work in pair:
+                tg.start_soon(watch, work, kill_at)
+        busy = [w for w in pair if "busy" in w.lines]
+        owner = [w for w in pair if "busy" not in w.lines]
+        assert len(busy) == 1 and len(owner) == 1, [w.lines for w in pair]
+        assert busy[0].code == 3 and busy[0].steps == []
+        assert busy[0].process.pid not in {pid for _, pid in executions(counter)}
+        for n in committed:  # a committed result is not produced again
+            assert Counter(n for n, _ in executions(counter))[n] == before[n]
+        if owner[0].code == 0:
+            outcomes["owner finished"] += 1
+        else:
+            outcomes["owner killed"] += 1
+            await wait_for_lapse(db)
+            async with SQLiteStore(db) as store:
+                out = await GraphRunner().resume(build(counter), RUN_ID, store)
+            assert out == expected, trial
+        runs = Counter(n for n, _ in executions(counter))
+        assert set(runs) == set(range(10))
+        assert all(count <= 3 for count in runs.values()), runs  # at most once per resume
+    assert outcomes["owner killed"] >= TRIALS // 4 and outcomes["owner finished"] >= 1
+
+
+async def test_an_unsafe_tool_in_flight_at_the_owners_death_stops_the_next_resume(tmp_path):
+    db, counter = tmp_path / "u.db", tmp_path / "u.txt"
+    work = Worker(await anyio.open_process(worker(db, counter, "--unsafe"), cwd=ROOT))
+    with anyio.fail_after(20):
+        await watch(work, 0)
+    assert work.code == -signal.SIGKILL
+    await wait_for_lapse(db)
+    async with SQLiteStore(db) as store:
+        with pytest.raises(ResumeError, match="in flight when the run stopped"):
+            await GraphRunner().resume(build(counter, unsafe=True), RUN_ID, store)
+    assert len(executions(counter)) == 1
+
+
+def test_the_worker_script_exists():
+    # The trials above run the worker as a module; a failure to start it must not pass.
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.checkpoint.crash_graph", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and "--resume" in done.stdout
