@@ -36,6 +36,7 @@ from ._errors import StepLimitExceeded as StepLimitExceeded
 from ._errors import ToolError as ToolError
 from ._errors import UnsupportedSetting as UnsupportedSetting
 from ._errors import UnsupportedType as UnsupportedType
+from ._errors import UsageError as UsageError
 from ._errors import VectorStoreError as VectorStoreError
 from ._events import ContextEntry as ContextEntry
 from ._events import Event as Event
@@ -56,6 +57,8 @@ from ._events import StepInfo as StepInfo
 from ._events import StructuredOutput as StructuredOutput
 from ._events import Summarized as Summarized
 from ._events import ToolFinished as ToolFinished
+from ._failure import Attempt as Attempt
+from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._journal import Journal as Journal
@@ -101,6 +104,7 @@ from .tools import tool as tool
 __all__ = (
     "AgentContext",
     "AgentGraphError",
+    "Attempt",
     "AuthenticationError",
     "BadRequestError",
     "CheckpointError",
@@ -111,6 +115,7 @@ __all__ = (
     "DimensionMismatch",
     "EdgeOutsideBuilder",
     "Event",
+    "Failure",
     "Generate",
     "Graph",
     "GraphBuilder",
@@ -179,6 +184,7 @@ __all__ = (
     "UnsupportedSetting",
     "UnsupportedType",
     "Usage",
+    "UsageError",
     "VectorStoreError",
     "describe",
     "from_tool_call",

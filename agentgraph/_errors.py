@@ -18,6 +18,7 @@ AgentGraphError
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │                                       unsafe tool call that was in flight at a crash
 │   └── ReplayDiverged                      a replay asked for what the record does not hold
+├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
 ├── ProviderError                           a model provider failed; see `.retryable`
 │   ├── ProviderConnectionError (ConnectionError)
@@ -86,6 +87,7 @@ __all__ = (
     "TraceFormatError",
     "UnsupportedSetting",
     "UnsupportedType",
+    "UsageError",
     "VectorStoreError",
 )
 
@@ -234,6 +236,13 @@ class GraphTimeout(RunError, TimeoutError):
             step=step,
             path=(),
         )
+
+
+class UsageError(AgentGraphError, TypeError):
+    """The API was called in a way that cannot work; the message says what to do instead."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 class CheckpointError(AgentGraphError, LookupError):

@@ -106,6 +106,8 @@ class RouteChosen:
     target: str
     transition: int
     dynamic: bool
+    on_error: bool = False
+    """True when the step failed and an error transition (`Node.on_error`) fired."""
 
 
 @attrs.frozen

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import attrs
 
 from ._context import AgentContext
-from ._errors import DeadEnd, GraphDefinitionError, RoutingError
+from ._errors import DeadEnd, GraphDefinitionError, NodeFailed, RoutingError
+from ._failure import ErrorTransition, Failure, root_error, routes_error
 from ._node import ACTIVE_BUILDER, Node
 
 if TYPE_CHECKING:
+    from ._retry import RetryPolicy
     from ._runner import Runtime
 
 __all__ = ("Graph", "GraphBuilder", "Transition")
@@ -59,13 +61,19 @@ class GraphBuilder(Generic[In, Out]):
         g.start.edge_to(double).edge_to(g.finish)
     graph = g.build()
     ```
+
+    `retry` is the policy for the graph's nodes that set none of their own
+    (and for the nodes of subgraphs inside it that set none either), in place
+    of the runner's.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, retry: RetryPolicy | None = None) -> None:
         self.name = name
+        self.retry = retry
         self.start: Node[In, In] = _Sentinel(name="start")
         self.finish: Node[Out, Out] = _Sentinel(name="finish")
         self._edges: dict[Node[Any, Any], list[Transition]] = {}
+        self._errors: dict[Node[Any, Any], list[ErrorTransition]] = {}
         self._order: dict[Node[Any, Any], None] = {}
         self._token: Token[Any] | None = None
 
@@ -107,12 +115,31 @@ class GraphBuilder(Generic[In, Out]):
         )
         self._edges.setdefault(source, []).append(transition)
 
+    def add_error(
+        self,
+        source: Node[Any, Any],
+        handler: Node[Any, Any],
+        when: Callable[[Failure, BaseException], bool] | None,
+    ) -> None:
+        """Record an error transition; `Node.on_error` calls this."""
+        if source is self.start or source is self.finish:
+            raise GraphDefinitionError(
+                self.name, f"{source.name} never fails, so it has no on_error"
+            )
+        if handler is self.start:
+            raise GraphDefinitionError(self.name, "no edge may lead back into start")
+        self._order.setdefault(source)
+        self._order.setdefault(handler)
+        transition = ErrorTransition(handler) if when is None else ErrorTransition(handler, when)
+        self._errors.setdefault(source, []).append(transition)
+
     def build(self) -> Graph[In, Out]:
         """Validate and return an immutable `Graph`; raise `GraphDefinitionError` if unsound."""
         edges = {node: tuple(ts) for node, ts in self._edges.items()}
+        errors = {node: tuple(ts) for node, ts in self._errors.items()}
         self._order.setdefault(self.start)
         self._order.setdefault(self.finish)
-        _validate(self.name, self.start, self.finish, edges, tuple(self._order))
+        _validate(self.name, self.start, self.finish, edges, tuple(self._order), errors)
         nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
         return Graph(
             name=self.name,
@@ -123,6 +150,8 @@ class GraphBuilder(Generic[In, Out]):
             nodes=nodes,
             transitions=MappingProxyType(edges),
             members=frozenset(self._order),
+            errors=MappingProxyType(errors),
+            node_retry=self.retry,
         )
 
 
@@ -132,6 +161,7 @@ def _validate(
     finish: Node[Any, Any],
     edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
     members: tuple[Node[Any, Any], ...],
+    errors: Mapping[Node[Any, Any], tuple[ErrorTransition, ...]],
 ) -> None:
     if not edges.get(start):
         raise GraphDefinitionError(name, "start has no outgoing edge")
@@ -141,7 +171,8 @@ def _validate(
                 raise GraphDefinitionError(
                     name, f"the router after {source.name!r} declares an empty targets list"
                 )
-    reachable = _reachable(start, edges, members)
+    _check_shadowed(name, edges)
+    reachable = _reachable(start, edges, members, errors)
     if finish not in reachable:
         raise GraphDefinitionError(name, "finish cannot be reached from start")
     for member in members:
@@ -153,10 +184,29 @@ def _validate(
             )
 
 
+def _check_shadowed(name: str, edges: Mapping[Node[Any, Any], tuple[Transition, ...]]) -> None:
+    """Refuse a transition that can never fire: a plain edge before it always does."""
+    for source, transitions in edges.items():
+        for position, t in enumerate(transitions[:-1]):
+            if t.target is None:
+                continue
+            later = transitions[position + 1]
+            what = repr(later.target.name) if later.target is not None else "a router"
+            raise GraphDefinitionError(
+                name,
+                f"{source.name!r} has a plain edge to {t.target.name!r}, which always "
+                f"fires, so its later transition to {what} never can. A node's "
+                "transitions are tried in order: to choose between next nodes, give it "
+                "one router (edge_to(lambda ctx: ..., targets=(...))); to run a node "
+                "twice in a chain, use two nodes (node.with_name(...) makes a copy)",
+            )
+
+
 def _reachable(
     start: Node[Any, Any],
     edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
     members: tuple[Node[Any, Any], ...],
+    errors: Mapping[Node[Any, Any], tuple[ErrorTransition, ...]],
 ) -> set[Node[Any, Any]]:
     """Nodes reachable from start; a router without declared targets may reach any node."""
     seen: set[Node[Any, Any]] = set()
@@ -173,7 +223,29 @@ def _reachable(
                 todo.extend(t.targets)
             else:
                 todo.extend(m for m in members if m is not start)
+        todo.extend(t.target for t in errors.get(node, ()))
     return seen
+
+
+_SHOWN = 200
+"""Characters of a wrong value a routing error shows."""
+
+
+def _not_a_node(transition: Transition, chosen: object) -> str:
+    """What a router returned instead of a node, and the likely fix."""
+    name = transition.label or "the router"
+    if isinstance(chosen, AgentContext):
+        return (
+            f"{name} returned an AgentContext, not a node: if {name} is a step, decorate it "
+            "with @node (edge_to took the plain function for a router)"
+        )
+    try:
+        shown = repr(chosen)
+    except Exception as exc:  # a repr that fails still makes a clear error
+        shown = f"<{type(chosen).__name__} whose repr raised {type(exc).__name__}>"
+    if len(shown) > _SHOWN:
+        shown = shown[: _SHOWN - 1] + "…"
+    return f"{name} returned {shown} ({type(chosen).__name__}), not a node or None"
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
@@ -191,6 +263,10 @@ class Graph(Node[In, Out]):
     nodes: tuple[Node[Any, Any], ...]
     transitions: Mapping[Node[Any, Any], tuple[Transition, ...]]
     members: frozenset[Node[Any, Any]]
+    errors: Mapping[Node[Any, Any], tuple[ErrorTransition, ...]] = MappingProxyType({})
+    """Error transitions by node (see `Node.on_error`)."""
+    node_retry: RetryPolicy | None = None
+    """The retry policy of nodes inside that set none (see `GraphBuilder`)."""
 
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         return await rt.run_graph(self, ctx)
@@ -211,6 +287,10 @@ class Graph(Node[In, Out]):
                 chosen = await chosen
             if chosen is None:
                 continue
+            if not isinstance(chosen, Node):
+                raise RoutingError(
+                    _not_a_node(t, chosen), context=ctx, step=step, path=(*path, node.name)
+                )
             if t.targets is not None and not any(chosen is x for x in t.targets):
                 declared = ", ".join(x.name for x in t.targets)
                 raise RoutingError(
@@ -229,6 +309,20 @@ class Graph(Node[In, Out]):
                 )
             return chosen, position
         raise DeadEnd(context=ctx, step=step, path=(*path, node.name))
+
+    def error_route(
+        self, node: Node[Any, Any], failed: NodeFailed
+    ) -> tuple[Node[Any, Any], int, Failure] | None:
+        """The error transition out of `node` that takes `failed`, its position and the record."""
+        transitions = self.errors.get(node)
+        if not transitions or not routes_error(failed):
+            return None
+        failure = Failure.of(failed)
+        cause = root_error(failed)
+        for position, t in enumerate(transitions):
+            if t.when(failure, cause):
+                return t.target, position, failure
+        return None
 
     def to_mermaid(self, *, direction: str = "TD") -> str:
         """Draw the graph, subgraphs included, as a Mermaid flowchart."""

@@ -14,6 +14,7 @@ from ._context import AgentContext
 from ._errors import EdgeOutsideBuilder
 
 if TYPE_CHECKING:
+    from ._failure import Failure
     from ._retry import RetryPolicy
     from ._runner import Runtime
 
@@ -36,6 +37,13 @@ class _EdgeSink(Protocol):
         target: Node[Any, Any] | None,
         router: Callable[..., Any] | None,
         targets: Sequence[Node[Any, Any]] | None,
+    ) -> None: ...
+
+    def add_error(
+        self,
+        source: Node[Any, Any],
+        handler: Node[Any, Any],
+        when: Callable[[Failure, BaseException], bool] | None,
     ) -> None: ...
 
 
@@ -131,11 +139,59 @@ class Node(Generic[In, Out], abc.ABC):
             return target
         if not callable(target):
             raise TypeError(f"edge_to takes a Node or a router, not {type(target).__name__}")
+        _check_router(target)
         builder.add_edge(self, None, target, None if targets is None else tuple(targets))
         return None
 
+    def on_error(
+        self,
+        handler: Node[Failure, X],
+        /,
+        *,
+        when: Callable[[Failure, BaseException], bool] | None = None,
+    ) -> Node[Failure, X]:
+        """Route this node's failures to `handler` instead of ending the run; returns `handler`.
+
+        The transition fires when a step of this node failed for good (its
+        retries exhausted) and `when(failure, error)` agrees (always, when not
+        given); `handler`'s input is then the `Failure` record, the rest of the
+        context being the failed step's input. Cancellation, timeouts of the
+        run, step limits and interrupts are never routed. Several error
+        transitions are tried in the order added.
+
+        ```python
+        llm.on_error(shorten, when=lambda failure, error: failure.error == "BadRequestError")
+        shorten.edge_to(llm)
+        ```
+        """
+        builder = ACTIVE_BUILDER.get()
+        if builder is None:
+            raise EdgeOutsideBuilder(self.name)
+        if not isinstance(handler, Node):
+            raise TypeError(f"on_error takes a Node, not {type(handler).__name__}")
+        builder.add_error(self, handler, when)
+        return handler
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _check_router(router: Callable[..., Any]) -> None:
+    """Refuse a step function passed where a router goes: it would be called to route."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(router).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):  # no signature to read (a builtin): trust it
+        return
+    if len(params) == 2:
+        name = getattr(router, "__name__", "the function")
+        raise TypeError(
+            f"edge_to got {name}, a function of (ctx, runtime): that is a step, not a router. "
+            f"Decorate it with @node to make it a node"
+        )
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)

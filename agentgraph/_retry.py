@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import attrs
@@ -11,6 +11,9 @@ import httpx
 import tenacity
 
 from ._errors import ProviderError, RunError
+
+if TYPE_CHECKING:
+    from ._failure import Attempt
 
 __all__ = ("RetryPolicy", "is_transient")
 
@@ -44,6 +47,18 @@ class RetryPolicy:
     provider's `retry-after` header) waits at least that long, still capped by
     `max_wait`. `sleep` is injectable so tests can record waits instead of
     sleeping.
+
+    Which failures are retried: `retry_on(error)` (transient errors by
+    default), or, when given, `rule(attempt)`, which sees the error, the node,
+    the step's input context and the attempt number (an `Attempt`) and
+    decides alone:
+
+    ```python
+    def rule(failed: Attempt) -> bool:
+        return failed.attempt < 2 or isinstance(failed.error, RateLimitError)
+
+    policy = RetryPolicy(attempts=5, rule=rule)
+    ```
     """
 
     attempts: int = attrs.field(default=3, validator=attrs.validators.ge(1))
@@ -52,6 +67,7 @@ class RetryPolicy:
     jitter: float = 0.5
     retry_on: Callable[[BaseException], bool] = is_transient
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    rule: Callable[[Attempt], bool] | None = attrs.field(default=None, kw_only=True)
 
     def wait_for(self, state: tenacity.RetryCallState) -> float:
         """Seconds to wait before the next attempt."""

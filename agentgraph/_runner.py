@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import itertools
 import logging
 import os
+import sys
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -16,9 +19,10 @@ import attrs
 from anyio.abc import ObjectReceiveStream
 
 from ._context import AgentContext
-from ._errors import GraphCancelled, GraphTimeout, Interrupted
+from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, RunFinished, RunStarted
 from ._journal import Journal, JournalSource
+from ._node import Node
 from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
@@ -107,7 +111,7 @@ class GraphRunner:
 
     async def run(
         self,
-        graph: Graph[In, Out],
+        graph: Node[In, Out],
         ctx: AgentContext[In],
         *,
         handle: RunHandle | None = None,
@@ -120,13 +124,15 @@ class GraphRunner:
         `RunStarted.run_id`). With a checkpoint `store`, every completed step
         is recorded under that id, so the run can be resumed, replayed and forked.
         """
+        graph = as_graph(graph)
+        _check_input(ctx)
         rid = run_id or new_run_id()
         journal = None if store is None else await _source(store).open_run(graph, ctx, rid)
         return await self._drive(graph, ctx, handle or RunHandle(), None, rid, journal)
 
     async def resume(
         self,
-        graph: Graph[In, Out],
+        graph: Node[In, Out],
         run_id: str,
         store: JournalSource,
         *,
@@ -139,6 +145,7 @@ class GraphRunner:
         `Interrupted` run. Raises `ResumeError` when the record does not fit
         `graph` or an unsafe tool call was in flight when the run stopped.
         """
+        graph = as_graph(graph)
         journal = await _source(store).open_resume(graph, run_id, answer)
         return await self._drive(
             graph, journal.initial, handle or RunHandle(), None, run_id, journal
@@ -146,7 +153,7 @@ class GraphRunner:
 
     async def replay(
         self,
-        graph: Graph[In, Out],
+        graph: Node[In, Out],
         run_id: str,
         store: JournalSource,
         *,
@@ -159,6 +166,7 @@ class GraphRunner:
         request the recorded request; otherwise `ReplayDiverged` shows the
         difference.
         """
+        graph = as_graph(graph)
         journal = await _source(store).open_replay(graph, run_id)
         return await self._drive(
             graph, journal.initial, handle or RunHandle(), None, run_id, journal
@@ -167,7 +175,7 @@ class GraphRunner:
     @asynccontextmanager
     async def stream(
         self,
-        graph: Graph[In, Out],
+        graph: Node[In, Out],
         ctx: AgentContext[In],
         *,
         handle: RunHandle | None = None,
@@ -185,6 +193,8 @@ class GraphRunner:
         `RunFinished`. A failed run re-raises its error when the block exits;
         leaving the block early cancels the run.
         """
+        graph = as_graph(graph)
+        _check_input(ctx)
         send, receive = anyio.create_memory_object_stream[Event](0)
         failure: list[BaseException] = []
         rid = run_id or new_run_id()
@@ -213,9 +223,15 @@ class GraphRunner:
             raise failure[0]
 
     def run_sync(
-        self, graph: Graph[In, Out], ctx: AgentContext[In], *, backend: str = "asyncio"
+        self, graph: Node[In, Out], ctx: AgentContext[In], *, backend: str = "asyncio"
     ) -> AgentContext[Out]:
-        """Run from synchronous code, in a new event loop."""
+        """Run from synchronous code, in a new event loop (not from inside a running one)."""
+        running = _running_loop()
+        if running is not None:
+            raise UsageError(
+                f"run_sync() was called inside a running {running} event loop, which cannot "
+                "run a second one: in async code use `await runner.run(graph, ctx)`"
+            )
         return anyio.run(self.run, graph, ctx, backend=backend)
 
     async def _drive(
@@ -336,6 +352,61 @@ class _RunIds:
 
 new_run_id = _RunIds()
 """A fresh run id."""
+
+
+_wrapped: weakref.WeakKeyDictionary[Node[Any, Any], Graph[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def as_graph(target: Any) -> Graph[Any, Any]:
+    """`target` as a graph: a graph itself, a bare node in a graph of its own, or a
+    `UsageError` that says what to pass."""
+    from ._graph import Graph, GraphBuilder
+
+    if isinstance(target, Graph):
+        return target
+    if isinstance(target, GraphBuilder):
+        raise UsageError(
+            f"the runner got the GraphBuilder {target.name!r}, not a graph: call build() "
+            "after its `with` block and run what it returns (runner.run(g.build(), ctx))"
+        )
+    if isinstance(target, Node):
+        graph = _wrapped.get(target)
+        if graph is None:  # a bare node runs as a graph of one node, named after it
+            with GraphBuilder[Any, Any](target.name) as g:
+                g.start.edge_to(target).edge_to(g.finish)
+            graph = _wrapped[target] = g.build()
+        return graph
+    raise UsageError(
+        f"the runner runs a Graph (or a single Node), not {type(target).__name__}: build one "
+        "with GraphBuilder, or decorate a function with @node"
+    )
+
+
+def _check_input(ctx: Any) -> None:
+    if not isinstance(ctx, AgentContext):
+        shown = repr(ctx)
+        shown = shown if len(shown) <= 40 else shown[:39] + "…"
+        raise UsageError(
+            f"a run starts from an AgentContext, not {type(ctx).__name__}: wrap the value, "
+            f"as in runner.run(graph, AgentContext({shown}))"
+        )
+
+
+def _running_loop() -> str | None:
+    """The event loop running in this thread, if any: 'asyncio' or 'trio'."""
+    try:
+        asyncio.get_running_loop()
+        return "asyncio"
+    except RuntimeError:
+        pass
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_trio_token()
+            return "trio"
+        except RuntimeError:
+            pass
+    return None
 
 
 def _source(store: Any) -> JournalSource:

@@ -33,6 +33,7 @@ from ._events import (
     StepInfo,
     ToolFinished,
 )
+from ._failure import Attempt, root_error
 from ._journal import Journal, ToolAnswer
 from ._json import to_data
 from ._retry import RetryPolicy
@@ -169,16 +170,23 @@ class Runtime:
         journal_state: the run journal's own record of this step (None without one).
     """
 
-    __slots__ = ("_run", "depth", "fanout", "index", "journal_state", "path")
+    __slots__ = ("_run", "depth", "fanout", "index", "journal_state", "node_retry", "path")
 
     def __init__(
-        self, run: _Run, path: tuple[str, ...], depth: int, index: int = 0, fanout: bool = False
+        self,
+        run: _Run,
+        path: tuple[str, ...],
+        depth: int,
+        index: int = 0,
+        fanout: bool = False,
+        node_retry: RetryPolicy | None = None,
     ) -> None:
         self._run = run
         self.path = path
         self.depth = depth
         self.index = index
         self.fanout = fanout
+        self.node_retry = node_retry
         self.journal_state: Any = None
 
     @property
@@ -354,6 +362,8 @@ class Runtime:
         current: AgentContext[Any] = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
+        if graph.node_retry is not None:
+            self.node_retry = graph.node_retry
         if journal is not None:
             resumed = journal.reenter(self, graph)
             if resumed is not None:
@@ -373,7 +383,36 @@ class Runtime:
             local += 1
             step = run.steps + 1  # execute takes this number before it first awaits
             source, target = target, None
-            current = await self.execute(source, current, local)
+            try:
+                current = await self.execute(source, current, local)
+            except NodeFailed as failed:
+                # `current` is still the failed step's input: an error transition goes on from it.
+                target, current = await self._failed(graph, source, failed, current, (step, local))
+
+    async def _failed(
+        self,
+        graph: Graph[Any, Any],
+        source: Node[Any, Any],
+        failed: NodeFailed,
+        given: AgentContext[Any],
+        where: tuple[int, int],
+    ) -> tuple[Node[Any, Any], AgentContext[Any]]:
+        """Where `source`'s error transitions send a failed step, and with what; else re-raise."""
+        route = graph.error_route(source, failed)
+        if route is None:
+            raise failed
+        target, position, failure = route
+        step, local = where
+        out = given.with_input(failure)
+        run = self._run
+        if run.emit is not None:
+            chosen = RouteChosen(
+                step, self.path, source.name, target.name, position, False, on_error=True
+            )
+            await run.emit(chosen)
+        if run.journal is not None:
+            run.journal.commit(self, source, target, out, local)
+        return target, out
 
     async def execute(
         self,
@@ -400,7 +439,14 @@ class Runtime:
             await anyio.lowlevel.checkpoint()
         elif run.watch or run.handle._cancelled:
             await anyio.lowlevel.checkpoint_if_cancelled()
-        rt = Runtime(run, (*self.path, node.name), self.depth + 1, index, branch or self.fanout)
+        rt = Runtime(
+            run,
+            (*self.path, node.name),
+            self.depth + 1,
+            index,
+            branch or self.fanout,
+            self.node_retry,
+        )
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:
@@ -426,7 +472,9 @@ class Runtime:
         self, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
     ) -> tuple[AgentContext[Out], int]:
         run = self._run
-        policy = node.retry if node.retry is not None else (None if node.composite else run.retry)
+        policy = node.retry
+        if policy is None and not node.composite:
+            policy = self.node_retry or run.retry
         attempts = 1
         try:
             if policy is None or not node.retry_safe or isinstance(error, StepLimitExceeded):
@@ -445,7 +493,9 @@ class Runtime:
                     return await node.run(ctx, self)
                 return await _with_timeout(node, ctx, self)
 
-            return await _guarded(policy).call(again, error, on_retry=on_retry)
+            return await _guarded(policy, node, ctx, self.path).call(
+                again, error, on_retry=on_retry
+            )
         except Exception as final:
             if run.emit is not None:
                 await run.emit(NodeFailedEvent(index, self.path, attempts, final))
@@ -523,25 +573,28 @@ class _Replayed:
             raise StopAsyncIteration from None
 
 
-def _root(error: NodeFailed) -> BaseException:
-    cause: BaseException = error
-    while isinstance(cause, NodeFailed):
-        cause = cause.error
-    return cause
-
-
-def _guarded(policy: RetryPolicy) -> RetryPolicy:
+def _guarded(
+    policy: RetryPolicy, node: Node[Any, Any], ctx: AgentContext[Any], path: tuple[str, ...]
+) -> RetryPolicy:
     """`policy` judging a nested failure by its root cause, and never retrying a BaseException.
 
     Cancellation and `Interrupt` must pass whatever predicate the user wrote.
+    A policy's `rule` sees each failed attempt in turn, with its number.
     """
-    inner = policy.retry_on
-    return attrs.evolve(
-        policy,
-        retry_on=lambda e: (
-            isinstance(e, Exception) and inner(_root(e) if isinstance(e, NodeFailed) else e)
-        ),
-    )
+    rule, inner = policy.rule, policy.retry_on
+    failed = 0
+
+    def retry_on(error: BaseException) -> bool:
+        nonlocal failed
+        failed += 1
+        if not isinstance(error, Exception):
+            return False
+        cause = root_error(error)
+        if rule is None:
+            return inner(cause)
+        return rule(Attempt(cause, node.name, path, ctx, failed))
+
+    return attrs.evolve(policy, retry_on=retry_on, rule=None)
 
 
 async def _with_timeout(

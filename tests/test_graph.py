@@ -45,7 +45,6 @@ async def test_first_transition_that_fires_wins_and_none_passes():
         a.edge_to(never, targets=(small,))
         a.edge_to(only_big, targets=(big,))
         a.edge_to(small)
-        a.edge_to(big)  # never reached: the static edge above always fires first
         small.edge_to(g.finish)
         big.edge_to(g.finish)
     graph = g.build()
@@ -101,8 +100,16 @@ async def test_dead_end_carries_the_context():
             "node 'b' cannot be reached",
         ),
         (
-            lambda g, a, b: (g.start.edge_to(a).edge_to(g.finish), a.edge_to(b)),
+            lambda g, a, b: (
+                g.start.edge_to(a),
+                a.edge_to(lambda ctx: None, targets=(b,)),
+                a.edge_to(g.finish),
+            ),
             "node 'b' has no outgoing edge",
+        ),
+        (
+            lambda g, a, b: (g.start.edge_to(a).edge_to(g.finish), a.edge_to(b)),
+            "'a' has a plain edge to 'finish', which always fires, so its later transition",
         ),
         (
             lambda g, a, b: (

@@ -108,6 +108,9 @@ class _Drawing:
         for source, transitions in graph.transitions.items():
             for position, t in enumerate(transitions):
                 self._edges(ids, source, position, t, indent, path)
+        for source, failures in graph.errors.items():
+            for failure in failures:  # dashed: taken only when the step failed for good
+                self.lines.append(f"{indent}{ids[source]} -. error .-> {ids[failure.target]}")
         return ids[graph.start], ids[graph.finish]
 
     def _ran(self, path: tuple[str, ...], member: Node[Any, Any]) -> str:

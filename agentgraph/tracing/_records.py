@@ -217,6 +217,7 @@ def _route(event: RouteChosen, state: _RunState) -> dict[str, Any]:
         "target": event.target,
         "transition": event.transition,
         "dynamic": event.dynamic,
+        "on_error": event.on_error,
     }
 
 

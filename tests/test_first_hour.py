@@ -1,0 +1,273 @@
+"""Mistakes caught early with the fix in the message, error transitions and retry rules."""
+
+import anyio
+import pytest
+
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphDefinitionError,
+    GraphRunner,
+    NodeFailed,
+    RetryPolicy,
+    RouteChosen,
+    RoutingError,
+    StepLimitExceeded,
+    UsageError,
+    node,
+)
+from agentgraph.checkpoint import MemoryStore
+from agentgraph.testing import ScriptedModel
+from tests.helpers import chain
+
+pytestmark = pytest.mark.anyio
+
+
+class Flaky(Exception):
+    pass
+
+
+def failing(name: str, times: int, error: type[Exception] = Flaky):
+    calls = {"n": 0}
+
+    @node(name=name)
+    async def step(ctx):
+        calls["n"] += 1
+        if calls["n"] <= times:
+            raise error(f"{name} failed (key sk-abcdefghijklmnopqrstuvwxyz123456)")
+        return ctx.with_input(f"{name} ok")
+
+    return step, calls
+
+
+@node
+def recover(ctx):
+    failure = ctx.input
+    return ctx.with_input(f"recovered from {failure.error} at {failure.node}")
+
+
+# -- error transitions ----------------------------------------------------------------
+
+
+async def test_a_failed_step_routes_to_its_error_handler_with_a_failure_record():
+    flaky, _ = failing("flaky", 1)
+    events = []
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(flaky).edge_to(g.finish)
+        flaky.on_error(recover).edge_to(g.finish)
+    runner = GraphRunner(sinks=[events.append])
+    out = await runner.run(g.build(), AgentContext("x"))
+    assert out.input == "recovered from Flaky at g/flaky"
+    routes = [e for e in events if isinstance(e, RouteChosen)]
+    assert [(r.source, r.target, r.on_error) for r in routes] == [
+        ("start", "flaky", False),
+        ("flaky", "recover", True),
+        ("recover", "finish", False),
+    ]
+
+
+async def test_the_failure_record_is_data_with_secrets_masked():
+    flaky, _ = failing("flaky", 1)
+    seen = []
+
+    @node
+    def keep(ctx):
+        seen.append(ctx.input)
+        return ctx.with_input("done")
+
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(flaky).edge_to(g.finish)
+        flaky.on_error(keep).edge_to(g.finish)
+    await GraphRunner().run(g.build(), AgentContext("x"))
+    (failure,) = seen
+    assert (failure.node, failure.step, failure.attempts, failure.error) == (
+        "g/flaky",
+        1,
+        1,
+        "Flaky",
+    )
+    assert "sk-abc" not in failure.message and "flaky failed" in failure.message
+
+
+async def test_when_picks_which_failures_are_routed():
+    flaky, _ = failing("flaky", 5, ValueError)
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(flaky).edge_to(g.finish)
+        flaky.on_error(recover, when=lambda failure, error: isinstance(error, KeyError))
+        recover.edge_to(g.finish)
+    with pytest.raises(NodeFailed) as failed:
+        await GraphRunner().run(g.build(), AgentContext("x"))
+    assert isinstance(failed.value.error, ValueError)
+
+
+async def test_error_transitions_come_after_retries():
+    flaky, calls = failing("flaky", 2, TimeoutError)
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(flaky).edge_to(g.finish)
+        flaky.on_error(recover).edge_to(g.finish)
+    policy = RetryPolicy(attempts=2, initial=0, jitter=0)
+    out = await GraphRunner(retry=policy).run(g.build(), AgentContext("x"))
+    assert calls["n"] == 2 and out.input == "recovered from TimeoutError at g/flaky"
+
+
+async def test_step_limits_and_cancellation_are_never_routed():
+    @node
+    def loop(ctx):
+        return ctx
+
+    with GraphBuilder[str, str]("inner") as i:
+        i.start.edge_to(loop)
+        loop.edge_to(lambda ctx: loop, targets=(loop, i.finish))
+    inner = i.build()
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(inner).edge_to(g.finish)
+        inner.on_error(recover).edge_to(g.finish)
+    with pytest.raises(StepLimitExceeded):
+        await GraphRunner(max_steps=20).run(g.build(), AgentContext("x"))
+
+    @node
+    async def slow(ctx):
+        await anyio.sleep(10)
+        return ctx
+
+    with GraphBuilder[str, str]("h") as h:
+        h.start.edge_to(slow).edge_to(h.finish)
+        slow.on_error(recover).edge_to(h.finish)
+    with anyio.move_on_after(0.05) as scope:
+        await GraphRunner().run(h.build(), AgentContext("x"))
+    assert scope.cancelled_caught
+
+
+async def test_an_error_route_is_checkpointed_resumed_and_replayed():
+    class Crash(BaseException):
+        pass
+
+    def build(crash: bool):
+        flaky, calls = failing("flaky", 1)
+
+        @node
+        def after(ctx):
+            if crash:
+                raise Crash
+            return ctx
+
+        with GraphBuilder[str, str]("g") as g:
+            g.start.edge_to(flaky).edge_to(g.finish)
+            flaky.on_error(recover).edge_to(after).edge_to(g.finish)
+        return g.build(), calls
+
+    store = MemoryStore()
+    crashing, _ = build(crash=True)
+    with pytest.raises(Crash):
+        await GraphRunner().run(crashing, AgentContext("x"), store=store, run_id="r")
+    graph, calls = build(crash=False)
+    out = await GraphRunner().resume(graph, "r", store)
+    assert out.input == "recovered from Flaky at g/flaky" and calls["n"] == 0
+    replayed, _ = build(crash=False)
+    assert (await GraphRunner().replay(replayed, "r", store)) == out
+
+
+def test_error_transitions_are_drawn():
+    flaky, _ = failing("flaky", 1)
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(flaky).edge_to(g.finish)
+        flaky.on_error(recover).edge_to(g.finish)
+    assert "-. error .->" in g.build().to_mermaid()
+
+
+# -- retry rules and a graph's own policy ----------------------------------------------
+
+
+async def test_a_retry_rule_sees_the_error_node_context_and_attempt():
+    flaky, calls = failing("flaky", 3, KeyError)
+    seen = []
+
+    def rule(attempt):
+        seen.append(
+            (type(attempt.error).__name__, attempt.node, attempt.context.input, attempt.attempt)
+        )
+        return attempt.attempt < 3
+
+    policy = RetryPolicy(attempts=5, initial=0, jitter=0, rule=rule)
+    with pytest.raises(NodeFailed):
+        await GraphRunner(retry=policy).run(chain("g", flaky), AgentContext("in"))
+    assert seen == [
+        ("KeyError", "flaky", "in", 1),
+        ("KeyError", "flaky", "in", 2),
+        ("KeyError", "flaky", "in", 3),
+    ]
+    assert calls["n"] == 3
+
+
+async def test_a_graph_sets_the_retry_policy_of_its_nodes():
+    flaky, calls = failing("flaky", 3, KeyError)
+    own, own_calls = failing("own", 1, KeyError)
+    everything = RetryPolicy(attempts=4, initial=0, jitter=0, retry_on=lambda e: True)
+    with GraphBuilder[str, str]("g", retry=everything) as g:
+        g.start.edge_to(flaky).edge_to(own.with_retry(attempts=1)).edge_to(g.finish)
+    with pytest.raises(NodeFailed) as failed:
+        await GraphRunner().run(g.build(), AgentContext("x"))
+    assert calls["n"] == 4 and own_calls["n"] == 1
+    assert failed.value.path == ("g", "own")
+
+
+# -- mistakes, caught with the fix in the message ---------------------------------------
+
+
+@node
+def echo(ctx):
+    return ctx
+
+
+async def test_a_builder_passed_to_the_runner_says_to_build_it():
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(echo).edge_to(g.finish)
+    with pytest.raises(UsageError, match=r"call build\(\)"):
+        await GraphRunner().run(g, AgentContext("x"))
+
+
+async def test_a_bare_node_runs_as_a_graph_of_one():
+    out = await GraphRunner().run(echo, AgentContext("x"))
+    assert out.input == "x"
+
+
+async def test_a_plain_value_is_refused_naming_agent_context():
+    with pytest.raises(UsageError, match=r"AgentContext\('x'\)"):
+        await GraphRunner().run(chain("g", echo), "x")
+
+
+async def test_a_function_that_forgot_node_is_named_when_it_routes():
+    def shout(ctx):
+        return ctx.with_input(ctx.input.upper())
+
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(echo)
+        echo.edge_to(shout)
+    with pytest.raises(RoutingError, match="decorate it with @node"):
+        await GraphRunner().run(g.build(), AgentContext("x"))
+
+
+def test_a_step_of_ctx_and_runtime_is_refused_as_a_router():
+    def work(ctx, rt):
+        return ctx
+
+    with GraphBuilder[str, str]("g") as g, pytest.raises(TypeError, match="Decorate it with @node"):
+        g.start.edge_to(work)
+
+
+def test_a_node_chained_twice_is_refused_at_build():
+    with GraphBuilder[str, str]("g") as g:
+        g.start.edge_to(echo).edge_to(echo).edge_to(g.finish)
+    with pytest.raises(GraphDefinitionError, match=r"with_name"):
+        g.build()
+
+
+async def test_run_sync_inside_a_running_loop_says_to_await():
+    with pytest.raises(UsageError, match=r"await runner.run"):
+        GraphRunner().run_sync(chain("g", echo), AgentContext("x"))
+
+
+def test_run_sync_outside_a_loop_runs():
+    model = ScriptedModel("hi")
+    assert model.remaining == 1
+    assert GraphRunner().run_sync(echo, AgentContext(1)).input == 1
