@@ -62,6 +62,7 @@ from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._journal import Journal as Journal
+from ._json import Types as Types
 from ._journal import JournalSource as JournalSource
 from ._journal import ToolAnswer as ToolAnswer
 from ._node import Node as Node
@@ -181,6 +182,7 @@ __all__ = (
     "ToolError",
     "ToolFinished",
     "ToolSpec",
+    "Types",
     "UnsupportedSetting",
     "UnsupportedType",
     "Usage",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
 from .llm._messages import Message, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from ._json import Types
 
 __all__ = ("AgentContext", "History", "Settings")
 
@@ -200,11 +203,20 @@ class AgentContext(Generic[T]):
         return dumps_tagged(self)
 
     @staticmethod
-    def from_json(data: bytes | str) -> AgentContext[Any]:
-        """Decode what `to_json` produced."""
-        from ._json import loads_tagged
+    def from_json(data: bytes | str, *, types: Types | None = None) -> AgentContext[Any]:
+        """Decode what `to_json` produced.
 
-        value = loads_tagged(data)
+        Only agentgraph's own types and the classes in `types` are constructed
+        (see `Types`); stored data never chooses which code runs.
+
+        Raises:
+            ContextDecodingError: the data is broken, names a type `types` does
+                not hold, or holds something other than a context.
+        """
+        from ._errors import ContextDecodingError
+        from ._json import NO_TYPES, loads_tagged
+
+        value = loads_tagged(data, types if types is not None else NO_TYPES)
         if not isinstance(value, AgentContext):
-            raise TypeError(f"JSON holds a {type(value).__name__}, not an AgentContext")
+            raise ContextDecodingError(f"the JSON holds a {type(value).__name__}, not a context")
         return value

@@ -127,8 +127,9 @@ class ContextEncodingError(AgentGraphError, TypeError):
         self.field = field
         self.value_type = value_type
         detail = f": {reason}" if reason else ""
+        shown = field if len(field) <= 120 else f"{field[:60]}…{field[-59:]}"
         super().__init__(
-            f"cannot encode {field} of type {value_type.__module__}.{value_type.__qualname__}"
+            f"cannot encode {shown} of type {value_type.__module__}.{value_type.__qualname__}"
             f"{detail}; contexts hold data only (attrs classes, dataclasses, enums, "
             "str/int/float/bool/None, lists, tuples, dicts)"
         )

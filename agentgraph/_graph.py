@@ -64,12 +64,17 @@ class GraphBuilder(Generic[In, Out]):
 
     `retry` is the policy for the graph's nodes that set none of their own
     (and for the nodes of subgraphs inside it that set none either), in place
-    of the runner's.
+    of the runner's. `types` are classes the graph's steps put into contexts
+    beyond those its nodes declare (`Node.data_types`), so that a resumed or
+    replayed run may decode them.
     """
 
-    def __init__(self, name: str, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, name: str, *, retry: RetryPolicy | None = None, types: Sequence[type[Any]] = ()
+    ) -> None:
         self.name = name
         self.retry = retry
+        self.types = tuple(types)
         self.start: Node[In, In] = _Sentinel(name="start")
         self.finish: Node[Out, Out] = _Sentinel(name="finish")
         self._edges: dict[Node[Any, Any], list[Transition]] = {}
@@ -152,6 +157,7 @@ class GraphBuilder(Generic[In, Out]):
             members=frozenset(self._order),
             errors=MappingProxyType(errors),
             node_retry=self.retry,
+            types=self.types,
         )
 
 
@@ -267,6 +273,15 @@ class Graph(Node[In, Out]):
     """Error transitions by node (see `Node.on_error`)."""
     node_retry: RetryPolicy | None = None
     """The retry policy of nodes inside that set none (see `GraphBuilder`)."""
+    types: tuple[type[Any], ...] = ()
+    """Classes declared with `GraphBuilder(types=...)`."""
+
+    def data_types(self) -> tuple[type[Any], ...]:
+        """The declared classes and those of every node inside, subgraphs included."""
+        found = list(self.types)
+        for member in self.members:
+            found.extend(member.data_types())
+        return tuple(dict.fromkeys(found))
 
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         return await rt.run_graph(self, ctx)

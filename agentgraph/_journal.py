@@ -26,6 +26,7 @@ from .llm._model import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
     from ._graph import Graph
+    from ._json import Types
     from ._node import Node
     from ._runtime import Interrupt, Runtime
 
@@ -153,6 +154,8 @@ class JournalSource(Protocol):
         self, graph: Graph[Any, Any], ctx: AgentContext[Any], run_id: str
     ) -> Journal: ...
 
-    async def open_resume(self, graph: Graph[Any, Any], run_id: str, answer: Any) -> Journal: ...
+    async def open_resume(
+        self, graph: Graph[Any, Any], run_id: str, answer: Any, types: Types
+    ) -> Journal: ...
 
-    async def open_replay(self, graph: Graph[Any, Any], run_id: str) -> Journal: ...
+    async def open_replay(self, graph: Graph[Any, Any], run_id: str, types: Types) -> Journal: ...

@@ -1,10 +1,16 @@
-"""JSON encoding of contexts with orjson.
+"""JSON encoding of contexts with orjson, and the types decoding may construct.
 
 `to_data` turns a value into plain JSON data. With `tagged=True` (checkpoints,
 `AgentContext.to_json`) attrs classes, dataclasses, enums, tuples and
 non-string-keyed dicts carry a tag so that `from_data` rebuilds them exactly;
 without tags (traces) the output is plain JSON for `jq`. A value that cannot be
 encoded raises `ContextEncodingError` naming where it sits.
+
+Stored data is untrusted: a tag names a class, but decoding constructs only
+agentgraph's own data types and the classes in the `Types` it is given, looked
+up by name; it never imports a module because the data named it. agentgraph's
+types are stored under stable public names (`agentgraph:Message`); the private
+module paths older records used (`agentgraph.llm._messages:Message`) still load.
 """
 
 from __future__ import annotations
@@ -13,7 +19,8 @@ import dataclasses
 import enum
 import importlib
 import math
-from collections.abc import Mapping
+import typing
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time
 from typing import Any
 
@@ -21,8 +28,9 @@ import attrs
 import orjson
 
 from ._errors import ContextDecodingError, ContextEncodingError
+from ._limits import MAX_DEPTH
 
-__all__ = ("dumps", "dumps_tagged", "from_data", "loads_tagged", "to_data")
+__all__ = ("Types", "dumps", "dumps_tagged", "from_data", "loads_tagged", "to_data")
 
 _TYPE = "$type"
 _ENUM = "$enum"
@@ -33,18 +41,111 @@ _SCALARS = (str, int, float, bool, type(None))
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson encodes
 
 
+# agentgraph's own data types: the stable name each is stored under, and where it lives.
+# Decoding imports one of these modules only because it is listed here.
+_OWN: dict[str, tuple[str, str]] = {
+    f"agentgraph:{name}": (module, name)
+    for module, names in (
+        ("agentgraph._context", ("AgentContext", "Settings")),
+        ("agentgraph._failure", ("Failure",)),
+        ("agentgraph.llm._messages", ("Message", "ToolCall", "ToolSpec", "Usage")),
+        ("agentgraph.llm._model", ("ChatRequest", "ChatResponse", "OutputSchema")),
+        ("agentgraph.nodes._retrieve", ("Source",)),
+    )
+    for name in names
+}
+# What records written before the stable names called them.
+_LEGACY = {f"{module}:{name}": stable for stable, (module, name) in _OWN.items()}
+_STABLE: dict[tuple[str, str], str] = {where: stable for stable, where in _OWN.items()}
+
+
 def _qualname(cls: type[Any]) -> str:
-    return f"{cls.__module__}:{cls.__qualname__}"
+    """The name `cls` is stored under: a stable public one for agentgraph's own types."""
+    return _STABLE.get((cls.__module__, cls.__qualname__)) or f"{cls.__module__}:{cls.__qualname__}"
 
 
-def _resolve(name: str) -> type[Any]:
-    module, _, qualname = name.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    if not isinstance(obj, type):
-        raise TypeError(f"{name} is not a class")
-    return obj
+def _classes(classes: Iterable[type[Any]]) -> tuple[type[Any], ...]:
+    """`classes` and the attrs classes, dataclasses and enums their fields hold."""
+    found: dict[type[Any], None] = {}
+    todo = list(classes)
+    while todo:
+        cls = todo.pop()
+        if not isinstance(cls, type):
+            raise TypeError(f"Types holds classes, not {type(cls).__name__}")
+        if cls in found:
+            continue
+        found[cls] = None
+        todo.extend(_held(cls))
+    return tuple(found)
+
+
+def _held(cls: type[Any]) -> list[type[Any]]:
+    """The data classes named in the field annotations of `cls`."""
+    if not (attrs.has(cls) or dataclasses.is_dataclass(cls)):
+        return []
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # annotations that do not resolve: the class alone, then
+        return []
+    held: list[type[Any]] = []
+    todo = list(hints.values())
+    while todo:
+        hint = todo.pop()
+        todo.extend(typing.get_args(hint))
+        if isinstance(hint, type) and (
+            attrs.has(hint) or dataclasses.is_dataclass(hint) or issubclass(hint, enum.Enum)
+        ):
+            held.append(hint)
+    return held
+
+
+@attrs.frozen
+class Types:
+    """The classes stored data may be decoded into, beyond agentgraph's own.
+
+    Decoding a context, a checkpoint, a trace or a recording constructs only
+    agentgraph's data types and the classes listed here (attrs classes,
+    dataclasses and enums), found by the name they were stored under
+    (`module:qualname`). Any other tag is a `ContextDecodingError`, and no
+    module is imported because stored data named it.
+
+    ```python
+    types = Types.of(Ticket, Priority)
+    ctx = AgentContext.from_json(data, types=types)
+    ```
+    """
+
+    classes: tuple[type[Any], ...] = attrs.field(default=(), converter=_classes)
+
+    @classmethod
+    def of(cls, *classes: type[Any]) -> Types:
+        """A registry of `classes`."""
+        return cls(classes)
+
+    def with_types(self, *classes: type[Any] | Types) -> Types:
+        """A registry of these classes and `classes` (classes or other registries)."""
+        more: list[type[Any]] = []
+        for item in classes:
+            more.extend(item.classes if isinstance(item, Types) else (item,))
+        known = set(self.classes)
+        added = tuple(c for c in more if c not in known)
+        return Types(self.classes + added)
+
+    def resolve(self, name: str) -> type[Any] | None:
+        """The class stored under `name`, if decoding may construct it."""
+        stable = name if name in _OWN else _LEGACY.get(name)
+        if stable is not None:
+            module, attribute = _OWN[stable]
+            found: type[Any] = getattr(importlib.import_module(module), attribute)
+            return found
+        for cls in self.classes:
+            if f"{cls.__module__}:{cls.__qualname__}" == name:
+                return cls
+        return None
+
+
+NO_TYPES = Types()
+"""agentgraph's own types only."""
 
 
 def _fields(obj: Any) -> dict[str, Any]:
@@ -56,26 +157,34 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
 
 
-def to_data(value: Any, *, tagged: bool = False, where: str = "value") -> Any:
-    """Convert `value` into data orjson encodes natively."""
+def to_data(value: Any, *, tagged: bool = False, where: str = "value", depth: int = 0) -> Any:
+    """Convert `value` into data orjson encodes natively.
+
+    Raises:
+        ContextEncodingError: a value with no JSON form, or nested deeper than
+            `MAX_DEPTH` levels; `.field` says where it sits.
+    """
     if isinstance(value, enum.Enum):  # before scalars: a StrEnum is also a str
         if tagged:
             return {_ENUM: _qualname(type(value)), "value": to_data(value.value, where=where)}
         return to_data(value.value, where=where)
     if isinstance(value, _SCALARS):
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ContextEncodingError(where, float, f"{value} has no JSON form")
-        if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
-            raise ContextEncodingError(where, int, "integers beyond 64 bits have no JSON form here")
-        return value
+        return _scalar(value, where)
+    if depth >= MAX_DEPTH:
+        raise ContextEncodingError(where, type(value), f"it nests deeper than {MAX_DEPTH} levels")
+    inner = depth + 1
     if isinstance(value, list | tuple) or _is_history(value):
-        items = [to_data(v, tagged=tagged, where=f"{where}[{i}]") for i, v in enumerate(value)]
+        items = [
+            to_data(v, tagged=tagged, where=f"{where}[{i}]", depth=inner)
+            for i, v in enumerate(value)
+        ]
         return {_TUPLE: items} if tagged and isinstance(value, tuple) else items
     if isinstance(value, Mapping):
-        return _mapping(value, tagged=tagged, where=where)
+        return _mapping(value, tagged=tagged, where=where, depth=inner)
     if attrs.has(type(value)) or dataclasses.is_dataclass(value):
         fields = {
-            k: to_data(v, tagged=tagged, where=f"{where}.{k}") for k, v in _fields(value).items()
+            k: to_data(v, tagged=tagged, where=f"{where}.{k}", depth=inner)
+            for k, v in _fields(value).items()
         }
         if tagged and "<locals>" in type(value).__qualname__:
             raise ContextEncodingError(
@@ -89,44 +198,133 @@ def to_data(value: Any, *, tagged: bool = False, where: str = "value") -> Any:
     raise ContextEncodingError(where, type(value))
 
 
+def _scalar(value: Any, where: str) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ContextEncodingError(where, float, f"{value} has no JSON form")
+    if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
+        raise ContextEncodingError(where, int, "integers beyond 64 bits have no JSON form here")
+    return value
+
+
 def _is_history(value: Any) -> bool:
     from ._context import History
 
     return isinstance(value, History)
 
 
-def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: str) -> Any:
+def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: str, depth: int) -> Any:
     if all(isinstance(k, str) for k in value) and not (tagged and _TAGS.intersection(value)):
-        return {k: to_data(v, tagged=tagged, where=f"{where}[{k!r}]") for k, v in value.items()}
+        return {
+            k: to_data(v, tagged=tagged, where=f"{where}[{k!r}]", depth=depth)
+            for k, v in value.items()
+        }
     if not tagged:
-        return {str(k): to_data(v, where=f"{where}[{k!r}]") for k, v in value.items()}
+        return {str(k): to_data(v, where=f"{where}[{k!r}]", depth=depth) for k, v in value.items()}
     return {
         _DICT: [
             [
-                to_data(k, tagged=True, where=f"{where} key"),
-                to_data(v, tagged=True, where=f"{where}[{k!r}]"),
+                to_data(k, tagged=True, where=f"{where} key", depth=depth),
+                to_data(v, tagged=True, where=f"{where}[{k!r}]", depth=depth),
             ]
             for k, v in value.items()
         ]
     }
 
 
-def from_data(data: Any) -> Any:
-    """Rebuild the values `to_data(..., tagged=True)` produced."""
+def from_data(data: Any, types: Types = NO_TYPES, *, depth: int = 0) -> Any:
+    """Rebuild the values `to_data(..., tagged=True)` produced, with classes from `types`.
+
+    Raises:
+        ContextDecodingError: a tag names a class `types` does not hold, a class's
+            fields do not match, or the data nests deeper than any encodable value.
+    """
     if isinstance(data, list):
-        return [from_data(v) for v in data]
+        _deep(depth)
+        return [from_data(v, types, depth=depth + 1) for v in data]
     if not isinstance(data, dict):
         return data
+    _deep(depth)
+    inner = depth + 1
     if _TYPE in data:
-        cls = _resolve(data[_TYPE])
-        return cls(**{k: from_data(v) for k, v in data.items() if k != _TYPE})
+        cls = _class(data[_TYPE], types)
+        fields = {k: from_data(v, types, depth=inner) for k, v in data.items() if k != _TYPE}
+        return _construct(cls, fields, data[_TYPE])
     if _ENUM in data:
-        return _resolve(data[_ENUM])(from_data(data["value"]))
+        return _member(_class(data[_ENUM], types), data.get("value"), data[_ENUM])
     if _TUPLE in data:
-        return tuple(from_data(v) for v in data[_TUPLE])
+        return tuple(from_data(v, types, depth=inner) for v in _list(data[_TUPLE], _TUPLE))
     if _DICT in data:
-        return {_hashable(from_data(k)): from_data(v) for k, v in data[_DICT]}
-    return {k: from_data(v) for k, v in data.items()}
+        decoded: dict[Any, Any] = {}
+        for item in _list(data[_DICT], _DICT):
+            k, v = _pair(item)
+            key = _hashable(from_data(k, types, depth=inner))
+            try:
+                decoded[key] = from_data(v, types, depth=inner)
+            except TypeError:
+                raise ContextDecodingError(f"a $dict key of type {type(key).__name__}") from None
+        return decoded
+    return {k: from_data(v, types, depth=inner) for k, v in data.items()}
+
+
+_DECODE_DEPTH = 2 * MAX_DEPTH + 8
+"""JSON levels a stored value may take: a tag can wrap each level once, plus the envelope."""
+
+
+def _deep(depth: int) -> None:
+    if depth >= _DECODE_DEPTH:
+        raise ContextDecodingError(
+            f"the data nests deeper than {MAX_DEPTH} levels, the most a value may have"
+        )
+
+
+def _class(tag: Any, types: Types) -> type[Any]:
+    if not isinstance(tag, str):
+        raise ContextDecodingError(f"a type tag must be a string, not {type(tag).__name__}")
+    cls = types.resolve(tag)
+    if cls is None:
+        shown = tag if len(tag) <= 200 else tag[:199] + "…"
+        raise ContextDecodingError(
+            f"the data names type {shown!r}, which is not a type this decoder may construct: "
+            "register your own classes with Types.of(...) and pass types=..."
+        )
+    return cls
+
+
+def _construct(cls: type[Any], fields: dict[str, Any], tag: str) -> Any:
+    if attrs.has(cls):
+        allowed = {(f.alias or f.name) for f in attrs.fields(cls) if f.init}
+    elif dataclasses.is_dataclass(cls):
+        allowed = {f.name for f in dataclasses.fields(cls) if f.init}
+    else:
+        raise ContextDecodingError(f"type {tag!r} is neither an attrs class nor a dataclass")
+    unknown = sorted(set(fields) - allowed)
+    if unknown:
+        raise ContextDecodingError(f"type {tag!r} has no field {unknown[0]!r}")
+    try:
+        return cls(**fields)
+    except (TypeError, ValueError) as error:
+        raise ContextDecodingError(f"type {tag!r} cannot be built: {error}") from error
+
+
+def _member(cls: type[Any], value: Any, tag: str) -> Any:
+    if not issubclass(cls, enum.Enum):
+        raise ContextDecodingError(f"type {tag!r} is not an enum")
+    try:
+        return cls(value)
+    except ValueError as error:
+        raise ContextDecodingError(f"enum {tag!r} has no value {value!r}") from error
+
+
+def _list(value: Any, tag: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ContextDecodingError(f"{tag} holds {type(value).__name__}, not a list")
+    return value
+
+
+def _pair(item: Any) -> tuple[Any, Any]:
+    if not isinstance(item, list) or len(item) != 2:
+        raise ContextDecodingError("a $dict item is not a [key, value] pair")
+    return item[0], item[1]
 
 
 def _hashable(key: Any) -> Any:
@@ -143,9 +341,11 @@ def dumps_tagged(value: Any) -> bytes:
     return orjson.dumps(to_data(value, tagged=True, where=type(value).__name__))
 
 
-def loads_tagged(data: bytes | str) -> Any:
+def loads_tagged(data: bytes | str, types: Types = NO_TYPES) -> Any:
     """Decode what `dumps_tagged` wrote; a broken or foreign document is `ContextDecodingError`."""
     try:
-        return from_data(orjson.loads(data))
-    except (ValueError, TypeError, AttributeError, ImportError, KeyError) as error:
+        return from_data(orjson.loads(data), types)
+    except ContextDecodingError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as error:
         raise ContextDecodingError(f"{type(error).__name__}: {error}") from error

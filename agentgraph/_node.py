@@ -75,6 +75,15 @@ class Node(Generic[In, Out], abc.ABC):
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         """Do the node's work. `rt` is the run this step belongs to."""
 
+    def data_types(self) -> tuple[type[Any], ...]:
+        """Classes this node puts into contexts, which a resumed run may decode.
+
+        `resume` and `replay` allow the classes every node of the graph names
+        here (and the classes their fields hold); override it in a node that
+        stores a class of its own.
+        """
+        return ()
+
     # -- copy-on-write settings -------------------------------------------------
     def with_retry(self, policy: RetryPolicy | None = None, /, **options: Any) -> Node[In, Out]:
         """Return a copy retried under `policy` (or a `RetryPolicy(**options)`).

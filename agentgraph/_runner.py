@@ -22,6 +22,7 @@ from ._context import AgentContext
 from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, RunFinished, RunStarted
 from ._journal import Journal, JournalSource
+from ._json import Types
 from ._node import Node
 from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
@@ -89,6 +90,9 @@ class GraphRunner:
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`
             lets the error end the run.
+        types: classes a resumed or replayed run may decode from its record,
+            beyond agentgraph's own and those the graph's nodes declare
+            (`Node.data_types`, `GraphBuilder(types=...)`).
     """
 
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
@@ -99,6 +103,7 @@ class GraphRunner:
     sink_errors: Literal["detach", "raise"] = attrs.field(
         default="detach", validator=_check_sink_errors, kw_only=True
     )
+    types: Types = attrs.field(factory=Types, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -146,7 +151,8 @@ class GraphRunner:
         `graph` or an unsafe tool call was in flight when the run stopped.
         """
         graph = as_graph(graph)
-        journal = await _source(store).open_resume(graph, run_id, answer)
+        types = self.types.with_types(*graph.data_types())
+        journal = await _source(store).open_resume(graph, run_id, answer, types)
         return await self._drive(
             graph, journal.initial, handle or RunHandle(), None, run_id, journal
         )
@@ -167,7 +173,8 @@ class GraphRunner:
         difference.
         """
         graph = as_graph(graph)
-        journal = await _source(store).open_replay(graph, run_id)
+        types = self.types.with_types(*graph.data_types())
+        journal = await _source(store).open_replay(graph, run_id, types)
         return await self._drive(
             graph, journal.initial, handle or RunHandle(), None, run_id, journal
         )

@@ -5,7 +5,15 @@ import attrs
 import orjson
 import pytest
 
-from agentgraph import AgentContext, ContextEncodingError, History, Message, Settings, ToolCall
+from agentgraph import (
+    AgentContext,
+    ContextEncodingError,
+    History,
+    Message,
+    Settings,
+    ToolCall,
+    Types,
+)
 
 
 @attrs.frozen
@@ -99,7 +107,7 @@ def test_json_round_trip_keeps_types():
     )
     data = ctx.to_json()
     orjson.loads(data)  # plain JSON
-    back = AgentContext.from_json(data)
+    back = AgentContext.from_json(data, types=Types.of(Order, Point))
     assert back == ctx
     assert isinstance(back.input, Order) and isinstance(back.input.at, Point)
     assert back.state["colors"] == (Color.RED,)

@@ -21,6 +21,7 @@ from agentgraph import (
     RetryPolicy,
     RunHandle,
     StepLimitExceeded,
+    Types,
     map_each,
     node,
     parallel,
@@ -168,7 +169,8 @@ class Level(enum.IntEnum):
 
 
 def test_json_keeps_str_and_int_enums_and_refuses_what_it_cannot_rebuild():
-    back = AgentContext.from_json(AgentContext({"c": Color.RED, "l": Level.LOW}).to_json())
+    data = AgentContext({"c": Color.RED, "l": Level.LOW}).to_json()
+    back = AgentContext.from_json(data, types=Types.of(Color, Level))
     assert type(back.input["c"]) is Color and type(back.input["l"]) is Level
     with pytest.raises(ContextEncodingError, match="no JSON form"):
         AgentContext(float("nan")).to_json()

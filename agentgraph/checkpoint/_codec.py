@@ -20,7 +20,8 @@ from typing import Any
 import orjson
 
 from .._context import AgentContext, History
-from .._json import from_data, to_data
+from .._errors import ContextDecodingError
+from .._json import NO_TYPES, Types, from_data, to_data
 from ..llm._messages import Message, ToolCall, Usage
 
 __all__ = (
@@ -72,12 +73,14 @@ def encode_message(message: Message, where: str) -> dict[str, Any]:
     return data
 
 
-def decode_message(data: dict[str, Any]) -> Message:
+def decode_message(data: dict[str, Any], types: Types = NO_TYPES) -> Message:
     """The message `encode_message` described."""
     if "x" in data:
-        value: Message = from_data(data["x"])
+        value = from_data(data["x"], types)
+        if not isinstance(value, Message):
+            raise ContextDecodingError(f"a stored message holds {type(value).__name__}")
         return value
-    calls = tuple(ToolCall(i, n, from_data(a)) for i, n, a in data.get("tc", ()))
+    calls = tuple(ToolCall(i, n, from_data(a, types)) for i, n, a in data.get("tc", ()))
     usage = data.get("u")
     return Message(
         data["r"],
@@ -88,7 +91,7 @@ def decode_message(data: dict[str, Any]) -> Message:
         reasoning=data.get("rs"),
         is_error=data.get("e", False),
         usage=None if usage is None else Usage(*usage),
-        provider_data=from_data(data.get("pd", {})),
+        provider_data=from_data(data.get("pd", {}), types),
     )
 
 
@@ -161,7 +164,9 @@ class ContextEncoder:
         return encoded
 
 
-def decode_context(data: bytes, base: AgentContext[Any] | None) -> AgentContext[Any]:
+def decode_context(
+    data: bytes, base: AgentContext[Any] | None, types: Types = NO_TYPES
+) -> AgentContext[Any]:
     """Rebuild a context from its encoding and the context of the record before it.
 
     Histories are rebuilt by appending to the base's history, so decoding a
@@ -170,19 +175,19 @@ def decode_context(data: bytes, base: AgentContext[Any] | None) -> AgentContext[
     fields = orjson.loads(data)
     before = base if base is not None else _NOTHING
     if "H" in fields:
-        history = History(decode_message(m) for m in fields["H"])
+        history = History(decode_message(m, types) for m in fields["H"])
     elif "h" in fields:
-        history = before.history.append(*(decode_message(m) for m in fields["h"]))
+        history = before.history.append(*(decode_message(m, types) for m in fields["h"]))
     else:
         history = before.history
     usage = fields.get("u")
     return AgentContext(
-        from_data(fields["i"]) if "i" in fields else before.input,
+        from_data(fields["i"], types) if "i" in fields else before.input,
         history,
         fields.get("p", before.system_prompt),
-        from_data(fields["s"]) if "s" in fields else before.settings,
-        from_data(fields["t"]) if "t" in fields else before.tools,
-        from_data(fields["m"]) if "m" in fields else before.state,
+        from_data(fields["s"], types) if "s" in fields else before.settings,
+        from_data(fields["t"], types) if "t" in fields else before.tools,
+        from_data(fields["m"], types) if "m" in fields else before.state,
         before.usage if usage is None else Usage(*usage),
     )
 

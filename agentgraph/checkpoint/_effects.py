@@ -18,7 +18,7 @@ import orjson
 from .._context import History
 from .._errors import ResumeError
 from .._journal import ToolAnswer, ToolRunner
-from .._json import from_data, to_data
+from .._json import NO_TYPES, Types, from_data, to_data
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._codec import decode_message, diff_data, encode_call, encode_message, encode_messages
@@ -62,15 +62,15 @@ def encode_request(request: ChatRequest, history: History) -> dict[str, Any]:
     }
 
 
-def decode_request(data: dict[str, Any], history: History) -> ChatRequest:
+def decode_request(data: dict[str, Any], history: History, types: Types = NO_TYPES) -> ChatRequest:
     """The request `encode_request` stored, given the same history."""
     shared = tuple(history[i] for i in range(min(data["h"], len(history))))
     messages = (
-        *(decode_message(m) for m in data["pre"]),
+        *(decode_message(m, types) for m in data["pre"]),
         *shared,
-        *(decode_message(m) for m in data["post"]),
+        *(decode_message(m, types) for m in data["post"]),
     )
-    rest: ChatRequest = from_data(data["rest"])
+    rest: ChatRequest = from_data(data["rest"], types)
     return attrs.evolve(rest, messages=messages)
 
 
@@ -83,9 +83,9 @@ def recorded_model(
     found = journal.lookup(key, "model")
     if found is not None:
         data = orjson.loads(found)
-        recorded = decode_request(data["request"], history)
+        recorded = decode_request(data["request"], history, journal.types)
         if recorded == request:
-            response: ChatResponse = from_data(data["response"])
+            response: ChatResponse = from_data(data["response"], journal.types)
             return key, response
         if journal.replaying:
             labels = ("recorded request", "replayed request")
@@ -129,7 +129,7 @@ async def run_tools(
         done = journal.lookup(key, "result")
         if done is not None:
             data = orjson.loads(done)
-            answers[i] = (call, decode_message(data["m"]), data["d"])
+            answers[i] = (call, decode_message(data["m"], journal.types), data["d"])
         elif journal.replaying:
             raise journal.diverged(rt, f"tool call {_show(call)} was not in the record")
         else:

@@ -21,7 +21,7 @@ import orjson
 from .._context import AgentContext
 from .._errors import ContextEncodingError, NodeFailed, ReplayDiverged
 from .._journal import ToolAnswer, ToolRunner
-from .._json import from_data, to_data
+from .._json import NO_TYPES, Types, from_data, to_data
 from .._runtime import Interrupt, Runtime
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
@@ -47,8 +47,8 @@ def encode_value(value: Any, where: str) -> bytes:
     return orjson.dumps({"v": to_data(value, tagged=True, where=where)})
 
 
-def decode_value(data: bytes) -> Any:
-    return from_data(orjson.loads(data)["v"])
+def decode_value(data: bytes, types: Types = NO_TYPES) -> Any:
+    return from_data(orjson.loads(data)["v"], types)
 
 
 _LOOK = 0.5
@@ -98,7 +98,9 @@ class StoreJournal:
         expected: Sequence[tuple[StepRecord, AgentContext[Any]]] | None = None,
         attempts: Mapping[str, int] | None = None,
         lease: Lease | None = None,
+        types: Types = NO_TYPES,
     ) -> None:
+        self.types = types
         self.store = store
         self.run_id = run_id
         self.initial = initial
@@ -326,7 +328,7 @@ class StoreJournal:
         key = self.key(rt, name)
         found = self.lookup(key, "value")
         if found is not None:
-            value: T = decode_value(found)
+            value: T = decode_value(found, self.types)
             return value
         if self.replaying:
             raise self.diverged(rt, f"no value was recorded for {name!r} ({key})")
@@ -343,7 +345,7 @@ class StoreJournal:
         key = self.key(rt, "interrupt")
         answer = self.lookup(key, "answer")
         if answer is not None:
-            return decode_value(answer)
+            return decode_value(answer, self.types)
         if self.replaying and self.lookup(key, "interrupt") is None:
             raise self.diverged(rt, f"the replay asked {question!r}, which the record never asked")
         self.record(key, "interrupt", encode_value(question, "question"))

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._context import AgentContext
-from .._errors import CheckpointError, ResumeError
+from .._errors import CheckpointError, ContextDecodingError, ResumeError
 from .._graph import Graph
+from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
 from ._codec import decode_context, full_context
 from ._frames import Continue, Enter, Frame, node_named
@@ -82,13 +83,18 @@ async def open_run(
     return StoreJournal(store, rid, initial=ctx, base=ctx, lease=lease)
 
 
-def decode_contexts(log: RunLog) -> list[AgentContext[Any]]:
-    """The initial context, then the context of every step record, in commit order."""
-    contexts = [decode_context(log.run.context, None)]
+def decode_contexts(log: RunLog, *, types: Types = NO_TYPES) -> list[AgentContext[Any]]:
+    """The initial context, then the context of every step record, in commit order.
+
+    Only agentgraph's own types and those in `types` are constructed.
+    """
+    contexts = [decode_context(log.run.context, None, types)]
     try:
         for record in log.steps:
-            contexts.append(decode_context(record.context, contexts[-1]))
-    except (ValueError, TypeError, KeyError, AttributeError, ImportError) as exc:
+            contexts.append(decode_context(record.context, contexts[-1], types))
+    except ContextDecodingError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         raise CheckpointError(
             f"run {log.run.run_id!r}: step record {len(contexts)} cannot be decoded: {exc}"
         ) from exc
@@ -238,7 +244,12 @@ def attempts(pending: Sequence[Effect]) -> dict[str, int]:
 
 
 async def open_resume(
-    graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, answer: Any = NO_ANSWER
+    graph: Graph[Any, Any],
+    run_id: str,
+    store: CheckpointStore,
+    *,
+    answer: Any = NO_ANSWER,
+    types: Types = NO_TYPES,
 ) -> StoreJournal:
     """A journal that continues `run_id` after its last committed step.
 
@@ -248,7 +259,7 @@ async def open_resume(
     lease = await store.acquire(run_id, owner=new_owner())
     try:
         log = await _load(store, run_id)
-        contexts = decode_contexts(log)
+        contexts = decode_contexts(log, types=types)
         frames = plan(log.steps, contexts)
         _check_frames(graph, frames, log, contexts[-1])
         journal = StoreJournal(
@@ -262,6 +273,7 @@ async def open_resume(
             resumed_at=(contexts[-1], log.steps[-1].step if log.steps else 0),
             attempts=attempts(_pending(log)),
             lease=lease,
+            types=types,
         )
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
@@ -271,10 +283,12 @@ async def open_resume(
     return journal
 
 
-async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStore) -> StoreJournal:
+async def open_replay(
+    graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, types: Types = NO_TYPES
+) -> StoreJournal:
     """A journal that replays `run_id` against its record (a fork: from where it was forked)."""
     log = await _load(store, run_id)
-    contexts = decode_contexts(log)
+    contexts = decode_contexts(log, types=types)
     start = 0
     if log.run.parent_step is not None:
         start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)
@@ -291,4 +305,5 @@ async def open_replay(graph: Graph[Any, Any], run_id: str, store: CheckpointStor
         frames=frames,
         resumed_at=(contexts[start], log.steps[start - 1].step) if start else None,
         expected=expected,
+        types=types,
     )

@@ -23,6 +23,7 @@ import attrs
 
 from .._context import AgentContext
 from .._errors import CheckpointError
+from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
 from ._lease import Lease, RunBusy
@@ -103,14 +104,20 @@ class StoreBase:
         return await open_run(graph, ctx, _storage(self), run_id)
 
     async def open_resume(
-        self, graph: Graph[Any, Any], run_id: str, answer: Any = NO_ANSWER
+        self,
+        graph: Graph[Any, Any],
+        run_id: str,
+        answer: Any = NO_ANSWER,
+        types: Types = NO_TYPES,
     ) -> StoreJournal:
         """Continue `run_id` after its last committed step (see `GraphRunner.resume`)."""
-        return await open_resume(graph, run_id, _storage(self), answer=answer)
+        return await open_resume(graph, run_id, _storage(self), answer=answer, types=types)
 
-    async def open_replay(self, graph: Graph[Any, Any], run_id: str) -> StoreJournal:
+    async def open_replay(
+        self, graph: Graph[Any, Any], run_id: str, types: Types = NO_TYPES
+    ) -> StoreJournal:
         """Replay `run_id` from its record (see `GraphRunner.replay`)."""
-        return await open_replay(graph, run_id, _storage(self))
+        return await open_replay(graph, run_id, _storage(self), types=types)
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id` for `owner`, or raise `RunBusy` naming the runner that has it."""

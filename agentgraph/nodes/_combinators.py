@@ -109,6 +109,9 @@ class Parallel(Node[In, Out]):
     merge: Merge[In, Out]
     limit: int | None = None
 
+    def data_types(self) -> tuple[type[Any], ...]:
+        return tuple(t for branch in self.branches for t in branch.data_types())
+
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         outputs = await _fan_out(rt, [(b, ctx) for b in self.branches], self.limit)
         return self.merge(ctx, outputs)
@@ -122,6 +125,10 @@ class MapEach(Node[In, Out]):
 
     node: Node[Any, Any]
     items: Callable[[AgentContext[In]], Iterable[Any]]
+
+    def data_types(self) -> tuple[type[Any], ...]:
+        return self.node.data_types()
+
     merge: Merge[In, Out]
     limit: int | None = None
 

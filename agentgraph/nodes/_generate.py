@@ -153,6 +153,10 @@ class Generate(Node[Any, T]):
 
     model: ChatModel
     output_type: Any
+
+    def data_types(self) -> tuple[type[Any], ...]:
+        return (self.output_type,) if isinstance(self.output_type, type) else ()
+
     instruction: Instruction
     sections: tuple[Section, ...] = ()
     attempts: int = 1

@@ -17,6 +17,7 @@ from agentgraph import (
     Message,
     NodeFailed,
     RunHandle,
+    Types,
     node,
 )
 from agentgraph._json import to_data
@@ -159,7 +160,8 @@ async def test_inputs_and_state_holding_attrs_dataclasses_and_enums_round_trip(s
     start = AgentContext(Basket([Order("cap", Colour.RED, (3,))], {1: "first"}))
     handle = RunHandle()
     out = await GraphRunner().run(g.build(), start, store=store, handle=handle)
-    initial, final = decode_contexts(await store.load(handle.run_id))
+    types = Types.of(Basket)  # Order and Colour come along: Basket's fields hold them
+    initial, final = decode_contexts(await store.load(handle.run_id), types=types)
     assert initial == start and final == out
     assert isinstance(final.input, Basket) and final.input.orders[1].colour is Colour.BLUE
     assert final.state["last"] == Order("hat", Colour.BLUE, (1, 2))

@@ -9,7 +9,7 @@ import anyio
 import attrs
 import pytest
 
-from agentgraph import AgentContext, Message, ToolCall, ToolError
+from agentgraph import AgentContext, ContextEncodingError, Message, ToolCall, ToolError
 from agentgraph.tools import RAW_ARGUMENTS, ToolOutcome, execute_calls, run_tool_calls, tool
 
 pytestmark = pytest.mark.anyio
@@ -164,10 +164,11 @@ async def test_an_exception_that_cannot_print_itself():
 async def test_a_result_that_contains_itself():
     (outcome,) = await run_tool_calls([looped], [call("looped")])
     assert outcome.error == "bad_result" and outcome.message.is_error
-    assert isinstance(outcome.exception, RecursionError)
+    assert isinstance(outcome.exception, ContextEncodingError)
     assert outcome.message.content.startswith(
-        'tool "looped" returned a list that could not be encoded: RecursionError'
+        'tool "looped" returned a list that cannot be sent as JSON: cannot encode value[0]'
     )
+    assert "deeper than 100 levels" in outcome.message.content
 
 
 async def test_timeouts_for_async_and_sync_tools():
