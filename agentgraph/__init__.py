@@ -16,6 +16,7 @@ from ._errors import GraphCancelled as GraphCancelled
 from ._errors import GraphDefinitionError as GraphDefinitionError
 from ._errors import GraphTimeout as GraphTimeout
 from ._errors import Interrupted as Interrupted
+from ._errors import LeaseLost as LeaseLost
 from ._errors import NodeFailed as NodeFailed
 from ._errors import NodeTimeout as NodeTimeout
 from ._errors import NotFoundError as NotFoundError
@@ -30,6 +31,7 @@ from ._errors import ReplayDiverged as ReplayDiverged
 from ._errors import ResponseFormatError as ResponseFormatError
 from ._errors import ResumeError as ResumeError
 from ._errors import RoutingError as RoutingError
+from ._errors import RunBusy as RunBusy
 from ._errors import RunError as RunError
 from ._errors import ServerError as ServerError
 from ._errors import StepLimitExceeded as StepLimitExceeded
@@ -62,9 +64,9 @@ from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._journal import Journal as Journal
-from ._json import Types as Types
 from ._journal import JournalSource as JournalSource
 from ._journal import ToolAnswer as ToolAnswer
+from ._json import Types as Types
 from ._node import Node as Node
 from ._node import node as node
 from ._retry import RetryPolicy as RetryPolicy
@@ -74,8 +76,6 @@ from ._runner import RunHandle as RunHandle
 from ._runner import Runtime as Runtime
 from ._runner import Sink as Sink
 from ._runner import StepCallback as StepCallback
-from .checkpoint._lease import LeaseLost as LeaseLost
-from .checkpoint._lease import RunBusy as RunBusy
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
-from .llm._messages import Message, ToolSpec, Usage
+from .llm._messages import Message, ToolSpec, Usage, reduce_frozen
 
 if TYPE_CHECKING:
     from ._json import Types
@@ -53,6 +53,9 @@ class History(Sequence[Message]):
             items = items[: self._len]
         items.extend(messages)
         return History._view(items, len(items))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return History, (tuple(self),)
 
     def __len__(self) -> int:
         return self._len
@@ -220,3 +223,7 @@ class AgentContext(Generic[T]):
         if not isinstance(value, AgentContext):
             raise ContextDecodingError(f"the JSON holds a {type(value).__name__}, not a context")
         return value
+
+
+# Pickling (for your own processes): the read-only state travels as a dict.
+AgentContext.__reduce__ = reduce_frozen  # type: ignore[assignment,method-assign]

@@ -7,6 +7,7 @@ AgentGraphError
 ├── ContextEncodingError (TypeError)        a context value that cannot be serialized
 ├── ContextDecodingError (ValueError)       a serialized context that cannot be rebuilt
 ├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
+│   └── LeaseLost                           the run's lease lapsed or passed to another runner
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
 │   ├── NodeFailed                          the original error is `__cause__`
@@ -16,7 +17,8 @@ AgentGraphError
 │   ├── GraphTimeout (TimeoutError)         the run's own timeout elapsed
 │   ├── Interrupted                         a node asked for outside input; resume with an answer
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
-│   │                                       unsafe tool call that was in flight at a crash
+│   │   │                                   unsafe tool call that was in flight at a crash
+│   │   └── RunBusy                         another runner holds the run's lease
 │   └── ReplayDiverged                      a replay asked for what the record does not hold
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
@@ -46,6 +48,7 @@ the step index (`.step`). Every message is built in the constructor.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -66,6 +69,7 @@ __all__ = (
     "GraphDefinitionError",
     "GraphTimeout",
     "Interrupted",
+    "LeaseLost",
     "NodeFailed",
     "NodeTimeout",
     "NotFoundError",
@@ -80,6 +84,7 @@ __all__ = (
     "ResponseFormatError",
     "ResumeError",
     "RoutingError",
+    "RunBusy",
     "RunError",
     "ServerError",
     "StepLimitExceeded",
@@ -96,8 +101,25 @@ def _path(path: Sequence[str]) -> str:
     return "/".join(path) or "<root>"
 
 
+def _rebuild(cls: type[AgentGraphError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    # OSError (under TimeoutError and ConnectionError) lays instances out its own way.
+    make = OSError.__new__ if issubclass(cls, OSError) else Exception.__new__
+    error = make(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
+
 class AgentGraphError(Exception):
-    """Root of every error agentgraph raises."""
+    """Root of every error agentgraph raises.
+
+    Errors pickle with their attributes (for transport between your own
+    processes; never unpickle data you did not write).
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The constructors take keyword-only context: rebuild from the state instead.
+        return _rebuild, (type(self), self.args, self.__dict__)
 
 
 class GraphDefinitionError(AgentGraphError, ValueError):
@@ -109,15 +131,17 @@ class GraphDefinitionError(AgentGraphError, ValueError):
         super().__init__(f"graph {graph!r}: {problem}")
 
 
-class EdgeOutsideBuilder(AgentGraphError, RuntimeError):
+class EdgeOutsideBuilder(GraphDefinitionError, RuntimeError):
     """`edge_to` was called with no `with GraphBuilder(...)` block open."""
 
     def __init__(self, node: str) -> None:
         self.node = node
-        super().__init__(
+        self.graph = ""
+        self.problem = (
             f"{node}.edge_to(...) was called outside a builder block; "
             "write edges inside `with GraphBuilder(...) as g:`"
         )
+        AgentGraphError.__init__(self, self.problem)
 
 
 class ContextEncodingError(AgentGraphError, TypeError):
@@ -300,6 +324,30 @@ class ResumeError(RunError):
             step=step,
             path=path,
         )
+
+
+class RunBusy(ResumeError):
+    """Another runner holds the run's lease: nothing was run or written.
+
+    Attributes:
+        owner: the runner holding the lease (machine, process, and a tag).
+        expires: wall-clock time its lease lapses unless renewed.
+    """
+
+    def __init__(self, run_id: str, owner: str, expires: float) -> None:
+        self.owner = owner
+        self.expires = expires
+        self.run_id = run_id
+        left = max(0.0, expires - time.time())
+        self.reason = (
+            f"another runner holds it ({owner}); its lease lapses in {left:.1f} s "
+            "unless renewed, which its runner does while it is alive"
+        )
+        message = f"run {run_id!r} is already being run: {self.reason}"
+        from ._context import AgentContext
+
+        # Nothing was loaded yet: the error carries an empty context at step 0.
+        RunError.__init__(self, message, context=AgentContext(None), step=0)
 
 
 class ReplayDiverged(RunError):
@@ -509,3 +557,16 @@ class DimensionMismatch(VectorStoreError):
             "embedding model (and dimensions) the store was built with",
             path=path,
         )
+
+
+class LeaseLost(CheckpointError):
+    """The run's lease lapsed or passed to another runner: this runner must stop.
+
+    Raised by a store refusing a commit, and by a runner that could not renew
+    its lease before it ran out.
+    """
+
+    def __init__(self, run_id: str, why: str) -> None:
+        self.run_id = run_id
+        self.why = why
+        super().__init__(f"run {run_id!r} is no longer ours to run: {why}")

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError, ResumeError, RunError
+from .._errors import LeaseLost, RunBusy
 
 __all__ = ("LEASE_TERM", "Lease", "LeaseLost", "RunBusy", "new_owner")
 
@@ -39,38 +37,3 @@ class Lease:
 def new_owner() -> str:
     """An owner id that names the machine and process, and is unique per call."""
     return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
-
-
-class RunBusy(ResumeError):
-    """Another runner holds the run's lease: nothing was run or written.
-
-    Attributes:
-        owner: the runner holding the lease (machine, process, and a tag).
-        expires: wall-clock time its lease lapses unless renewed.
-    """
-
-    def __init__(self, run_id: str, owner: str, expires: float) -> None:
-        self.owner = owner
-        self.expires = expires
-        self.run_id = run_id
-        left = max(0.0, expires - time.time())
-        self.reason = (
-            f"another runner holds it ({owner}); its lease lapses in {left:.1f} s "
-            "unless renewed, which its runner does while it is alive"
-        )
-        message = f"run {run_id!r} is already being run: {self.reason}"
-        # Nothing was loaded yet: the error carries an empty context at step 0.
-        RunError.__init__(self, message, context=AgentContext(None), step=0)
-
-
-class LeaseLost(CheckpointError):
-    """The run's lease lapsed or passed to another runner: this runner must stop.
-
-    Raised by a store refusing a commit, and by a runner that could not renew
-    its lease before it ran out.
-    """
-
-    def __init__(self, run_id: str, why: str) -> None:
-        self.run_id = run_id
-        self.why = why
-        super().__init__(f"run {run_id!r} is no longer ours to run: {why}")

@@ -13,6 +13,23 @@ __all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage")
 Role = Literal["system", "user", "assistant", "tool"]
 
 
+def _restore(cls: type[Any], values: dict[str, Any]) -> Any:
+    return cls(**values)
+
+
+def reduce_frozen(obj: Any) -> tuple[Any, ...]:
+    """A pickle recipe for a frozen attrs class whose mappings are read-only views.
+
+    `MappingProxyType` refuses to pickle; the recipe passes plain dicts to the
+    constructor, whose converters make them read-only again.
+    """
+    values = {(f.alias or f.name): getattr(obj, f.name) for f in attrs.fields(type(obj)) if f.init}
+    for key, value in values.items():
+        if isinstance(value, MappingProxyType):
+            values[key] = dict(value)
+    return _restore, (type(obj), values)
+
+
 def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(value, MappingProxyType):
         return value
@@ -118,3 +135,9 @@ class Message:
         cls, tool_call_id: str, content: str, *, name: str | None = None, is_error: bool = False
     ) -> Message:
         return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
+
+
+# Pickling (for your own processes): read-only mappings travel as dicts.
+ToolCall.__reduce__ = reduce_frozen  # type: ignore[assignment,method-assign]
+ToolSpec.__reduce__ = reduce_frozen  # type: ignore[assignment,method-assign]
+Message.__reduce__ = reduce_frozen  # type: ignore[assignment,method-assign]
