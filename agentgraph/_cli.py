@@ -43,6 +43,7 @@ from ._context import AgentContext
 from ._errors import AgentGraphError
 from ._graph import Graph
 from ._node import Node
+from ._redact import masked
 from ._runner import GraphRunner, Sink
 from .llm._model import ChatModel, ChatRequest, ChatResponse
 
@@ -132,14 +133,19 @@ def load_target(target: str, model: ChatModel | None = None) -> Graph[Any, Any]:
         value: Any = _import(module)
     except CommandError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a module that exits while importing, too
         raise CommandError(
             f"importing {module!r} failed: {type(exc).__name__}: {exc}{_where(exc)}"
         ) from exc
     for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise CommandError(f"{module!r} has no attribute {attribute!r}")
-        value = getattr(value, part)
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise CommandError(f"{module!r} has no attribute {attribute!r}") from None
+        except (Exception, SystemExit) as exc:  # a module __getattr__ or property that raises
+            raise CommandError(
+                f"reading {attribute!r} of {module!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
     if isinstance(value, Graph):
         if model is not None and not isinstance(model, _NoModel):
             raise CommandError(f"{target} is a graph; --model needs a function taking `model`")
@@ -170,7 +176,7 @@ def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Graph[A
         raise CommandError(f"{target} needs a model: pass --model provider:name")
     try:
         made = factory(model=model) if takes_model and model is not None else factory()
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         raise CommandError(f"{target}() failed: {type(exc).__name__}: {exc}{_where(exc)}") from exc
     if not isinstance(made, Graph):
         raise CommandError(f"{target}() returned a {type(made).__name__}, not a Graph")
@@ -220,7 +226,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         result = anyio.run(runner.run, graph, AgentContext(value))
     except Exception as exc:
-        err.write(f"agentgraph: run failed: {type(exc).__name__}: {_first_line(exc)}\n")
+        # The console tree masked secrets; the error line must too.
+        err.write(f"agentgraph: run failed: {type(exc).__name__}: {masked(_first_line(exc))}\n")
         return 1
     finally:
         if trace is not None:
@@ -326,9 +333,23 @@ def main(
         args = parser.parse_args(args_list)
         status: int = args.handler(args, out, err)
     except CommandError as exc:
-        err.write(f"agentgraph: error: {exc}\n")
+        err.write(f"agentgraph: error: {masked(str(exc))}\n")
         return 2
     except KeyboardInterrupt:
         err.write("agentgraph: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader left (`... | head`): stop quietly, as other command-line tools do.
+        _silence(out)
+        return 141
     return status
+
+
+def _silence(out: TextIO) -> None:
+    """Point standard output at the null device, so the exit flush cannot fail again."""
+    if out is sys.stdout:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass

@@ -15,6 +15,7 @@ import attrs
 
 from ._context import AgentContext
 from ._errors import NodeFailed, RunError
+from ._redact import Redactor
 
 __all__ = ("Attempt", "ErrorTransition", "Failure", "RetryRule", "root_error", "routes_error")
 
@@ -52,8 +53,6 @@ class Failure:
     @classmethod
     def of(cls, failed: NodeFailed) -> Failure:
         """The record of `failed`."""
-        from .tracing._redact import Redactor
-
         cause = root_error(failed)
         text = Redactor().mask(str(cause))
         if len(text) > _MESSAGE:

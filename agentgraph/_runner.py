@@ -24,6 +24,7 @@ from ._events import Event, RunFinished, RunStarted
 from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
+from ._redact import masked
 from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
@@ -327,11 +328,16 @@ class GraphRunner:
                     result = sink(event)
                     if result is not None and inspect.isawaitable(result):
                         await result
-                except Exception:
+                except Exception as exc:
                     if fail:
                         raise
                     sinks.remove(sink)
-                    _log.exception("trace sink %r failed and was detached; the run goes on", sink)
+                    # No traceback: its lines could show what the sink was writing.
+                    _log.error(
+                        "trace sink %r failed and was detached; the run goes on: %s",
+                        sink,
+                        masked(f"{type(exc).__name__}: {exc}"),
+                    )
             if stream is not None:
                 await stream(event)
 

@@ -22,6 +22,7 @@ from .._context import AgentContext
 from .._errors import ContextEncodingError, NodeFailed, ReplayDiverged
 from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
+from .._redact import masked
 from .._runtime import Interrupt, Runtime
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
@@ -275,8 +276,12 @@ class StoreJournal:
         self.close()
         try:
             await self.store.flush(run_id=self.run_id)
-        except Exception:
-            _log.exception("checkpoint store failed while run %r was stopping", self.run_id)
+        except Exception as exc:
+            _log.error(
+                "checkpoint store failed while run %r was stopping: %s",
+                self.run_id,
+                masked(f"{type(exc).__name__}: {exc}"),
+            )
 
     # -- effects ------------------------------------------------------------------------
     def key(self, rt: Runtime, name: str) -> str:

@@ -93,11 +93,19 @@ def _gigachat(given: _Given) -> ChatModel:
     )
 
 
+def _scripted(given: _Given) -> ChatModel:
+    # Offline: answers every request with the text after `scripted:` (demos, the CLI, tests).
+    from ..testing._scripted import ScriptedModel
+
+    return ScriptedModel(given.model, repeat=True)
+
+
 _PROVIDERS: Mapping[str, Callable[[_Given], ChatModel]] = {
     "anthropic": _Keyed(
         AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL
     ),
     "gigachat": _gigachat,
+    "scripted": _scripted,
     "ollama": _Keyed(OllamaModel, "OLLAMA_API_KEY", "OLLAMA_HOST", OLLAMA_BASE_URL, ollama_host),
     "openai": _Keyed(
         OpenAIModel,
@@ -133,7 +141,9 @@ def model_from_string(
     - `anthropic`: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`;
     - `gigachat`: `GIGACHAT_CREDENTIALS` (`api_key=` overrides it), `GIGACHAT_SCOPE`,
       `GIGACHAT_ACCESS_TOKEN`, `GIGACHAT_BASE_URL`, `GIGACHAT_AUTH_URL`,
-      `GIGACHAT_CA_BUNDLE_FILE`.
+      `GIGACHAT_CA_BUNDLE_FILE`;
+    - `scripted`: nothing; an offline model that answers every request with the
+      text after `scripted:` (`scripted:The answer is 42.`).
 
     Only the first `:` separates the provider, so Ollama tags stay in the name.
 

@@ -199,14 +199,26 @@ class ScriptedModel(ReplyModel):
     text answer), an exception instance to raise, a `BrokenStream`, or a
     function from the `ChatRequest` to a reply. Tool calls without an id get
     `call_1`, `call_2`, ... Every request is kept in `.requests`. A request
-    beyond the script raises `ScriptExhausted`. Streams split text and tool
+    beyond the script raises `ScriptExhausted`, unless `repeat=True`: then the
+    last item answers every request after it, so `ScriptedModel("42",
+    repeat=True)` always answers 42 and `ScriptedModel(fn, repeat=True)`
+    answers every request with `fn(request)`. Streams split text and tool
     arguments into pieces of `chunk_size` characters.
     """
 
-    def __init__(self, *script: ScriptItem, name: str = "scripted", chunk_size: int = 8) -> None:
+    def __init__(
+        self,
+        *script: ScriptItem,
+        name: str = "scripted",
+        chunk_size: int = 8,
+        repeat: bool = False,
+    ) -> None:
         super().__init__(name, chunk_size)
+        if repeat and not script:
+            raise ValueError("repeat=True needs at least one item to repeat")
         self._script: deque[ScriptItem] = deque(script)
         self._scripted = len(script)
+        self._repeat = repeat
 
     @property
     def remaining(self) -> int:
@@ -221,7 +233,8 @@ class ScriptedModel(ReplyModel):
     def _reply(self, request: ChatRequest) -> Reply | BrokenStream:
         if not self._script:
             raise ScriptExhausted(self._name, len(self._requests), self._scripted)
-        item = self._script.popleft()
+        last = self._repeat and len(self._script) == 1
+        item = self._script[0] if last else self._script.popleft()
         if isinstance(item, BaseException):
             raise item
         if isinstance(item, ChatResponse | Message | str | BrokenStream):

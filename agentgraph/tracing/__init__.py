@@ -8,6 +8,8 @@ Secrets never reach a record; a `Redactor` hook can mask more.
 """
 
 from .._errors import TraceFormatError as TraceFormatError
+from .._redact import Redaction as Redaction
+from .._redact import Redactor as Redactor
 from ._console import ConsoleSink as ConsoleSink
 from ._console import render_trace as render_trace
 from ._html import trace_to_html as trace_to_html
@@ -20,8 +22,6 @@ from ._mermaid import graph_to_mermaid as graph_to_mermaid
 from ._mermaid import run_to_mermaid as run_to_mermaid
 from ._otel import OtelSink as OtelSink
 from ._records import Recorder as Recorder
-from ._redact import Redaction as Redaction
-from ._redact import Redactor as Redactor
 from ._tree import ModelCall as ModelCall
 from ._tree import RetryRecord as RetryRecord
 from ._tree import Route as Route

@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from .._events import RunFinished
+from .._redact import Redaction, Redactor
 from ._records import Recorder
-from ._redact import Redaction, Redactor
 from ._text import (
     ASCII,
     UNICODE,

@@ -22,8 +22,8 @@ from .._events import (
     RunFinished,
     RunStarted,
 )
+from .._redact import Redaction, Redactor
 from ._records import Recorder
-from ._redact import Redaction, Redactor
 from ._tree import Trace, TraceBuilder
 
 __all__ = (

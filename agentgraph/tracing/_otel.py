@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from .._redact import Redaction, Redactor
 from ._records import Recorder
-from ._redact import Redaction, Redactor
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider

@@ -40,7 +40,7 @@ from .._events import (
 )
 from .._json import to_data
 from .._node import Node
-from ._redact import Redaction, Redactor
+from .._redact import Redaction, Redactor
 
 __all__ = ("Recorder", "error_record", "plain")
 

@@ -7,10 +7,10 @@ import orjson
 import pytest
 
 from agentgraph import AgentContext, GraphRunner, NodeFailed, StepInfo
+from agentgraph._redact import is_secret_name
 from agentgraph.tracing import Recorder, Redactor, TraceRecorder
 from agentgraph.tracing._jsonl import encode_record
 from agentgraph.tracing._records import plain
-from agentgraph.tracing._redact import is_secret_name
 
 from .support import FAILED_RUN, FAKE_KEY, kinds, mask_emails, nested_graph, scripted_agent
 from .support import secret_context as secret_ctx

@@ -1,4 +1,4 @@
-"""Masking secrets (always) and whatever else the user asks for (a hook) in trace records.
+"""Masking secrets (always) and whatever else the user asks for (a hook) in what leaves the process.
 
 Three things are masked without being asked:
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ("MASK", "Redaction", "Redactor", "is_secret_name")
+__all__ = ("MASK", "Redaction", "Redactor", "is_secret_name", "masked")
 
 MASK = "***"
 
@@ -109,6 +109,14 @@ def is_secret_name(name: str) -> bool:
     return key in _SECRET_NAMES or key.endswith(_SECRET_SUFFIXES)
 
 
+def masked(text: str) -> str:
+    """`text` with every built-in secret shape and secret environment value masked.
+
+    For what leaves the process outside a trace: printed errors, log lines.
+    """
+    return Redactor().mask(text)
+
+
 def _environment_secrets() -> tuple[str, ...]:
     return tuple(
         value for name, value in os.environ.items() if len(value) >= 8 and is_secret_name(name)
@@ -155,10 +163,13 @@ class Redactor:
             return text
         try:
             result = self._hook(field, text)
-        except Exception:
+        except Exception as exc:
             if not self._hook_failed:
                 self._hook_failed = True
-                _log.exception("trace redaction hook failed; the value is masked entirely")
+                _log.error(
+                    "trace redaction hook failed (%s); the value is masked entirely",
+                    type(exc).__name__,
+                )
             return MASK
         return result if isinstance(result, str) else MASK
 
@@ -203,7 +214,11 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value, field)
         if isinstance(value, Mapping):
-            return {k: self._value(v, str(k), f"{field}.{k}") for k, v in value.items()}
+            # A key can be a secret too (a token used as a mapping key): it is masked like text.
+            return {
+                self.mask(k) if isinstance(k, str) else k: self._value(v, str(k), f"{field}.{k}")
+                for k, v in value.items()
+            }
         if isinstance(value, list | tuple):
             return [self._value(v, "", f"{field}.{i}") for i, v in enumerate(value)]
         return value
