@@ -297,9 +297,15 @@ class Graph(Node[In, Out]):
             if t.target is not None:
                 return t.target, position
             assert t.router is not None
-            chosen = t.router(ctx)
-            if t.is_async or inspect.isawaitable(chosen):
-                chosen = await chosen
+            try:
+                chosen = t.router(ctx)
+                if t.is_async or inspect.isawaitable(chosen):
+                    chosen = await chosen
+            except Exception as exc:
+                reason = f"{t.label or 'the router'} raised {type(exc).__name__}: {exc}"
+                if len(reason) > _SHOWN:
+                    reason = reason[: _SHOWN - 1] + "…"
+                raise RoutingError(reason, context=ctx, step=step, path=(*path, node.name)) from exc
             if chosen is None:
                 continue
             if not isinstance(chosen, Node):

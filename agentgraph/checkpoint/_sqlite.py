@@ -338,9 +338,17 @@ class SQLiteStore(StoreBase):
                     item.set()
             if None in batch:
                 if conn is not None:
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                    conn.close()
+                    self._shut(conn)
                 return
+
+    def _shut(self, conn: sqlite3.Connection) -> None:
+        """Fold the WAL into the database and close; a failure is kept, never printed."""
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            self._error = self._error or exc
+        finally:
+            conn.close()
 
     def _gather(self) -> list[_Item]:
         """The next batch: what queued up, or nothing when a lease is due for renewal."""
@@ -589,7 +597,11 @@ def _transaction(conn: sqlite3.Connection, ids: dict[str, int]) -> Iterator[None
         yield
         conn.execute("COMMIT")
     except Exception:
-        conn.execute("ROLLBACK")
+        # SQLite rolls back by itself after some errors (a full disk); the error that
+        # got us here is the one to report, not a failed ROLLBACK.
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
         ids.clear()
         ids.update(known)
         raise
