@@ -1,6 +1,8 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CORE := $(VENV)/.core
+RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long browser demo demo-rag quickstart bench bench-rag lint typecheck clean
@@ -9,10 +11,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# torch first, pinned: a CPU build of that version is available to pip here, and an
-# unpinned install would pull several GB of CUDA packages with sentence-transformers.
-$(STAMP): pyproject.toml | $(BIN)/python
+# The demos need only agentgraph itself and its five runtime dependencies.
+$(CORE): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(CORE)
+
+# Local embeddings need torch. It goes first, pinned: a CPU build of that version is
+# what pip finds here; on an ordinary Linux machine, see the README for the CPU index.
+$(RAG): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[rag,rag-local]'
+	touch $(RAG) $(CORE)
+
+# Everything the tests use: the dev tools, the provider SDKs, and the local embedder.
+$(STAMP): pyproject.toml $(RAG)
 	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local]'
 	touch $(STAMP)
 
@@ -38,13 +50,13 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(BIN)/python examples/react_agent.py
 
-demo-rag: $(STAMP)
+demo-rag: $(RAG)
 	$(BIN)/python examples/rag_agent.py
 
-quickstart: $(STAMP)
+quickstart: $(CORE)
 	$(BIN)/python examples/quickstart.py
 
 $(VENV)/.bench: $(STAMP)
