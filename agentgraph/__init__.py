@@ -98,6 +98,7 @@ from .structured import loads_lenient as loads_lenient
 from .structured import parse as parse
 from .structured import prompt_fragment as prompt_fragment
 from .structured import tools_for_union as tools_for_union
+from .structured import try_parse as try_parse
 from .structured import validate as validate
 from .tools import Tool as Tool
 from .tools import tool as tool
@@ -203,5 +204,6 @@ __all__ = (
     "stream_structured",
     "tool",
     "tools_for_union",
+    "try_parse",
     "validate",
 )

@@ -116,7 +116,14 @@ def _to_tools(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
     return value if isinstance(value, tuple) else tuple(value)
 
 
-Think = bool | Literal["low", "medium", "high"] | None
+Think = bool | Literal["low", "medium", "high", "auto"] | None
+"""A thinking hint: on or off, an effort, `"auto"` (the model's own default), or unset."""
+
+
+def _check_think(value: Any) -> None:
+    from .llm._model import think_hint
+
+    think_hint(value)
 
 
 @attrs.frozen
@@ -126,7 +133,7 @@ class Settings:
     model: str | None = None
     temperature: float | None = None
     max_output: int | None = None
-    think: Think = None
+    think: Think = attrs.field(default=None, validator=lambda _, __, value: _check_think(value))
 
     def with_(self, **changes: Any) -> Settings:
         """Return a copy with `changes` applied."""

@@ -271,3 +271,109 @@ def test_run_sync_outside_a_loop_runs():
     model = ScriptedModel("hi")
     assert model.remaining == 1
     assert GraphRunner().run_sync(echo, AgentContext(1)).input == 1
+
+
+# -- gaps the source designs needed ------------------------------------------------------
+
+
+def test_think_auto_leaves_the_choice_to_the_model_and_nonsense_is_refused():
+    from agentgraph import Settings
+    from agentgraph.llm import ChatRequest
+
+    assert ChatRequest((), think="auto").think is None
+    assert Settings(think="auto").think == "auto"
+    with pytest.raises(ValueError, match="think is True, False"):
+        Settings(think="maximum")
+    with pytest.raises(ValueError, match="think is True, False"):
+        ChatRequest((), think=2)
+
+
+def test_tool_call_arguments_may_be_json_text():
+    from agentgraph import ToolCall
+
+    assert ToolCall("c1", "add", '{"a": 1}').arguments == {"a": 1}
+    with pytest.raises(ValueError, match="not JSON"):
+        ToolCall("c1", "add", "{a: 1")
+    with pytest.raises(ValueError, match="JSON object"):
+        ToolCall("c1", "add", "[1]")
+
+
+def test_new_types_are_their_base_type_on_the_wire():
+    from typing import NewType
+
+    import attrs
+
+    from agentgraph import json_schema, parse
+
+    UserId = NewType("UserId", int)
+
+    @attrs.frozen
+    class Account:
+        owner: UserId
+
+    assert json_schema(Account)["properties"]["owner"] == {"type": "integer"}
+    assert parse(Account, '{"owner": "7"}') == Account(UserId(7))
+
+
+def test_try_parse_is_none_only_when_there_is_no_json():
+    import attrs
+
+    from agentgraph import OutputError, try_parse
+
+    @attrs.frozen
+    class Point:
+        x: int
+
+    assert try_parse(Point, "Sorry, I cannot help with that.") is None
+    assert try_parse(Point, 'Sure: {"x": 2}') == Point(2)
+    with pytest.raises(OutputError):
+        try_parse(Point, '{"y": 2}')
+
+
+def test_a_partial_object_built_by_hand():
+    import attrs
+
+    from agentgraph import OutputError, Partial
+
+    @attrs.frozen
+    class Review:
+        title: str
+        stars: int
+
+    partial = Partial({}).with_field("title", "Good").with_field("stars", "4")
+    assert partial.get("stars") == "4" and not partial.complete
+    done = partial.to_complete(Review)
+    assert done.complete and done.result == Review("Good", 4)
+    with pytest.raises(OutputError, match="stars"):
+        Partial({}).with_field("title", "x").to_complete(Review)
+
+
+async def test_chat_sends_a_text_input_as_the_first_turn():
+    from agentgraph import Message
+    from agentgraph.nodes import chat
+
+    model = ScriptedModel("Hello!")
+    out = await GraphRunner().run(chat(model), AgentContext("hi there"))
+    assert model.requests[0].messages == (Message.user("hi there"),)
+    assert [m.role for m in out.history] == ["user", "assistant"]
+    with pytest.raises(NodeFailed) as failed:
+        await GraphRunner().run(chat(ScriptedModel("x")), AgentContext(42))
+    assert isinstance(failed.value.error, UsageError) and "user_turn()" in str(failed.value)
+
+
+async def test_a_scripted_model_repeats_its_last_answer_or_a_function():
+    from agentgraph.llm import ChatRequest
+
+    always = ScriptedModel("42", repeat=True)
+    answers = [(await always.request(ChatRequest(()))).message.content for _ in range(3)]
+    assert answers == ["42", "42", "42"]
+    count = ScriptedModel(lambda request: f"seen {len(request.messages)}", repeat=True)
+    assert (
+        await count.request(
+            ChatRequest(
+                (),
+            )
+        )
+    ).message.content == "seen 0"
+    with pytest.raises(ValueError, match="needs at least one"):
+        ScriptedModel(repeat=True)

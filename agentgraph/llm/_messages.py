@@ -7,6 +7,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 import attrs
+import orjson
 
 __all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage")
 
@@ -67,13 +68,28 @@ class Usage:
         )
 
 
+def _arguments(value: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
+    """Tool-call arguments as a read-only mapping; JSON text (as the wire carries it) is parsed."""
+    if isinstance(value, str | bytes):
+        try:
+            value = orjson.loads(value or "{}")
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"tool-call arguments are not JSON: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ValueError(f"tool-call arguments are a JSON object, not {type(value).__name__}")
+    return _frozen_mapping(value)
+
+
 @attrs.frozen
 class ToolCall:
-    """A model's request to call a tool; `arguments` is the parsed JSON object."""
+    """A model's request to call a tool; `arguments` is the parsed JSON object.
+
+    The arguments may be given as JSON text (`ToolCall("c1", "add", '{"a": 1}')`).
+    """
 
     id: str
     name: str
-    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_mapping)
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_arguments)
 
 
 @attrs.frozen

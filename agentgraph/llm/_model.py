@@ -48,6 +48,18 @@ class OutputSchema:
     strict: bool = True
 
 
+_THINK = (None, True, False, "low", "medium", "high", "auto")
+
+
+def think_hint(value: Any) -> Any:
+    """A checked thinking hint; `"auto"` (the model decides) is sent as no hint at all."""
+    if value not in _THINK or (isinstance(value, int) and not isinstance(value, bool)):
+        raise ValueError(
+            f"think is True, False, 'low', 'medium', 'high', 'auto' or None, not {value!r}"
+        )
+    return None if value == "auto" else value
+
+
 @attrs.frozen
 class ChatRequest:
     """Everything a model call needs, as data. `None` means "provider default".
@@ -61,7 +73,9 @@ class ChatRequest:
     tool_choice: ToolChoice | None = None
     temperature: float | None = None
     max_output: int | None = None
-    think: bool | Literal["low", "medium", "high"] | None = None
+    think: bool | Literal["low", "medium", "high"] | None = attrs.field(
+        default=None, converter=think_hint
+    )
     output: OutputSchema | None = None
     model: str | None = None
     """Overrides the client's model name for this request."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from .._context import AgentContext, Settings
+from .._errors import UsageError
 from .._node import Node
 from ..llm._messages import Message, ToolSpec
 from ..llm._model import ChatModel, ChatRequest, ToolChoice
@@ -73,12 +74,25 @@ class Chat(Node[Any, Message]):
     tool_choice: ToolChoice | None = None
 
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Message]:
+        if not ctx.history:
+            ctx = _first_turn(ctx, self.name)
         request = build_request(
             ctx, settings=self.settings, tools=self.tools, tool_choice=self.tool_choice
         )
         response = await rt.call_model(self.model, request)
         message = response.message
         return ctx.append(message).add_usage(response.usage).with_input(message)
+
+
+def _first_turn(ctx: AgentContext[Any], name: str) -> AgentContext[Any]:
+    """A conversation to send when there is none yet: the input, as the user's message."""
+    if isinstance(ctx.input, str) and ctx.input:
+        return ctx.append(Message.user(ctx.input))
+    raise UsageError(
+        f"{name}: there is no conversation to send (the history is empty and the input is "
+        f"{type(ctx.input).__name__}, not text): put a user_turn() node before it, or "
+        "start from AgentContext(...).append(Message.user(...))"
+    )
 
 
 def chat(

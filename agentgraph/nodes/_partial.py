@@ -25,6 +25,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar, overload
 
 import attrs
+import orjson
 
 from .._errors import OutputError, ResponseFormatError
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
@@ -68,6 +69,22 @@ class Partial(Generic[T]):
         if isinstance(self.value, Mapping):
             return self.value.get(name, default)
         return default
+
+    def with_field(self, name: str, value: Any) -> Partial[T]:
+        """A copy with field `name` set to `value`: build a partial object by hand."""
+        fields = dict(self.value) if isinstance(self.value, Mapping) else {}
+        fields[name] = value
+        return Partial(fields, text=self.text)
+
+    def to_complete(self, tp: type[T], *, strict: bool = False) -> Partial[T]:
+        """The fields so far validated as a whole `tp`: a complete partial with `result` set.
+
+        Raises:
+            OutputError: a field is missing or wrong; `.errors` lists each one.
+        """
+        raw = self.text or orjson.dumps(self.value, default=str).decode()
+        result = check(shape_of(tp), self.value, strict=strict, raw=raw)
+        return Partial(self.value, complete=True, result=result, text=self.text)
 
     def done(self, name: str) -> bool:
         """Whether the field's value is final: the answer is complete or a later field began.

@@ -10,6 +10,7 @@ from ._guide import Guide as Guide
 from ._guide import generable as generable
 from ._lenient import loads_lenient as loads_lenient
 from ._parse import parse as parse
+from ._parse import try_parse as try_parse
 from ._schema import describe as describe
 from ._schema import from_tool_call as from_tool_call
 from ._schema import json_schema as json_schema
@@ -27,5 +28,6 @@ __all__ = (
     "parse",
     "prompt_fragment",
     "tools_for_union",
+    "try_parse",
     "validate",
 )

@@ -14,7 +14,7 @@ import functools
 import types
 import typing
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NewType, Union, get_args, get_origin
 
 import attrs
 
@@ -141,6 +141,8 @@ class _Compiler:
             return AnyShape()
         if tp is None or tp is _NONE:
             return Scalar(None)
+        if isinstance(tp, NewType):  # `UserId = NewType("UserId", int)` is an int on the wire
+            return self.shape(tp.__supertype__)
         origin = get_origin(tp)
         if origin is not None:
             return self._generic(tp, origin, get_args(tp))

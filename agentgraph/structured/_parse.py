@@ -174,3 +174,25 @@ def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
     except (KeyError, TypeError):
         shape = _shape(tp)
     return check(shape, load(text), strict=strict, raw=text)
+
+
+@overload
+def try_parse(tp: type[T], text: str, *, strict: bool = False) -> T | None: ...
+@overload
+def try_parse(tp: Any, text: str, *, strict: bool = False) -> Any: ...
+def try_parse(tp: Any, text: str, *, strict: bool = False) -> Any:
+    """`parse`, but None when the answer holds no JSON at all (plain prose, a refusal).
+
+    An answer that holds JSON which does not fit `tp` still raises `OutputError`:
+    only the absence of a value is None, never a wrong one.
+    """
+    try:
+        return parse(tp, text, strict=strict)
+    except OutputError:
+        if "{" in text or "[" in text:
+            raise
+        try:
+            load(text)
+        except OutputError:
+            return None  # nothing in the answer reads as JSON
+        raise

@@ -82,7 +82,8 @@ async def test_committed_tool_results_and_model_calls_are_never_redone(store):
     out = await GraphRunner().resume(graph, handle.run_id, store)
     assert tools.runs == Counter({"lookup Oslo": 1, "lookup Rome": 1})
     assert len(model.requests) == 1 and seen["after"] == 2
-    assert [m.content for m in out.history[1:]] == ["Oslo: sunny", "Rome: sunny", "after"]
+    assert [m.content for m in out.history[2:]] == ["Oslo: sunny", "Rome: sunny", "after"]
+    assert out.history[0] == Message.user("weather?")  # chat sent the input as the first turn
 
 
 async def test_a_longer_agent_resumes_without_calling_models_or_tools_again(store):
