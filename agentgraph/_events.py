@@ -181,12 +181,16 @@ class ContextEntry:
         chars: the length of the section's full text.
         shown: how many of those characters the prompt shows.
         clipped: True when the budget cut the text (`shown < chars`).
+        source: where the text came from: `state['key']`, or the function's name.
+        text: the text the prompt shows (clipped as shown).
     """
 
     label: str
     chars: int
     shown: int
     clipped: bool
+    source: str = ""
+    text: str = ""
 
 
 @attrs.frozen

@@ -377,3 +377,38 @@ async def test_a_scripted_model_repeats_its_last_answer_or_a_function():
     ).message.content == "seen 0"
     with pytest.raises(ValueError, match="needs at least one"):
         ScriptedModel(repeat=True)
+
+
+async def test_generate_without_a_type_asks_for_free_text_with_the_same_layers(capsys):
+    from agentgraph import StructuredOutput, generate
+
+    model = ScriptedModel("   ", "A short poem.\n")
+    events = []
+    poem = generate(
+        instruction="Write a poem.",
+        model=model,
+        context={"Topic": "topic"},
+        attempts=2,
+        debug=True,
+    )
+    ctx = AgentContext(None, state={"topic": "the sea, key sk-abcdefghijklmnopqrstuvwx"})
+    out = await GraphRunner(sinks=[events.append]).run(poem, ctx)
+    assert out.input == "A short poem."
+    prompt = model.requests[0].messages[0].content
+    assert "## Task\n\nWrite a poem." in prompt and "Answer format" not in prompt
+    (trace,) = [e for e in events if isinstance(e, StructuredOutput)]
+    assert [a.ok for a in trace.attempts] == [False, True] and trace.output_type == "text"
+    shown = capsys.readouterr().err
+    assert "Write a poem." in shown and "attempt 1 (the answer is empty)" in shown
+    assert "sk-abc" not in shown
+
+
+async def test_free_text_streams_as_growing_partials():
+    from agentgraph import PartialOutput, generate
+
+    model = ScriptedModel("Once upon a time.", chunk_size=4)
+    events = []
+    story = generate(instruction="Tell a story.", model=model, stream=True)
+    out = await GraphRunner(sinks=[events.append]).run(story, AgentContext(None))
+    texts = [e.partial.text for e in events if isinstance(e, PartialOutput)]
+    assert out.input == "Once upon a time." and texts[0] == "Once" and texts[-1] == out.input

@@ -33,6 +33,7 @@ sections. Each call leaves one `StructuredOutput` trace event.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from .._context import AgentContext, Think
-from .._errors import OutputError, UnsupportedType
+from .._errors import OutputError, ResponseFormatError, UnsupportedType
 from .._events import (
     ContextEntry,
     OutputAttempt,
@@ -48,13 +49,21 @@ from .._events import (
     StructuredOutput,
 )
 from .._node import Node
+from .._redact import masked
 from ..llm._messages import Message, Usage
-from ..llm._model import ChatModel, ChatRequest, ChatResponse, OutputSchema
+from ..llm._model import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    OutputSchema,
+    ResponseDone,
+    TextDelta,
+)
 from ..structured._compile import shape_of
 from ..structured._composites import ObjectShape
 from ..structured._parse import parse
 from ..structured._schema import json_schema, prompt_fragment
-from ._partial import PartialStream
+from ._partial import Partial, PartialStream
 from ._sections import Section, SectionSource, as_sections, render_sections
 
 if TYPE_CHECKING:
@@ -90,7 +99,18 @@ def native_output(tp: Any) -> OutputSchema | None:
     return OutputSchema(name, schema, shape.description or "", strict)
 
 
+class _Text:
+    def __repr__(self) -> str:
+        return "TEXT"
+
+
+TEXT: Any = _Text()
+"""`generate`'s default: free text, with no shape, schema or answer format."""
+
+
 def _contract(tp: Any, output: OutputSchema | None) -> str:
+    if tp is TEXT:
+        return ""
     if output is None:
         return prompt_fragment(tp)
     return (
@@ -102,8 +122,16 @@ def _contract(tp: Any, output: OutputSchema | None) -> str:
 def _compose(context: str, instruction: str, contract: str) -> str:
     parts = [f"## Context\n\n{context}"] if context else []
     parts.append(f"## Task\n\n{instruction}")
-    parts.append(f"## Answer format\n\n{contract}")
+    if contract:
+        parts.append(f"## Answer format\n\n{contract}")
     return "\n\n".join(parts)
+
+
+def _show(title: str, messages: Sequence[Message]) -> None:
+    """Print what `debug=True` shows: the prompt and each raw answer, secrets masked."""
+    print(f"--- {title}", file=sys.stderr)
+    for message in messages:
+        print(f"[{message.role}]\n{masked(message.content)}", file=sys.stderr)
 
 
 def _feedback(errors: Sequence[str]) -> str:
@@ -153,10 +181,6 @@ class Generate(Node[Any, T]):
 
     model: ChatModel
     output_type: Any
-
-    def data_types(self) -> tuple[type[Any], ...]:
-        return (self.output_type,) if isinstance(self.output_type, type) else ()
-
     instruction: Instruction
     sections: tuple[Section, ...] = ()
     attempts: int = 1
@@ -167,12 +191,23 @@ class Generate(Node[Any, T]):
     output: OutputSchema | None = None
     stream: bool = False
     contract: str = ""
+    debug: bool = False
+
+    def data_types(self) -> tuple[type[Any], ...]:
+        return (self.output_type,) if isinstance(self.output_type, type) else ()
+
+    @property
+    def label(self) -> str:
+        """What the node asks for: the type's label, or `text`."""
+        return "text" if self.output_type is TEXT else shape_of(self.output_type).label
 
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[T]:
         instruction = self._instruction(ctx)
         context, entries = render_sections(self.sections, ctx)
         messages = [Message.system(ctx.system_prompt)] if ctx.system_prompt else []
         messages.append(Message.user(_compose(context, instruction, self.contract)))
+        if self.debug:
+            _show(f"{self.name}: prompt", messages)
         done: list[OutputAttempt] = []
         usage = Usage()
         for number in range(1, self.attempts + 1):
@@ -187,6 +222,9 @@ class Generate(Node[Any, T]):
             usage += response.usage
             record = _record(number, answer)
             done.append(record)
+            if self.debug:
+                verdict = "ok" if record.ok else "; ".join(record.errors)
+                _show(f"{self.name}: attempt {number} ({verdict})", [response.message])
             if record.ok:
                 await self._trace(rt, instruction, entries, done, answer.value, usage)
                 return ctx.with_input(answer.value).add_usage(usage)
@@ -216,13 +254,45 @@ class Generate(Node[Any, T]):
         )
 
     async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+        if self.stream and self.output_type is TEXT:
+            return await self._ask_streaming_text(request, rt, number)
         if self.stream:
             return await self._ask_streaming(request, rt, number)
         response = await rt.call_model(self.model, request)
         try:
-            value = parse(self.output_type, response.message.content, strict=self.strict)
+            value = self._value(response.message.content)
         except OutputError as exc:
             return _Answer(response, error=exc)
+        return _Answer(response, value)
+
+    def _value(self, text: str) -> Any:
+        if self.output_type is not TEXT:
+            return parse(self.output_type, text, strict=self.strict)
+        if not text.strip():
+            raise OutputError(
+                "the answer is empty", attempts=[text], errors=["the answer is empty"]
+            )
+        return text.strip()
+
+    async def _ask_streaming_text(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+        text = ""
+        response: ChatResponse | None = None
+        async with rt.stream_model(self.model, request) as events:
+            async for event in events:
+                if isinstance(event, TextDelta):
+                    text += event.text
+                    partial: Partial[Any] = Partial(text, text=text)
+                    await rt.emit(PartialOutput(rt.step, rt.path, number, partial))
+                elif isinstance(event, ResponseDone):
+                    response = event.response
+        if response is None:
+            raise ResponseFormatError("the stream ended without its final response")
+        try:
+            value = self._value(response.message.content)
+        except OutputError as exc:
+            return _Answer(response, error=exc)
+        done = Partial(value, complete=True, result=value, text=text)
+        await rt.emit(PartialOutput(rt.step, rt.path, number, done))
         return _Answer(response, value)
 
     async def _ask_streaming(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
@@ -267,7 +337,7 @@ class Generate(Node[Any, T]):
                 rt.step,
                 rt.path,
                 self.model.name,
-                shape_of(self.output_type).label,
+                self.label,
                 instruction,
                 MappingProxyType(config),
                 entries,
@@ -279,7 +349,7 @@ class Generate(Node[Any, T]):
         )
 
     def _failure(self, attempts: list[OutputAttempt]) -> OutputError:
-        label = shape_of(self.output_type).label
+        label = self.label
         errors = attempts[-1].errors
         lines = "\n".join(f"  {e}" for e in errors)
         n = len(attempts)
@@ -306,8 +376,25 @@ def generate(
     think: Think = None,
     native: bool | None = None,
     stream: bool = False,
+    debug: bool = False,
     name: str = "generate",
 ) -> Generate[T]: ...
+@overload
+def generate(
+    *,
+    instruction: Instruction,
+    model: ChatModel,
+    context: Sequence[Section] | Mapping[str, SectionSource] = (),
+    attempts: int = 1,
+    strict: bool = False,
+    max_output: int | None = None,
+    temperature: float | None = None,
+    think: Think = None,
+    native: bool | None = None,
+    stream: bool = False,
+    debug: bool = False,
+    name: str = "generate",
+) -> Generate[str]: ...
 @overload
 def generate(
     tp: Any,
@@ -322,10 +409,11 @@ def generate(
     think: Think = None,
     native: bool | None = None,
     stream: bool = False,
+    debug: bool = False,
     name: str = "generate",
 ) -> Generate[Any]: ...
 def generate(
-    tp: Any,
+    tp: Any = TEXT,
     *,
     instruction: Instruction,
     model: ChatModel,
@@ -337,9 +425,13 @@ def generate(
     think: Think = None,
     native: bool | None = None,
     stream: bool = False,
+    debug: bool = False,
     name: str = "generate",
 ) -> Generate[Any]:
     """A node that asks `model` for an instance of `tp` (see the module docs).
+
+    Without `tp` the answer is free text (a `str`): the same prompt layers,
+    attempts and trace, with no answer format; only an empty answer fails.
 
     Args:
         tp: the type of the answer: any type `json_schema` accepts.
@@ -355,6 +447,8 @@ def generate(
             model's `supports_output_schema` attribute (and a class at the root).
         stream: stream the answer and emit a `PartialOutput` event per change.
             Streamed answers are recorded like any other model call.
+        debug: print the assembled prompt and each raw answer to standard
+            error (secrets masked), while developing a prompt.
         name: the node's name.
 
     Raises:
@@ -370,8 +464,13 @@ def generate(
         raise TypeError(f"instruction is a str or a function, not {type(instruction).__name__}")
     if not isinstance(model, ChatModel):
         raise TypeError(f"model must be a ChatModel, not {type(model).__name__}")
-    shape_of(tp)  # an unsupported type fails here, not at the first run
-    if native is None:
+    if tp is not TEXT:
+        shape_of(tp)  # an unsupported type fails here, not at the first run
+    if tp is TEXT:
+        if native:
+            raise ValueError("native structured output needs a type; free text has none")
+        output = None
+    elif native is None:
         native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
         output = native_output(tp) if native else None
     elif native:
@@ -393,5 +492,6 @@ def generate(
         output,
         stream,
         _contract(tp, output),
+        debug,
         name=name,
     )

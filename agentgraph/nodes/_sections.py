@@ -62,6 +62,12 @@ class Section:
     source: SectionSource = attrs.field(validator=_check_source)
     budget: int | None = attrs.field(default=None, kw_only=True, validator=_check_budget)
 
+    def describe(self) -> str:
+        """Where the section's text comes from, for the trace."""
+        if isinstance(self.source, str):
+            return f"state[{self.source!r}]"
+        return getattr(self.source, "__qualname__", None) or type(self.source).__name__
+
     def text(self, ctx: AgentContext[Any]) -> str:
         """The section's full text for `ctx`.
 
@@ -111,14 +117,16 @@ def render_sections(
     for section in sections:
         text = section.text(ctx)
         budget = section.budget
+        source = section.describe()
         if budget is None or len(text) <= budget:
             blocks.append(f"### {section.label}\n{text}")
-            entries.append(ContextEntry(section.label, len(text), len(text), False))
+            entries.append(ContextEntry(section.label, len(text), len(text), False, source, text))
             continue
         left_out = len(text) - budget
         blocks.append(
             f"### {section.label} (clipped: the first {budget:,} of {len(text):,} characters)\n"
             f"{text[:budget]}\n[... {left_out:,} more characters clipped]"
         )
-        entries.append(ContextEntry(section.label, len(text), budget, True))
+        shown = text[:budget]
+        entries.append(ContextEntry(section.label, len(text), budget, True, source, shown))
     return "\n\n".join(blocks), tuple(entries)

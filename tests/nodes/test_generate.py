@@ -139,10 +139,12 @@ async def test_clipped_sections_are_marked_in_the_prompt_and_the_trace():
         "[... 16 more characters clipped]\n\n## Task\n\nReview.\n\n"
     )
     (trace,) = [e for e in events if isinstance(e, StructuredOutput)]
+    files = '{\n  "paths": [\n    "a.py",\n    "b.py"\n  ]\n}'
+    source = "test_clipped_sections_are_marked_in_the_prompt_and_the_trace.<locals>.<lambda>"
     assert trace.context == (
-        ContextEntry("Diff", 16, 10, True),
-        ContextEntry("Files", 43, 43, False),
-        ContextEntry("Empty budget", 16, 0, True),
+        ContextEntry("Diff", 16, 10, True, "state['diff']", "0123456789"),
+        ContextEntry("Files", 43, 43, False, source, files),
+        ContextEntry("Empty budget", 16, 0, True, "state['diff']", ""),
     )
 
 
@@ -335,7 +337,7 @@ async def test_one_trace_record_per_call_with_every_attempt():
             "max_output": None,
             "think": None,
         },
-        context=(ContextEntry("Diff", 3, 2, True),),
+        context=(ContextEntry("Diff", 3, 2, True, "state['diff']", "ab"),),
         attempts=(
             OutputAttempt(
                 1,
