@@ -412,3 +412,41 @@ async def test_free_text_streams_as_growing_partials():
     out = await GraphRunner(sinks=[events.append]).run(story, AgentContext(None))
     texts = [e.partial.text for e in events if isinstance(e, PartialOutput)]
     assert out.input == "Once upon a time." and texts[0] == "Once" and texts[-1] == out.input
+
+
+async def test_a_tool_whose_one_parameter_is_a_class_takes_its_fields():
+    import attrs
+
+    from agentgraph import ToolCall, ToolError, generable, tool
+    from agentgraph.tools import run_tool_calls
+
+    @generable("Where and when to book.")
+    @attrs.frozen
+    class Booking:
+        city: str
+        nights: int = 1
+
+    @tool(unpack=True)
+    def book(request: Booking) -> str:
+        return f"{request.nights} nights in {request.city}"
+
+    assert set(book.spec.parameters["properties"]) == {"city", "nights"}
+    assert book.spec.parameters["required"] == ["city"]
+    assert book.spec.description == "Where and when to book."
+    (outcome,) = await run_tool_calls([book], [ToolCall("c1", "book", '{"city": "Oslo"}')])
+    assert outcome.message.content == "1 nights in Oslo"
+    with pytest.raises(ToolError, match="unpack=True needs one parameter"):
+        tool(name="two", unpack=True)(lambda a, b: a)
+
+
+async def test_a_tool_answers_bad_arguments_in_its_own_words():
+    from agentgraph import ToolCall, tool
+    from agentgraph.tools import run_tool_calls
+
+    @tool(on_invalid=lambda problems: f"Please give a whole number of days ({len(problems)}).")
+    def wait(days: int) -> str:
+        return f"waited {days}"
+
+    (outcome,) = await run_tool_calls([wait], [ToolCall("c1", "wait", {"days": "soon"})])
+    assert outcome.message.is_error
+    assert outcome.message.content == "Please give a whole number of days (1)."

@@ -95,12 +95,9 @@ class _Calls:
             return _failed(call, start, "bad_arguments", text)
         kwargs = item.arguments.check(call.arguments, False)
         if isinstance(kwargs, Invalid):
-            lines = "\n".join(f"- {e}" for e in kwargs.render())
-            text = (
-                f"invalid arguments for tool {_quote(item.name)}:\n{lines}\n"
-                "Fix these and call the tool again."
-            )
-            return _failed(call, start, "bad_arguments", text)
+            return _failed(call, start, "bad_arguments", _invalid(item, kwargs.render()))
+        if item.single is not None:  # the validated object is the one argument
+            kwargs = {item.single: kwargs}
         if item.context_param is not None:
             kwargs[item.context_param] = self.context
         limit = item.timeout if item.timeout is not None else self.timeout
@@ -155,6 +152,22 @@ def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) ->
             return _failed(call, start, "bad_result", text, exc)
     message = Message.tool(call.id, content, name=call.name)
     return ToolOutcome(call, message, time.perf_counter() - start)
+
+
+def _invalid(item: Tool[..., Any], problems: Sequence[str]) -> str:
+    """What the model reads about arguments that do not validate: the tool's words, if any."""
+    if item.on_invalid is not None:
+        try:
+            text = item.on_invalid(tuple(problems))
+            if isinstance(text, str) and text:
+                return text
+        except Exception:  # a failing hook falls back to the standard message
+            pass
+    lines = "\n".join(f"- {e}" for e in problems)
+    return (
+        f"invalid arguments for tool {_quote(item.name)}:\n{lines}\n"
+        "Fix these and call the tool again."
+    )
 
 
 def _text(exc: BaseException) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, get_args, get_origin, overload
 
 import attrs
@@ -13,7 +14,7 @@ from .._context import AgentContext
 from .._errors import ToolError, UnsupportedType
 from .._json import to_data
 from ..llm._messages import ToolSpec
-from ..structured._compile import FieldSpec, arguments_shape
+from ..structured._compile import FieldSpec, arguments_shape, shape_of
 from ..structured._composites import NO_DEFAULT, ObjectShape
 from ..structured._schema import TOOL_NAME, build_schema
 from ._docstring import parse_docstring
@@ -38,6 +39,11 @@ class Tool(Generic[P, R]):
         timeout: seconds one call may take (None: the caller's default).
         retry_safe: False for a tool with side effects that must not be repeated.
         context_param: the parameter that receives the agent context, if any.
+        single: the parameter that receives an instance of its attrs class or
+            dataclass, when that is the function's only argument: the class's
+            fields are then the tool's parameters.
+        on_invalid: turns the problems with a call's arguments into the text the
+            model reads (the tool's own words); None for the standard message.
     """
 
     fn: Callable[P, R]
@@ -48,6 +54,8 @@ class Tool(Generic[P, R]):
     is_async: bool = attrs.field(default=False, kw_only=True)
     arguments: ObjectShape = attrs.field(kw_only=True)
     """The compiled validator of the arguments (built with the spec)."""
+    single: str | None = attrs.field(default=None, kw_only=True)
+    on_invalid: Callable[[Sequence[str]], str] | None = attrs.field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:
@@ -73,6 +81,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     retry_safe: bool = True,
+    on_invalid: Callable[[Sequence[str]], str] | None = None,
+    unpack: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -82,6 +92,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     retry_safe: bool = True,
+    on_invalid: Callable[[Sequence[str]], str] | None = None,
+    unpack: bool = False,
 ) -> Any:
     """Make a tool from a typed function, sync or async.
 
@@ -90,7 +102,11 @@ def tool(
     description from `Annotated[T, Guide("...")]` or the docstring's `Args:`
     section. Parameters with defaults are not required. A parameter annotated
     `AgentContext[...]` is not shown to the model: it receives the context
-    passed to `execute_calls(..., context=ctx)`.
+    passed to `execute_calls(..., context=ctx)`. With `unpack=True`, the
+    function's only parameter is an attrs class or a dataclass of the
+    arguments: its fields are the tool's parameters and the function receives
+    an instance. `on_invalid(problems)` words the answer to a call whose
+    arguments do not validate.
 
     ```python
     @tool
@@ -109,7 +125,8 @@ def tool(
     """
 
     def make(f: Callable[..., Any]) -> Tool[Any, Any]:
-        return _make(f, name, description, timeout, retry_safe)
+        made = _make(f, name, description, timeout, retry_safe, unpack)
+        return made if on_invalid is None else attrs.evolve(made, on_invalid=on_invalid)
 
     return make if fn is None else make(fn)
 
@@ -137,6 +154,7 @@ def _make(
     description: str | None,
     timeout: float | None,
     retry_safe: bool,
+    unpack: bool = False,
 ) -> Tool[Any, Any]:
     tool_name = name if name is not None else str(getattr(fn, "__name__", ""))
     if not TOOL_NAME.fullmatch(tool_name):
@@ -160,11 +178,14 @@ def _make(
                 "(no *args, **kwargs or positional-only parameters)"
             )
         fields.append(_field(param, hint, documented.get(param.name)))
+    single = _single(tool_name, fields) if unpack else None
     try:
-        shape = arguments_shape(tool_name, fields)
+        shape = arguments_shape(tool_name, fields) if single is None else _class_shape(single)
         parameters = build_schema(shape, strict=False)
     except UnsupportedType as exc:
         raise ToolError(f"tool {tool_name!r}: {exc}") from exc
+    if single is not None and description is None and not summary:
+        summary = shape.description or ""
     spec = ToolSpec(tool_name, summary if description is None else description, parameters)
     return Tool(
         fn,
@@ -174,7 +195,25 @@ def _make(
         context_param=context_param,
         is_async=_is_async(fn),
         arguments=shape,
+        single=None if single is None else single.key,
     )
+
+
+def _single(name: str, fields: list[FieldSpec]) -> FieldSpec:
+    """The one parameter `unpack=True` needs: an attrs class or a dataclass."""
+    hint = fields[0].hint if len(fields) == 1 else None
+    if isinstance(hint, type) and (attrs.has(hint) or dataclasses.is_dataclass(hint)):
+        return fields[0]
+    raise ToolError(
+        f"tool {name!r}: unpack=True needs one parameter annotated with an attrs class or "
+        "a dataclass, whose fields become the tool's parameters"
+    )
+
+
+def _class_shape(field: FieldSpec) -> ObjectShape:
+    shape = shape_of(field.hint)
+    assert isinstance(shape, ObjectShape), "an attrs class or a dataclass compiles to an object"
+    return shape
 
 
 def _field(param: inspect.Parameter, hint: Any, guide: str | None) -> FieldSpec:
