@@ -450,3 +450,33 @@ async def test_a_tool_answers_bad_arguments_in_its_own_words():
     (outcome,) = await run_tool_calls([wait], [ToolCall("c1", "wait", {"days": "soon"})])
     assert outcome.message.is_error
     assert outcome.message.content == "Please give a whole number of days (1)."
+
+
+def test_enum_values_are_documented_in_the_schema():
+    import enum
+
+    import attrs
+
+    from agentgraph import UnsupportedType, generable, json_schema
+
+    @generable("How urgent it is.", values={"LOW": "can wait a week", "HIGH": "today"})
+    class Priority(enum.Enum):
+        LOW = "low"
+        HIGH = "high"
+
+    @attrs.frozen
+    class Ticket:
+        priority: Priority
+
+    field = json_schema(Ticket)["properties"]["priority"]
+    assert field["enum"] == ["low", "high"]
+    assert field["description"] == (
+        "How urgent it is. Values: `low`: can wait a week; `high`: today."
+    )
+
+    @generable(values={"MEDIUM": "?"})
+    class Wrong(enum.Enum):
+        LOW = "low"
+
+    with pytest.raises(UnsupportedType, match="MEDIUM"):
+        json_schema(Wrong)

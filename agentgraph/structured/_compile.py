@@ -216,7 +216,16 @@ class _Compiler:
         for member in cls:
             if type(member.value) not in (str, int, float, bool):
                 raise UnsupportedType(cls, f"member {member.name} has a non-JSON value")
-        return EnumShape(cls, class_info(cls).description)
+        info = class_info(cls)
+        names = {member.name for member in cls}
+        unknown = sorted(name for name, _ in info.values if name not in names)
+        if unknown:
+            raise UnsupportedType(cls, f"values= documents members it does not have: {unknown}")
+        documented = {name: text for name, text in info.values}
+        notes = "; ".join(f"`{m.value}`: {documented[m.name]}" for m in cls if m.name in documented)
+        parts = [info.description or "", f"Values: {notes}." if notes else ""]
+        description = " ".join(part for part in parts if part) or None
+        return EnumShape(cls, description)
 
     def _literal(self, tp: Any, args: tuple[Any, ...]) -> LiteralShape:
         for value in args:

@@ -46,28 +46,49 @@ class Generable:
 
     description: str | None = None
     describe: str | None = None
+    values: tuple[tuple[str, str], ...] = ()
+    """For an enum: `(member name, what it means)` pairs."""
 
 
 @overload
 def generable(cls: C, /) -> C: ...
 @overload
 def generable(
-    description: str | None = None, /, *, describe: str | None = None
+    description: str | None = None,
+    /,
+    *,
+    describe: str | None = None,
+    values: Mapping[str, str] | None = None,
 ) -> Callable[[C], C]: ...
-def generable(target: Any = None, /, *, describe: str | None = None) -> Any:
-    """Mark an attrs class or dataclass as a structured-output type and describe it.
+def generable(
+    target: Any = None,
+    /,
+    *,
+    describe: str | None = None,
+    values: Mapping[str, str] | None = None,
+) -> Any:
+    """Mark an attrs class, dataclass or enum as a structured-output type and describe it.
 
     Use bare (`@generable`: the class docstring is the description), with a
     description (`@generable("An issue")`), or with `describe=` text that
-    replaces the generated markdown description verbatim.
+    replaces the generated markdown description verbatim. For an enum,
+    `values` documents its members (by name), in the schema and the prompt:
+
+    ```python
+    @generable("How urgent it is.", values={"LOW": "can wait a week", "HIGH": "today"})
+    class Priority(enum.Enum):
+        LOW = "low"
+        HIGH = "high"
+    ```
     """
+    documented = tuple((values or {}).items())
     if isinstance(target, type):
-        return _mark(target, Generable(None, describe))
+        return _mark(target, Generable(None, describe, documented))
     if target is not None and not isinstance(target, str):
         raise TypeError(
             f"generable() takes a class or a description string, not {type(target).__name__}"
         )
-    info = Generable(target, describe)
+    info = Generable(target, describe, documented)
     return lambda cls: _mark(cls, info)
 
 
@@ -83,7 +104,7 @@ def class_info(cls: type[Any]) -> Generable:
     if not isinstance(info, Generable):
         info = Generable()
     if info.description is None:
-        info = Generable(_docstring(cls), info.describe)
+        info = Generable(_docstring(cls), info.describe, info.values)
     return info
 
 
