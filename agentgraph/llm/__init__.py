@@ -7,6 +7,7 @@ from ._embed import Embedder as Embedder
 from ._embed import OllamaEmbedder as OllamaEmbedder
 from ._embed import OpenAIEmbedder as OpenAIEmbedder
 from ._gigachat import GigaChatModel as GigaChatModel
+from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
 from ._http import ProviderRetry as ProviderRetry
 from ._messages import Message as Message
 from ._messages import Role as Role
@@ -37,6 +38,7 @@ __all__ = (
     "ChatResponse",
     "Embedder",
     "FinishReason",
+    "GigaChatEmbedder",
     "GigaChatModel",
     "Message",
     "OllamaEmbedder",

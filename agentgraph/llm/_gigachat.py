@@ -26,6 +26,7 @@ from .._errors import (
 from ._capabilities import Capabilities
 from ._gigachat_wire import ChunkReader, gigachat_messages, parse_completion
 from ._http import ProviderRetry
+from ._messages import ToolSpec
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._transport import ChatClientBase
 
@@ -181,10 +182,7 @@ class GigaChatModel(ChatClientBase):
             "messages": gigachat_messages(request.messages, provider=self._http.provider),
         }
         if request.tools:
-            body["functions"] = [
-                {"name": t.name, "description": t.description, "parameters": t.parameters}
-                for t in request.tools
-            ]
+            body["functions"] = [_function(t) for t in request.tools]
             choice = self._function_call(request, model)
             if choice is not None:
                 body["function_call"] = choice
@@ -221,6 +219,19 @@ class GigaChatModel(ChatClientBase):
 
     def _decode(self, response: httpx.Response, model: str) -> AsyncGenerator[StreamEvent, None]:
         return self._fold_sse(response, ChunkReader(provider=self._http.provider, model=model))
+
+
+def _function(spec: ToolSpec) -> dict[str, Any]:
+    function: dict[str, Any] = {
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+    }
+    if spec.examples:
+        function["few_shot_examples"] = [
+            {"request": request, "params": arguments} for request, arguments in spec.examples
+        ]
+    return function
 
 
 def _expiry(value: Any) -> float:

@@ -92,14 +92,28 @@ class ToolCall:
     arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_arguments)
 
 
+def _examples(
+    pairs: Iterable[tuple[str, Mapping[str, Any]]],
+) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    return tuple((str(request), dict(arguments)) for request, arguments in pairs)
+
+
 @attrs.frozen
 class ToolSpec:
-    """What the model sees of a tool: its name, description and JSON Schema."""
+    """What the model sees of a tool: its name, description and JSON Schema.
+
+    `examples` are `(request, arguments)` pairs showing a call: the user's
+    words and the arguments they lead to. Providers that take them get them
+    (GigaChat's `few_shot_examples`); the others leave them out.
+    """
 
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = attrs.field(
         factory=lambda: {"type": "object", "properties": {}}, converter=_frozen_mapping
+    )
+    examples: tuple[tuple[str, Mapping[str, Any]], ...] = attrs.field(
+        default=(), converter=_examples
     )
 
 

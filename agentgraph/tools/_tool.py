@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Generic, ParamSpec, TypeVar, get_args, get_origin, overload
 
 import attrs
@@ -83,6 +83,7 @@ def tool(
     retry_safe: bool = True,
     on_invalid: Callable[[Sequence[str]], str] | None = None,
     unpack: bool = False,
+    examples: Sequence[tuple[str, Mapping[str, Any]]] = (),
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -94,6 +95,7 @@ def tool(
     retry_safe: bool = True,
     on_invalid: Callable[[Sequence[str]], str] | None = None,
     unpack: bool = False,
+    examples: Sequence[tuple[str, Mapping[str, Any]]] = (),
 ) -> Any:
     """Make a tool from a typed function, sync or async.
 
@@ -106,7 +108,8 @@ def tool(
     function's only parameter is an attrs class or a dataclass of the
     arguments: its fields are the tool's parameters and the function receives
     an instance. `on_invalid(problems)` words the answer to a call whose
-    arguments do not validate.
+    arguments do not validate. `examples` are `(request, arguments)` pairs
+    shown to providers that take them (GigaChat's `few_shot_examples`).
 
     ```python
     @tool
@@ -126,6 +129,9 @@ def tool(
 
     def make(f: Callable[..., Any]) -> Tool[Any, Any]:
         made = _make(f, name, description, timeout, retry_safe, unpack)
+        if examples:
+            spec = attrs.evolve(made.spec, examples=tuple(examples))
+            made = attrs.evolve(made, spec=spec)
         return made if on_invalid is None else attrs.evolve(made, on_invalid=on_invalid)
 
     return make if fn is None else make(fn)
