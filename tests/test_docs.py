@@ -8,16 +8,27 @@ import agentgraph
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def python_blocks(path: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+CONTINUES = "(continues the previous block)"
 
 
-def test_readme_blocks_run(capsys):
+def python_blocks(path: Path) -> list[tuple[str, bool]]:
+    """Each Python block, and whether the text just before it says it continues the last one."""
+    text = path.read_text()
+    found: list[tuple[str, bool]] = []
+    for match in re.finditer(r"```python\n(.*?)```", text, flags=re.S):
+        before = text[: match.start()].rsplit("```", 1)[-1]
+        found.append((match.group(1), CONTINUES in before.strip().splitlines()[-1]))
+    return found
+
+
+def test_readme_blocks_run_on_their_own_or_where_they_say_they_continue(capsys):
     blocks = python_blocks(ROOT / "README.md")
-    assert len(blocks) >= 5
-    namespace: dict[str, object] = {"__name__": "readme"}
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)
+    assert len(blocks) >= 5 and not blocks[0][1]
+    namespace: dict[str, object] = {}
+    for number, (block, continues) in enumerate(blocks, 1):
+        if not continues:
+            namespace = {"__name__": f"readme_block_{number}"}
+        exec(compile(block, f"README.md block {number}", "exec"), namespace)
 
 
 def test_docstring_examples_compile():
