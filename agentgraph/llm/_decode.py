@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from typing import Any, Protocol
@@ -40,7 +41,7 @@ async def _lines(
     response: httpx.Response, *, provider: str, secrets: Sequence[str]
 ) -> AsyncGenerator[str, None]:
     """The body's lines; a transport failure while reading becomes a `ProviderError`."""
-    lines = response.aiter_lines()
+    lines = split_lines(response.aiter_text())
     while True:
         try:
             line = await anext(lines)
@@ -54,6 +55,30 @@ async def _lines(
             with anyio.CancelScope(shield=True):
                 await _abandon(response, lines)
             raise
+
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+async def split_lines(chunks: AsyncIterator[str]) -> AsyncGenerator[str, None]:
+    """Lines of a text stream, ended only by CR, LF or CRLF (as SSE and NDJSON define them).
+
+    `str.splitlines` and httpx's `aiter_lines` also end lines at U+2028,
+    U+2029, U+0085 and other separators, which JSON strings may hold raw: a
+    streamed answer containing one would be cut in the middle of an event.
+    """
+    buffer = ""
+    async for chunk in chunks:
+        buffer += chunk
+        start = 0
+        for found in _BREAK.finditer(buffer):
+            if found.group() == "\r" and found.end() == len(buffer):
+                break  # a CR at the end of a chunk may be the first half of a CRLF
+            yield buffer[start : found.start()]
+            start = found.end()
+        buffer = buffer[start:]
+    if buffer:
+        yield buffer.removesuffix("\r")
 
 
 async def _abandon(response: httpx.Response, lines: AsyncIterator[str]) -> None:

@@ -1,0 +1,39 @@
+"""Real traffic the clients must carry whole: line separators inside streamed text."""
+
+import pytest
+
+from agentgraph.llm import ResponseDone, TextDelta
+from tests.testing.test_clients_vs_fake import BOTH, HI, PROVIDERS, drain, make
+
+# Legal, unescaped inside JSON strings, and line breaks to str.splitlines.
+SEPARATORS = "one\u2028two\u2029three\u0085four\x1cfive\x1dsix\x1eseven\x0bx\x0cy"
+
+
+@BOTH
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_streamed_text_with_unicode_line_separators_arrives_whole(server, provider):
+    text = f"Lines: {SEPARATORS} end"
+    server.add(text, text)
+    async with make(provider, server) as model:
+        events = await drain(model, HI)
+        plain = await model.request(HI)
+    streamed = "".join(e.text for e in events if isinstance(e, TextDelta))
+    assert streamed == text and plain.message.content == text
+    assert isinstance(events[-1], ResponseDone) and events[-1].response.message.content == text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_official_sdk_reads_the_same_stream(server, anyio_backend):
+    import openai
+
+    text = f"SDK sees: {SEPARATORS}"
+    server.add(text)
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.openai_url, max_retries=0)
+    stream = await client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+    await client.close()
+    assert "".join(parts) == text
