@@ -12,7 +12,7 @@ import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import attrs
@@ -21,6 +21,7 @@ from anyio.abc import ObjectReceiveStream
 from ._context import AgentContext
 from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, RunFinished, RunStarted
+from ._graph import Graph, GraphBuilder
 from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
@@ -29,9 +30,6 @@ from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
-
-if TYPE_CHECKING:
-    from ._graph import Graph
 
 __all__ = (
     "NO_ANSWER",
@@ -251,7 +249,28 @@ class GraphRunner:
         run_id: str,
         journal: Journal | None,
     ) -> AgentContext[Out]:
-        run = _Run(
+        """Run `graph` in the run's cancel scope; every way out is reported to the sinks."""
+        run = self._start(ctx, handle, emit, run_id, journal)
+        try:
+            return await self._guard(graph, ctx, handle, run)
+        finally:
+            if journal is not None:
+                journal.close()
+
+    def _start(
+        self,
+        ctx: AgentContext[Any],
+        handle: RunHandle,
+        emit: Emit | None,
+        run_id: str,
+        journal: Journal | None,
+    ) -> _Run:
+        """The run's shared state, with the handle pointing at its first context."""
+        handle.run_id = run_id
+        handle.context, handle.step = ctx, 0
+        if journal is not None:
+            handle.context, handle.step = journal.resumed_at or (ctx, 0)
+        return _Run(
             run_id=run_id,
             retry=self.retry,
             max_steps=self.max_steps,
@@ -261,20 +280,10 @@ class GraphRunner:
             watch=self.timeout is not None,
             journal=journal,
         )
-        handle.run_id = run_id
-        handle.context, handle.step = ctx, 0
-        if journal is not None:
-            handle.context, handle.step = journal.resumed_at or (ctx, 0)
-        try:
-            return await self._guard(graph, ctx, handle, run)
-        finally:
-            if journal is not None:
-                journal.close()
 
     async def _guard(
         self, graph: Graph[In, Out], ctx: AgentContext[In], handle: RunHandle, run: _Run
     ) -> AgentContext[Out]:
-        """Run `graph` in the run's cancel scope; every way out is reported to the sinks."""
         out: AgentContext[Out] | None = None
         teardown: Exception | None = None
         with anyio.CancelScope() as scope:
@@ -373,9 +382,7 @@ _wrapped: weakref.WeakKeyDictionary[Node[Any, Any], Graph[Any, Any]] = weakref.W
 def as_graph(target: Any) -> Graph[Any, Any]:
     """`target` as a graph: a graph itself, a bare node in a graph of its own, or a
     `UsageError` that says what to pass."""
-    from ._graph import Graph, GraphBuilder
-
-    if isinstance(target, Graph):
+    if type(target) is Graph or isinstance(target, Graph):
         return target
     if isinstance(target, GraphBuilder):
         raise UsageError(
