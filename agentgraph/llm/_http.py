@@ -63,13 +63,16 @@ T = TypeVar("T")
 _log = logging.getLogger("agentgraph.llm")
 
 _NEVER_RETRY = frozenset({400, 401, 402, 403, 404, 413, 422})
-_CANNOT_CLEAR = (
-    "insufficient_quota",
-    "exceeded your current quota",
-    "request too large",
-    "spend limit",
-    "credit balance",
-    "billing",
+# Error codes and types that say waiting cannot help. Only these structured fields
+# decide: prose varies, and a per-minute limit's message may mention billing too.
+_CANNOT_CLEAR = frozenset(
+    {
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "billing_not_active",
+        "access_terminated",
+        "quota_exceeded",
+    }
 )
 _SERVER_TYPES = frozenset(
     {"api_error", "server_error", "overloaded_error", "timeout_error", "service_unavailable_error"}
@@ -199,9 +202,19 @@ def _kind_class(kind: str | None, code: str | None) -> type[ProviderError]:
     return ProviderStatusError
 
 
+_OVER_LIMIT = re.compile(r"Limit:? ([\d,]+), Requested:? ([\d,]+)", re.IGNORECASE)
+
+
 def _cannot_clear(message: str, kind: str | None, code: str | None) -> bool:
-    haystack = f"{kind or ''} {code or ''} {message}".lower()
-    return any(marker in haystack for marker in _CANNOT_CLEAR)
+    if (kind or "").lower() in _CANNOT_CLEAR or (code or "").lower() in _CANNOT_CLEAR:
+        return True
+    # One request larger than a per-minute limit fails however long it waits.
+    over = _OVER_LIMIT.search(message)
+    return over is not None and _number(over.group(2)) > _number(over.group(1))
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
 
 
 def _retryable(

@@ -506,3 +506,15 @@ def test_capabilities_policy(caplog):
 
 def test_provider_error_is_catchable_as_root():
     assert issubclass(ServerError, ProviderError)
+
+
+def test_a_per_minute_limit_mentioning_billing_is_retried_after_its_wait():
+    body = openai_error(
+        "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, "
+        "Requested 1. Please try again in 20s. Visit https://platform.openai.com/account/billing "
+        "to add a payment method.",
+        "requests",
+        "rate_limit_exceeded",
+    )
+    error = error_from_response("openai", 429, {"retry-after": "20"}, body)
+    assert isinstance(error, RateLimitError) and error.retryable and error.retry_after == 20
