@@ -29,7 +29,8 @@ THINKING_KEY = "anthropic.thinking"
 
 def _user_blocks(message: Message, provider: str) -> list[dict[str, Any]]:
     if message.role != "tool":
-        return [{"type": "text", "text": message.content}] if message.content else []
+        # Anthropic refuses text blocks holding only whitespace; such text says nothing.
+        return [{"type": "text", "text": message.content}] if message.content.strip() else []
     if not message.tool_call_id:
         raise BadRequestError(
             "a tool message needs the tool_call_id of the call it answers", provider=provider
@@ -49,7 +50,7 @@ def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
         for block in message.provider_data.get(THINKING_KEY, ())
         if isinstance(block, dict)
     ]
-    if message.content:
+    if message.content.strip():  # "\n\n" beside a tool call is refused, and says nothing
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
         {

@@ -270,6 +270,13 @@ def _check_messages(messages: list[Any]) -> ErrorResponse | None:
                 f"{', '.join(map(str, extra))}. Each `tool_result` block must have a "
                 "corresponding `tool_use` block in the previous message."
             )
+        for j, block in enumerate(blocks):
+            text = block.get("text")
+            if block.get("type") == "text" and isinstance(text, str) and not text.strip():
+                return _bad(
+                    f"messages.{i}.content.{j}: text content blocks must contain "
+                    "non-whitespace text"
+                )
         pending = []
         for j, block in enumerate(blocks):
             if block.get("type") != "tool_use":

@@ -37,3 +37,35 @@ async def test_the_official_sdk_reads_the_same_stream(server, anyio_backend):
     parts = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
     await client.close()
     assert "".join(parts) == text
+
+
+@pytest.mark.anyio
+async def test_whitespace_beside_a_tool_call_is_not_sent_to_anthropic(server):
+    from agentgraph.llm import ChatRequest, Message, ToolCall
+    from tests.testing.test_clients_vs_fake import WEATHER
+
+    server.add("It is sunny.")
+    call = ToolCall("toolu_1", "weather", {"city": "Oslo"})
+    history = [
+        Message.user("weather?"),
+        Message.assistant("\n\n", tool_calls=(call,)),
+        Message.tool("toolu_1", "sunny", name="weather"),
+    ]
+    async with make("anthropic", server) as model:
+        response = await model.request(ChatRequest(history, (WEATHER,)))
+    assert response.message.content == "It is sunny."
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_fake_refuses_whitespace_text_blocks_as_the_service_does(server, anyio_backend):
+    import anthropic
+
+    client = anthropic.AsyncAnthropic(api_key="sk-ant", base_url=server.url, max_retries=0)
+    with pytest.raises(anthropic.BadRequestError, match="non-whitespace text"):
+        await client.messages.create(
+            model="claude-test",
+            max_tokens=10,
+            messages=[{"role": "user", "content": [{"type": "text", "text": "\n\n"}]}],
+        )
+    await client.close()
