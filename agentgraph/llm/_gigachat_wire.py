@@ -54,10 +54,20 @@ def _function_result(message: Message) -> str:
 
 
 def gigachat_messages(messages: Sequence[Message], *, provider: str) -> list[dict[str, Any]]:
-    """Neutral messages as GigaChat messages."""
+    """Neutral messages as GigaChat messages.
+
+    GigaChat takes one system message, first: the text of every system message
+    (a system prompt, and a summary `summarize` left further on, say) goes into
+    that one, in order, separated by blank lines.
+    """
     names: dict[str, str] = {}
     out: list[dict[str, Any]] = []
+    system = [m.content for m in messages if m.role == "system" and m.content]
+    if system:
+        out.append({"role": "system", "content": "\n\n".join(system)})
     for message in messages:
+        if message.role == "system":
+            continue
         if message.role == "tool":
             name = result_name(message, names, provider=provider)
             out.append({"role": "function", "name": name, "content": _function_result(message)})

@@ -119,6 +119,8 @@ class GigaChatDialect(Dialect):
             role = message.get("role") if isinstance(message, dict) else None
             if role not in _ROLES:
                 return _error(422, f"messages[{i}].role: invalid role {role!r}")
+            if role == "system" and i > 0:
+                return _error(422, "system message must be the first message")
             if role == "function":
                 if pending is None or message.get("name") not in (None, pending):
                     return _error(422, f"messages[{i}]: function result without a function call")

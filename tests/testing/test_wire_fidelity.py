@@ -3,7 +3,7 @@
 import pytest
 
 from agentgraph.llm import ResponseDone, TextDelta
-from tests.testing.test_clients_vs_fake import BOTH, HI, PROVIDERS, drain, make
+from tests.testing.test_clients_vs_fake import BOTH, HI, PROVIDERS, chat_requests, drain, make
 
 # Legal, unescaped inside JSON strings, and line breaks to str.splitlines.
 SEPARATORS = "one\u2028two\u2029three\u0085four\x1cfive\x1dsix\x1eseven\x0bx\x0cy"
@@ -69,3 +69,27 @@ async def test_the_fake_refuses_whitespace_text_blocks_as_the_service_does(serve
             messages=[{"role": "user", "content": [{"type": "text", "text": "\n\n"}]}],
         )
     await client.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_summary_after_the_system_prompt_is_shaped_for_each_provider(server, provider):
+    from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message
+    from agentgraph.nodes import chat, summarize
+
+    server.add("The user asked about cats and got answers.", "Cats again, yes.")
+    async with make(provider, server) as model:
+        shorten = summarize(model, context_window=60, threshold=0.5)
+        answer = chat(model)
+        with GraphBuilder[str, Message]("g") as g:
+            g.start.edge_to(shorten).edge_to(answer).edge_to(g.finish)
+        ctx = AgentContext("x", system_prompt="You are terse.").append(
+            *[Message.user(f"question {i} about cats " * 3) for i in range(3)],
+        )
+        out = await GraphRunner().run(g.build(), ctx)
+    assert out.input.content == "Cats again, yes."
+    last = chat_requests(server)[-1]
+    roles = [m.role for m in last.chat_request().messages]
+    assert roles.count("system") >= 1
+    if provider == "gigachat":
+        assert roles[0] == "system" and roles.count("system") == 1
