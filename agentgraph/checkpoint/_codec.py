@@ -41,6 +41,7 @@ def _usage(usage: Usage) -> list[int]:
         usage.requests,
         usage.reasoning_tokens,
         usage.cached_tokens,
+        usage.unmetered,
     ]
 
 

@@ -46,13 +46,19 @@ _NO_PROVIDER_DATA: Mapping[str, Any] = MappingProxyType({})
 
 @attrs.frozen
 class Usage:
-    """Tokens and model calls, summed with `+`."""
+    """Tokens and model calls, summed with `+`.
+
+    `unmetered` counts requests whose token counts the provider never reported
+    (a stream that ended without its usage chunk, a server that sends none):
+    their tokens are missing from the totals, which are then a lower bound.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    unmetered: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -65,6 +71,7 @@ class Usage:
             self.requests + other.requests,
             self.reasoning_tokens + other.reasoning_tokens,
             self.cached_tokens + other.cached_tokens,
+            self.unmetered + other.unmetered,
         )
 
 

@@ -225,7 +225,9 @@ class ChunkReaderBase:
                 "stream ended before the answer was complete (no [DONE])",
                 provider=self._provider,
             )
-        return self._usage or Usage(requests=1)
+        # A whole answer whose usage never came (the usage chunk and `[DONE]` were
+        # cut off, or the server sends none): one request, its tokens unknown, not zero.
+        return self._usage or Usage(requests=1, unmetered=1)
 
 
 class ChunkReader(ChunkReaderBase):

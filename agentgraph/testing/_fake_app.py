@@ -227,11 +227,14 @@ class _Handlers:
         if plan.stream_error is not None:
             cut = max(0, plan.stream_error.after_events)
             events = [*events[:cut], dialect.stream_error(plan.stream_error)]
+        cut_after = None if plan.cut is None else plan.cut.after_events
+        if plan.cut is not None and plan.cut.clean:
+            events, cut_after = events[: plan.cut.after_events], None
         return EventStream(
             events,
             media_type=dialect.stream_media_type,
             headers=dialect.response_headers(),
-            cut_after=None if plan.cut is None else plan.cut.after_events,
+            cut_after=cut_after,
             interval=0.0 if plan.delay is None else plan.delay.between_events,
         )
 

@@ -73,9 +73,12 @@ class CutStream:
 
     On a non-streamed answer the connection closes halfway through the body.
     The cut answer uses up its scripted reply, as a generated answer would.
+    With `clean=True` a stream instead ends normally after those events, as
+    behind a proxy that drops the tail of a body (the usage chunk, `[DONE]`).
     """
 
     after_events: int = attrs.field(default=1, validator=attrs.validators.ge(0))
+    clean: bool = attrs.field(default=False, kw_only=True)
 
 
 @attrs.frozen

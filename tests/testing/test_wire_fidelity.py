@@ -93,3 +93,19 @@ async def test_a_summary_after_the_system_prompt_is_shaped_for_each_provider(ser
     assert roles.count("system") >= 1
     if provider == "gigachat":
         assert roles[0] == "system" and roles.count("system") == 1
+
+
+@pytest.mark.anyio
+async def test_a_stream_ending_after_its_finish_chunk_reports_unknown_usage_not_zero(server):
+    from agentgraph.testing import CutStream
+
+    # "Hi" streams as: the role chunk, the text, the finish chunk, the usage chunk, [DONE].
+    server.add("Hi", "Hi")
+    async with make("openai", server) as model:
+        whole = await drain(model, HI)
+        server.inject(CutStream(3, clean=True), endpoint="chat")
+        cut = await drain(model, HI)
+    assert whole[-1].response.usage.unmetered == 0 and whole[-1].response.usage.input_tokens
+    response = cut[-1].response
+    assert response.message.content == "Hi" and response.finish_reason == "stop"
+    assert response.usage.unmetered == 1 and response.usage.requests == 1
