@@ -7,7 +7,7 @@ import base64
 import binascii
 import sys
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 import httpx
@@ -91,12 +91,15 @@ class _EmbedderBase(HttpClientBase, abc.ABC):
         """The vector length: as configured, else learned from the first answer, else `None`."""
         return self._dimensions
 
+    def _batches(self, items: list[str]) -> list[list[str]]:
+        """`items` in batches of at most `batch_size` texts."""
+        return [items[i : i + self._batch_size] for i in range(0, len(items), self._batch_size)]
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order; sent in batches of `batch_size`."""
+        """One vector per text, in order; sent in batches the provider accepts."""
         items = checked_texts(texts)
         vectors: list[list[float]] = []
-        for start in range(0, len(items), self._batch_size):
-            batch = items[start : start + self._batch_size]
+        for batch in self._batches(items):
             got = await self._embed_batch(batch)
             if len(got) != len(batch):
                 raise ResponseFormatError(
@@ -113,18 +116,31 @@ class _EmbedderBase(HttpClientBase, abc.ABC):
         """The vectors of one batch, in input order."""
 
 
+def estimate_tokens(text: str) -> int:
+    """A token count that errs high: BPE tokens are never more than UTF-8 bytes, and
+    rarely fewer than three bytes in prose."""
+    return len(text.encode("utf-8")) // 3 + 1
+
+
 class OpenAIEmbedder(_EmbedderBase):
     """An `Embedder` over `POST {base_url}/embeddings` (OpenAI and compatible servers).
+
+    Requests respect the API's limits: at most `batch_size` texts (2,048 at
+    most) and `max_batch_tokens` tokens summed (300,000), each text at most
+    `max_input_tokens` (8,192; a longer one is refused before anything is
+    sent: chunk it first). Tokens are counted with `count_tokens`, by default
+    an estimate that errs high (pass `tiktoken_counter()` for exact counts).
 
     Args:
         model: e.g. `text-embedding-3-small`.
         dimensions: sent as `dimensions` (only `text-embedding-3*` and later accept it).
         encoding_format: `base64` (compact float32, the default) or `float`.
         batch_size: texts per request (the API takes at most 2048).
+        max_batch_tokens, max_input_tokens, count_tokens: the token limits, as above.
         api_key, base_url, headers, http_client, timeout, retry, provider: as for `OpenAIModel`.
     """
 
-    __slots__ = ("_encoding",)
+    __slots__ = ("_count", "_encoding", "_max_batch_tokens", "_max_input_tokens")
 
     def __init__(
         self,
@@ -135,6 +151,9 @@ class OpenAIEmbedder(_EmbedderBase):
         dimensions: int | None = None,
         encoding_format: Literal["base64", "float"] = "base64",
         batch_size: int = 512,
+        max_batch_tokens: int = 300_000,
+        max_input_tokens: int = 8_192,
+        count_tokens: Callable[[str], int] = estimate_tokens,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout | None = None,
@@ -142,12 +161,37 @@ class OpenAIEmbedder(_EmbedderBase):
         provider: str = "openai",
     ) -> None:
         OPENAI_KEY.check(api_key, base_url, provider=provider)
+        self._max_batch_tokens = max_batch_tokens
+        self._max_input_tokens = max_input_tokens
+        self._count = count_tokens
         self._batch_size = _checked_batch(batch_size, provider=provider, limit=2048)
         super().__init__(
             model, provider, base_url, headers, http_client, timeout, retry, api_key=api_key
         )
         self._dimensions = dimensions
         self._encoding = encoding_format
+
+    def _batches(self, items: list[str]) -> list[list[str]]:
+        batches: list[list[str]] = []
+        batch: list[str] = []
+        tokens = 0
+        for index, text in enumerate(items):
+            count = self._count(text)
+            if count > self._max_input_tokens:
+                raise ProviderConfigError(
+                    f"text {index} has about {count:,} tokens, over the {self._max_input_tokens:,} "
+                    "one input may have: split it (agentgraph.rag.chunk) before embedding",
+                    provider=self._http.provider,
+                )
+            full = len(batch) >= self._batch_size or tokens + count > self._max_batch_tokens
+            if batch and full:
+                batches.append(batch)
+                batch, tokens = [], 0
+            batch.append(text)
+            tokens += count
+        if batch:
+            batches.append(batch)
+        return batches
 
     async def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         body: dict[str, Any] = {

@@ -215,6 +215,21 @@ class OpenAIDialect(Dialect):
         if not valid_dimensions(dim):
             return _bad("'dimensions' must be a positive integer.", param="dimensions")
         texts = [x if isinstance(x, str) else orjson.dumps(x).decode() for x in inputs]
+        if len(texts) > 2048:
+            return _bad("'$.input' is invalid: at most 2048 inputs per request.", param="input")
+        # Token counts as the service limits them; a word is about 1.3 tokens in English.
+        counts = [max(1, round(len(t.split()) * 1.3)) for t in texts]
+        longest = max(counts)
+        if longest > 8192:
+            return _bad(
+                f"This model's maximum context length is 8192 tokens, however you requested "
+                f"{longest} tokens in the input. Please reduce your input.",
+                param="input",
+            )
+        if sum(counts) > 300_000:
+            return _bad(
+                f"Requested {sum(counts)} tokens, max 300000 tokens per request", param="input"
+            )
         data = []
         for index, text in enumerate(texts):
             vector = self.options.embed(text, dim)

@@ -109,3 +109,22 @@ async def test_a_stream_ending_after_its_finish_chunk_reports_unknown_usage_not_
     response = cut[-1].response
     assert response.message.content == "Hi" and response.finish_reason == "stop"
     assert response.usage.unmetered == 1 and response.usage.requests == 1
+
+
+@pytest.mark.anyio
+async def test_embedding_batches_stay_under_the_token_limit(server):
+    from agentgraph import ProviderConfigError
+    from agentgraph.llm import OpenAIEmbedder
+    from agentgraph.llm._embed import estimate_tokens
+
+    texts = [f"passage {i}: " + "word " * 700 for i in range(1024)]
+    async with OpenAIEmbedder(
+        api_key="sk-test", base_url=server.openai_url, encoding_format="float"
+    ) as embed:
+        vectors = await embed.embed(texts)
+        assert len(vectors) == 1024
+        batches = [r.body["input"] for r in server.requests if r.endpoint == "embeddings"]
+        assert len(batches) > 1 and sum(len(b) for b in batches) == 1024
+        assert all(sum(estimate_tokens(t) for t in batch) <= 300_000 for batch in batches)
+        with pytest.raises(ProviderConfigError, match="split it"):
+            await embed.embed(["word " * 40_000])
