@@ -148,6 +148,10 @@ class ModelRequested:
     path: tuple[str, ...]
     model: str
     request: ChatRequest
+    provider: str = ""
+    """The provider's name (`openai`, `anthropic`, ...) when the client says it."""
+    server: str = ""
+    """The base URL the client talks to (credentials removed), when it says it."""
 
 
 @attrs.frozen

@@ -226,7 +226,7 @@ class Runtime:
         replayed step gets the recorded response to the same request instead.
         """
         name = request.model or model.name
-        await self.emit(ModelRequested(self.index, self.path, name, request))
+        await self.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal = self._run.journal
         if journal is None:
@@ -253,7 +253,7 @@ class Runtime:
         deltas) without calling the model.
         """
         name = request.model or model.name
-        await self.emit(ModelRequested(self.index, self.path, name, request))
+        await self.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal = self._run.journal
         key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
@@ -519,6 +519,19 @@ async def _finished(
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result
+
+
+def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelRequested:
+    provider = getattr(model, "provider", "")
+    server = getattr(model, "base_url", "")
+    return ModelRequested(
+        rt.index,
+        rt.path,
+        name,
+        request,
+        provider if isinstance(provider, str) else "",
+        server if isinstance(server, str) else "",
+    )
 
 
 class _Watched:

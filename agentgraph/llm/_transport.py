@@ -257,6 +257,16 @@ class HttpClientBase:
         """The headers that carry `key`."""
         return {"authorization": f"Bearer {key}"}
 
+    @property
+    def provider(self) -> str:
+        """The provider's name, as traces report it (`openai`, `ollama`, ...)."""
+        return self._http.provider
+
+    @property
+    def base_url(self) -> str:
+        """The URL requests go to, without any credentials in it."""
+        return self._http.display_url
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._http.display_url!r})"
 

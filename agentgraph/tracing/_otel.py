@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import attrs
 import orjson
@@ -203,11 +204,16 @@ class OtelSink:
         path = tuple(r["path"])
         parent = self._parent(run, path, r["index"])
         request = r["request"]
+        address, port = _server(r.get("server") or "")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
+            # Required on inference spans; "unknown" when the client does not say.
+            "gen_ai.provider.name": r.get("provider") or "unknown",
             "gen_ai.request.model": r["model"],
             "gen_ai.request.temperature": request.get("temperature"),
             "gen_ai.request.max_tokens": request.get("max_output"),
+            "server.address": address,
+            "server.port": port,
         }
         if self.capture_content:
             attributes["gen_ai.input.messages"] = _json(request.get("messages", []))
@@ -290,3 +296,17 @@ class OtelSink:
 
 def _at(seconds: float | None) -> int | None:
     return None if seconds is None else _ns(seconds)
+
+
+def _server(url: str) -> tuple[str | None, int | None]:
+    """`server.address` and `server.port` of a base URL (the scheme's port when unsaid)."""
+    if not url:
+        return None, None
+    parsed = urlsplit(url)
+    try:
+        port = parsed.port
+    except ValueError:
+        port = None
+    if port is None:
+        port = {"https": 443, "http": 80}.get(parsed.scheme)
+    return parsed.hostname, port

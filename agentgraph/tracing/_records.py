@@ -281,7 +281,12 @@ def _finished(event: NodeFinished, state: _RunState) -> dict[str, Any]:
 def _llm(event: ModelRequested | ModelResponded | ToolFinished, state: _RunState) -> dict[str, Any]:
     record: dict[str, Any] = {"index": event.index, "path": list(event.path)}
     if isinstance(event, ModelRequested):
-        record.update(model=event.model, request=plain(event.request))
+        record.update(
+            model=event.model,
+            request=plain(event.request),
+            provider=event.provider,
+            server=event.server,
+        )
     elif isinstance(event, ModelResponded):
         record.update(model=event.model, latency=event.latency, response=plain(event.response))
     else:

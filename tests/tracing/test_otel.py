@@ -204,3 +204,54 @@ async def test_steps_in_concurrent_branches_nest_under_their_own_branch(exporter
             s for s in spans if s.parent is not None and s.parent.span_id == branch.context.span_id
         ]
         assert sorted(s.name for s in children) == ["a", "c"]
+
+
+async def test_inference_spans_name_the_provider_and_server_with_known_attributes(
+    exporter, provider
+):
+    import httpx
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+    from opentelemetry.semconv.attributes import server_attributes
+
+    from agentgraph import AgentContext as Context
+    from agentgraph.llm import OpenAIModel
+    from agentgraph.nodes import chat
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            json={
+                "id": "c1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "gpt-4o-mini",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": "hi"},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+            },
+        )
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    model = OpenAIModel(
+        "gpt-4o-mini", api_key="sk-test", base_url="https://llm.test:8443/v1", http_client=client
+    )
+    await GraphRunner(sinks=[OtelSink(provider)]).run(chat(model), Context("hello"))
+    await client.aclose()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    assert span.attributes["gen_ai.provider.name"] == "openai"
+    assert span.attributes["server.address"] == "llm.test"
+    assert span.attributes["server.port"] == 8443
+    known = {
+        value
+        for module in (gen_ai_attributes, server_attributes)
+        for name, value in vars(module).items()
+        if name.isupper() and isinstance(value, str)
+    }
+    for attribute in span.attributes:
+        if attribute.startswith(("gen_ai.", "server.")):
+            assert attribute in known, attribute
