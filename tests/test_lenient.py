@@ -133,7 +133,7 @@ def test_integers_beyond_64_bits_become_floats_on_both_paths() -> None:
 
 
 def test_nested_structure_with_repairs() -> None:
-    depth = 200
+    depth = 45  # 90 levels: within the limit of 100
     text = "{a: [" * depth + "'x'," + "],}" * depth
     value = loads_lenient(text)
     for _ in range(depth):
@@ -227,7 +227,7 @@ def test_errors(text: str, position: int | None, reason: str | None) -> None:
 @pytest.mark.parametrize("partial", [False, True])
 @pytest.mark.parametrize("text", ["[" * 100_000, '{"a":' * 100_000, '[{"a": ' * 50_000])
 def test_deep_nesting_raises_output_error(text: str, partial: bool) -> None:
-    with pytest.raises(OutputError, match="nesting deeper than 1024"):
+    with pytest.raises(OutputError, match="deeper than 100"):
         loads_lenient(text, partial=partial)
 
 
@@ -246,19 +246,24 @@ def test_search_limit_raises_output_error(monkeypatch: pytest.MonkeyPatch) -> No
     assert caught.value.position == 2
 
 
-def test_nesting_limit_matches_orjson() -> None:
-    assert loads_lenient("[" * 1024 + "]" * 1024 + " ok") is not None
-    with pytest.raises(OutputError, match="nesting deeper than 1024"):
-        loads_lenient("[" * 1025 + "]" * 1025 + " ok")
+def test_one_nesting_limit_for_the_fast_path_and_the_repairs() -> None:
+    assert loads_lenient("[" * 100 + "]" * 100 + " ok") is not None
+    assert loads_lenient("[" * 100 + "]" * 100) is not None
+    with pytest.raises(OutputError, match="deeper than 100"):
+        loads_lenient("[" * 101 + "]" * 101 + " ok")
+    with pytest.raises(OutputError, match="deeper than 100"):
+        loads_lenient("[" * 101 + "]" * 101)  # valid JSON, orjson's own path
 
 
 def test_deep_partial_closes_without_recursion() -> None:
-    value = loads_lenient('{"a": [' * 500, partial=True)
+    value = loads_lenient('{"a": [' * 50, partial=True)  # 100 levels, the limit
     depth = 0
     while value["a"]:
         value = value["a"][0]
         depth += 1
-    assert depth == 499
+    assert depth == 49
+    with pytest.raises(OutputError, match="deeper than 100"):
+        loads_lenient('{"a": [' * 51, partial=True)
 
 
 # --- properties ---------------------------------------------------------------

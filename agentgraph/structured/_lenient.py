@@ -25,7 +25,7 @@ open strings, arrays and objects are closed; a dangling key, an unfinished
 literal or a lone minus sign is dropped.
 
 Numbers follow orjson, so both paths agree: integers within the 64-bit range
-stay `int`, larger ones become `float`. Nesting deeper than 1024 levels is an
+stay `int`, larger ones become `float`. Nesting deeper than `MAX_DEPTH` (100) levels is an
 error, as it is for orjson.
 """
 
@@ -38,10 +38,11 @@ from typing import Any
 import orjson
 
 from .._errors import OutputError
+from .._limits import MAX_DEPTH
 
 __all__ = ("loads_lenient",)
 
-_MAX_DEPTH = 1024
+_MAX_DEPTH = MAX_DEPTH  # the one limit the codec and validation share, so any value fits both
 # Characters the bracket-by-bracket search may scan per character of text: skipping
 # brackets already parsed keeps real input far below; this bounds any input.
 _SEARCH_BUDGET = 16
@@ -86,10 +87,29 @@ def loads_lenient(text: str, *, partial: bool = False) -> Any:
             where the most promising attempt stopped.
     """
     try:
-        return orjson.loads(text)
+        return shallow(orjson.loads(text), text)
     except orjson.JSONDecodeError:
         pass
     return _Parser(text, partial).repair()
+
+
+def shallow(value: Any, text: str) -> Any:
+    """`value` (parsed from `text`), or `OutputError` when it nests deeper than `MAX_DEPTH`.
+
+    Counting brackets first keeps this free for ordinary answers.
+    """
+    if text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return value
+    level = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if depth > _MAX_DEPTH:
+            raise OutputError(f"the JSON nests deeper than {_MAX_DEPTH} levels", attempts=[text])
+        if isinstance(item, dict):
+            level.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            level.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return value
 
 
 class _Fail(Exception):

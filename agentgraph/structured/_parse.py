@@ -27,7 +27,7 @@ import orjson
 
 from .._errors import OutputError
 from ._compile import cache_key, shape_of
-from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient, shallow
 from ._lenient import _WS as _LEAD  # what the lenient parser skips as whitespace
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
@@ -84,7 +84,7 @@ def _embedded(text: str, first: int) -> Any:
 
 def _orjson(text: str) -> Any:
     try:
-        return orjson.loads(text)
+        return shallow(orjson.loads(text), text)
     except orjson.JSONDecodeError:
         return _MISSING
 
@@ -131,7 +131,7 @@ def load(text: str) -> Any:
     if not isinstance(text, str):
         raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
     try:
-        return orjson.loads(text)
+        return shallow(orjson.loads(text), text)
     except orjson.JSONDecodeError:
         return _repair(text)
 
