@@ -87,7 +87,9 @@ class Recording:
         self, runner: GraphRunner, graph: Graph[In, Out], ctx: AgentContext[In]
     ) -> AgentContext[Out]:
         log = await anyio.to_thread.run_sync(self.load)
-        recorded: AgentContext[Any] = decode_contexts(log)[0]
+        # The same types the replay itself may decode: the runner's and the graph's.
+        types = runner.types.with_types(*graph.data_types())
+        recorded: AgentContext[Any] = decode_contexts(log, types=types)[0]
         if recorded != ctx:
             diff = diff_data(recorded, ctx, labels=("recorded", "given"))
             raise ReplayDiverged(
