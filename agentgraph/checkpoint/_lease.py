@@ -18,7 +18,7 @@ import attrs
 
 from .._errors import LeaseLost, RunBusy
 
-__all__ = ("LEASE_TERM", "Lease", "LeaseLost", "RunBusy", "new_owner")
+__all__ = ("LEASE_TERM", "Lease", "LeaseLost", "RunBusy", "new_owner", "owner_is_gone")
 
 LEASE_TERM = 30.0
 """Seconds a lease lasts without renewal: how long a crashed runner's run stays blocked."""
@@ -37,3 +37,25 @@ class Lease:
 def new_owner() -> str:
     """An owner id that names the machine and process, and is unique per call."""
     return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def owner_is_gone(owner: str) -> bool:
+    """True when `owner` was a process on this machine that no longer exists.
+
+    Its lease need not run out: nobody can renew it. Anything else (another
+    machine, a live process, a process we may not signal) counts as alive.
+    """
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False

@@ -19,7 +19,7 @@ import orjson
 
 from .._context import AgentContext
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy
+from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
 from ._store import StoreBase, blob_digest, fork
 
@@ -426,7 +426,8 @@ class SQLiteStore(StoreBase):
                     "SELECT owner, fence, expires FROM leases WHERE run_id = ?", (run_id,)
                 ).fetchone()
                 now = time.time()
-                if row is not None and row[2] > now:
+                # A lease of a process on this machine that died is free at once.
+                if row is not None and row[2] > now and not owner_is_gone(row[0]):
                     raise RunBusy(run_id, row[0], row[2])
                 lease = Lease(run_id, owner, (row[1] if row else 0) + 1, now + self.lease_term)
                 conn.execute(

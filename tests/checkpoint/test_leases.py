@@ -260,3 +260,19 @@ def test_the_worker_script_exists():
         check=False,
     )
     assert done.returncode == 0 and "--resume" in done.stdout
+
+
+async def test_the_lease_of_a_dead_process_on_this_machine_is_free_at_once(tmp_path):
+    db, counter = tmp_path / "dead.db", tmp_path / "dead.txt"
+    command = [
+        *[sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter)],
+        *["0.002", "--lease", "30"],
+    ]
+    work = Worker(await anyio.open_process(command, cwd=ROOT))
+    await watch(work, 10)
+    assert work.code == -signal.SIGKILL
+    expected = await GraphRunner().run(build(tmp_path / "baseline.txt"), start())
+    with anyio.fail_after(10):  # no waiting out the 30 s term: nobody can renew it
+        async with SQLiteStore(db) as store:
+            out = await GraphRunner().resume(build(counter), RUN_ID, store)
+    assert out == expected
