@@ -21,6 +21,10 @@ U = TypeVar("U")
 _EMPTY_STATE: Mapping[str, Any] = MappingProxyType({})
 
 
+_SHOWN = 3
+"""Messages a `History` repr shows at each end."""
+
+
 class History(Sequence[Message]):
     """An immutable sequence of messages whose `append` shares storage.
 
@@ -91,7 +95,12 @@ class History(Sequence[Message]):
     __hash__ = None  # type: ignore[assignment]  # a sequence of data, compared like a list
 
     def __repr__(self) -> str:
-        return f"History({self._items[: self._len]!r})"
+        # Bounded: a long conversation must not cost a long repr (tracebacks, loggers).
+        if self._len <= 2 * _SHOWN:
+            return f"History({self._items[: self._len]!r})"
+        head = ", ".join(repr(m) for m in self._items[:_SHOWN])
+        tail = ", ".join(repr(m) for m in self._items[self._len - _SHOWN : self._len])
+        return f"History([{head}, <{self._len - 2 * _SHOWN} more>, {tail}], len={self._len})"
 
     def last(self, role: str | None = None) -> Message | None:
         """The last message, or the last one with `role`; None when there is none."""

@@ -124,3 +124,14 @@ def test_unserializable_value_names_the_field():
         AgentContext([1, lambda: 0]).to_json()
     with pytest.raises(ContextEncodingError, match="sets have no order"):
         AgentContext({1, 2}).to_json()
+
+
+def test_reprs_stay_bounded_however_long_the_history():
+    from agentgraph import Message
+
+    ctx = AgentContext(1).append(*[Message.user(f"m{i}") for i in range(10_000)])
+    shown = repr(ctx)
+    assert len(shown) < 3_000 and "<9994 more>" in shown and "len=10000" in shown
+    assert "'m0'" in shown and "'m9999'" in shown and "'m5000'" not in shown
+    short = AgentContext(1).append(Message.user("a"))
+    assert "more>" not in repr(short)
