@@ -39,6 +39,7 @@ from ._errors import ToolError as ToolError
 from ._errors import UnsupportedSetting as UnsupportedSetting
 from ._errors import UnsupportedType as UnsupportedType
 from ._errors import UsageError as UsageError
+from ._errors import UsageLimitExceeded as UsageLimitExceeded
 from ._errors import VectorStoreError as VectorStoreError
 from ._events import ContextEntry as ContextEntry
 from ._events import Event as Event
@@ -76,6 +77,8 @@ from ._runner import RunHandle as RunHandle
 from ._runner import Runtime as Runtime
 from ._runner import Sink as Sink
 from ._runner import StepCallback as StepCallback
+from ._usage import Price as Price
+from ._usage import UsageLimits as UsageLimits
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -147,6 +150,7 @@ __all__ = (
     "Parallel",
     "Partial",
     "PartialOutput",
+    "Price",
     "ProviderConfigError",
     "ProviderConnectionError",
     "ProviderError",
@@ -188,6 +192,8 @@ __all__ = (
     "UnsupportedType",
     "Usage",
     "UsageError",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "VectorStoreError",
     "describe",
     "from_tool_call",

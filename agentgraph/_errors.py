@@ -10,6 +10,7 @@ AgentGraphError
 │   └── LeaseLost                           the run's lease lapsed or passed to another runner
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
+│   ├── UsageLimitExceeded                  a model call would pass a `UsageLimits` limit
 │   ├── NodeFailed                          the original error is `__cause__`
 │   ├── RoutingError                        a router returned an undeclared or foreign node
 │   │   └── DeadEnd                         no transition fired at a node other than finish
@@ -93,6 +94,7 @@ __all__ = (
     "UnsupportedSetting",
     "UnsupportedType",
     "UsageError",
+    "UsageLimitExceeded",
     "VectorStoreError",
 )
 
@@ -186,6 +188,21 @@ class StepLimitExceeded(RunError):
         super().__init__(
             f"step limit of {step} reached before {_path(path)} could run; "
             "raise max_steps or check the graph for a loop that never exits",
+            context=context,
+            step=step,
+            path=path,
+        )
+
+
+class UsageLimitExceeded(RunError):
+    """A model call would have passed, or passed, a `UsageLimits` limit; `.reason` says which."""
+
+    def __init__(
+        self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
+    ) -> None:
+        self.reason = reason
+        super().__init__(
+            f"usage limit reached at {_path(path)} (step {step}): {reason}",
             context=context,
             step=step,
             path=path,

@@ -18,6 +18,7 @@ from ._node import ACTIVE_BUILDER, Node
 if TYPE_CHECKING:
     from ._retry import RetryPolicy
     from ._runner import Runtime
+    from ._usage import UsageLimits
 
 __all__ = ("Graph", "GraphBuilder", "Transition")
 
@@ -66,15 +67,22 @@ class GraphBuilder(Generic[In, Out]):
     (and for the nodes of subgraphs inside it that set none either), in place
     of the runner's. `types` are classes the graph's steps put into contexts
     beyond those its nodes declare (`Node.data_types`), so that a resumed or
-    replayed run may decode them.
+    replayed run may decode them. `usage_limits` bound what the model calls
+    inside the graph may spend, each time it runs.
     """
 
     def __init__(
-        self, name: str, *, retry: RetryPolicy | None = None, types: Sequence[type[Any]] = ()
+        self,
+        name: str,
+        *,
+        retry: RetryPolicy | None = None,
+        types: Sequence[type[Any]] = (),
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         self.name = name
         self.retry = retry
         self.types = tuple(types)
+        self.usage_limits = usage_limits
         self.start: Node[In, In] = _Sentinel(name="start")
         self.finish: Node[Out, Out] = _Sentinel(name="finish")
         self._edges: dict[Node[Any, Any], list[Transition]] = {}
@@ -158,6 +166,7 @@ class GraphBuilder(Generic[In, Out]):
             errors=MappingProxyType(errors),
             node_retry=self.retry,
             types=self.types,
+            usage_limits=self.usage_limits,
         )
 
 
@@ -275,6 +284,8 @@ class Graph(Node[In, Out]):
     """The retry policy of nodes inside that set none (see `GraphBuilder`)."""
     types: tuple[type[Any], ...] = ()
     """Classes declared with `GraphBuilder(types=...)`."""
+    usage_limits: UsageLimits | None = None
+    """What the model calls inside may spend each time the graph runs (see `UsageLimits`)."""
 
     def data_types(self) -> tuple[type[Any], ...]:
         """The declared classes and those of every node inside, subgraphs included."""

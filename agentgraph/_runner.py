@@ -30,6 +30,7 @@ from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
+from ._usage import Meter, UsageLimits
 
 __all__ = (
     "NO_ANSWER",
@@ -89,6 +90,8 @@ class GraphRunner:
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`
             lets the error end the run.
+        usage_limits: what each run may spend on model calls (`UsageLimits`);
+            `UsageLimitExceeded`, with the last context, when a call would pass it.
         types: classes a resumed or replayed run may decode from its record,
             beyond agentgraph's own and those the graph's nodes declare
             (`Node.data_types`, `GraphBuilder(types=...)`).
@@ -103,6 +106,7 @@ class GraphRunner:
         default="detach", validator=_check_sink_errors, kw_only=True
     )
     types: Types = attrs.field(factory=Types, kw_only=True)
+    usage_limits: UsageLimits | None = attrs.field(default=None, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -279,6 +283,7 @@ class GraphRunner:
             handle=handle,
             watch=self.timeout is not None,
             journal=journal,
+            limits=self.usage_limits,
         )
 
     async def _guard(
@@ -447,7 +452,8 @@ async def _body(run: _Run, graph: Graph[In, Out], ctx: AgentContext[In]) -> Agen
     """The run itself: announce it, run the root graph, make its record durable."""
     if run.emit is not None:
         await run.emit(RunStarted(graph.name, run.handle.context or ctx, run.run_id))
-    out = await Runtime(run, (graph.name,), 0).run_graph(graph, ctx)
+    meters = () if run.limits is None else (Meter(run.limits),)
+    out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
     if run.journal is not None:
         await run.journal.finish()
     return out

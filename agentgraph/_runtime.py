@@ -12,7 +12,7 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -20,7 +20,7 @@ import attrs
 import orjson
 
 from ._context import AgentContext
-from ._errors import NodeFailed, NodeTimeout, RunError, StepLimitExceeded
+from ._errors import NodeFailed, NodeTimeout, RunError, StepLimitExceeded, UsageLimitExceeded
 from ._events import (
     Event,
     ModelRequested,
@@ -37,6 +37,7 @@ from ._failure import Attempt, root_error
 from ._journal import Journal, ToolAnswer
 from ._json import to_data
 from ._retry import RetryPolicy
+from ._usage import Meter, OverLimit, UsageLimits
 from .llm._embed import Embedder
 from .llm._messages import ToolCall
 from .llm._model import (
@@ -120,6 +121,7 @@ class _Run:
         "emit",
         "handle",
         "journal",
+        "limits",
         "max_steps",
         "on_step",
         "retry",
@@ -139,7 +141,9 @@ class _Run:
         handle: RunHandle,
         watch: bool,
         journal: Journal | None,
+        limits: UsageLimits | None = None,
     ) -> None:
+        self.limits = limits
         self.run_id = run_id
         self.steps = 0
         self.watch = watch
@@ -170,7 +174,16 @@ class Runtime:
         journal_state: the run journal's own record of this step (None without one).
     """
 
-    __slots__ = ("_run", "depth", "fanout", "index", "journal_state", "node_retry", "path")
+    __slots__ = (
+        "_run",
+        "depth",
+        "fanout",
+        "index",
+        "journal_state",
+        "meters",
+        "node_retry",
+        "path",
+    )
 
     def __init__(
         self,
@@ -180,6 +193,7 @@ class Runtime:
         index: int = 0,
         fanout: bool = False,
         node_retry: RetryPolicy | None = None,
+        meters: tuple[Meter, ...] = (),
     ) -> None:
         self._run = run
         self.path = path
@@ -187,6 +201,7 @@ class Runtime:
         self.index = index
         self.fanout = fanout
         self.node_retry = node_retry
+        self.meters = meters
         self.journal_state: Any = None
 
     @property
@@ -226,6 +241,8 @@ class Runtime:
         replayed step gets the recorded response to the same request instead.
         """
         name = request.model or model.name
+        for meter in self.meters:
+            meter.before(name)
         await self.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal = self._run.journal
@@ -233,6 +250,8 @@ class Runtime:
             response = await model.request(request)
         else:
             response = await journal.model(self, request, lambda: model.request(request))
+        for meter in self.meters:
+            meter.after(name, response.usage)
         elapsed = perf_counter() - started
         await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
         return response
@@ -253,6 +272,8 @@ class Runtime:
         deltas) without calling the model.
         """
         name = request.model or model.name
+        for meter in self.meters:
+            meter.before(name)
         await self.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal = self._run.journal
@@ -268,6 +289,8 @@ class Runtime:
         if response is not None:
             if journal is not None and recorded is None:
                 journal.record_model(self, key, request, response)
+            for meter in self.meters:
+                meter.after(name, response.usage)
             elapsed = perf_counter() - started
             await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
 
@@ -364,6 +387,8 @@ class Runtime:
         step = self.index  # the step whose output is being routed (the graph's own at first)
         if graph.node_retry is not None:
             self.node_retry = graph.node_retry
+        if graph.usage_limits is not None:  # a fresh meter each time the graph runs
+            self.meters = (*self.meters, Meter(graph.usage_limits))
         if journal is not None:
             resumed = journal.reenter(self, graph)
             if resumed is not None:
@@ -439,14 +464,8 @@ class Runtime:
             await anyio.lowlevel.checkpoint()
         elif run.watch or run.handle._cancelled:
             await anyio.lowlevel.checkpoint_if_cancelled()
-        rt = Runtime(
-            run,
-            (*self.path, node.name),
-            self.depth + 1,
-            index,
-            branch or self.fanout,
-            self.node_retry,
-        )
+        path, fanout = (*self.path, node.name), branch or self.fanout
+        rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
         if run.journal is not None:
             run.journal.enter(self, rt, index, local_index, ctx)
         if run.emit is not None:
@@ -477,7 +496,11 @@ class Runtime:
             policy = self.node_retry or run.retry
         attempts = 1
         try:
-            if policy is None or not node.retry_safe or isinstance(error, StepLimitExceeded):
+            if (
+                policy is None
+                or not node.retry_safe
+                or isinstance(error, StepLimitExceeded | OverLimit)
+            ):
                 raise error
 
             async def on_retry(attempt: int, wait: float, err: BaseException) -> None:
@@ -497,13 +520,31 @@ class Runtime:
                 again, error, on_retry=on_retry
             )
         except Exception as final:
+            await self._failed_for_good(node, ctx, index, attempts, final)
+            raise AssertionError("unreachable: the failure was raised") from None
+
+    async def _failed_for_good(
+        self,
+        node: Node[Any, Any],
+        ctx: AgentContext[Any],
+        index: int,
+        attempts: int,
+        final: Exception,
+    ) -> NoReturn:
+        """Report a step that failed after its retries, and raise what the run should see."""
+        run = self._run
+        if isinstance(final, OverLimit):  # the run's limit, not the node's failure
+            limit = UsageLimitExceeded(final.reason, context=ctx, step=index, path=self.path)
             if run.emit is not None:
-                await run.emit(NodeFailedEvent(index, self.path, attempts, final))
-            if isinstance(final, RunError):
-                raise
-            raise NodeFailed(
-                context=ctx, step=index, path=self.path, attempts=attempts, error=final
-            ) from final
+                await run.emit(NodeFailedEvent(index, self.path, attempts, limit))
+            raise limit from None
+        if run.emit is not None:
+            await run.emit(NodeFailedEvent(index, self.path, attempts, final))
+        if isinstance(final, RunError):
+            raise final
+        raise NodeFailed(
+            context=ctx, step=index, path=self.path, attempts=attempts, error=final
+        ) from final
 
 
 async def _finished(
@@ -600,7 +641,7 @@ def _guarded(
     def retry_on(error: BaseException) -> bool:
         nonlocal failed
         failed += 1
-        if not isinstance(error, Exception):
+        if not isinstance(error, Exception) or isinstance(error, OverLimit):
             return False
         cause = root_error(error)
         if rule is None:
