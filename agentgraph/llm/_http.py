@@ -339,6 +339,13 @@ def error_from_exception(
     )
 
 
+def _throttled(error: BaseException | None) -> bool:
+    """A retryable refusal that waiting out will clear: rate limits and overload."""
+    if not isinstance(error, ProviderError) or not error.retryable:
+        return False
+    return isinstance(error, RateLimitError) or error.status in (503, 529)
+
+
 @attrs.frozen
 class ProviderRetry:
     """How a provider client retries one HTTP exchange before any output reached the caller.
@@ -349,6 +356,12 @@ class ProviderRetry:
     the wait is `min(initial * 2**n, max_delay)` with 75-100 % jitter, starting
     from `overload_initial` after a 529 overload. `sleep` is injectable so tests
     can record the waits.
+
+    A service that throttles (429 that can clear, 503, 529) is given time as
+    well as attempts: past `max_retries`, such a request is tried again while
+    the waits add up to at most `max_elapsed` seconds (and never past the
+    caller's deadline, such as a run's timeout), so a brownout shorter than
+    that costs latency instead of runs. `max_elapsed=None` counts attempts only.
     """
 
     max_retries: int = attrs.field(default=2, validator=attrs.validators.ge(0))
@@ -357,6 +370,7 @@ class ProviderRetry:
     overload_initial: float = 2.0
     max_retry_after: float = 60.0
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+    max_elapsed: float | None = 30.0
 
     def wait_for(self, error: BaseException | None, retries: int) -> float:
         """Seconds to wait after `error`, when `retries` retries were already made."""
@@ -388,9 +402,28 @@ class ProviderRetry:
                 "%s; retry %d of %d in %.2fs", error, state.attempt_number, self.max_retries, delay
             )
 
+        waited = [0.0]
+
+        def wait_and_count(state: tenacity.RetryCallState) -> float:
+            seconds = wait(state)
+            waited[0] += seconds
+            return seconds
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            if state.attempt_number < 1 + self.max_retries:
+                return False
+            error = state.outcome.exception() if state.outcome is not None else None
+            if self.max_elapsed is None or not _throttled(error):
+                return True
+            upcoming = self.wait_for(error, state.attempt_number - 1)
+            if waited[0] + upcoming > self.max_elapsed:
+                return True
+            deadline = anyio.current_effective_deadline()
+            return anyio.current_time() + upcoming >= deadline
+
         retrying = tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(1 + self.max_retries),
-            wait=wait,
+            stop=stop,
+            wait=wait_and_count,
             retry=tenacity.retry_if_exception(
                 lambda e: isinstance(e, ProviderError) and e.retryable
             ),

@@ -128,3 +128,39 @@ async def test_embedding_batches_stay_under_the_token_limit(server):
         assert all(sum(estimate_tokens(t) for t in batch) <= 300_000 for batch in batches)
         with pytest.raises(ProviderConfigError, match="split it"):
             await embed.embed(["word " * 40_000])
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_brownout_shorter_than_the_retry_budget_costs_latency_not_runs(
+    server, anyio_backend
+):
+    import anyio
+
+    from agentgraph import AgentContext, GraphRunner
+    from agentgraph.llm import OpenAIModel
+    from agentgraph.nodes import chat
+    from agentgraph.testing import ErrorResponse
+
+    runs = 200
+    server.add(*["fine"] * runs)
+    server.inject(ErrorResponse(429, headers={"retry-after": "1"}), times=None, endpoint="chat")
+    finished: list[str] = []
+    async with OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=server.openai_url) as model:
+        node = chat(model)  # default retry settings: 3 attempts, and a 30 s budget when throttled
+
+        async def one() -> None:
+            out = await GraphRunner().run(node, AgentContext("hi"))
+            finished.append(out.input.content)
+
+        async def end_brownout() -> None:
+            await anyio.sleep(3.0)
+            server.clear_faults()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(end_brownout)
+                for _ in range(runs):
+                    tg.start_soon(one)
+    assert finished == ["fine"] * runs
