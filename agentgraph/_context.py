@@ -24,28 +24,47 @@ _EMPTY_STATE: Mapping[str, Any] = MappingProxyType({})
 _SHOWN = 3
 """Messages a `History` repr shows at each end."""
 
+_MAX_DEPTH = 8
+"""Forks of forks a `History` chains before it flattens into one list."""
+
 
 class History(Sequence[Message]):
-    """An immutable sequence of messages whose `append` shares storage.
+    """An immutable sequence of messages whose `append` never copies the old ones.
 
-    Every `History` is a view of the first `len` items of a list that only ever
-    grows. Appending to the newest view extends that list in place (the older
-    views cannot see the new items), so a step that appends costs the same at
-    message 10 as at message 10,000. Appending to an older view, a fork, copies.
+    A `History` is an optional shared prefix (an older history, kept as it is)
+    followed by a view of the first items of a list that only ever grows.
+    Appending to the newest view extends that list in place (older views cannot
+    see the new items), so a step that appends costs the same at message 10 as
+    at message 10,000. Appending to an older view, a fork, starts a new list
+    after it and keeps the older view as its prefix, so forks share their
+    common past. A chain of forks of forks is flattened into one list when it
+    grows deeper than a few links, which keeps indexing O(1).
     """
 
-    __slots__ = ("_items", "_len")
+    __slots__ = ("_base", "_depth", "_items", "_len", "_off")
 
+    _base: History | None
+    _depth: int
     _items: list[Message]
     _len: int
+    _off: int
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._base = None
+        self._depth = 0
+        self._off = 0
         self._items = list(messages)
         self._len = len(self._items)
 
     @classmethod
-    def _view(cls, items: list[Message], length: int) -> History:
+    def _view(cls, base: History | None, items: list[Message], length: int) -> History:
         view = cls.__new__(cls)
+        view._base = base
+        if base is None:
+            view._depth = view._off = 0
+        else:
+            view._depth = base._depth + 1
+            view._off = base._off + base._len
         view._items = items
         view._len = length
         return view
@@ -53,16 +72,33 @@ class History(Sequence[Message]):
     def append(self, *messages: Message) -> History:
         """Return a new history with `messages` added at the end."""
         items = self._items
-        if len(items) != self._len:
-            items = items[: self._len]
-        items.extend(messages)
-        return History._view(items, len(items))
+        if len(items) == self._len:
+            items.extend(messages)
+            return History._view(self._base, items, len(items))
+        if self._depth < _MAX_DEPTH:
+            return History._view(self, list(messages), len(messages))
+        return History((*self, *messages))
+
+    def _added_after(self, base: History) -> list[Message] | None:
+        """The messages this history adds after `base`, or None if it does not extend it."""
+        if self._items is base._items and self._base is base._base:
+            # One append-only list: the shorter view is a prefix of the longer.
+            return self._items[base._len : self._len] if self._len >= base._len else None
+        if self._base is not None and self._off >= len(base):
+            before = self._base._added_after(base)
+            return None if before is None else before + self._items[: self._len]
+        if len(self) < len(base):
+            return None
+        mine = list(self)
+        if all(old is new or old == new for old, new in zip(base, mine, strict=False)):
+            return mine[len(base) :]
+        return None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return History, (tuple(self),)
 
     def __len__(self) -> int:
-        return self._len
+        return self._off + self._len
 
     @overload
     def __getitem__(self, index: int) -> Message: ...
@@ -70,24 +106,31 @@ class History(Sequence[Message]):
     def __getitem__(self, index: slice) -> History: ...
     def __getitem__(self, index: int | slice) -> Message | History:
         if isinstance(index, slice):
-            return History(self._items[: self._len][index])
+            return History(list(self)[index])
+        size = self._off + self._len
         if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
+            index += size
+        if not 0 <= index < size:
             raise IndexError("history index out of range")
-        return self._items[index]
+        view = self
+        while index < view._off:
+            view = view._base  # type: ignore[assignment]  # _off > 0 means a base exists
+        return view._items[index - view._off]
 
     def __iter__(self) -> Iterator[Message]:
+        if self._base is not None:
+            yield from self._base
         items = self._items
         for i in range(self._len):
             yield items[i]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, History):
-            return self._len == other._len and (
-                (self._items is other._items)
-                or self._items[: self._len] == other._items[: other._len]
-            )
+            if len(self) != len(other):
+                return False
+            if self._items is other._items and self._base is other._base:
+                return True
+            return list(self) == list(other)
         if isinstance(other, Sequence) and not isinstance(other, str):
             return list(self) == list(other)
         return NotImplemented
@@ -96,18 +139,23 @@ class History(Sequence[Message]):
 
     def __repr__(self) -> str:
         # Bounded: a long conversation must not cost a long repr (tracebacks, loggers).
-        if self._len <= 2 * _SHOWN:
-            return f"History({self._items[: self._len]!r})"
-        head = ", ".join(repr(m) for m in self._items[:_SHOWN])
-        tail = ", ".join(repr(m) for m in self._items[self._len - _SHOWN : self._len])
-        return f"History([{head}, <{self._len - 2 * _SHOWN} more>, {tail}], len={self._len})"
+        size = len(self)
+        if size <= 2 * _SHOWN:
+            return f"History({list(self)!r})"
+        head = ", ".join(repr(self[i]) for i in range(_SHOWN))
+        tail = ", ".join(repr(self[i]) for i in range(size - _SHOWN, size))
+        return f"History([{head}, <{size - 2 * _SHOWN} more>, {tail}], len={size})"
 
     def last(self, role: str | None = None) -> Message | None:
         """The last message, or the last one with `role`; None when there is none."""
-        for i in range(self._len - 1, -1, -1):
-            message = self._items[i]
-            if role is None or message.role == role:
-                return message
+        view: History | None = self
+        while view is not None:
+            items = view._items
+            for i in range(view._len - 1, -1, -1):
+                message = items[i]
+                if role is None or message.role == role:
+                    return message
+            view = view._base
         return None
 
 

@@ -1,5 +1,7 @@
 import dataclasses
 import enum
+import pickle
+import tracemalloc
 
 import attrs
 import orjson
@@ -78,6 +80,59 @@ def test_appending_to_an_old_view_forks_without_disturbing_the_new_one():
     assert [m.content for m in left.history] == ["a", "left"]
     assert [m.content for m in right.history] == ["a", "right"]
     assert [m.content for m in base.history] == ["a"]
+
+
+def test_forks_share_their_common_past():
+    base = AgentContext(0).append(*[Message.user(str(i)) for i in range(1000)])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        forks = [base.append(Message.user(f"fork {i}")) for i in range(10_000)]
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # A copy of the 1,000 messages per fork would take about 80 MB.
+    assert grown < 8 * 2**20, grown
+    assert [len(f.history) for f in forks[:2]] == [1001, 1001]
+    assert forks[7].history[1000].content == "fork 7" and forks[7].history[999].content == "999"
+    assert forks[7].history[-1001].content == "0"
+    assert list(forks[3].history)[-2:] == [Message.user("999"), Message.user("fork 3")]
+
+
+def test_forks_of_forks_keep_every_message_in_order():
+    ctx = AgentContext(0).append(Message.user("root"))
+    expected = ["root"]
+    for depth in range(40):  # deeper than any chain is kept: flattening must not lose a message
+        ctx.append(Message.user("sibling"))  # makes the next append a fork
+        ctx = ctx.append(Message.user(f"d{depth}"), Message.user(f"e{depth}"))
+        expected += [f"d{depth}", f"e{depth}"]
+        ctx = ctx.append(Message.user(f"f{depth}"))  # extends the fork's own list in place
+        expected.append(f"f{depth}")
+        assert [m.content for m in ctx.history] == expected
+    history = ctx.history
+    assert [history[i].content for i in range(len(history))] == expected
+    assert [history[i].content for i in range(-len(history), 0)] == expected
+    assert history.last().content == expected[-1]
+    assert history.last("assistant") is None
+    assert history == History(Message.user(t) for t in expected)
+    assert history[5:8] == History(Message.user(t) for t in expected[5:8])
+    assert pickle.loads(pickle.dumps(history)) == history
+    assert AgentContext.from_json(ctx.to_json()).history == history
+
+
+def test_a_checkpoint_of_forked_histories_stores_only_what_each_fork_added():
+    from agentgraph.checkpoint._codec import ContextEncoder, decode_context
+
+    base = AgentContext(0).append(*[Message.user(str(i)) for i in range(50)])
+    left = base.append(Message.user("left"))
+    right = base.append(Message.user("right"), Message.assistant("more"))
+    encoder = ContextEncoder(base)
+    delta = encoder.delta(right)
+    assert orjson.loads(delta)["h"] and "H" not in orjson.loads(delta)
+    assert decode_context(delta, base).history == right.history
+    other = ContextEncoder(left).delta(right)  # not an extension: stored whole
+    assert len(orjson.loads(other)["H"]) == 52
+    assert decode_context(other, left).history == right.history
 
 
 def test_history_sequence_behaviour():

@@ -123,17 +123,6 @@ def full_context(ctx: AgentContext[Any]) -> bytes:
     return orjson.dumps(data)
 
 
-def _extends(history: History, base: History) -> bool:
-    """True when `history` is `base` followed by more messages."""
-    if history._len < base._len:
-        return False
-    if history._items is base._items:
-        return True  # one append-only buffer: the shorter view is a prefix of the longer
-    old, new = base._items, history._items
-    # Different buffers (a retried step appended to an older view): compare once.
-    return all(old[i] is new[i] or old[i] == new[i] for i in range(base._len))
-
-
 class ContextEncoder:
     """Encodes each committed context as a change to the one committed before it."""
 
@@ -151,14 +140,12 @@ class ContextEncoder:
         base = self.base
         data: dict[str, Any] = {}
         history, before = ctx.history, base.history
-        if history is not before and not (
-            history._items is before._items and history._len == before._len
-        ):
-            if _extends(history, before):
-                added = history._items[before._len : history._len]
-                data["h"] = encode_messages(added, "context.history", before._len)
-            else:
+        if history is not before:
+            added = history._added_after(before)
+            if added is None:
                 data["H"] = encode_messages(history, "context.history")
+            elif added:
+                data["h"] = encode_messages(added, "context.history", len(before))
         _fields(ctx, data, base)
         encoded = orjson.dumps(data)
         self.base = ctx

@@ -33,17 +33,15 @@ __all__ = ("decode_request", "encode_request", "record_model", "recorded_model",
 
 def _shared(messages: Sequence[Message], history: History) -> tuple[int, int]:
     """Where the request's messages start repeating `history`, and for how many messages."""
-    items, length = history._items, len(history)
-    if not length:
+    if not history:
         return 0, 0
+    first = history[0]
     for start in range(min(len(messages), 3)):  # after a system message or two
-        if messages[start] is items[0]:
+        if messages[start] is first:
             shared = 0
-            while (
-                shared < length
-                and start + shared < len(messages)
-                and messages[start + shared] is items[shared]
-            ):
+            for mine, sent in zip(history, messages[start:], strict=False):
+                if sent is not mine:
+                    break
                 shared += 1
             return start, shared
     return 0, 0
