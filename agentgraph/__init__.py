@@ -1,5 +1,7 @@
 """agentgraph: LLM agents as graphs of immutable steps."""
 
+import typing as _typing
+
 from ._context import AgentContext as AgentContext
 from ._context import History as History
 from ._context import Settings as Settings
@@ -83,28 +85,73 @@ from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
 from .llm import Usage as Usage
-from .nodes import Generate as Generate
-from .nodes import MapEach as MapEach
-from .nodes import Parallel as Parallel
-from .nodes import Partial as Partial
-from .nodes import Section as Section
-from .nodes import generate as generate
-from .nodes import map_each as map_each
-from .nodes import parallel as parallel
-from .nodes import stream_structured as stream_structured
-from .structured import Guide as Guide
-from .structured import describe as describe
-from .structured import from_tool_call as from_tool_call
-from .structured import generable as generable
-from .structured import json_schema as json_schema
-from .structured import loads_lenient as loads_lenient
-from .structured import parse as parse
-from .structured import prompt_fragment as prompt_fragment
-from .structured import tools_for_union as tools_for_union
-from .structured import try_parse as try_parse
-from .structured import validate as validate
-from .tools import Tool as Tool
-from .tools import tool as tool
+
+if _typing.TYPE_CHECKING:
+    from .nodes import Generate as Generate
+    from .nodes import MapEach as MapEach
+    from .nodes import Parallel as Parallel
+    from .nodes import Partial as Partial
+    from .nodes import Section as Section
+    from .nodes import generate as generate
+    from .nodes import map_each as map_each
+    from .nodes import parallel as parallel
+    from .nodes import stream_structured as stream_structured
+    from .structured import Guide as Guide
+    from .structured import describe as describe
+    from .structured import from_tool_call as from_tool_call
+    from .structured import generable as generable
+    from .structured import json_schema as json_schema
+    from .structured import loads_lenient as loads_lenient
+    from .structured import parse as parse
+    from .structured import prompt_fragment as prompt_fragment
+    from .structured import tools_for_union as tools_for_union
+    from .structured import try_parse as try_parse
+    from .structured import validate as validate
+    from .tools import Tool as Tool
+    from .tools import tool as tool
+
+# The ready-made nodes, structured output and tools load on first use, so that
+# `import agentgraph` costs little more than its dependencies.
+_LAZY = {
+    "Generate": ".nodes",
+    "Guide": ".structured",
+    "MapEach": ".nodes",
+    "Parallel": ".nodes",
+    "Partial": ".nodes",
+    "Section": ".nodes",
+    "Tool": ".tools",
+    "describe": ".structured",
+    "from_tool_call": ".structured",
+    "generable": ".structured",
+    "generate": ".nodes",
+    "json_schema": ".structured",
+    "loads_lenient": ".structured",
+    "map_each": ".nodes",
+    "parallel": ".nodes",
+    "parse": ".structured",
+    "prompt_fragment": ".structured",
+    "stream_structured": ".nodes",
+    "tool": ".tools",
+    "tools_for_union": ".structured",
+    "try_parse": ".structured",
+    "validate": ".structured",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = (
     "AgentContext",

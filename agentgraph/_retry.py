@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import attrs
-import httpx
 import tenacity
 
 from ._errors import ProviderError, RunError
@@ -35,7 +35,11 @@ def is_transient(error: BaseException) -> bool:
     retryable = getattr(error, "retryable", None)
     if isinstance(retryable, bool):
         return retryable
-    return isinstance(error, TimeoutError | ConnectionError | httpx.TransportError)
+    if isinstance(error, TimeoutError | ConnectionError):
+        return True
+    # An httpx error exists only once httpx was imported; the engine does not import it.
+    httpx = sys.modules.get("httpx")
+    return httpx is not None and isinstance(error, httpx.TransportError)
 
 
 @attrs.frozen

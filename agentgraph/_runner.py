@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import itertools
@@ -419,11 +418,13 @@ def _check_input(ctx: Any) -> None:
 
 def _running_loop() -> str | None:
     """The event loop running in this thread, if any: 'asyncio' or 'trio'."""
-    try:
-        asyncio.get_running_loop()
-        return "asyncio"
-    except RuntimeError:
-        pass
+    asyncio = sys.modules.get("asyncio")  # no loop of a library that was never imported
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+            return "asyncio"
+        except RuntimeError:
+            pass
     trio = sys.modules.get("trio")
     if trio is not None:
         try:

@@ -38,7 +38,7 @@ from ._journal import Journal, ToolAnswer
 from ._json import to_data
 from ._retry import RetryPolicy
 from ._usage import Meter, OverLimit, UsageLimits
-from .llm._embed import Embedder
+from .llm._embedder import Embedder
 from .llm._messages import ToolCall
 from .llm._model import (
     ChatModel,
@@ -50,7 +50,6 @@ from .llm._model import (
     TextDelta,
     ToolCallDelta,
 )
-from .tools._execute import run_tool_calls
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -317,6 +316,8 @@ class Runtime:
         recorded ones, and a call to a tool that is not safe to retry is made
         durable before it runs (finding it in flight on resume is a `ResumeError`).
         """
+
+        from .tools._execute import run_tool_calls  # loaded with the first tool call
 
         async def run(pending: Sequence[ToolCall]) -> list[ToolAnswer]:
             outcomes = await run_tool_calls(

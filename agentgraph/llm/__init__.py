@@ -1,14 +1,15 @@
-"""Provider-neutral messages, the `ChatModel` protocol, and provider clients."""
+"""Provider-neutral messages, the `ChatModel` protocol, and provider clients.
 
-from ._anthropic import AnthropicModel as AnthropicModel
+The messages and protocols load with the package; each provider client (and
+httpx with it) loads the first time one of its names is used, so an engine
+that never calls a provider never pays for importing them.
+"""
+
+import typing as _typing
+
 from ._capabilities import Capabilities as Capabilities
 from ._capabilities import OnUnsupported as OnUnsupported
-from ._embed import Embedder as Embedder
-from ._embed import OllamaEmbedder as OllamaEmbedder
-from ._embed import OpenAIEmbedder as OpenAIEmbedder
-from ._gigachat import GigaChatModel as GigaChatModel
-from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
-from ._http import ProviderRetry as ProviderRetry
+from ._embedder import Embedder as Embedder
 from ._messages import Message as Message
 from ._messages import Role as Role
 from ._messages import ToolCall as ToolCall
@@ -25,10 +26,47 @@ from ._model import StreamEvent as StreamEvent
 from ._model import TextDelta as TextDelta
 from ._model import ToolCallDelta as ToolCallDelta
 from ._model import ToolChoice as ToolChoice
-from ._ollama import OllamaModel as OllamaModel
-from ._openai import OpenAIModel as OpenAIModel
-from ._pool import SpreadTransport as SpreadTransport
-from ._resolve import model_from_string as model_from_string
+
+if _typing.TYPE_CHECKING:
+    from ._anthropic import AnthropicModel as AnthropicModel
+    from ._embed import OllamaEmbedder as OllamaEmbedder
+    from ._embed import OpenAIEmbedder as OpenAIEmbedder
+    from ._gigachat import GigaChatModel as GigaChatModel
+    from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
+    from ._http import ProviderRetry as ProviderRetry
+    from ._ollama import OllamaModel as OllamaModel
+    from ._openai import OpenAIModel as OpenAIModel
+    from ._pool import SpreadTransport as SpreadTransport
+    from ._resolve import model_from_string as model_from_string
+
+_LAZY = {
+    "AnthropicModel": "_anthropic",
+    "GigaChatEmbedder": "_gigachat_embed",
+    "GigaChatModel": "_gigachat",
+    "OllamaEmbedder": "_embed",
+    "OllamaModel": "_ollama",
+    "OpenAIEmbedder": "_embed",
+    "OpenAIModel": "_openai",
+    "ProviderRetry": "_http",
+    "SpreadTransport": "_pool",
+    "model_from_string": "_resolve",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = (
     "AnthropicModel",

@@ -8,47 +8,19 @@ import binascii
 import sys
 from array import array
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 import httpx
 
 from .._errors import ProviderConfigError, ResponseFormatError
+from ._embedder import Embedder as Embedder
+from ._embedder import checked_texts as checked_texts
 from ._http import ProviderRetry
 from ._ollama import OLLAMA_BASE_URL
 from ._openai import OPENAI_BASE_URL, OPENAI_KEY
 from ._transport import HttpClientBase
 
 __all__ = ("Embedder", "OllamaEmbedder", "OpenAIEmbedder")
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into vectors, one per text, in order.
-
-    ```python
-    async def index(embedder: Embedder) -> list[list[float]]:
-        return await embedder.embed(["first passage", "second passage"])
-    ```
-    """
-
-    @property
-    def dimensions(self) -> int | None:
-        """The vector length: as configured, else learned from the first answer, else `None`."""
-        ...
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
-
-
-def checked_texts(texts: Sequence[str]) -> list[str]:
-    """`texts` as a list, refusing a lone string and anything that is not a string."""
-    if isinstance(texts, str):
-        # A lone string would otherwise be embedded one character at a time.
-        raise TypeError("embed() takes a sequence of strings; wrap a single text in a list")
-    items = list(texts)
-    for item in items:
-        if not isinstance(item, str):
-            raise TypeError(f"embed() takes strings, got {type(item).__name__}")
-    return items
 
 
 def _floats(value: Any, *, provider: str) -> list[float]:

@@ -22,7 +22,7 @@ import attrs
 from .._context import AgentContext
 from .._events import Retrieved, RetrievedSource
 from .._node import Node
-from ..llm._embed import Embedder
+from ..llm._embedder import Embedder
 from ..llm._messages import Message
 from ._tokens import TokenCounter, clip_at_word, clip_to_tokens, estimate_tokens
 

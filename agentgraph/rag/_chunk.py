@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import orjson
 
-from ..llm._embed import Embedder
+from ..llm._embedder import Embedder
 from ._store import Record, VectorStore
 
 __all__ = ("Chunk", "Document", "IngestReport", "chunk_document", "chunk_text", "ingest")

@@ -1,0 +1,89 @@
+"""`import agentgraph` loads the engine and its dependencies, nothing more."""
+
+import subprocess
+import sys
+
+import pytest
+
+import agentgraph
+import agentgraph.llm
+
+LOADED = """
+import sys
+before = set(sys.modules)
+import agentgraph
+print("\\n".join(sorted(set(sys.modules) - before)))
+"""
+
+
+def loaded_by(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    return set(out.stdout.split())
+
+
+def test_import_agentgraph_loads_no_provider_client_http_stack_or_sink():
+    loaded = loaded_by(LOADED)
+    third_party = {
+        name.split(".")[0]
+        for name in loaded
+        if name.split(".")[0] not in sys.stdlib_module_names and not name.startswith("_")
+    }
+    assert third_party <= {
+        "agentgraph",
+        "anyio",
+        "attr",
+        "attrs",
+        "orjson",
+        "tenacity",
+        "sniffio",
+        "typing_extensions",
+        "idna",
+        "exceptiongroup",
+    }, third_party
+    ours = {name for name in loaded if name.startswith("agentgraph")}
+    for lazy in (
+        "agentgraph.llm._openai",
+        "agentgraph.llm._anthropic",
+        "agentgraph.llm._ollama",
+        "agentgraph.llm._gigachat",
+        "agentgraph.llm._http",
+        "agentgraph.llm._embed",
+        "agentgraph.nodes",
+        "agentgraph.structured",
+        "agentgraph.tools",
+        "agentgraph.tracing",
+        "agentgraph.checkpoint",
+        "agentgraph.rag",
+    ):
+        assert lazy not in ours, lazy
+    assert "asyncio" not in loaded  # looked up only when a loop may be running
+
+
+@pytest.mark.parametrize("module", [agentgraph, agentgraph.llm])
+def test_names_loaded_on_first_use_are_all_there(module):
+    lazy = module._LAZY
+    assert set(lazy) <= set(module.__all__)
+    assert set(module.__all__) <= set(dir(module))
+    for name in module.__all__:
+        assert getattr(module, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        module.nothing_here  # noqa: B018
+
+
+def test_a_lazily_loaded_name_is_the_same_object_as_its_home_module():
+    import importlib
+
+    openai = importlib.import_module("agentgraph.llm._openai")
+    generate = importlib.import_module("agentgraph.nodes._generate")
+    assert agentgraph.llm.OpenAIModel is openai.OpenAIModel
+    assert agentgraph.generate is generate.generate
+
+
+def test_from_imports_of_lazy_names_work_in_a_fresh_process():
+    loaded = loaded_by(
+        "import sys\nfrom agentgraph import tool, generate\nfrom agentgraph.llm import OpenAIModel\n"
+        "print('\\n'.join(sys.modules))"
+    )
+    assert {"agentgraph.tools", "agentgraph.nodes", "agentgraph.llm._openai", "httpx"} <= loaded
