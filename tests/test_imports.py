@@ -83,7 +83,9 @@ def test_a_lazily_loaded_name_is_the_same_object_as_its_home_module():
 
 def test_from_imports_of_lazy_names_work_in_a_fresh_process():
     loaded = loaded_by(
-        "import sys\nfrom agentgraph import tool, generate\nfrom agentgraph.llm import OpenAIModel\n"
+        "import sys\n"
+        "from agentgraph import tool, generate\n"
+        "from agentgraph.llm import OpenAIModel\n"
         "print('\\n'.join(sys.modules))"
     )
     assert {"agentgraph.tools", "agentgraph.nodes", "agentgraph.llm._openai", "httpx"} <= loaded
