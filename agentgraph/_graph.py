@@ -287,6 +287,13 @@ class Graph(Node[In, Out]):
     usage_limits: UsageLimits | None = None
     """What the model calls inside may spend each time the graph runs (see `UsageLimits`)."""
 
+    first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
+    """The target of each node whose first transition is a plain edge (routing's fast path)."""
+
+    def __attrs_post_init__(self) -> None:
+        first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
+        object.__setattr__(self, "first", MappingProxyType(first))
+
     def data_types(self) -> tuple[type[Any], ...]:
         """The declared classes and those of every node inside, subgraphs included."""
         found = list(self.types)
@@ -310,7 +317,7 @@ class Graph(Node[In, Out]):
             assert t.router is not None
             try:
                 chosen = t.router(ctx)
-                if t.is_async or inspect.isawaitable(chosen):
+                if t.is_async or (not self._holds(chosen) and inspect.isawaitable(chosen)):
                     chosen = await chosen
             except Exception as exc:
                 reason = f"{t.label or 'the router'} raised {type(exc).__name__}: {exc}"
@@ -319,6 +326,8 @@ class Graph(Node[In, Out]):
                 raise RoutingError(reason, context=ctx, step=step, path=(*path, node.name)) from exc
             if chosen is None:
                 continue
+            if self._holds(chosen) and (t.targets is None or chosen in t.targets):
+                return chosen, position  # the common case: a node of this graph, as declared
             if not isinstance(chosen, Node):
                 raise RoutingError(
                     _not_a_node(t, chosen), context=ctx, step=step, path=(*path, node.name)
@@ -341,6 +350,13 @@ class Graph(Node[In, Out]):
                 )
             return chosen, position
         raise DeadEnd(context=ctx, step=step, path=(*path, node.name))
+
+    def _holds(self, chosen: object) -> bool:
+        """True when `chosen` is a node of this graph (anything else, hashable or not: False)."""
+        try:
+            return chosen in self.members
+        except Exception:  # unhashable, or a hash that raises: certainly not a node
+            return False
 
     def error_route(
         self, node: Node[Any, Any], failed: NodeFailed

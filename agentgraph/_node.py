@@ -216,11 +216,15 @@ class FunctionNode(Node[In, Out]):
         if self.is_async:
             result = await result
         if not isinstance(result, AgentContext):
-            raise TypeError(
-                f"node {self.name!r} returned {type(result).__name__}; a node returns an "
-                "AgentContext (use ctx.with_input(value) to pass a value on)"
-            )
+            raise self.not_a_context(result)
         return result
+
+    def not_a_context(self, result: object) -> TypeError:
+        """The error for a function that returned something other than a context."""
+        return TypeError(
+            f"node {self.name!r} returned {type(result).__name__}; a node returns an "
+            "AgentContext (use ctx.with_input(value) to pass a value on)"
+        )
 
 
 def _make(fn: Callable[..., Any], name: str | None) -> FunctionNode[Any, Any]:

@@ -36,6 +36,7 @@ from ._events import (
 from ._failure import Attempt, root_error
 from ._journal import Journal, ToolAnswer
 from ._json import to_data
+from ._node import FunctionNode
 from ._retry import RetryPolicy
 from ._usage import Meter, OverLimit, UsageLimits
 from .llm._embedder import Embedder
@@ -386,6 +387,7 @@ class Runtime:
         current: AgentContext[Any] = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
+        first = graph.first
         if graph.node_retry is not None:
             self.node_retry = graph.node_retry
         if graph.usage_limits is not None:  # a fresh meter each time the graph runs
@@ -396,7 +398,13 @@ class Runtime:
                 target, current, local, run.steps = resumed
         while True:
             if target is None:
-                target, position = await graph.next_node(source, current, step=step, path=self.path)
+                target = first.get(source)
+                if target is not None:
+                    position = 0
+                else:
+                    target, position = await graph.next_node(
+                        source, current, step=step, path=self.path
+                    )
                 if run.emit is not None:
                     dynamic = graph.transitions[source][position].router is not None
                     await run.emit(
@@ -465,28 +473,51 @@ class Runtime:
             await anyio.lowlevel.checkpoint()
         elif run.watch or run.handle._cancelled:
             await anyio.lowlevel.checkpoint_if_cancelled()
-        path, fanout = (*self.path, node.name), branch or self.fanout
-        rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
-        if run.journal is not None:
-            run.journal.enter(self, rt, index, local_index, ctx)
+        rt = self._child(node, ctx, index, local_index, branch)
+        path, fanout = rt.path, rt.fanout
         if run.emit is not None:
             await run.emit(
                 NodeStarted(index, local_index, rt.depth - 1, rt.path, node, ctx, self.index)
             )
         started = perf_counter()
         try:
-            if node.timeout is None:
-                out = await node.run(ctx, rt)
+            if type(node) is FunctionNode and node.timeout is None:
+                # Called here rather than through `run`: no wrapper coroutine per step.
+                result = node.fn(ctx, rt) if node.wants_runtime else node.fn(ctx)
+                if node.is_async:
+                    result = await result
+                if not isinstance(result, AgentContext):
+                    raise node.not_a_context(result)
+                out: AgentContext[Out] = result
             else:
-                out = await _with_timeout(node, ctx, rt)
+                out = await (
+                    node.run(ctx, rt) if node.timeout is None else _with_timeout(node, ctx, rt)
+                )
             attempts = 1
         except Exception as error:  # the slow path: retry or report
             out, attempts = await rt._recover(node, ctx, index, error)
-        info = StepInfo(
-            index, local_index, rt.depth - 1, rt.path, attempts, perf_counter() - started
-        )
-        await _finished(run, rt, info, node, out)
+        info = StepInfo(index, local_index, self.depth, path, attempts, perf_counter() - started)
+        # Report the step: the handle (on the run's own path), events, callbacks.
+        if not fanout:
+            run.handle.context = out
+            run.handle.step = index
+        if run.emit is not None:
+            await run.emit(NodeFinished(info, node, out))
+        if run.on_step:
+            await _called_back(run, info, node, out)
         return out
+
+    def _child(
+        self, node: Node[Any, Any], ctx: AgentContext[Any], index: int, local: int, branch: bool
+    ) -> Runtime:
+        """The runtime of `node`'s step, entered in the journal if the run has one."""
+        run = self._run
+        path = (*self.path, node.name)
+        fanout = branch or self.fanout
+        rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
+        if run.journal is not None:
+            run.journal.enter(self, rt, index, local, ctx)
+        return rt
 
     async def _recover(
         self, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
@@ -548,15 +579,10 @@ class Runtime:
         ) from final
 
 
-async def _finished(
-    run: _Run, rt: Runtime, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
+async def _called_back(
+    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
 ) -> None:
-    """Report a completed step: the handle (on the run's own path), events, callbacks."""
-    if not rt.fanout:
-        run.handle.context = out
-        run.handle.step = info.index
-    if run.emit is not None:
-        await run.emit(NodeFinished(info, node, out))
+    """Call the run's step callbacks, in order, awaiting those that return an awaitable."""
     for callback, is_coroutine in run.on_step:
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):

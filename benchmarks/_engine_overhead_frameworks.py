@@ -3,7 +3,7 @@
 A chain of nodes that add one to a counter, and the ``llm`` <-> ``tool`` loop whose
 nodes append one pre-built message each. Every builder returns a coroutine factory
 that runs the graph once; peers are imported inside their own builders, so agentgraph
-and the floor run without them.
+the design floor and the bare loop run without them.
 """
 
 import asyncio
@@ -253,7 +253,7 @@ def _pydantic_graph_loop(total: int, stamp: Stamp) -> RunOnce:
     return run_once
 
 
-# -- the floor: a hand-written asyncio loop ---------------------------------------------
+# -- the bare loop: plain functions, plain values ----------------------------------------
 
 
 def _floor_chain(length: int, yielding: bool) -> RunOnce:
@@ -299,9 +299,68 @@ def _floor_loop(total: int, stamp: Stamp) -> RunOnce:
     return run_once
 
 
+# -- the design floor: agentgraph's data work, dispatched by hand -------------------------
+#
+# What an engine cannot avoid: the same contexts built the same way (`AgentContext`,
+# `with_input`, `append`), with the next function found in a dict and the loop's router
+# called, and nothing else. The engine's own cost is what it adds on top of this.
+
+CtxHandler = Callable[[AgentContext[Any]], Awaitable[AgentContext[Any]]]
+
+
+def _design_floor_chain(length: int, yielding: bool) -> RunOnce:
+    async def add(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.with_input(ctx.input + 1)
+
+    async def add_yielding(ctx: AgentContext[int]) -> AgentContext[int]:
+        await asyncio.sleep(0)
+        return ctx.with_input(ctx.input + 1)
+
+    names = [f"n{i}" for i in range(length)]
+    handlers: dict[str, CtxHandler] = {n: add_yielding if yielding else add for n in names}
+    following = dict(pairwise([*names, "finish"]))
+
+    async def run_once() -> int:
+        ctx = AgentContext(0)
+        name = names[0]
+        while name != "finish":
+            ctx = await handlers[name](ctx)
+            name = following[name]
+        return ctx.input
+
+    return run_once
+
+
+def _design_floor_loop(total: int, stamp: Stamp) -> RunOnce:
+    async def llm(ctx: AgentContext[None]) -> AgentContext[None]:
+        stamp(perf_counter())
+        return ctx.append(ASSISTANT)
+
+    async def tool(ctx: AgentContext[None]) -> AgentContext[None]:
+        stamp(perf_counter())
+        return ctx.append(TOOL)
+
+    def more(ctx: AgentContext[None]) -> str:
+        return "tool" if len(ctx.history) < total else "finish"
+
+    handlers: dict[str, CtxHandler] = {"llm": llm, "tool": tool}
+    routes: dict[str, Callable[[AgentContext[None]], str]] = {"llm": more, "tool": lambda _: "llm"}
+
+    async def run_once() -> int:
+        ctx = AgentContext(None)
+        name = "llm"
+        while name != "finish":
+            ctx = await handlers[name](ctx)
+            name = routes[name](ctx)
+        return len(ctx.history)
+
+    return run_once
+
+
 FRAMEWORKS = {
     "agentgraph": Framework(_agentgraph_chain, _agentgraph_loop),
     "langgraph": Framework(_langgraph_chain, _langgraph_loop),
     "pydantic-graph": Framework(_pydantic_graph_chain, _pydantic_graph_loop),
-    "floor": Framework(_floor_chain, _floor_loop),
+    "design-floor": Framework(_design_floor_chain, _design_floor_loop),
+    "bare-loop": Framework(_floor_chain, _floor_loop),
 }

@@ -28,7 +28,9 @@ def tiny(bench):
 
 
 @pytest.mark.parametrize("scenario", ["linear", "loop", "concurrent"])
-@pytest.mark.parametrize("framework", ["agentgraph", "floor", "langgraph", "pydantic-graph"])
+@pytest.mark.parametrize(
+    "framework", ["agentgraph", "design-floor", "bare-loop", "langgraph", "pydantic-graph"]
+)
 def test_case_produces_sane_figures(bench, tiny, framework, scenario):
     if framework in PEERS:
         pytest.importorskip(PEERS[framework])
@@ -47,11 +49,11 @@ def test_unknown_case_and_odd_loop_are_refused(bench, tiny):
     with pytest.raises(ValueError, match="unknown case"):
         bench.run_case("agentgraph:sideways", tiny)
     with pytest.raises(ValueError, match="even number"):
-        bench.measure_loop(bench.FRAMEWORKS["floor"], bench.Sizes(loop_steps=21))
+        bench.measure_loop(bench.FRAMEWORKS["design-floor"], bench.Sizes(loop_steps=21))
 
 
 def test_case_flag_prints_one_json_line(bench, capsys):
-    bench.main(["--case", "floor:loop", "--quick"])
+    bench.main(["--case", "design-floor:loop", "--quick"])
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0])["steps"] == 1001
@@ -61,15 +63,16 @@ def test_report_marks_targets_and_missing_peers(bench, tiny):
     results = [
         bench.run_case(f"{framework}:{scenario}", tiny)
         for scenario in ("linear", "loop", "concurrent")
-        for framework in ("agentgraph", "floor")
+        for framework in ("agentgraph", "design-floor", "bare-loop")
     ]
     results.append({"framework": "langgraph", "scenario": "linear", "error": "not installed"})
     report = bench.render_results(results, sizes=tiny, load=(0.5, 0.75))
     assert "| linear | langgraph | not measured: not installed |" in report
-    assert "| linear | agentgraph |" in report and "| concurrent | floor |" in report
+    assert "| linear | agentgraph |" in report and "| concurrent | design-floor |" in report
     assert report.startswith("## Engine overhead\n")
     targets = report.split("### Targets")[1].split("### Method")[0]
-    assert targets.count("| linear: ") == 3 and targets.count("| loop: ") == 4
+    assert targets.count("| linear: ") == 4 and targets.count("| loop: ") == 5
+    assert targets.count("x the design floor |") == 3
     assert "linear: ≥ 20x faster than langgraph | - | not measured |" in targets
     assert all(word in targets for word in ("met", "concurrent: ≤ 15 µs/step"))
     assert "### Machine" in report and "agentgraph " in report
