@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from collections import deque
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -71,10 +71,12 @@ class JsonlSink:
     trace = load_trace("run.jsonl")
     ```
     The file is created (or emptied, unless `append=True`) here, so a path that
-    cannot be written fails at once. Writes happen in a worker thread and are
-    flushed at every step boundary; the file is closed when a run finishes and
-    reopened for the next one. Use the sink as a context manager (or call
-    `close`) to write what is left when a run is abandoned mid-way.
+    cannot be written fails at once. A writer thread writes and flushes the
+    lines of each step as the step begins and ends, so the event loop never
+    waits for the disk; a run's end waits until all its lines are written and
+    the file is closed (it is reopened for the next run). Use the sink as a
+    context manager (or call `close`) to write what is left when a run is
+    abandoned mid-way.
 
     Args:
         path: the file to write.
@@ -92,36 +94,28 @@ class JsonlSink:
     ) -> None:
         self.path = Path(path)
         self._recorder = Recorder(redact=redact)
-        self._pending: deque[bytes] = deque()
-        self._lock = threading.Lock()
-        self._file: IO[bytes] | None = open(self.path, "ab" if append else "wb")  # noqa: SIM115
+        self._lines: list[bytes] = []  # the lines of the step in progress
+        self._writer = _Writer(self.path, append=append)
 
     async def __call__(self, event: Any) -> None:
-        self._pending.append(encode_record(self._recorder(event)))
+        self._lines.append(encode_record(self._recorder(event)))
         if isinstance(event, _FLUSH_ON):
-            await anyio.to_thread.run_sync(self._write, isinstance(event, RunFinished))
-
-    def _write(self, close: bool = False) -> None:
-        # Whoever holds the lock writes everything pending, so lines keep their order
-        # even when parallel branches flush at the same moment.
-        with self._lock:
-            if self._pending or not close:
-                if self._file is None:
-                    self._file = open(self.path, "ab")  # noqa: SIM115
-                while self._pending:
-                    self._file.write(self._pending.popleft())
-                self._file.flush()
-            if close and self._file is not None:
-                self._file.close()
-                self._file = None
+            lines, self._lines = self._lines, []
+            self._writer.send(lines)
+            if isinstance(event, RunFinished):
+                await anyio.to_thread.run_sync(self._writer.settle, True)
 
     def flush(self) -> None:
         """Write what is pending now (blocking)."""
-        self._write()
+        lines, self._lines = self._lines, []
+        self._writer.send(lines)
+        self._writer.settle(False)
 
     def close(self) -> None:
         """Write what is pending and close the file (blocking); a later event reopens it."""
-        self._write(close=True)
+        lines, self._lines = self._lines, []
+        self._writer.send(lines)
+        self._writer.settle(True)
 
     def __enter__(self) -> JsonlSink:
         return self
@@ -133,6 +127,68 @@ class JsonlSink:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class _Writer:
+    """The file and the thread that writes to it, in the order lines were sent.
+
+    The thread starts with the first lines after a close and ends at the next
+    close, so an idle sink holds no thread.
+    """
+
+    def __init__(self, path: Path, *, append: bool) -> None:
+        self._path = path
+        self._file: IO[bytes] | None = open(path, "ab" if append else "wb")  # noqa: SIM115
+        self._queue: queue.SimpleQueue[list[bytes] | tuple[bool, threading.Event]] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+        self._start = threading.Lock()
+
+    def send(self, lines: list[bytes]) -> None:
+        """Queue `lines` to be written and flushed; returns at once."""
+        if lines:
+            self._queue.put(lines)
+            self._ensure_thread()
+
+    def settle(self, close: bool) -> None:
+        """Wait until everything sent is written and flushed; then close the file if `close`."""
+        done = threading.Event()
+        self._queue.put((close, done))
+        self._ensure_thread()
+        done.wait()
+
+    def _ensure_thread(self) -> None:
+        # Called after the put: a thread that is about to end sees the new item and stays.
+        with self._start:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="agentgraph-jsonl", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if isinstance(item, list):
+                if self._file is None:
+                    self._file = open(self._path, "ab")  # noqa: SIM115
+                self._file.writelines(item)
+                if self._queue.empty():
+                    self._file.flush()
+                continue
+            close, done = item
+            if self._file is not None:
+                self._file.flush()
+                if close:
+                    self._file.close()
+                    self._file = None
+            done.set()
+            if close:
+                with self._start:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
 
 
 class TraceRecorder:

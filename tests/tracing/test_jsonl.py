@@ -97,14 +97,18 @@ async def test_jq_reads_the_file(tmp_path):
     assert out.stdout.decode().split() == ["prepare", "flaky"] + ["double"] * 4 + ["check", "inner"]
 
 
-async def test_the_file_is_flushed_at_every_step(tmp_path):
+async def test_each_step_reaches_the_file_while_the_run_goes_on(tmp_path):
     path = tmp_path / "live.jsonl"
     seen = []
 
     from agentgraph import GraphBuilder, node
 
     @node
-    def peek(ctx):
+    async def peek(ctx):
+        # The writer thread puts the step's start on disk without the loop waiting for it.
+        with anyio.move_on_after(10):
+            while "node_started" not in kinds(lines(path)):
+                await anyio.sleep(0.01)
         seen.append(kinds(lines(path)))
         return ctx
 
@@ -112,7 +116,8 @@ async def test_the_file_is_flushed_at_every_step(tmp_path):
         g.start.edge_to(peek).edge_to(g.finish)
     with JsonlSink(path) as sink:
         await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
-    # While the step runs, its start is already on disk.
+        # The run's end waits for its last lines: the file is whole when run() returns.
+        assert kinds(lines(path))[-1] == "run_finished"
     assert seen == [["run_started", "route_chosen", "node_started"]]
 
 
