@@ -20,7 +20,7 @@ import enum
 import importlib
 import math
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import date, datetime, time
 from typing import Any
 
@@ -148,13 +148,34 @@ NO_TYPES = Types()
 """agentgraph's own types only."""
 
 
-def _fields(obj: Any) -> dict[str, Any]:
-    """The constructor arguments of an attrs instance or a dataclass."""
-    if attrs.has(type(obj)):
-        return {
-            (f.alias or f.name): getattr(obj, f.name) for f in attrs.fields(type(obj)) if f.init
-        }
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+_INIT_FIELDS: dict[type[Any], tuple[tuple[str, str], ...]] = {}
+"""Per attrs class or dataclass: (argument name, attribute name) of each init field."""
+
+
+def _fields(obj: Any) -> Iterator[tuple[str, Any]]:
+    """The constructor arguments of an attrs instance or a dataclass, as (name, value)."""
+    cls = type(obj)
+    names = _INIT_FIELDS.get(cls)
+    if names is None:
+        if attrs.has(cls):
+            names = tuple((f.alias or f.name, f.name) for f in attrs.fields(cls) if f.init)
+        else:
+            names = tuple((f.name, f.name) for f in dataclasses.fields(obj) if f.init)
+        _INIT_FIELDS[cls] = names
+    for argument, attribute in names:
+        yield argument, getattr(obj, attribute)
+
+
+# Where a value sits, for error messages only: a string, or (parent, suffix format, key),
+# turned into text when an error needs it, so that converting a value builds no strings.
+Where = str | tuple[Any, str, Any]
+
+
+def _place(where: Where) -> str:
+    if isinstance(where, str):
+        return where
+    parent, form, key = where
+    return _place(parent) + form.format(key)
 
 
 def to_data(value: Any, *, tagged: bool = False, where: str = "value", depth: int = 0) -> Any:
@@ -164,45 +185,57 @@ def to_data(value: Any, *, tagged: bool = False, where: str = "value", depth: in
         ContextEncodingError: a value with no JSON form, or nested deeper than
             `MAX_DEPTH` levels; `.field` says where it sits.
     """
+    return _to(value, tagged, where, depth)
+
+
+def _to(value: Any, tagged: bool, where: Where, depth: int) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int or kind is float:
+        return _scalar(value, where)
     if isinstance(value, enum.Enum):  # before scalars: a StrEnum is also a str
         if tagged:
-            return {_ENUM: _qualname(type(value)), "value": to_data(value.value, where=where)}
-        return to_data(value.value, where=where)
+            return {_ENUM: _qualname(type(value)), "value": _to(value.value, False, where, 0)}
+        return _to(value.value, False, where, 0)
     if isinstance(value, _SCALARS):
         return _scalar(value, where)
     if depth >= MAX_DEPTH:
-        raise ContextEncodingError(where, type(value), f"it nests deeper than {MAX_DEPTH} levels")
+        raise ContextEncodingError(
+            _place(where), type(value), f"it nests deeper than {MAX_DEPTH} levels"
+        )
     inner = depth + 1
     if isinstance(value, list | tuple) or _is_history(value):
-        items = [
-            to_data(v, tagged=tagged, where=f"{where}[{i}]", depth=inner)
-            for i, v in enumerate(value)
-        ]
+        items = [_to(v, tagged, (where, "[{}]", i), inner) for i, v in enumerate(value)]
         return {_TUPLE: items} if tagged and isinstance(value, tuple) else items
     if isinstance(value, Mapping):
         return _mapping(value, tagged=tagged, where=where, depth=inner)
-    if attrs.has(type(value)) or dataclasses.is_dataclass(value):
-        fields = {
-            k: to_data(v, tagged=tagged, where=f"{where}.{k}", depth=inner)
-            for k, v in _fields(value).items()
-        }
-        if tagged and "<locals>" in type(value).__qualname__:
+    if attrs.has(kind) or dataclasses.is_dataclass(value):
+        fields = {k: _to(v, tagged, (where, ".{}", k), inner) for k, v in _fields(value)}
+        if tagged and "<locals>" in kind.__qualname__:
             raise ContextEncodingError(
-                where, type(value), "a class defined inside a function cannot be rebuilt"
+                _place(where), kind, "a class defined inside a function cannot be rebuilt"
             )
-        return {_TYPE: _qualname(type(value)), **fields} if tagged else fields
+        return {_TYPE: _qualname(kind), **fields} if tagged else fields
+    return _leaf(value, tagged, where)
+
+
+def _leaf(value: Any, tagged: bool, where: Where) -> Any:
+    """A value that is neither a container nor a record: a date, or an error."""
     if isinstance(value, datetime | date | time) and not tagged:
         return value.isoformat()
     if isinstance(value, set | frozenset):
-        raise ContextEncodingError(where, type(value), "sets have no order; use a tuple")
-    raise ContextEncodingError(where, type(value))
+        raise ContextEncodingError(_place(where), type(value), "sets have no order; use a tuple")
+    raise ContextEncodingError(_place(where), type(value))
 
 
-def _scalar(value: Any, where: str) -> Any:
+def _scalar(value: Any, where: Where) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
-        raise ContextEncodingError(where, float, f"{value} has no JSON form")
+        raise ContextEncodingError(_place(where), float, f"{value} has no JSON form")
     if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
-        raise ContextEncodingError(where, int, "integers beyond 64 bits have no JSON form here")
+        raise ContextEncodingError(
+            _place(where), int, "integers beyond 64 bits have no JSON form here"
+        )
     return value
 
 
@@ -212,19 +245,16 @@ def _is_history(value: Any) -> bool:
     return isinstance(value, History)
 
 
-def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: str, depth: int) -> Any:
+def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: Where, depth: int) -> Any:
     if all(isinstance(k, str) for k in value) and not (tagged and _TAGS.intersection(value)):
-        return {
-            k: to_data(v, tagged=tagged, where=f"{where}[{k!r}]", depth=depth)
-            for k, v in value.items()
-        }
+        return {k: _to(v, tagged, (where, "[{!r}]", k), depth) for k, v in value.items()}
     if not tagged:
-        return {str(k): to_data(v, where=f"{where}[{k!r}]", depth=depth) for k, v in value.items()}
+        return {str(k): _to(v, False, (where, "[{!r}]", k), depth) for k, v in value.items()}
     return {
         _DICT: [
             [
-                to_data(k, tagged=True, where=f"{where} key", depth=depth),
-                to_data(v, tagged=True, where=f"{where}[{k!r}]", depth=depth),
+                _to(k, True, (where, " key", None), depth),
+                _to(v, True, (where, "[{!r}]", k), depth),
             ]
             for k, v in value.items()
         ]
