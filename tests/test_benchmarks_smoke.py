@@ -101,3 +101,11 @@ def test_section_is_written_without_touching_other_sections(bench, tmp_path):
     results.write_text("## RAG\n\nrag\n\n## Engine overhead\n\nold\n")
     bench.write_section(results, "## Engine overhead\n\nnew\n")
     assert results.read_text() == "## RAG\n\nrag\n\n## Engine overhead\n\nnew\n"
+
+
+def test_step_profile_renders_both_event_loops():
+    for profile in load_benchmark("step_profile"):
+        section = profile.render(steps=21, runs=2)
+        assert section.startswith("## Step profile\n")
+        assert "### asyncio" in section and "### trio" in section
+        assert "agentgraph/_runtime.py:execute" in section and "x); " in section

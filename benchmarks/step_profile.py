@@ -1,0 +1,153 @@
+"""Where one engine step's time goes: a profile of the loop workload, on asyncio and trio.
+
+The ``llm`` <-> ``tool`` loop of ``engine_overhead.py`` (a router after ``llm``, one
+message appended per step, a no-op ``on_step``) runs under ``cProfile``; each function's
+own CPU time is shown as a share of the whole and as calls per step, grouped by the part
+of the engine it belongs to. Profiling slows every call alike, so the shares say where the
+time goes, not how long a step takes (``engine_overhead.py`` measures that). The same
+workload also runs unprofiled, beside the design floor, on each event loop.
+
+Usage::
+
+    python benchmarks/step_profile.py           # writes its section of RESULTS.md
+    python benchmarks/step_profile.py --quick   # fewer steps, prints only
+"""
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from time import perf_counter
+from typing import Any
+
+import anyio
+from _common import load_average, publish, python, versions
+from _engine_overhead_frameworks import FRAMEWORKS
+
+HEADING = "## Step profile"
+
+GROUPS = (
+    ("routing", ("agentgraph/_graph",)),
+    ("the step (`Runtime.execute`, `run_graph`)", ("agentgraph/_runtime",)),
+    ("contexts and history (data work)", ("agentgraph._context", "agentgraph/_context")),
+    ("step records (`StepInfo`, events)", ("agentgraph._events", "agentgraph/_events")),
+    ("the runner (start and end of a run)", ("agentgraph/_runner", "agentgraph/_node")),
+    ("the nodes and router of the workload", ("_engine_overhead_frameworks",)),
+    ("event loop, builtins and the rest", ("",)),
+)
+"""Parts of a step, told by the file (or generated class) a function belongs to."""
+
+
+def _workload(steps: int) -> Callable[[], Any]:
+    return FRAMEWORKS["agentgraph"].loop(steps, lambda _: None)
+
+
+def _group(filename: str) -> str:
+    for name, marks in GROUPS:
+        if any(mark in filename for mark in marks if mark):
+            return name
+    return GROUPS[-1][0]
+
+
+def profile(backend: str, steps: int, runs: int) -> tuple[list[tuple[str, float, float]], float]:
+    """Shares of own time per function (top rows) and calls per step, on `backend`."""
+    run_once = _workload(steps)
+
+    async def many() -> None:
+        for _ in range(runs):
+            await run_once()
+
+    anyio.run(many, backend=backend)  # warm up: imports and first-call work stay out
+    profiler = cProfile.Profile(time.thread_time)  # CPU time: preemption is not charged
+    profiler.enable()
+    anyio.run(many, backend=backend)
+    profiler.disable()
+    stats: Any = pstats.Stats(profiler)
+    total = sum(row[2] for row in stats.stats.values())
+    total_steps = steps * runs
+    rows: dict[str, list[float]] = {}
+    for (filename, _line, function), (_cc, calls, own, _cum, _callers) in stats.stats.items():
+        where = f"{Path(filename).name}:{function}" if filename != "~" else function
+        if filename.startswith("<attrs generated"):
+            where = f"{filename.split()[-1].rstrip('>')}.{function}"
+        elif "agentgraph" in filename:
+            where = f"agentgraph/{Path(filename).name}:{function}"
+        rows[where] = [own / total * 100, calls / total_steps]
+    ours = {k: v for k, v in rows.items() if "agentgraph" in k or "_engine_overhead" in k}
+    top = sorted(ours.items(), key=lambda item: item[1][0], reverse=True)[:12]
+    groups: dict[str, float] = {}
+    for (filename, _line, _function), (_cc, _calls, own, _cum, _callers) in stats.stats.items():
+        key = _group(filename)
+        groups[key] = groups.get(key, 0.0) + own / total * 100
+    table = [(name, share, calls) for name, (share, calls) in top]
+    table += [(f"**{name}**", groups.get(name, 0.0), -1.0) for name, _ in GROUPS]
+    return table, stats.total_calls / total_steps
+
+
+def timed(framework: str, backend: str, steps: int, runs: int) -> float:
+    """Median µs per step of `framework`'s loop, unprofiled, on `backend`."""
+    run_once = FRAMEWORKS[framework].loop(steps, lambda _: None)
+    samples: list[float] = []
+
+    async def many() -> None:
+        for _ in range(runs):
+            started = perf_counter()
+            await run_once()
+            samples.append((perf_counter() - started) / steps * 1e6)
+
+    anyio.run(many, backend=backend)
+    return statistics.median(samples)
+
+
+def render(steps: int, runs: int) -> str:
+    load = load_average()
+    lines = [
+        HEADING,
+        "",
+        "Where a step of the `llm` <-> `tool` loop spends its time (`cProfile`, own time "
+        f"per function as a share of the whole; {runs} runs of {steps:,} steps, no-op "
+        "`on_step`), measured in CPU time so that other work on the machine is not charged "
+        "to whatever ran when it was preempted. Produced by "
+        "`python benchmarks/step_profile.py`. The rows list agentgraph's functions and the "
+        "workload's; the groups below them add up to the whole.",
+        "",
+    ]
+    for backend in ("asyncio", "trio"):
+        table, calls = profile(backend, steps, runs)
+        engine = timed("agentgraph", backend, steps, runs)
+        floor = timed("design-floor", backend, steps, runs)
+        lines += [
+            f"### {backend}",
+            "",
+            f"Unprofiled: {engine:.2f} µs/step, design floor {floor:.2f} µs/step "
+            f"({engine / floor:.2f}x); {calls:.1f} Python function calls per step.",
+            "",
+            "| Function (own time) | Share | Calls per step |",
+            "|---|--:|--:|",
+        ]
+        lines += [
+            f"| {name} | {share:.1f}% | {'' if per < 0 else f'{per:.2f}'} |"
+            for name, share, per in table
+        ]
+        lines.append("")
+    lines += [
+        f"Machine: {python()}; {versions('agentgraph', 'anyio', 'trio')}; 1-minute load "
+        f"average {load:.2f} at the start (other work inflates every figure alike).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer steps; print only")
+    parser.add_argument("--output", type=Path, help="write the section here")
+    args = parser.parse_args(argv)
+    steps, runs = (101, 5) if args.quick else (1001, 20)
+    publish(render(steps, runs), output=args.output, quick=args.quick)
+
+
+if __name__ == "__main__":
+    main()
