@@ -109,3 +109,11 @@ def test_step_profile_renders_both_event_loops():
         assert section.startswith("## Step profile\n")
         assert "### asyncio" in section and "### trio" in section
         assert "agentgraph/_runtime.py:execute" in section and "x); " in section
+
+
+def test_overheads_render_every_target():
+    for overheads in load_benchmark("overheads"):
+        section = overheads.render(rounds=1, runs=1, repeats=1)
+        assert section.startswith("## Tracing, import and fork overheads\n")
+        assert section.count(" | met") + section.count("**missed**") == 4
+        assert "| JSON-lines file |" in section and "`agentgraph`" in section
