@@ -6,6 +6,8 @@ from ._capabilities import OnUnsupported as OnUnsupported
 from ._embed import Embedder as Embedder
 from ._embed import OllamaEmbedder as OllamaEmbedder
 from ._embed import OpenAIEmbedder as OpenAIEmbedder
+from ._gateways import litellm_model as litellm_model
+from ._gateways import openrouter_model as openrouter_model
 from ._gigachat import GigaChatModel as GigaChatModel
 from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
 from ._http import ProviderRetry as ProviderRetry
@@ -29,6 +31,7 @@ from ._ollama import OllamaModel as OllamaModel
 from ._openai import OpenAIModel as OpenAIModel
 from ._pool import SpreadTransport as SpreadTransport
 from ._resolve import model_from_string as model_from_string
+from ._responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 __all__ = (
     "AnthropicModel",
@@ -46,6 +49,7 @@ __all__ = (
     "OnUnsupported",
     "OpenAIEmbedder",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "OutputSchema",
     "ProviderRetry",
     "ReasoningDelta",
@@ -59,5 +63,7 @@ __all__ = (
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    "litellm_model",
     "model_from_string",
+    "openrouter_model",
 )
