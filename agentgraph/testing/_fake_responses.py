@@ -285,7 +285,10 @@ class ResponsesDialect(OpenAIDialect):
             "truncation": "disabled",
             "usage": {
                 "input_tokens": usage.input_tokens,
-                "input_tokens_details": {"cached_tokens": usage.cached_tokens},
+                "input_tokens_details": {
+                    "cached_tokens": usage.cached_tokens,
+                    "cache_write_tokens": 0,
+                },
                 "output_tokens": usage.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
                 "total_tokens": usage.total_tokens,
