@@ -45,6 +45,11 @@ REASONING_KEY = "openai.reasoning"
 CALL_ITEMS_KEY = "openai.call_items"
 """`Message.provider_data` key mapping each tool call's `call_id` to its item id."""
 
+_FAILURE_TYPES = {
+    "server_error": "server_error",
+    "rate_limit_exceeded": "rate_limit_error",
+    "vector_store_timeout": "timeout_error",
+}
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 
 
@@ -189,10 +194,13 @@ def _failure(data: Mapping[str, Any], *, provider: str) -> Exception:
     error = data.get("error")
     error = error if _mapping(error) else {}
     code = error.get("code")
-    body = {"error": {"message": error.get("message") or "the response failed", "code": code}}
-    if isinstance(code, str):
-        body["error"]["type"] = code  # `server_error`, `rate_limit_exceeded`, ...
-    return error_from_body(provider, body, status=None)
+    # Every failure code but these says the request itself is wrong (`invalid_prompt`,
+    # the image codes): retrying cannot help.
+    kind = _FAILURE_TYPES.get(str(code), "invalid_request_error")
+    message = error.get("message") or "the response failed"
+    return error_from_body(
+        provider, {"error": {"message": message, "code": code, "type": kind}}, status=None
+    )
 
 
 def _finish(data: Mapping[str, Any], has_calls: bool) -> str:

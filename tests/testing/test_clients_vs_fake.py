@@ -76,7 +76,7 @@ class Sleeps:
 
 
 def make(provider: str, server: FakeServer, *, retries: int = 0, sleeps=None, timeout=None):
-    retry = ProviderRetry(max_retries=retries, sleep=sleeps or Sleeps())
+    retry = ProviderRetry(max_retries=retries, sleep=sleeps or Sleeps(), retry_after_jitter=0.0)
     common = {"retry": retry, "timeout": timeout}
     if provider == "openai":
         return OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=server.openai_url, **common)
