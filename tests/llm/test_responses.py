@@ -391,7 +391,7 @@ async def test_stream_cut_before_completion_is_a_connection_error():
         "delta": "Hel",
     }
     server = Server(stream_response(events(delta)))
-    with pytest.raises(ProviderConnectionError, match="response.completed") as info:
+    with pytest.raises(ProviderConnectionError, match=r"response\.completed") as info:
         await collect(model(server), ChatRequest([Message.user("hi")]))
     assert not info.value.retryable  # part of the answer already reached the caller
 
