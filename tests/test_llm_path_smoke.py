@@ -6,7 +6,11 @@ import pytest
 
 from tests.helpers import load_benchmark
 
-NEEDS = {"openai": ("openai",), "openai-httpx2": ("openai", "httpx2")}
+NEEDS = {
+    "openai": ("openai",),
+    "openai-httpx2": ("openai", "httpx2"),
+    "openai-responses": ("openai",),
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,10 @@ def _measure(bench, server, name, *, runs, shards=2):
 
 
 @pytest.mark.parametrize("shards", [1, 2])
-@pytest.mark.parametrize("name", ["agentgraph", "httpx", "openai", "openai-httpx2"])
+@pytest.mark.parametrize(
+    "name",
+    ["agentgraph", "httpx", "openai", "openai-httpx2", "agentgraph-responses", "openai-responses"],
+)
 def test_contender_runs_without_errors(bench, server, name, shards):
     _needs(name)
     result = _measure(bench, server, name, runs=5, shards=shards)
@@ -81,6 +88,30 @@ def test_contenders_send_the_same_conversation(bench, server, name):
     assert len(ours) == bench.REQUESTS_PER_RUN
     assert theirs == ours
     assert [len(body["messages"]) for body in ours] == [2, 4, 6]
+
+
+def test_responses_contenders_send_the_same_conversation(bench, server):
+    _needs("openai-responses")
+
+    def bodies():
+        ids: dict[str, str] = {}
+        out = []
+        for record in server.requests:
+            items = []
+            for item in record.body["input"]:
+                item = {k: v for k, v in item.items() if k != "id"}
+                if "call_id" in item:
+                    item["call_id"] = ids.setdefault(item["call_id"], f"call-{len(ids)}")
+                items.append(item)
+            out.append({**record.body, "input": items})
+        return out
+
+    _measure(bench, server, "agentgraph-responses", runs=1)
+    ours = bodies()
+    _measure(bench, server, "openai-responses", runs=1)
+    assert bodies() == ours
+    assert [len(body["input"]) for body in ours] == [1, 3, 5]
+    assert ours[0]["store"] is False and ours[0]["tools"][0]["strict"] is True
 
 
 def test_a_wrong_answer_is_counted(bench):
