@@ -322,6 +322,8 @@ def error_from_exception(
 ) -> ProviderError:
     """The error for an `httpx` exception raised while sending or reading."""
     detail = redact(str(exc), secrets) or type(exc).__name__
+    if isinstance(exc, httpx.PoolTimeout):  # all connections busy: the message says what to do
+        return ProviderTimeout(f"waited too long for a connection: {detail}", provider=provider)
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(
             f"request timed out ({type(exc).__name__}: {detail})", provider=provider
