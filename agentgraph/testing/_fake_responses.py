@@ -33,9 +33,27 @@ class ResponsesDialect(OpenAIDialect):
         super().__init__(*args, **kwargs)
         self._response_id = ids("resp_fake")
         self._item_id = ids("fake")
+        self._reasoned: dict[str, str] = {}  # item id -> the reasoning item it came with
 
     def validate(self, body: Mapping[str, Any]) -> ErrorResponse | None:
-        return check_body(body)
+        return check_body(body) or self._check_pairs(body.get("input"))
+
+    def _check_pairs(self, items: Any) -> ErrorResponse | None:
+        """An item of a reasoning model's answer, sent back by id, needs its reasoning before it."""
+        seen: set[str] = set()
+        for item in items if isinstance(items, list) else ():
+            item_id = item.get("id")
+            reasoning = self._reasoned.get(item_id) if isinstance(item_id, str) else None
+            if item.get("type") == "reasoning":
+                seen.add(str(item_id))
+            elif reasoning is not None and reasoning not in seen:
+                return ErrorResponse(
+                    400,
+                    message=f"Item '{item_id}' of type '{item['type']}' was provided without "
+                    f"its required 'reasoning' item: '{reasoning}'.",
+                    param="input",
+                )
+        return None
 
     # -- reading -----------------------------------------------------------------------
 
@@ -76,6 +94,7 @@ class ResponsesDialect(OpenAIDialect):
     def _items(self, response: ChatResponse, body: Mapping[str, Any]) -> list[dict[str, Any]]:
         message = response.message
         items: list[dict[str, Any]] = []
+        reasoned = None
         if REASONING_MODEL.match(str(body.get("model") or "")):
             item_id = f"rs_{self._item_id()}"
             summary = message.reasoning if (body.get("reasoning") or {}).get("summary") else None
@@ -87,6 +106,7 @@ class ResponsesDialect(OpenAIDialect):
             if "reasoning.encrypted_content" in (body.get("include") or ()):
                 reasoning["encrypted_content"] = sealed(item_id)
             items.append(reasoning)
+            reasoned = item_id
         if message.content or not message.tool_calls:
             text = {"type": "output_text", "text": message.content, "annotations": []}
             items.append(
@@ -109,6 +129,8 @@ class ResponsesDialect(OpenAIDialect):
             }
             for call in message.tool_calls
         )
+        if reasoned is not None:
+            self._reasoned.update((item["id"], reasoned) for item in items[1:])
         return items
 
     def _response(

@@ -172,3 +172,22 @@ async def test_the_clients_long_history_passes(server):
         "message",
         "message",
     ]
+
+
+@pytest.mark.anyio
+async def test_an_answer_item_sent_back_by_id_needs_its_reasoning(server):
+    server.add(Message.assistant(tool_calls=(ToolCall("c1", "weather", {"city": "Oslo"}),)))
+    body = {"model": "gpt-5-mini", "input": "weather?", "tools": [TOOL]}
+    items = (await post(server, body)).json()["output"]
+    assert [item["type"] for item in items] == ["reasoning", "function_call"]
+    call = items[1]
+    output = {"type": "function_call_output", "call_id": "c1", "output": "sunny"}
+    server.add("Sunny.")
+    response = await post(server, {**body, "input": [USER, call, output]})
+    assert response.status_code == 400
+    assert response.json()["error"]["message"] == (
+        f"Item '{call['id']}' of type 'function_call' was provided without its required "
+        f"'reasoning' item: '{items[0]['id']}'."
+    )
+    without_id = {k: v for k, v in call.items() if k != "id"}
+    assert (await post(server, {**body, "input": [USER, without_id, output]})).status_code == 200
