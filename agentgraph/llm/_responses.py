@@ -108,7 +108,10 @@ class OpenAIResponsesModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
-        instructions, items = responses_input(request.messages, provider=self._http.provider)
+        reasons = self._reasons(model)
+        instructions, items = responses_input(
+            request.messages, provider=self._http.provider, reasoning=reasons
+        )
         body: dict[str, Any] = {"model": model, "input": items, "store": False}
         if instructions:
             body["instructions"] = instructions
@@ -118,7 +121,6 @@ class OpenAIResponsesModel(ChatClientBase):
                 body["tool_choice"] = responses_tool_choice(request.tool_choice)
             if self._parallel is not None:
                 body["parallel_tool_calls"] = self._parallel
-        reasons = self._reasons(model)
         if request.temperature is not None and self._caps.allows(
             "temperature",
             model=model,

@@ -61,11 +61,15 @@ def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, Mapping)
 
 
-def responses_input(messages: Sequence[Message], *, provider: str) -> tuple[str, list[Any]]:
+def responses_input(
+    messages: Sequence[Message], *, provider: str, reasoning: bool = True
+) -> tuple[str, list[Any]]:
     """`(instructions, input items)` for a history: system text leads, the rest are items.
 
     System messages anywhere in the history (a summary after the prompt) are
     joined into `instructions`, which the service applies to this turn only.
+    Kept reasoning items (and the item ids that need them) go back only to a
+    model that reasons (`reasoning`); another model is sent the answers alone.
     """
     system: list[str] = []
     items: list[dict[str, Any]] = []
@@ -87,17 +91,18 @@ def responses_input(messages: Sequence[Message], *, provider: str) -> tuple[str,
                 }
             )
         elif message.role == "assistant":
-            items.extend(_assistant_items(message))
+            items.extend(_assistant_items(message, reasoning))
         else:
             items.append({"type": "message", "role": "user", "content": message.content})
     return "\n\n".join(system), items
 
 
-def _assistant_items(message: Message) -> list[dict[str, Any]]:
-    items = _reasoning_items(message)
+def _assistant_items(message: Message, reasoning: bool) -> list[dict[str, Any]]:
+    items = _reasoning_items(message) if reasoning else []
+    # A call goes back under its item id only beside the reasoning it came with.
+    ids = message.provider_data.get(CALL_ITEMS_KEY, {}) if items else {}
     if message.content.strip() or not message.tool_calls:
         items.append({"type": "message", "role": "assistant", "content": message.content})
-    ids = message.provider_data.get(CALL_ITEMS_KEY, {})
     for call in message.tool_calls:
         item: dict[str, Any] = {
             "type": "function_call",

@@ -407,3 +407,20 @@ async def test_arguments_before_their_item_are_a_format_error():
         await collect(
             model(Server(stream_response(events(stray)))), ChatRequest([Message.user("hi")])
         )
+
+
+async def test_a_model_that_does_not_reason_is_sent_the_answers_alone():
+    kept = {"openai.reasoning": (REASONING,), "openai.call_items": {"call_1": "fc_1"}}
+    call = ToolCall("call_1", "get_weather", {"city": "Paris"})
+    history = [
+        Message.user("weather?"),
+        Message("assistant", "", (call,), provider_data=kept),
+        Message.tool("call_1", "Sunny"),
+    ]
+    body = model(Server(), "gpt-4o").build_body(ChatRequest(history))
+    assert [item["type"] for item in body["input"]] == [
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
+    assert "id" not in body["input"][1]
