@@ -345,6 +345,8 @@ class ResponseEventReader:
             return [TextDelta(delta)] if isinstance(delta, str) and delta else []
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return [ReasoningDelta(delta)] if isinstance(delta, str) and delta else []
+        if kind == "response.reasoning_summary_part.added" and as_int(event.get("summary_index")):
+            return [ReasoningDelta("\n\n")]  # parts are joined so in the final message
         if kind == "response.function_call_arguments.delta":
             return self._arguments(event)
         if kind == "response.output_item.added":

@@ -424,3 +424,45 @@ async def test_a_model_that_does_not_reason_is_sent_the_answers_alone():
         "function_call_output",
     ]
     assert "id" not in body["input"][1]
+
+
+async def test_streamed_reasoning_parts_and_an_incomplete_end_match_the_final_message():
+    two = {**REASONING, "summary": [{"type": "summary_text", "text": t} for t in ("A.", "B.")]}
+    where = {"item_id": "rs_1", "output_index": 0}
+    server = Server(
+        stream_response(
+            events(
+                *(
+                    event
+                    for n, text in enumerate(("A.", "B."))
+                    for event in (
+                        {
+                            "type": "response.reasoning_summary_part.added",
+                            **where,
+                            "summary_index": n,
+                        },
+                        {
+                            "type": "response.reasoning_summary_text.delta",
+                            **where,
+                            "summary_index": n,
+                            "delta": text,
+                        },
+                    )
+                ),
+                {
+                    "type": "response.incomplete",
+                    "response": response(
+                        two,
+                        message_item("Cut"),
+                        status="incomplete",
+                        incomplete_details={"reason": "max_output_tokens"},
+                    ),
+                },
+            )
+        )
+    )
+    seen = await collect(model(server), ChatRequest([Message.user("hi")]))
+    streamed = "".join(e.text for e in seen if isinstance(e, ReasoningDelta))
+    done = seen[-1].response
+    assert streamed == done.message.reasoning == "A.\n\nB."
+    assert (done.message.content, done.finish_reason) == ("Cut", "length")
