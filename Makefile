@@ -76,3 +76,8 @@ bench-rag: $(VENV)/.bench
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+
+# The wait for a pooled connection at 1,000 requests, and the return after a brownout.
+.PHONY: bench-throttling
+bench-throttling: $(VENV)/.bench
+	$(BIN)/python benchmarks/throttling.py

@@ -7,18 +7,23 @@ from typing import TYPE_CHECKING, Any
 
 from _common import clean_error, cpu_model, python, versions
 from _llm_path_pool import Pool
+from _llm_path_responses import LABELS as RESPONSES_LABELS
 
 if TYPE_CHECKING:
     from llm_path import Sizes
 
 HEADING = "## LLM path"
+EXTRA_HEADING = "## LLM path: Responses API and MCP"
 
 LABELS = {
     "agentgraph": "agentgraph (`react_agent`, `OpenAIModel`)",
     "openai": "`openai` SDK (`AsyncOpenAI`)",
     "httpx": "bare httpx (hand-built JSON)",
     "openai-httpx2": "`openai` SDK on its own httpx2 client",
+    **RESPONSES_LABELS,
 }
+BASELINES = {"agentgraph-responses": "openai-responses", "openai-responses": "openai-responses"}
+"""The contender each row's `vs SDK` compares with; `openai` when not named here."""
 
 
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
@@ -53,15 +58,14 @@ def table_lines(results: list[dict[str, Any]]) -> list[str]:
         "| RSS growth MiB | Model requests | Errors | Wrong answers | Server CPU ms/request |",
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
-    sdk = next(
-        (summarize(r) for r in results if r["contender"] == "openai" and "error" not in r), None
-    )
+    sdks = {r["contender"]: summarize(r) for r in results if "error" not in r}
     for result in results:
-        label = LABELS[result["contender"]]
+        label = LABELS.get(result["contender"], result["contender"])
         if "error" in result:
             lines.append(f"| {label} | failed: {clean_error(result['error'])} |" + " - |" * 9)
             continue
         s = summarize(result)
+        sdk = sdks.get(BASELINES.get(result["contender"], "openai"))
         ratio = f"{s['cpu_ms'] / sdk['cpu_ms']:.2f}x" if sdk else "-"
         requests = _count(s["requests"]) + (
             "" if s["requests_agree"] else " (client count differs)"
@@ -76,7 +80,7 @@ def table_lines(results: list[dict[str, Any]]) -> list[str]:
 
 def target_lines(results: list[dict[str, Any]]) -> list[str]:
     by_name = {r["contender"]: summarize(r) for r in results if "error" not in r}
-    ours = by_name.get("agentgraph")
+    ours = by_name.get("agentgraph") or by_name.get("agentgraph-responses")
     if ours is None:
         return []
     clean = ours["errors"] == 0 and ours["wrong"] == 0 and ours["requests_agree"]
@@ -92,9 +96,14 @@ def target_lines(results: list[dict[str, Any]]) -> list[str]:
         "|---|--:|---|",
         f"| no errors, every final answer right | {detail} | {'met' if clean else 'NOT MET'} |",
     ]
-    for name, label in (("openai", "the `openai` SDK's"), ("openai-httpx2", "the SDK's on httpx2")):
-        peer = by_name.get(name)
-        if peer is None:
+    peers = (
+        ("openai", "the `openai` SDK's", "agentgraph"),
+        ("openai-httpx2", "the SDK's on httpx2", "agentgraph"),
+        ("openai-responses", "the SDK's Responses API", "agentgraph-responses"),
+    )
+    for name, label, contender in peers:
+        peer, ours = by_name.get(name), by_name.get(contender)
+        if peer is None or ours is None:
             continue
         ratio = ours["cpu_ms"] / peer["cpu_ms"]
         verdict = "met" if ratio <= 1.0 else "NOT MET"
@@ -106,13 +115,18 @@ def target_lines(results: list[dict[str, Any]]) -> list[str]:
 
 
 def render_section(
-    results: list[dict[str, Any]], *, sizes: "Sizes", pool: Pool, load: tuple[float, float]
+    results: list[dict[str, Any]],
+    *,
+    sizes: "Sizes",
+    pool: Pool,
+    load: tuple[float, float],
+    extra: bool = False,
 ) -> str:
-    """The `## LLM path` section of RESULTS.md."""
+    """The `## LLM path` section of RESULTS.md (or its extra rows' own section)."""
     clients = versions("agentgraph", "openai", "httpx", "httpcore", "httpx2", "httpcore2")
     server = versions("uvicorn", "h11", "starlette")
     lines = [
-        HEADING,
+        EXTRA_HEADING if extra else HEADING,
         "",
         f"{_count(sizes.runs)} concurrent ReAct agent runs, each two tool turns and a final "
         f"answer (three chat-completion requests), against the loopback fake provider "
@@ -124,7 +138,8 @@ def render_section(
         *table_lines(results),
         "",
         "`vs SDK` is the client CPU per request over the `openai` SDK's on the same httpx "
-        "client. Errors, wrong answers and model requests count every batch, warm-up included; "
+        "client (its Responses API for the Responses rows). Errors, wrong answers and model "
+        "requests count every batch, warm-up included; "
         "requests are the fake server's count, checked against the clients' own.",
         "",
         *target_lines(results),
@@ -141,6 +156,10 @@ def render_section(
         "- **openai**: `AsyncOpenAI(...).chat.completions.create(model, messages, tools)` in a "
         "hand-written loop that appends the assistant message and one `tool` message per call "
         "(arguments read with `json.loads`).",
+        "- **Responses API**: `react_agent(OpenAIResponsesModel(...), ...)` against "
+        "`client.responses.create(model, input, instructions, tools, store=False)` in the same "
+        "loop, appending each `function_call` item and its `function_call_output`; both send "
+        "the whole conversation every turn (stateless) and the same flat, strict tool list.",
         "- **bare httpx**: `client.post` with an `orjson`-encoded body, `orjson.loads` of the "
         "answer, the same loop.",
         "- All three send the same conversation: the same system prompt, messages and tool list "

@@ -69,21 +69,41 @@ TOOL_PARAMS = [
     }
     for t in TOOLS
 ]
+# The same tools in the Responses API's flat shape; the schemas are closed, so strict.
+RESPONSES_TOOL_PARAMS = [
+    {
+        "type": "function",
+        "name": t.spec.name,
+        "parameters": _plain(t.spec.parameters),
+        "strict": True,
+        "description": t.spec.description,
+    }
+    for t in TOOLS
+]
+
+
+def _turns(body: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """The user's question and the tool results so far, from either API's body."""
+    if "input" in body:  # the Responses API: input items
+        items = body["input"]
+        user = next(i["content"] for i in items if i.get("role") == "user")
+        return user, [i["output"] for i in items if i.get("type") == "function_call_output"]
+    messages = body["messages"]
+    user = next(m["content"] for m in messages if m["role"] == "user")
+    return user, [m["content"] for m in messages if m["role"] == "tool"]
 
 
 def respond(provider: str, record: Any) -> Message | str:
     """The fake model: `add`, then `multiply` on its result, then the answer.
 
-    Decided from the request's messages only, so any client that carries the tool
-    results back faithfully gets the right answer.
+    Decided from the request's messages (or input items) only, so any client that
+    carries the tool results back faithfully gets the right answer.
     """
-    messages = record.body["messages"]
-    user = next(m["content"] for m in messages if m["role"] == "user")
+    user, results = _turns(record.body)
     found = QUESTION.match(user)
     if found is None:
         return f"unexpected question: {user!r}"
     a, b, c = (int(x) for x in found.groups())
-    results = [m["content"] for m in messages if m["role"] == "tool"]
     if not results:
         return Message.assistant(tool_calls=(ToolCall("", "add", {"a": a, "b": b}),))
     if len(results) == 1:

@@ -9,7 +9,13 @@ same requests with the same HTTP client settings:
 - agentgraph: `react_agent` over `OpenAIModel`, run with `GraphRunner`;
 - openai: the official SDK's `AsyncOpenAI` in a hand-written tool loop;
 - httpx: bare `httpx.AsyncClient` with hand-built JSON bodies (orjson) and parsing;
-- openai-httpx2: the SDK again, on a client of its own HTTP library (httpx2).
+- openai-httpx2: the SDK again, on a client of its own HTTP library (httpx2);
+- agentgraph-responses and openai-responses: the same task over the Responses API
+  (`OpenAIResponsesModel` against `client.responses.create`), in ``_llm_path_responses.py``;
+- an MCP tool call, when ``_llm_path_mcp.py`` is present: it provides ``CONTENDERS``
+  (names to contenders of the same shape as these), ``LABELS`` (names to row labels) and
+  ``BASELINES`` (names to the contender each is compared with); without it those rows are
+  left out.
 
 The fake server runs in its own process and each contender in another one, so the CPU
 time (`time.process_time`) and peak RSS (`ru_maxrss`) of a contender are its own.
@@ -25,6 +31,8 @@ Usage::
 
     python benchmarks/llm_path.py            # full run; writes its section of RESULTS.md
     python benchmarks/llm_path.py --quick    # 100 runs per batch; prints the section only
+    python benchmarks/llm_path.py --section extra   # the Responses (and MCP) rows and the
+                                                    # SDK they compare with, in their own section
 
 The task (questions, tools, the fake model) lives in ``_llm_path_task.py``, the HTTP
 client in ``_llm_path_pool.py``, and the section is rendered in ``_llm_path_report.py``.
@@ -47,9 +55,10 @@ import orjson
 from _common import ChildFailed, load_average, measure_each, peak_rss_mib, publish, run_child
 from _common import replace_section as replace_section  # re-exported: the section writer
 from _llm_path_pool import Pool, httpx_client
+from _llm_path_report import BASELINES, LABELS, render_section
 from _llm_path_report import HEADING as HEADING  # re-exported: the section's heading
-from _llm_path_report import render_section
 from _llm_path_report import summarize as summarize  # re-exported: per-contender figures
+from _llm_path_responses import CONTENDERS as RESPONSES_CONTENDERS
 from _llm_path_task import (
     API_KEY,
     IMPLS,
@@ -228,7 +237,21 @@ CONTENDERS: dict[str, Contender] = {
     "openai": openai_contender,
     "httpx": httpx_contender,
     "openai-httpx2": openai_httpx2_contender,
+    **RESPONSES_CONTENDERS,
 }
+EXTRA = ["openai-responses", "agentgraph-responses"]
+"""What `--section extra` measures: the rows past the chat-completions table."""
+
+try:  # the MCP tool-call rows, from their own module when it is there
+    import _llm_path_mcp
+except ModuleNotFoundError as missing:
+    if missing.name != "_llm_path_mcp":
+        raise
+else:
+    CONTENDERS.update(_llm_path_mcp.CONTENDERS)
+    LABELS.update(_llm_path_mcp.LABELS)
+    BASELINES.update(getattr(_llm_path_mcp, "BASELINES", {}))
+    EXTRA.extend(name for name in _llm_path_mcp.CONTENDERS if name not in EXTRA)
 
 
 # -- measuring one contender (in its own process) ---------------------------------------
@@ -366,7 +389,13 @@ def run_all(names: list[str], sizes: Sizes, pool: Pool) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 runs per batch; print only")
-    parser.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated")
+    parser.add_argument("--contenders", help="comma-separated (default: all)")
+    parser.add_argument(
+        "--section",
+        choices=("main", "extra"),
+        default="main",
+        help="extra: only the Responses/MCP rows and their SDK peers, in a section of their own",
+    )
     parser.add_argument("--runs", type=int, help="concurrent runs per batch")
     parser.add_argument("--batches", type=int, help="measured batches per contender")
     parser.add_argument("--shards", type=int, default=Pool.shards, help="connection pools")
@@ -388,7 +417,9 @@ def main(argv: list[str] | None = None) -> None:
         sizes, pool = Sizes(**config["sizes"]), Pool(**config["pool"])
         print(json.dumps(asyncio.run(measure(args.contender, args.url, sizes, pool))))
         return
-    names = args.contenders.split(",")
+    extra = args.section == "extra"
+    default = EXTRA if extra else list(CONTENDERS)
+    names = args.contenders.split(",") if args.contenders else default
     unknown = sorted(set(names) - set(CONTENDERS))
     if unknown:
         parser.error(f"unknown contenders {unknown}; choose from {list(CONTENDERS)}")
@@ -401,7 +432,9 @@ def main(argv: list[str] | None = None) -> None:
     results = run_all(names, sizes, pool)
     if args.json:
         print(json.dumps(results, indent=1))
-    section = render_section(results, sizes=sizes, pool=pool, load=(before, load_average()))
+    section = render_section(
+        results, sizes=sizes, pool=pool, load=(before, load_average()), extra=extra
+    )
     publish(section, output=args.output, quick=args.quick)
 
 

@@ -6,7 +6,11 @@ import pytest
 
 from tests.helpers import load_benchmark
 
-NEEDS = {"openai": ("openai",), "openai-httpx2": ("openai", "httpx2")}
+NEEDS = {
+    "openai": ("openai",),
+    "openai-httpx2": ("openai", "httpx2"),
+    "openai-responses": ("openai",),
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +39,10 @@ def _measure(bench, server, name, *, runs, shards=2):
 
 
 @pytest.mark.parametrize("shards", [1, 2])
-@pytest.mark.parametrize("name", ["agentgraph", "httpx", "openai", "openai-httpx2"])
+@pytest.mark.parametrize(
+    "name",
+    ["agentgraph", "httpx", "openai", "openai-httpx2", "agentgraph-responses", "openai-responses"],
+)
 def test_contender_runs_without_errors(bench, server, name, shards):
     _needs(name)
     result = _measure(bench, server, name, runs=5, shards=shards)
@@ -83,6 +90,30 @@ def test_contenders_send_the_same_conversation(bench, server, name):
     assert [len(body["messages"]) for body in ours] == [2, 4, 6]
 
 
+def test_responses_contenders_send_the_same_conversation(bench, server):
+    _needs("openai-responses")
+
+    def bodies():
+        ids: dict[str, str] = {}
+        out = []
+        for record in server.requests:
+            items = []
+            for item in record.body["input"]:
+                item = {k: v for k, v in item.items() if k != "id"}
+                if "call_id" in item:
+                    item["call_id"] = ids.setdefault(item["call_id"], f"call-{len(ids)}")
+                items.append(item)
+            out.append({**record.body, "input": items})
+        return out
+
+    _measure(bench, server, "agentgraph-responses", runs=1)
+    ours = bodies()
+    _measure(bench, server, "openai-responses", runs=1)
+    assert bodies() == ours
+    assert [len(body["input"]) for body in ours] == [1, 3, 5]
+    assert ours[0]["store"] is False and ours[0]["tools"][0]["strict"] is True
+
+
 def test_a_wrong_answer_is_counted(bench):
     async def sloppy(i):
         return "no idea", bench.REQUESTS_PER_RUN
@@ -122,3 +153,32 @@ def test_the_whole_benchmark_writes_only_its_section(bench, tmp_path):
     assert text.startswith("# Engine\n\nkept\n\n## LLM path\n")
     assert text.endswith("\n## RAG\n\nalso kept\n")
     assert bench.replace_section("# Other\n", section) == "# Other\n\n" + section.rstrip() + "\n"
+
+
+def test_mcp_rows_join_when_their_module_is_present(monkeypatch):
+    import sys
+    import types
+
+    fake = types.ModuleType("_llm_path_mcp")
+    fake.CONTENDERS = {"mcp-demo": lambda url, pool, stack: None}
+    fake.LABELS = {"mcp-demo": "an MCP tool call"}
+    fake.BASELINES = {"mcp-demo": "openai"}
+    monkeypatch.setitem(sys.modules, "_llm_path_mcp", fake)
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "llm_path.py"
+    spec = importlib.util.spec_from_file_location("llm_path_with_mcp", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "llm_path_with_mcp", module)
+    monkeypatch.syspath_prepend(str(script.parent))
+    spec.loader.exec_module(module)
+    report = sys.modules["_llm_path_report"]
+    try:
+        assert module.CONTENDERS["mcp-demo"] is fake.CONTENDERS["mcp-demo"]
+        assert "mcp-demo" in module.EXTRA and module.BASELINES["mcp-demo"] == "openai"
+        assert report.LABELS["mcp-demo"] == "an MCP tool call"
+    finally:
+        report.LABELS.pop("mcp-demo", None)
+        report.BASELINES.pop("mcp-demo", None)

@@ -31,6 +31,8 @@ if _typing.TYPE_CHECKING:
     from ._anthropic import AnthropicModel as AnthropicModel
     from ._embed import OllamaEmbedder as OllamaEmbedder
     from ._embed import OpenAIEmbedder as OpenAIEmbedder
+    from ._gateways import litellm_model as litellm_model
+    from ._gateways import openrouter_model as openrouter_model
     from ._gigachat import GigaChatModel as GigaChatModel
     from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
     from ._http import ProviderRetry as ProviderRetry
@@ -38,6 +40,7 @@ if _typing.TYPE_CHECKING:
     from ._openai import OpenAIModel as OpenAIModel
     from ._pool import SpreadTransport as SpreadTransport
     from ._resolve import model_from_string as model_from_string
+    from ._responses import OpenAIResponsesModel as OpenAIResponsesModel
 
 _LAZY = {
     "AnthropicModel": "_anthropic",
@@ -47,9 +50,12 @@ _LAZY = {
     "OllamaModel": "_ollama",
     "OpenAIEmbedder": "_embed",
     "OpenAIModel": "_openai",
+    "OpenAIResponsesModel": "_responses",
     "ProviderRetry": "_http",
     "SpreadTransport": "_pool",
+    "litellm_model": "_gateways",
     "model_from_string": "_resolve",
+    "openrouter_model": "_gateways",
 }
 
 
@@ -84,6 +90,7 @@ __all__ = (
     "OnUnsupported",
     "OpenAIEmbedder",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "OutputSchema",
     "ProviderRetry",
     "ReasoningDelta",
@@ -97,5 +104,7 @@ __all__ = (
     "ToolChoice",
     "ToolSpec",
     "Usage",
+    "litellm_model",
     "model_from_string",
+    "openrouter_model",
 )

@@ -322,6 +322,8 @@ def error_from_exception(
 ) -> ProviderError:
     """The error for an `httpx` exception raised while sending or reading."""
     detail = redact(str(exc), secrets) or type(exc).__name__
+    if isinstance(exc, httpx.PoolTimeout):  # all connections busy: the message says what to do
+        return ProviderTimeout(f"waited too long for a connection: {detail}", provider=provider)
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(
             f"request timed out ({type(exc).__name__}: {detail})", provider=provider
@@ -362,6 +364,11 @@ class ProviderRetry:
     the waits add up to at most `max_elapsed` seconds (and never past the
     caller's deadline, such as a run's timeout), so a brownout shorter than
     that costs latency instead of runs. `max_elapsed=None` counts attempts only.
+
+    A server-given delay is never shortened, but up to `retry_after_jitter`
+    of it is added at random: clients told to come back at the same moment
+    (a limit's window resets, a brownout ends) then return spread out over
+    that margin instead of all at once. `0` sleeps exactly the delay.
     """
 
     max_retries: int = attrs.field(default=2, validator=attrs.validators.ge(0))
@@ -371,12 +378,13 @@ class ProviderRetry:
     max_retry_after: float = 60.0
     sleep: Callable[[float], Awaitable[None]] = anyio.sleep
     max_elapsed: float | None = 30.0
+    retry_after_jitter: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
 
     def wait_for(self, error: BaseException | None, retries: int) -> float:
         """Seconds to wait after `error`, when `retries` retries were already made."""
         retry_after = getattr(error, "retry_after", None)
         if isinstance(retry_after, float | int) and 0 < retry_after <= self.max_retry_after:
-            return float(retry_after)
+            return float(retry_after) * (1.0 + self.retry_after_jitter * random.random())
         base = self.overload_initial if getattr(error, "status", None) == 529 else self.initial
         return min(base * 2.0**retries, self.max_delay) * (1.0 - 0.25 * random.random())
 
@@ -415,11 +423,11 @@ class ProviderRetry:
             error = state.outcome.exception() if state.outcome is not None else None
             if self.max_elapsed is None or not _throttled(error):
                 return True
-            upcoming = self.wait_for(error, state.attempt_number - 1)
-            if waited[0] + upcoming > self.max_elapsed:
+            # tenacity computes the wait before asking to stop: `waited` includes it already.
+            if waited[0] > self.max_elapsed:
                 return True
             deadline = anyio.current_effective_deadline()
-            return anyio.current_time() + upcoming >= deadline
+            return anyio.current_time() + state.upcoming_sleep >= deadline
 
         retrying = tenacity.AsyncRetrying(
             stop=stop,

@@ -10,10 +10,12 @@ import httpx
 
 from .._errors import ProviderConfigError
 from ._anthropic import ANTHROPIC_BASE_URL, AnthropicModel
+from ._gateways import LITELLM_BASE_URL, OPENROUTER_BASE_URL, litellm_model, openrouter_model
 from ._gigachat import GIGACHAT_AUTH_URL, GIGACHAT_BASE_URL, GigaChatModel
 from ._model import ChatModel
 from ._ollama import OLLAMA_BASE_URL, OllamaModel
 from ._openai import OPENAI_BASE_URL, OpenAIModel
+from ._responses import OpenAIResponsesModel
 
 __all__ = ("model_from_string", "ollama_host")
 
@@ -60,7 +62,9 @@ class _Given:
 class _Keyed:
     """A provider whose client takes a key and a base URL, each given or from the environment."""
 
-    client: type[OpenAIModel] | type[OllamaModel] | type[AnthropicModel]
+    client: (
+        type[OpenAIModel] | type[OpenAIResponsesModel] | type[OllamaModel] | type[AnthropicModel]
+    )
     key_env: str
     url_env: str
     default_url: str
@@ -93,6 +97,37 @@ def _gigachat(given: _Given) -> ChatModel:
     )
 
 
+def _openrouter(given: _Given) -> ChatModel:
+    return openrouter_model(
+        given.model,
+        api_key=given.api_key or _env("OPENROUTER_API_KEY"),
+        app_url=_env("OPENROUTER_APP_URL"),
+        app_title=_env("OPENROUTER_APP_TITLE"),
+        base_url=given.url("OPENROUTER_BASE_URL", OPENROUTER_BASE_URL),
+        headers=given.headers,
+        http_client=given.http_client,
+    )
+
+
+def _litellm(given: _Given) -> ChatModel:
+    return litellm_model(
+        given.model,
+        api_key=given.api_key or _env("LITELLM_API_KEY") or _env("LITELLM_PROXY_API_KEY"),
+        base_url=given.base_url
+        or _env("LITELLM_PROXY_URL")
+        or _env("LITELLM_PROXY_API_BASE")
+        or LITELLM_BASE_URL,
+        headers=given.headers,
+        http_client=given.http_client,
+    )
+
+
+_OPENAI_HEADERS = (
+    ("openai-organization", "OPENAI_ORG_ID"),
+    ("openai-project", "OPENAI_PROJECT_ID"),
+)
+
+
 def _scripted(given: _Given) -> ChatModel:
     # Offline: answers every request with the text after `scripted:` (demos, the CLI, tests).
     from ..testing._scripted import ScriptedModel
@@ -105,6 +140,8 @@ _PROVIDERS: Mapping[str, Callable[[_Given], ChatModel]] = {
         AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL
     ),
     "gigachat": _gigachat,
+    "litellm": _litellm,
+    "openrouter": _openrouter,
     "scripted": _scripted,
     "ollama": _Keyed(OllamaModel, "OLLAMA_API_KEY", "OLLAMA_HOST", OLLAMA_BASE_URL, ollama_host),
     "openai": _Keyed(
@@ -112,10 +149,14 @@ _PROVIDERS: Mapping[str, Callable[[_Given], ChatModel]] = {
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
         OPENAI_BASE_URL,
-        header_envs=(
-            ("openai-organization", "OPENAI_ORG_ID"),
-            ("openai-project", "OPENAI_PROJECT_ID"),
-        ),
+        header_envs=_OPENAI_HEADERS,
+    ),
+    "openai-responses": _Keyed(
+        OpenAIResponsesModel,
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        OPENAI_BASE_URL,
+        header_envs=_OPENAI_HEADERS,
     ),
 }
 
@@ -137,6 +178,15 @@ def model_from_string(
     Providers and what they read when the argument is not given:
 
     - `openai`: `OPENAI_API_KEY`, `OPENAI_BASE_URL`, `OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`;
+    - `openai-responses`: the same as `openai`, for the Responses API
+      (`OpenAIResponsesModel`);
+    - `openrouter`: `OPENROUTER_API_KEY`, `OPENROUTER_BASE_URL`,
+      `OPENROUTER_APP_URL` (sent as `HTTP-Referer`), `OPENROUTER_APP_TITLE`
+      (sent as `X-Title`); models are named `vendor/model`
+      (`openrouter:anthropic/claude-sonnet-4.5`);
+    - `litellm`: a LiteLLM proxy at `LITELLM_PROXY_URL` (or `LITELLM_PROXY_API_BASE`,
+      `http://localhost:4000` by default) with the key in `LITELLM_API_KEY`
+      (or `LITELLM_PROXY_API_KEY`); models are named as the proxy's `model_list` names them;
     - `ollama`: `OLLAMA_HOST`, `OLLAMA_API_KEY`;
     - `anthropic`: `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`;
     - `gigachat`: `GIGACHAT_CREDENTIALS` (`api_key=` overrides it), `GIGACHAT_SCOPE`,

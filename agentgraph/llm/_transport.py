@@ -32,7 +32,8 @@ __all__ = ("DEFAULT_TIMEOUT", "ChatClientBase", "HttpClientBase", "HttpTransport
 
 T = TypeVar("T")
 
-DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0, pool=60.0)
+"""Long answers may take minutes; a connection, or a place in line for one, should not."""
 _BODY_LIMIT = 2000
 
 

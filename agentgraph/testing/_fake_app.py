@@ -307,6 +307,7 @@ def build_app(
     ollama: OllamaDialect,
     gigachat: GigaChatDialect,
     models: tuple[str, ...],
+    responses: Dialect | None = None,
 ) -> Starlette:
     """The Starlette app answering every provider's routes from `state`."""
     handlers = _Handlers(state, gigachat)
@@ -352,6 +353,7 @@ def build_app(
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat(openai), methods=post),
+            *([Route("/v1/responses", chat(responses), methods=post)] if responses else []),
             Route("/v1/embeddings", embed(openai), methods=post),
             Route("/v1/models", listing(openai, openai_models), methods=["GET"]),
             Route("/v1/messages", chat(anthropic), methods=post),

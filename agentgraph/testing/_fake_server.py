@@ -16,6 +16,7 @@ from ._fake_gigachat import GigaChatDialect
 from ._fake_ollama import OllamaDialect
 from ._fake_openai import OpenAIDialect
 from ._fake_quirks import OpenAIQuirks
+from ._fake_responses import ResponsesDialect
 from ._faults import Fault
 from ._replies import EmbeddingFunction, Reply
 from ._server_thread import ServerThread
@@ -33,7 +34,7 @@ class FakeServer:
         assert server.requests[0].body["model"] == "gpt-4o-mini"
     ```
 
-    Routes: OpenAI `/v1/chat/completions`, `/v1/embeddings`, `/v1/models`;
+    Routes: OpenAI `/v1/chat/completions`, `/v1/responses`, `/v1/embeddings`, `/v1/models`;
     Anthropic `/v1/messages`; Ollama `/api/chat`, `/api/embed`, `/api/tags`;
     GigaChat `/api/v2/oauth`, `/api/v1/chat/completions`, `/api/v1/embeddings`.
 
@@ -99,6 +100,7 @@ class FakeServer:
             ollama=OllamaDialect(options),
             gigachat=self._gigachat,
             models=tuple(models),
+            responses=ResponsesDialect(options),
         )
         self._thread = ServerThread(app, host=host, port=port, backlog=backlog)
         self._host = host
@@ -182,7 +184,7 @@ class FakeServer:
     ) -> None:
         """Apply `faults` together to the next `times` matching requests (`None`: all of them).
 
-        `provider` is `openai`, `anthropic`, `ollama` or `gigachat`; `endpoint`
+        `provider` is `openai`, `openai-responses`, `anthropic`, `ollama` or `gigachat`; `endpoint`
         is `chat`, `embeddings`, `models` or `oauth`. Injections are used in the
         order they were made; an injected error answers before any validation.
         """

@@ -22,6 +22,8 @@ class Sleeps:
 
 
 def retry(sleeps: Sleeps, **kwargs: Any) -> ProviderRetry:
+    # Exact waits, so tests can pin them; the jitter on a server's delay has its own tests.
+    kwargs.setdefault("retry_after_jitter", 0.0)
     return ProviderRetry(sleep=sleeps, **kwargs)
 
 

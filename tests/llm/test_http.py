@@ -233,7 +233,7 @@ def transport(server: Server, sleeps: Sleeps, **kwargs) -> HttpTransport:
         "p",
         "http://test/v1",
         http_client=server.client(),
-        retry=ProviderRetry(sleep=sleeps, **kwargs),
+        retry=ProviderRetry(sleep=sleeps, **{"retry_after_jitter": 0.0, **kwargs}),
         secrets=[KEY],
     )
 

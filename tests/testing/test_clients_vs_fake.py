@@ -25,6 +25,7 @@ from agentgraph.llm import (
     OllamaModel,
     OpenAIEmbedder,
     OpenAIModel,
+    OpenAIResponsesModel,
     ProviderRetry,
     ResponseDone,
     TextDelta,
@@ -44,7 +45,7 @@ from agentgraph.testing import (
     default_embedding,
 )
 
-PROVIDERS = ("openai", "anthropic", "ollama", "gigachat")
+PROVIDERS = ("openai", "openai-responses", "anthropic", "ollama", "gigachat")
 BASIC = base64.b64encode(b"client:secret").decode()
 HI = ChatRequest([Message.user("hi")])
 WEATHER = ToolSpec(
@@ -75,10 +76,14 @@ class Sleeps:
 
 
 def make(provider: str, server: FakeServer, *, retries: int = 0, sleeps=None, timeout=None):
-    retry = ProviderRetry(max_retries=retries, sleep=sleeps or Sleeps())
+    retry = ProviderRetry(max_retries=retries, sleep=sleeps or Sleeps(), retry_after_jitter=0.0)
     common = {"retry": retry, "timeout": timeout}
     if provider == "openai":
         return OpenAIModel("gpt-4o-mini", api_key="sk-test", base_url=server.openai_url, **common)
+    if provider == "openai-responses":
+        return OpenAIResponsesModel(
+            "gpt-4o-mini", api_key="sk-test", base_url=server.openai_url, **common
+        )
     if provider == "anthropic":
         return AnthropicModel("claude-test", api_key="sk-ant", base_url=server.url, **common)
     if provider == "ollama":
