@@ -22,6 +22,7 @@ from ._convert import data_converter as data_converter
 from ._registry import ActivityPolicy as ActivityPolicy
 from ._server import dev_server_path as dev_server_path
 from ._server import test_server_path as test_server_path
+from ._worker import replayer as replayer
 from ._worker import worker as worker
 from ._workflow import GraphWorkflow as GraphWorkflow
 
@@ -38,6 +39,7 @@ __all__ = (
     "TemporalRunner",
     "data_converter",
     "dev_server_path",
+    "replayer",
     "test_server_path",
     "worker",
 )

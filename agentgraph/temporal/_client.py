@@ -105,9 +105,11 @@ class TemporalRun:
 def _run_error(failure: WorkflowFailureError) -> Exception:
     """The agentgraph error a failed workflow stands for; the failure itself otherwise."""
     cause = failure.cause
-    if not isinstance(cause, ApplicationError) or not cause.details:
+    if not isinstance(cause, ApplicationError):
         return failure
-    details = cause.details[0]
+    if cause.type == "UsageError":  # the worker refused the run itself (an unknown graph)
+        return UsageError(cause.message)
+    details = cause.details[0] if cause.details else None
     if not isinstance(details, dict) or not isinstance(details.get("context"), AgentContext):
         return failure
     ctx, step = details["context"], int(details.get("step", 0))

@@ -175,9 +175,15 @@ def register(task_queue: str, registry: Registry) -> None:
         _registries[task_queue] = registry
 
 
+REPLAY = "replay-"
+"""The task queue Temporal's `Replayer` runs workflows on (followed by its build id)."""
+
+
 def registry_for(task_queue: str) -> Registry:
     with _lock:
         registry = _registries.get(task_queue)
+        if registry is None and task_queue.startswith(REPLAY):
+            registry = _registries.get(REPLAY)
     if registry is None:
         raise UsageError(f"no agentgraph worker for task queue {task_queue!r} in this process")
     return registry

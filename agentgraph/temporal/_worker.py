@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio._backends._asyncio  # noqa: F401 - loaded here, not first inside the sandbox
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from .._events import Event, StepInfo
@@ -18,7 +18,7 @@ from .._runner import GraphRunner, Sink
 from .._runtime import StepCallback
 from ._activities import Activities
 from ._convert import BLOB_THRESHOLD, BlobStore, data_converter
-from ._registry import DEFAULT_HISTORY_EVENTS, ActivityPolicy, Registry, register
+from ._registry import DEFAULT_HISTORY_EVENTS, REPLAY, ActivityPolicy, Registry, register
 from ._workflow import GraphWorkflow
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..llm._model import ChatModel
     from ..tools._tool import Tool
 
-__all__ = ("client_for", "worker")
+__all__ = ("client_for", "replayer", "worker")
 
 # Shared with the worker rather than imported afresh for each run inside the
 # sandbox: agentgraph itself (the graphs are objects the worker already holds)
@@ -114,6 +114,66 @@ def worker(
             client's `TemporalRunner` needs the same store).
         options: passed on to `temporalio.worker.Worker`.
     """
+    registry, types = _register(
+        task_queue, graphs, models, tools, embedders, functions, runner, policy, history_events
+    )
+    return Worker(
+        client_for(client, types, blobs, threshold),
+        task_queue=task_queue,
+        workflows=[GraphWorkflow],
+        activities=Activities(registry).methods,
+        workflow_runner=_sandbox(registry),
+        **options,
+    )
+
+
+def replayer(
+    *,
+    graphs: Sequence[Any],
+    models: Mapping[str, ChatModel] | Sequence[ChatModel] = (),
+    tools: Sequence[Tool[..., Any]] = (),
+    embedders: Mapping[str, Embedder] | Sequence[Embedder] = (),
+    functions: Sequence[Callable[..., Any]] = (),
+    runner: GraphRunner | None = None,
+    blobs: BlobStore | None = None,
+    threshold: int = BLOB_THRESHOLD,
+) -> Replayer:
+    """Temporal's `Replayer` for histories of agentgraph runs, set up as `worker` is.
+
+    `await replayer(...).replay_workflow(history)` runs the workflow again
+    from its recorded history and raises if the code now makes different
+    decisions (nondeterminism). Nothing is called: activities come from the history.
+    """
+    registry, types = _register(
+        REPLAY,
+        graphs,
+        models,
+        tools,
+        embedders,
+        functions,
+        runner,
+        None,
+        DEFAULT_HISTORY_EVENTS,
+    )
+    return Replayer(
+        workflows=[GraphWorkflow],
+        data_converter=data_converter(types, blobs=blobs, threshold=threshold),
+        workflow_runner=_sandbox(registry),
+    )
+
+
+def _register(
+    task_queue: str,
+    graphs: Sequence[Any],
+    models: Mapping[str, ChatModel] | Sequence[ChatModel],
+    tools: Sequence[Tool[..., Any]],
+    embedders: Mapping[str, Embedder] | Sequence[Embedder],
+    functions: Sequence[Callable[..., Any]],
+    runner: GraphRunner | None,
+    policy: ActivityPolicy | None,
+    history_events: int,
+) -> tuple[Registry, Types]:
+    """The worker's registry, registered for `task_queue`, and the types its payloads hold."""
     base = runner or GraphRunner()
     registry = Registry.build(
         graphs=graphs,
@@ -127,17 +187,14 @@ def worker(
     )
     types = base.types.with_types(*(t for g in registry.graphs.values() for t in g.data_types()))
     register(task_queue, registry)
+    return registry, types
+
+
+def _sandbox(registry: Registry) -> SandboxedWorkflowRunner:
     restrictions = SandboxRestrictions.default.with_passthrough_modules(
         *_PASSTHROUGH, *_graph_modules(registry)
     )
-    return Worker(
-        client_for(client, types, blobs, threshold),
-        task_queue=task_queue,
-        workflows=[GraphWorkflow],
-        activities=Activities(registry).methods,
-        workflow_runner=SandboxedWorkflowRunner(restrictions=restrictions),
-        **options,
-    )
+    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 def _graph_modules(registry: Registry) -> list[str]:
