@@ -1,4 +1,5 @@
-"""A Temporal dev server for the session: the registry's binary, loopback, in-memory, stopped at the end."""
+"""A Temporal dev server for the session: the registry's binary, on loopback, in memory,
+always stopped at the end."""
 
 import os
 import socket
@@ -46,7 +47,11 @@ def temporal_address():
         "--port", str(port), "--http-port", str(_free_port()),
         "--metrics-port", str(_free_port()), "--log-level", "error",
     ]  # fmt: skip
-    log = tempfile.TemporaryFile()
+    with tempfile.TemporaryFile() as log:
+        yield from _serve(command, port, log)
+
+
+def _serve(command, port, log):
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + STARTUP
@@ -63,7 +68,6 @@ def temporal_address():
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-        log.close()
 
 
 @pytest.fixture

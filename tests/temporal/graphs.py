@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anyio
 
-from agentgraph import AgentContext, GraphBuilder, Message, node, tool
+from agentgraph import GraphBuilder, Message, node, tool
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 

@@ -1,4 +1,6 @@
-"""A worker process for the killed-worker test: `python -m tests.temporal.worker_proc ADDR QUEUE DIR`.
+"""A worker process for the killed-worker test.
+
+`python -m tests.temporal.worker_proc ADDRESS QUEUE FOLDER`
 
 Prints `ready` once it polls; runs until it is killed.
 """
