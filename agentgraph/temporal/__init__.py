@@ -27,8 +27,8 @@ from ._worker import worker as worker
 from ._workflow import GraphWorkflow as GraphWorkflow
 
 __all__ = (
-    "BLOB_THRESHOLD",
     "ActivityPolicy",
+    "BLOB_THRESHOLD",
     "BlobCodec",
     "BlobStore",
     "ContextPayloadConverter",

@@ -5,8 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, TypeVar
 
+import anyio
 import attrs
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.exceptions import ApplicationError
 
 from .._context import AgentContext
@@ -75,6 +81,11 @@ class TemporalRun:
         """The run's id, which is its workflow id."""
         return self._handle.id
 
+    @property
+    def workflow(self) -> WorkflowHandle[Any, Any]:
+        """Temporal's handle on the run's workflow (its history, description, and the rest)."""
+        return self._handle
+
     async def result(self) -> AgentContext[Any]:
         """The context that reached finish; the run's error, with its last context, otherwise.
 
@@ -95,6 +106,22 @@ class TemporalRun:
     async def answer(self, value: Any) -> None:
         """Answer the question the run asked with `rt.interrupt`; it goes on from there."""
         await self._handle.signal(ANSWER, value)
+
+    async def asked(self, *, poll: float = 0.1) -> RunState:
+        """Wait until the run asks a question (`rt.interrupt`) and return its state then.
+
+        Looks with the state query every `poll` seconds (a query writes nothing
+        to the run's history); raises `UsageError` if the run closes first.
+        """
+        looks = 0
+        while not (state := await self.state()).asking:
+            looks += 1
+            if looks % 10 == 0:
+                description = await self._handle.describe()
+                if description.status not in (None, WorkflowExecutionStatus.RUNNING):
+                    raise UsageError(f"run {self.run_id} closed without asking a question")
+            await anyio.sleep(poll)
+        return state
 
     async def state(self) -> RunState:
         """The run's last completed context and step, and any open question."""

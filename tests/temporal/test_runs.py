@@ -61,8 +61,7 @@ async def test_an_interrupt_is_answered_after_the_worker_restarted(client, queue
     async with worker(client, **common):
         run = await temporal.start(graph, AgentContext("please charge"))
         with anyio.fail_after(30):
-            while not (state := await run.state()).asking:
-                await anyio.sleep(0.05)
+            state = await run.asked(poll=0.05)
     assert state.question.name == "charge" and state.step == 2
     assert state.context.history.last().tool_calls[0].name == "charge"
     # A new worker, with no cached workflow and caching off: every task replays the history.
@@ -92,8 +91,7 @@ async def test_cancelling_a_run_raises_graph_cancelled_with_the_last_context(cli
     async with worker(client, task_queue=queue, graphs=[graph]):
         run = await TemporalRunner(client, task_queue=queue).start(graph, AgentContext("go"))
         with anyio.fail_after(30):
-            while not (await run.state()).asking:
-                await anyio.sleep(0.05)
+            await run.asked(poll=0.05)
         await run.cancel()
         with pytest.raises(GraphCancelled) as caught:
             await run.result()
@@ -193,11 +191,10 @@ async def test_a_long_run_continues_as_new_and_carries_its_context(client, queue
         out = await run.result()
     assert out.input == 16
     assert [m.content for m in out.history] == [f"tick {i}" for i in range(16)]
-    first = client.get_workflow_handle(run.run_id, run_id=run._handle.first_execution_run_id)
+    first = client.get_workflow_handle(run.run_id, run_id=run.workflow.first_execution_run_id)
     events = [e async for e in first.fetch_history_events()]
     assert events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
     assert len(events) <= 30
-    assert await run._handle.describe() is not None
 
 
 async def test_recorded_histories_replay_without_nondeterminism(client, queue, tmp_path):
@@ -209,8 +206,7 @@ async def test_recorded_histories_replay_without_nondeterminism(client, queue, t
         temporal = TemporalRunner(client, task_queue=queue)
         run = await temporal.start(graph, AgentContext("please charge"))
         with anyio.fail_after(30):
-            while not (await run.state()).asking:
-                await anyio.sleep(0.05)
+            await run.asked(poll=0.05)
         await run.answer(False)
         await run.result()
         looped = await temporal.start(loop, AgentContext(0))
@@ -225,3 +221,30 @@ async def test_recorded_histories_replay_without_nondeterminism(client, queue, t
     history = await client.get_workflow_handle(ids[0]).fetch_history()
     with pytest.raises(NondeterminismError):
         await changed.replay_workflow(history)
+
+
+@pytest.mark.timeout(120)
+async def test_the_durable_approval_example_runs(temporal_address):
+    import os
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_address}
+    command = [sys.executable, str(root / "examples" / "durable_approval.py")]
+    with anyio.fail_after(100):
+        done = await anyio.run_process(command, env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    out = done.stdout.decode()
+    assert "waiting for approval at step 2: refund" in out
+    assert "answer: Done: refunded 59.90 on order A-1042." in out
+    assert "model calls: 2" in out
+
+
+async def test_waiting_for_a_question_from_a_run_that_never_asks_is_refused(client, queue):
+    graph = counter(1)
+    async with worker(client, task_queue=queue, graphs=[graph]):
+        run = await TemporalRunner(client, task_queue=queue).start(graph, AgentContext(0))
+        await run.result()
+        with anyio.fail_after(30), pytest.raises(UsageError, match="closed without asking"):
+            await run.asked(poll=0.01)
