@@ -93,7 +93,13 @@ def worker(
     names its graph; the worker runs only the graphs given here, and its
     activities call only the models, tools, embedders and functions (for
     `rt.once`) given here: an effect of anything else fails the run with a
-    `UsageError`. Every worker of a task queue needs the same ones.
+    `UsageError`. Every worker of a task queue needs the same ones; in one
+    process, a later worker for a task queue replaces the earlier one's graphs.
+
+    The workflow runs in Temporal's sandbox with agentgraph, the libraries it
+    runs on and the graphs' own modules passed through (shared with the
+    worker, not imported again for each run): node code must be deterministic,
+    making every effect through its runtime, as it must for checkpointed runs.
 
     Args:
         client: a connected Temporal client; the worker uses its connection
