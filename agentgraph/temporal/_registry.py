@@ -101,8 +101,12 @@ class Registry:
     embedders: Mapping[str, Embedder]
     functions: Mapping[str, Callable[..., Any]]
     runner: GraphRunner
-    policy: ActivityPolicy
+    policies: Mapping[str, ActivityPolicy]
     history_events: int
+
+    def policy(self, kind: str) -> ActivityPolicy:
+        """The policy of one kind of effect: "model", "tool", "embed" or "once"."""
+        return self.policies.get(kind) or self.policies["default"]
 
     @classmethod
     def build(
@@ -114,7 +118,7 @@ class Registry:
         embedders: Mapping[str, Embedder] | Sequence[Embedder],
         functions: Sequence[Callable[..., Any]],
         runner: GraphRunner,
-        policy: ActivityPolicy,
+        policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
         history_events: int,
     ) -> Registry:
         if not graphs:
@@ -131,7 +135,7 @@ class Registry:
             ),
             functions=_named("function", functions, _function_name),
             runner=runner,
-            policy=policy,
+            policies=_policies(policy),
             history_events=history_events,
         )
 
@@ -163,6 +167,26 @@ class Registry:
             raise UsageError(
                 f"no {kind[:-1]} named {name!r} is registered with this worker"
             ) from None
+
+
+EFFECTS = ("model", "tool", "embed", "once")
+
+
+def _policies(
+    policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
+) -> dict[str, ActivityPolicy]:
+    """One policy for every effect, or one per kind of effect over the default."""
+    if policy is None or isinstance(policy, ActivityPolicy):
+        return {"default": policy or ActivityPolicy()}
+    unknown = sorted(set(policy) - set(EFFECTS))
+    if unknown:
+        raise ValueError(
+            f"policies are by kind of effect ({', '.join(EFFECTS)}), not {', '.join(unknown)}"
+        )
+    for kind, value in policy.items():
+        if not isinstance(value, ActivityPolicy):
+            raise TypeError(f"the {kind} policy is an ActivityPolicy, not {type(value).__name__}")
+    return {"default": ActivityPolicy(), **policy}
 
 
 _registries: dict[str, Registry] = {}

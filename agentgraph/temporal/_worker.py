@@ -81,7 +81,7 @@ def worker(
     embedders: Mapping[str, Embedder] | Sequence[Embedder] = (),
     functions: Sequence[Callable[..., Any]] = (),
     runner: GraphRunner | None = None,
-    policy: ActivityPolicy | None = None,
+    policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None = None,
     history_events: int = DEFAULT_HISTORY_EVENTS,
     blobs: BlobStore | None = None,
     threshold: int = BLOB_THRESHOLD,
@@ -113,7 +113,9 @@ def worker(
         runner: the policy runs are driven under (retries, step cap, sinks,
             callbacks, usage limits, types); its sinks and step callbacks are
             called only while the workflow runs live, never on replay.
-        policy: timeouts and retries of the activities.
+        policy: timeouts and retries of the activities: one `ActivityPolicy`
+            for all, or a mapping from a kind of effect ("model", "tool",
+            "embed", "once") to its own, the others keeping the default.
         history_events: history length after which a run continues as new at
             its next committed step (or sooner, when Temporal suggests it).
         blobs: where payloads of `threshold` bytes or more are kept (the
@@ -176,7 +178,7 @@ def _register(
     embedders: Mapping[str, Embedder] | Sequence[Embedder],
     functions: Sequence[Callable[..., Any]],
     runner: GraphRunner | None,
-    policy: ActivityPolicy | None,
+    policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
     history_events: int,
 ) -> tuple[Registry, Types]:
     """The worker's registry, registered for `task_queue`, and the types its payloads hold."""
@@ -188,7 +190,7 @@ def _register(
         embedders=embedders,
         functions=functions,
         runner=_live(base),
-        policy=policy or ActivityPolicy(),
+        policy=policy,
         history_events=history_events,
     )
     types = base.types.with_types(*(t for g in registry.graphs.values() for t in g.data_types()))

@@ -140,7 +140,7 @@ class WorkflowJournal:
             raise UsageError("a model call on Temporal goes through rt.call_model")
         name = self._registry.name_of("models", call.model)
         response: ChatResponse = await workflow.execute_activity(
-            MODEL, args=[name, request], **self._registry.policy.options()
+            MODEL, args=[name, request], **self._registry.policy("model").options()
         )
         return response
 
@@ -153,15 +153,16 @@ class WorkflowJournal:
         return None
 
     async def value(self, rt: Runtime, name: str, call: Callable[[], Awaitable[T]]) -> T:
-        policy = self._registry.policy.options()
         if isinstance(call, EmbedCall):
             embedder = self._registry.name_of("embedders", call.embedder)
             texts = list(call.texts)
-            result: T = await workflow.execute_activity(EMBED, args=[embedder, texts], **policy)
+            options = self._registry.policy("embed").options()
+            result: T = await workflow.execute_activity(EMBED, args=[embedder, texts], **options)
             return result
         if isinstance(call, OnceCall):
             fn = self._registry.name_of("functions", call.fn)
-            result = await workflow.execute_activity(ONCE, args=[fn, list(call.args)], **policy)
+            options = self._registry.policy("once").options()
+            result = await workflow.execute_activity(ONCE, args=[fn, list(call.args)], **options)
             return result
         raise UsageError(f"the value {name!r} cannot be made by an activity")
 
@@ -181,7 +182,7 @@ class WorkflowJournal:
         wants_context = any(tool.context_param is not None for tool in run.tools)
         context = run.context if wants_context else None
         gate = asyncio.Semaphore(run.limit)
-        policy = self._registry.policy
+        policy = self._registry.policy("tool")
 
         async def one(call: ToolCall) -> ToolAnswer:
             async with gate:

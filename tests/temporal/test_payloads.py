@@ -96,6 +96,18 @@ def test_a_tool_that_is_not_retry_safe_gets_exactly_one_attempt():
     assert ActivityPolicy(heartbeat=None).options()["heartbeat_timeout"] is None
 
 
+def test_each_kind_of_effect_may_have_its_own_policy():
+    from agentgraph.temporal._registry import _policies
+
+    tools = ActivityPolicy(attempts=5)
+    chosen = _policies({"tool": tools})
+    assert chosen["tool"] is tools and chosen["default"] == ActivityPolicy()
+    with pytest.raises(ValueError, match="not tools"):
+        _policies({"tools": tools})
+    with pytest.raises(TypeError, match="ActivityPolicy"):
+        _policies({"model": 3})  # type: ignore[dict-item]
+
+
 def test_a_worker_refuses_no_graphs_and_two_graphs_of_one_name():
     from tests.temporal.graphs import counter
 
