@@ -25,12 +25,15 @@ import statistics
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from time import perf_counter
 
 from _common import cpu_model, load_average, publish, python, versions
+from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, node, tool
 from agentgraph.llm import ChatRequest, ToolCall
@@ -98,6 +101,24 @@ def once_graph(calls: int, name: str):
     return g.build()
 
 
+@activity.defn(name="bare_echo")
+async def bare_echo(value: int) -> int:
+    return value
+
+
+@workflow.defn(name="bare_activities")
+class BareActivities:
+    """The baseline: Temporal alone, `count` activities in a row, no agentgraph."""
+
+    @workflow.run
+    async def run(self, count: int) -> int:
+        for i in range(count):
+            await workflow.execute_activity(
+                bare_echo, i, start_to_close_timeout=timedelta(seconds=30)
+            )
+        return count
+
+
 AGENT = agent_graph()
 WITH_ONCE = once_graph(ONCE_CALLS, "with_once")
 WITHOUT_ONCE = once_graph(0, "without_once")
@@ -107,15 +128,25 @@ GRAPHS = [AGENT, WITH_ONCE, WITHOUT_ONCE]
 async def serve(address: str, queue: str) -> None:
     """A worker process: runs until killed."""
     client = await Client.connect(address)
-    async with worker(
+    bare = Worker(
         client,
-        task_queue=queue,
-        graphs=GRAPHS,
-        models=[MODEL],
-        tools=[lookup],
-        functions=[echo],
-        max_concurrent_workflow_tasks=200,
-        max_concurrent_activities=200,
+        task_queue=f"{queue}-bare",
+        workflows=[BareActivities],
+        activities=[bare_echo],
+        workflow_runner=UnsandboxedWorkflowRunner(),  # this module imports agentgraph
+    )
+    async with (
+        bare,
+        worker(
+            client,
+            task_queue=queue,
+            graphs=GRAPHS,
+            models=[MODEL],
+            tools=[lookup],
+            functions=[echo],
+            max_concurrent_workflow_tasks=200,
+            max_concurrent_activities=200,
+        ),
     ):
         print("ready", flush=True)
         await asyncio.Event().wait()
@@ -143,15 +174,17 @@ def stop_workers(workers: list[subprocess.Popen[str]]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
-async def sequential_ms(run, graph, count: int) -> float:
-    """Median ms of `count` sequential runs (after two warm-up runs)."""
+async def sequential_ms(run, graph, count: int, warmup: int = 2) -> float:
+    """Median ms of `count` sequential runs (after `warmup` runs)."""
     times = []
-    for i in range(count + 2):
+    for i in range(count + warmup):
         started = perf_counter()
         await run(graph)
-        if i >= 2:
+        if i >= warmup:
             times.append((perf_counter() - started) * 1000)
     return statistics.median(times)
 
@@ -180,10 +213,21 @@ async def measure(address: str, sizes: argparse.Namespace) -> dict[str, float]:
                 async def one(graph, runner=runner):
                     return await runner.run(graph, AgentContext("go"))
 
-                figures["temporal_ms"] = await sequential_ms(one, AGENT, sizes.sequential)
-                with_once = await sequential_ms(one, WITH_ONCE, sizes.sequential)
-                without = await sequential_ms(one, WITHOUT_ONCE, sizes.sequential)
+                figures["temporal_ms"] = await sequential_ms(
+                    one, AGENT, sizes.sequential, sizes.warmup
+                )
+                with_once = await sequential_ms(one, WITH_ONCE, sizes.sequential, sizes.warmup)
+                without = await sequential_ms(one, WITHOUT_ONCE, sizes.sequential, sizes.warmup)
                 figures["activity_ms"] = (with_once - without) / ONCE_CALLS
+
+                async def bare(count, client=client, queue=queue):
+                    return await client.execute_workflow(
+                        "bare_activities", count, id=uuid.uuid4().hex, task_queue=f"{queue}-bare"
+                    )
+
+                bare_with = await sequential_ms(bare, ONCE_CALLS, sizes.sequential, sizes.warmup)
+                bare_without = await sequential_ms(bare, 0, sizes.sequential, sizes.warmup)
+                figures["bare_activity_ms"] = (bare_with - bare_without) / ONCE_CALLS
             await throughput(runner, max(4, sizes.concurrent // 10))  # warm-up
             figures[f"runs_per_s_{count}"] = await throughput(runner, sizes.concurrent)
         finally:
@@ -217,13 +261,16 @@ def render(figures: dict[str, float], sizes: argparse.Namespace, load: tuple[flo
         "",
         f"One activity adds {activity:.1f} ms to a run (a node making {ONCE_CALLS} `rt.once` "
         "calls against one making none, sequential runs): a round trip through the server "
-        "(schedule, poll, complete, a new workflow task), written to the history; the "
-        "agent's whole run, its start and result included, takes "
-        f"{temporal / local:,.0f} times as long as the local run. The engine's own cost is "
-        "the local figure; on Temporal the cost is the service's round trips, which buy a "
-        "run that survives the loss of its worker. With 2 cores shared by the server, the "
-        "workers and the client, a second worker process adds little: the server is the "
-        "bound here, not the worker.",
+        "(schedule, poll, complete, a new workflow task), written to the history. Temporal "
+        f"alone (a workflow of {ONCE_CALLS} activities in a row, no agentgraph) takes "
+        f"{figures['bare_activity_ms']:.1f} ms per activity on the same server, so "
+        f"agentgraph's share of an activity is {activity - figures['bare_activity_ms']:+.1f} "
+        "ms: the latency is the server's round trip on this machine. The agent's whole run, "
+        f"its start and result included, takes {temporal / local:,.0f} times as long as the "
+        "local run; that is the price of a run that survives the loss of its worker, paid "
+        "in latency, not in the engine's work. A second worker process gives "
+        f"{two / one:.2f}x the throughput of one, with the server, the workers and the "
+        "client sharing 2 cores.",
         "",
         "### Sizing workers for 1,000 concurrent long-running agents (on paper)",
         "",
@@ -233,10 +280,13 @@ def render(figures: dict[str, float], sizes: argparse.Namespace, load: tuple[flo
         "or tool cost.",
         f"- CPU goes to workflow tasks and activity bookkeeping. At saturation here one worker "
         f"process completed {one:.1f} runs/s of 4 steps and 3 activities: about "
-        f"{step_ms:.1f} ms of worker time per step, all in. 1,000 agents that each take a "
-        f"step every 10 s make 100 steps/s: about {100 * step_ms / 1000:.1f} worker "
-        "processes' worth at this rate (one process uses one core, Python's GIL), so size "
-        "for that with headroom, on at least two machines so that losing one loses no runs.",
+        f"{step_ms:.1f} ms per step of this machine's time, the server's included (both "
+        "share its 2 cores), so an upper bound on a worker's own. 1,000 agents that each "
+        f"take a step every 10 s make 100 steps/s: at most {100 * step_ms / 1000:.1f} "
+        "cores' worth at this rate (a worker process uses one core: Python's GIL), so a few "
+        "worker processes with headroom, on at least two machines so that losing one loses "
+        "no runs, and a Temporal cluster sized for about 100 workflow tasks and 75 "
+        "activities a second.",
         "- Model calls are I/O: 1,000 agents each waiting on a model about half the time keep "
         "about 500 activities in flight; `max_concurrent_activities` (100 by default per "
         "worker) must cover that across the workers (for example 4 workers with 150 each), "
@@ -278,6 +328,7 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small sizes, table only")
     parser.add_argument("--worker", nargs=2, metavar=("ADDRESS", "QUEUE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.warmup = 2
     args.local, args.sequential, args.concurrent = (20, 5, 20) if args.quick else (2000, 30, 200)
     return args
 
