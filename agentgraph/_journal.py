@@ -100,20 +100,20 @@ class OnceCall:
 
 @attrs.frozen(slots=True)
 class ToolsCall:
-    """`await call(pending)` runs tool calls with `tools` (what `Journal.tools` is handed)."""
+    """`await call(pending)` runs tool calls with `tools` (what `Journal.tools` is handed).
+
+    `run` runs them here; `tools`, `limit`, `timeout` and `context` say what it
+    runs, for a journal that runs them elsewhere.
+    """
 
     tools: Sequence[Tool[..., Any]]
     limit: int
     timeout: float | None
     context: AgentContext[Any] | None
+    run: ToolRunner
 
-    async def __call__(self, pending: Sequence[ToolCall]) -> list[ToolAnswer]:
-        from .tools._execute import run_tool_calls
-
-        outcomes = await run_tool_calls(
-            self.tools, pending, limit=self.limit, timeout=self.timeout, context=self.context
-        )
-        return [(o.call, o.message, o.duration) for o in outcomes]
+    def __call__(self, pending: Sequence[ToolCall]) -> Awaitable[list[ToolAnswer]]:
+        return self.run(pending)
 
 
 @runtime_checkable

@@ -336,7 +336,7 @@ class Runtime:
         else:
             unsafe = frozenset(t.name for t in tools if not t.retry_safe)
             answers = await journal.tools(
-                self, calls, unsafe, ToolsCall(tools, limit, timeout, context)
+                self, calls, unsafe, ToolsCall(tools, limit, timeout, context, run)
             )
         for call, message, duration in answers:
             await self.emit(ToolFinished(self.index, self.path, call, message, duration))

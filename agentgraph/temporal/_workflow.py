@@ -54,7 +54,11 @@ STATE = "agentgraph.state"
 
 
 class _Continue(BaseException):
-    """Unwinds the run at a committed root step so the workflow can continue as new."""
+    """Unwinds the run at a committed root step so the workflow can continue as new.
+
+    Raised only by `WorkflowJournal.commit` for the root graph, between two
+    steps, so no node's `except` is on its way; caught by `GraphWorkflow.run`.
+    """
 
     def __init__(self, target: str, context: AgentContext[Any], local: int, steps: int) -> None:
         self.at = {"node": target, "local": local, "steps": steps}
