@@ -24,9 +24,11 @@ from ._server import dev_server_path as dev_server_path
 from ._server import time_skipping_server_path as time_skipping_server_path
 from ._worker import replayer as replayer
 from ._worker import worker as worker
+from ._workflow import ActivityFailed as ActivityFailed
 from ._workflow import GraphWorkflow as GraphWorkflow
 
 __all__ = (
+    "ActivityFailed",
     "ActivityPolicy",
     "BLOB_THRESHOLD",
     "BlobCodec",

@@ -8,12 +8,12 @@ non-retryable: the provider client already spent its own retries on it.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -31,7 +31,11 @@ __all__ = ("Activities",)
 
 @asynccontextmanager
 async def _beating() -> AsyncIterator[None]:
-    """Heartbeat three times per heartbeat timeout while the block runs."""
+    """Heartbeat three times per heartbeat timeout while the block runs.
+
+    A task of its own rather than a task group, so that the block's own error
+    leaves it as it is, not wrapped in an exception group.
+    """
     timeout = activity.info().heartbeat_timeout
     if timeout is None:
         yield
@@ -41,14 +45,14 @@ async def _beating() -> AsyncIterator[None]:
     async def beat() -> None:
         while True:
             activity.heartbeat()
-            await anyio.sleep(period)
+            await asyncio.sleep(period)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(beat)
-        try:
-            yield
-        finally:
-            group.cancel_scope.cancel()
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        await asyncio.wait([beating])  # never swallows a cancellation of this task
 
 
 def _final(error: Exception) -> ApplicationError:

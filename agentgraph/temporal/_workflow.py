@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from .._context import AgentContext
 from .._errors import AgentGraphError, GraphCancelled, RunError, UsageError
@@ -38,6 +39,7 @@ __all__ = (
     "STATE",
     "TOOL",
     "WORKFLOW",
+    "ActivityFailed",
     "GraphWorkflow",
     "WorkflowJournal",
 )
@@ -51,6 +53,37 @@ EMBED = "agentgraph.embed"
 ONCE = "agentgraph.once"
 ANSWER = "agentgraph.answer"
 STATE = "agentgraph.state"
+
+
+class ActivityFailed(AgentGraphError):
+    """An effect's activity failed for good: Temporal's attempts are spent, or it had one.
+
+    `.activity` names the effect ("agentgraph.model", "agentgraph.tool", ...),
+    `.kind` the error the activity raised (or the timeout that ended it).
+    """
+
+    def __init__(self, activity: str, kind: str, message: str) -> None:
+        self.activity = activity
+        self.kind = kind
+        super().__init__(f"{activity} failed: {kind}: {message}")
+
+    @classmethod
+    def of(cls, activity: str, error: ActivityError) -> ActivityFailed:
+        cause = error.cause
+        if isinstance(cause, ApplicationError):
+            return cls(activity, cause.type or "ApplicationError", cause.message)
+        if isinstance(cause, ActivityTimeout):
+            kind = TimeoutType(cause.type).name if cause.type is not None else "TIMEOUT"
+            return cls(activity, "timeout", f"{kind.lower()} (a worker lost or too slow)")
+        return cls(activity, type(cause).__name__, str(cause))
+
+
+async def _activity(name: str, args: list[Any], options: dict[str, Any]) -> Any:
+    """Run one effect's activity; its final failure as an `ActivityFailed`."""
+    try:
+        return await workflow.execute_activity(name, args=args, **options)
+    except ActivityError as error:
+        raise ActivityFailed.of(name, error) from error
 
 
 class _Continue(BaseException):
@@ -143,8 +176,8 @@ class WorkflowJournal:
         if not isinstance(call, ModelCall):
             raise UsageError("a model call on Temporal goes through rt.call_model")
         name = self._registry.name_of("models", call.model)
-        response: ChatResponse = await workflow.execute_activity(
-            MODEL, args=[name, request], **self._registry.policy("model").options()
+        response: ChatResponse = await _activity(
+            MODEL, [name, request], self._registry.policy("model").options()
         )
         return response
 
@@ -161,12 +194,12 @@ class WorkflowJournal:
             embedder = self._registry.name_of("embedders", call.embedder)
             texts = list(call.texts)
             options = self._registry.policy("embed").options()
-            result: T = await workflow.execute_activity(EMBED, args=[embedder, texts], **options)
+            result: T = await _activity(EMBED, [embedder, texts], options)
             return result
         if isinstance(call, OnceCall):
             fn = self._registry.name_of("functions", call.fn)
             options = self._registry.policy("once").options()
-            result = await workflow.execute_activity(ONCE, args=[fn, list(call.args)], **options)
+            result = await _activity(ONCE, [fn, list(call.args)], options)
             return result
         raise UsageError(f"the value {name!r} cannot be made by an activity")
 
@@ -190,10 +223,10 @@ class WorkflowJournal:
 
         async def one(call: ToolCall) -> ToolAnswer:
             async with gate:
-                answer: ToolAnswer = await workflow.execute_activity(
+                answer: ToolAnswer = await _activity(
                     TOOL,
-                    args=[allowed, call, run.timeout, context],
-                    **policy.options(retry_safe=call.name not in unsafe),
+                    [allowed, call, run.timeout, context],
+                    policy.options(retry_safe=call.name not in unsafe),
                 )
                 return answer
 

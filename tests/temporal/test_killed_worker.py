@@ -86,6 +86,7 @@ async def test_a_second_worker_finishes_a_run_whose_worker_was_killed_mid_tool_c
         assert executions[0].split()[1] != executions[1].split()[1]
     else:
         assert caught.value.kind == "NodeFailed"
+        assert "agentgraph.tool failed: timeout: heartbeat" in str(caught.value)
         assert caught.value.context.history.last().tool_calls[0].name == "charge"
         assert [m.split()[0] for m in models] == ["0"]
         assert len(executions) == 1

@@ -13,6 +13,7 @@ from agentgraph import (
     GraphRunner,
     Message,
     NodeFinished,
+    ServerError,
     StepLimitExceeded,
     UsageError,
     node,
@@ -248,3 +249,31 @@ async def test_waiting_for_a_question_from_a_run_that_never_asks_is_refused(clie
         await run.result()
         with anyio.fail_after(30), pytest.raises(UsageError, match="closed without asking"):
             await run.asked(poll=0.01)
+
+
+@pytest.mark.parametrize(
+    ("failure", "requests"),
+    [
+        # The provider client already spent its own retries: Temporal does not add more.
+        (ServerError("overloaded", provider="p", status=503, retryable=True), 1),
+        # Anything else (here, a bug that may be a lost connection) gets the policy's attempts.
+        (RuntimeError("flaky"), 2),
+    ],
+)
+async def test_temporal_retries_what_the_provider_client_did_not(client, queue, failure, requests):
+    model = ScriptedModel(failure, repeat=True)
+
+    @node(name="ask_model")
+    async def ask_model(ctx, rt):
+        await rt.call_model(model, ChatRequest(messages=(Message.user("hi"),)))
+        return ctx
+
+    with GraphBuilder[str, str]("retries") as g:
+        g.start.edge_to(ask_model).edge_to(g.finish)
+    graph = g.build()
+    policy = ActivityPolicy(attempts=2, initial=0.05)
+    async with worker(client, task_queue=queue, graphs=[graph], models=[model], policy=policy):
+        with pytest.raises(RunFailed, match=type(failure).__name__) as caught:
+            await TemporalRunner(client, task_queue=queue).run(graph, AgentContext("x"))
+    assert caught.value.kind == "NodeFailed"
+    assert len(model.requests) == requests
