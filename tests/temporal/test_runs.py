@@ -67,8 +67,10 @@ async def test_an_interrupt_is_answered_after_the_worker_restarted(client, queue
     assert state.context.history.last().tool_calls[0].name == "charge"
     # A new worker, with no cached workflow and caching off: every task replays the history.
     async with worker(client, max_cached_workflows=0, **common):
-        await run.answer(True)
-        out = await run.result()
+        again = temporal.get(graph, run.run_id)  # as another process would find the run
+        assert (await again.state()).question == state.question
+        await again.answer(True)
+        out = await again.result()
     assert out.input == "done"
     assert len(lines(tmp_path / "charge.log")) == 1
     assert [line.split()[0] for line in lines(tmp_path / "model.log")] == ["0", "1"]
