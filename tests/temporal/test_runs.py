@@ -11,6 +11,7 @@ from agentgraph import (
     GraphBuilder,
     GraphCancelled,
     GraphRunner,
+    GraphTimeout,
     Message,
     NodeFinished,
     ServerError,
@@ -279,3 +280,24 @@ async def test_temporal_retries_what_the_provider_client_did_not(client, queue, 
             await TemporalRunner(client, task_queue=queue).run(graph, AgentContext("x"))
     assert caught.value.kind == "NodeFailed"
     assert len(model.requests) == requests
+
+
+async def test_a_run_past_its_timeout_raises_graph_timeout_with_the_last_context(client, queue):
+    @node(name="first")
+    async def first(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user("first done"))
+
+    @node(name="slow")
+    async def slow(ctx: AgentContext[str]) -> AgentContext[str]:
+        await anyio.sleep(3600)  # a durable timer, cut short by the run's deadline
+        return ctx
+
+    with GraphBuilder[str, str]("slow") as g:
+        g.start.edge_to(first).edge_to(slow).edge_to(g.finish)
+    graph = g.build()
+    runner = GraphRunner(timeout=0.5)
+    async with worker(client, task_queue=queue, graphs=[graph], runner=runner):
+        with pytest.raises(GraphTimeout) as caught:
+            await TemporalRunner(client, task_queue=queue).run(graph, AgentContext("go"))
+    assert caught.value.step == 1 and caught.value.timeout == 0.5
+    assert caught.value.context.history.last().content == "first done"
