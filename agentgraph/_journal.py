@@ -13,24 +13,45 @@ the only way nodes reach the world. In a run with a journal, both consult it:
 With no journal the loop pays one attribute test per step. `agentgraph.checkpoint`
 implements the protocol over a `CheckpointStore`; other engines (a workflow
 engine's activities, say) can implement it too.
+
+The `call` an effect method hands its journal is a small object that says what
+it calls (`ModelCall`, `EmbedCall`, `OnceCall`, `ToolsCall`): a journal that
+runs effects in-process awaits it, one that runs them elsewhere (as a workflow
+engine's activities, in another process) reads its parts instead. Such a
+journal sets `remote = True`: a streamed model call is then made through
+`model` as one request, and its response streamed as recorded deltas.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+import attrs
+
 from ._context import AgentContext
+from .llm._embed import Embedder
 from .llm._messages import Message, ToolCall
-from .llm._model import ChatRequest, ChatResponse
+from .llm._model import ChatModel, ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
     from ._graph import Graph
     from ._json import Types
     from ._node import Node
     from ._runtime import Interrupt, Runtime
+    from .tools._tool import Tool
 
-__all__ = ("Journal", "JournalSource", "ToolAnswer", "ToolRunner")
+__all__ = (
+    "EmbedCall",
+    "Journal",
+    "JournalSource",
+    "ModelCall",
+    "OnceCall",
+    "ToolAnswer",
+    "ToolRunner",
+    "ToolsCall",
+)
 
 T = TypeVar("T")
 
@@ -39,6 +60,60 @@ ToolAnswer = tuple[ToolCall, Message, float]
 
 ToolRunner = Callable[[Sequence[ToolCall]], Awaitable[list[ToolAnswer]]]
 """Runs tool calls and answers each, in call order."""
+
+
+@attrs.frozen(slots=True)
+class ModelCall:
+    """`await call()` sends `request` to `model` (what `Journal.model` is handed)."""
+
+    model: ChatModel
+    request: ChatRequest
+
+    def __call__(self) -> Awaitable[ChatResponse]:
+        return self.model.request(self.request)
+
+
+@attrs.frozen(slots=True)
+class EmbedCall:
+    """`await call()` embeds `texts` with `embedder` (`Journal.value` under the name "embed")."""
+
+    embedder: Embedder
+    texts: Sequence[str]
+
+    def __call__(self) -> Awaitable[list[list[float]]]:
+        return self.embedder.embed(self.texts)
+
+
+@attrs.frozen(slots=True)
+class OnceCall:
+    """`await call()` calls `fn(*args)`, sync or async (what `Runtime.once` hands `value`)."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+
+    async def __call__(self) -> Any:
+        result = self.fn(*self.args)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+@attrs.frozen(slots=True)
+class ToolsCall:
+    """`await call(pending)` runs tool calls with `tools` (what `Journal.tools` is handed).
+
+    `run` runs them here; `tools`, `limit`, `timeout` and `context` say what it
+    runs, for a journal that runs them elsewhere.
+    """
+
+    tools: Sequence[Tool[..., Any]]
+    limit: int
+    timeout: float | None
+    context: AgentContext[Any] | None
+    run: ToolRunner
+
+    def __call__(self, pending: Sequence[ToolCall]) -> Awaitable[list[ToolAnswer]]:
+        return self.run(pending)
 
 
 @runtime_checkable

@@ -34,7 +34,7 @@ from ._events import (
     ToolFinished,
 )
 from ._failure import Attempt, root_error
-from ._journal import Journal, ToolAnswer
+from ._journal import EmbedCall, Journal, ModelCall, OnceCall, ToolAnswer, ToolsCall
 from ._json import to_data
 from ._node import FunctionNode
 from ._retry import RetryPolicy
@@ -249,7 +249,7 @@ class Runtime:
         if journal is None:
             response = await model.request(request)
         else:
-            response = await journal.model(self, request, lambda: model.request(request))
+            response = await journal.model(self, request, ModelCall(model, request))
         for meter in self.meters:
             meter.after(name, response.usage)
         elapsed = perf_counter() - started
@@ -278,6 +278,10 @@ class Runtime:
         started = perf_counter()
         journal = self._run.journal
         key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
+        if recorded is None and journal is not None and getattr(journal, "remote", False):
+            # Effects run elsewhere: the call is made as one request, streamed as recorded.
+            recorded = await journal.model(self, request, ModelCall(model, request))
+            key = ""
         if recorded is not None:
             watched = _Watched(_Replayed(recorded))
             yield watched
@@ -299,7 +303,7 @@ class Runtime:
         journal = self._run.journal
         if journal is None:
             return await embedder.embed(texts)
-        return await journal.value(self, "embed", lambda: embedder.embed(texts))
+        return await journal.value(self, "embed", EmbedCall(embedder, texts))
 
     async def call_tools(
         self,
@@ -333,7 +337,9 @@ class Runtime:
             answers = await run(calls)
         else:
             unsafe = frozenset(t.name for t in tools if not t.retry_safe)
-            answers = await journal.tools(self, calls, unsafe, run)
+            answers = await journal.tools(
+                self, calls, unsafe, ToolsCall(tools, limit, timeout, context, run)
+            )
         for call, message, duration in answers:
             await self.emit(ToolFinished(self.index, self.path, call, message, duration))
         return answers
@@ -347,16 +353,13 @@ class Runtime:
         store, `fn` is simply called.
         """
 
-        async def call() -> T:
+        journal = self._run.journal
+        if journal is None:
             result = fn(*args)
             if inspect.isawaitable(result):
                 result = await result
             return cast("T", result)
-
-        journal = self._run.journal
-        if journal is None:
-            return await call()
-        return await journal.value(self, name, call)
+        return cast("T", await journal.value(self, name, OnceCall(fn, args)))
 
     async def interrupt(self, question: Any) -> Any:
         """Ask for outside input: the run stops with `Interrupted` carrying `question`.

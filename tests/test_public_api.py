@@ -31,6 +31,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.nodes",
         "agentgraph.rag",
         "agentgraph.structured",
+        "agentgraph.temporal",
         "agentgraph.testing",
         "agentgraph.tools",
         "agentgraph.tracing",

@@ -1,0 +1,47 @@
+"""Durable runs on Temporal: a graph as a workflow, its effects as activities.
+
+A worker built with `worker(client, task_queue=..., graphs=[...], models=...,
+tools=...)` runs any of its graphs, chosen by name, in one generic workflow;
+`TemporalRunner(client, task_queue=...)` starts runs and follows them. Every
+effect a node makes through its runtime (model calls, streamed ones,
+embeddings, tool calls, `rt.once`) is an activity, so a run whose worker is
+lost goes on at another worker without repeating a completed call.
+`rt.interrupt(question)` waits for `TemporalRun.answer(...)`, for days if need
+be. Needs the `temporal` extra, and asyncio (Temporal's SDK does not run on trio).
+"""
+
+from ._client import RunFailed as RunFailed
+from ._client import RunState as RunState
+from ._client import TemporalRun as TemporalRun
+from ._client import TemporalRunner as TemporalRunner
+from ._convert import BLOB_THRESHOLD as BLOB_THRESHOLD
+from ._convert import BlobCodec as BlobCodec
+from ._convert import BlobStore as BlobStore
+from ._convert import ContextPayloadConverter as ContextPayloadConverter
+from ._convert import data_converter as data_converter
+from ._registry import ActivityPolicy as ActivityPolicy
+from ._server import dev_server_path as dev_server_path
+from ._server import time_skipping_server_path as time_skipping_server_path
+from ._worker import replayer as replayer
+from ._worker import worker as worker
+from ._workflow import ActivityFailed as ActivityFailed
+from ._workflow import GraphWorkflow as GraphWorkflow
+
+__all__ = (
+    "ActivityFailed",
+    "ActivityPolicy",
+    "BLOB_THRESHOLD",
+    "BlobCodec",
+    "BlobStore",
+    "ContextPayloadConverter",
+    "GraphWorkflow",
+    "RunFailed",
+    "RunState",
+    "TemporalRun",
+    "TemporalRunner",
+    "data_converter",
+    "dev_server_path",
+    "replayer",
+    "time_skipping_server_path",
+    "worker",
+)

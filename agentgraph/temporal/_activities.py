@@ -1,0 +1,118 @@
+"""The activities that make a run's effects: model calls, tool calls, embeddings, `once`.
+
+Each runs in the worker outside the workflow sandbox, finds what it calls by
+name in the worker's registry, and beats while it runs so that a lost worker
+is noticed within the heartbeat timeout. A provider error reaches Temporal as
+non-retryable: the provider client already spent its own retries on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._context import AgentContext
+from .._errors import ProviderError, UsageError
+from .._journal import ToolAnswer
+from ..llm._messages import ToolCall
+from ..llm._model import ChatRequest, ChatResponse
+from ..tools._execute import run_tool_calls
+from ._registry import Registry
+from ._workflow import EMBED, MODEL, ONCE, TOOL
+
+__all__ = ("Activities",)
+
+
+@asynccontextmanager
+async def _beating() -> AsyncIterator[None]:
+    """Heartbeat three times per heartbeat timeout while the block runs.
+
+    A task of its own rather than a task group, so that the block's own error
+    leaves it as it is, not wrapped in an exception group.
+    """
+    timeout = activity.info().heartbeat_timeout
+    if timeout is None:
+        yield
+        return
+    period = max(timeout.total_seconds() / 3, 0.05)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(period)
+
+    beating = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        beating.cancel()
+        await asyncio.wait([beating])  # never swallows a cancellation of this task
+
+
+def _final(error: Exception) -> ApplicationError:
+    return ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
+
+
+class Activities:
+    """The worker's activities over its registry (`methods` lists them for the `Worker`)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self._registry = registry
+
+    @property
+    def methods(self) -> list[Any]:
+        return [self.model, self.tool, self.embed, self.once]
+
+    def _lookup(self, kind: str, name: str) -> Any:
+        try:
+            return self._registry.lookup(kind, name)
+        except UsageError as error:
+            raise _final(error) from None
+
+    @activity.defn(name=MODEL)
+    async def model(self, name: str, request: ChatRequest) -> ChatResponse:
+        model = self._lookup("models", name)
+        async with _beating():
+            try:
+                response: ChatResponse = await model.request(request)
+            except ProviderError as error:
+                raise _final(error) from error
+        return response
+
+    @activity.defn(name=TOOL)
+    async def tool(
+        self,
+        allowed: Sequence[str],
+        call: ToolCall,
+        timeout: float | None,  # noqa: ASYNC109 - each call's limit, passed on
+        context: AgentContext[Any] | None,
+    ) -> ToolAnswer:
+        tools = [self._lookup("tools", name) for name in allowed]
+        async with _beating():
+            (outcome,) = await run_tool_calls(tools, [call], timeout=timeout, context=context)
+        return outcome.call, outcome.message, outcome.duration
+
+    @activity.defn(name=EMBED)
+    async def embed(self, name: str, texts: list[str]) -> list[list[float]]:
+        embedder = self._lookup("embedders", name)
+        async with _beating():
+            try:
+                vectors: list[list[float]] = await embedder.embed(texts)
+            except ProviderError as error:
+                raise _final(error) from error
+        return vectors
+
+    @activity.defn(name=ONCE)
+    async def once(self, name: str, args: list[Any]) -> Any:
+        fn = self._lookup("functions", name)
+        async with _beating():
+            result = fn(*args)
+            if inspect.isawaitable(result):
+                result = await result
+        return result

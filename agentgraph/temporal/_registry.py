@@ -1,0 +1,213 @@
+"""What a worker was built with: graphs, models, tools, embedders and functions, by name.
+
+A run's workflow input names its graph, and activity arguments name a model, a
+tool, an embedder or a function: each name is looked up here, among the
+objects the worker was given, and nothing is imported because a payload named it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from temporalio.common import RetryPolicy as TemporalRetry
+
+from .._errors import UsageError
+from .._graph import Graph
+from .._runner import GraphRunner, as_graph
+
+if TYPE_CHECKING:
+    from ..llm._embed import Embedder
+    from ..llm._model import ChatModel
+    from ..tools._tool import Tool
+
+__all__ = ("ActivityPolicy", "Registry", "registry_for")
+
+DEFAULT_HISTORY_EVENTS = 10_000
+"""History events after which a run continues as new (Temporal's hard limit is 51,200)."""
+
+
+@attrs.frozen
+class ActivityPolicy:
+    """How the workflow runs each effect as an activity.
+
+    Temporal owns the retries of an effect: an activity is tried up to
+    `attempts` times (a tool that is not retry-safe exactly once), waiting
+    `initial` seconds and then twice as long each time. A provider client
+    retries one HTTP exchange inside an attempt (its `ProviderRetry`, bounded
+    in count and time); an error it gives up on reaches Temporal as
+    non-retryable, so the two layers never multiply their attempts. An
+    attempt that outlives `timeout`, or whose worker stops sending heartbeats
+    for `heartbeat` seconds (a lost worker), is tried again on another worker.
+
+    Args:
+        timeout: seconds one attempt may take (Temporal's start-to-close timeout).
+        heartbeat: seconds without a heartbeat after which an attempt counts as
+            lost; the activity beats three times per period while it runs.
+        attempts: tries per effect, the first included.
+        initial: seconds before the first retry.
+        max_interval: the longest wait between two tries.
+    """
+
+    timeout: float = attrs.field(default=600.0, validator=attrs.validators.gt(0))
+    heartbeat: float | None = attrs.field(default=30.0)
+    attempts: int = attrs.field(default=3, validator=attrs.validators.ge(1))
+    initial: float = attrs.field(default=1.0, validator=attrs.validators.gt(0))
+    max_interval: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
+
+    def options(self, *, retry_safe: bool = True) -> dict[str, Any]:
+        """Keyword arguments for `workflow.execute_activity`."""
+        retry = TemporalRetry(
+            initial_interval=timedelta(seconds=self.initial),
+            maximum_interval=timedelta(seconds=self.max_interval),
+            maximum_attempts=self.attempts if retry_safe else 1,
+        )
+        return {
+            "start_to_close_timeout": timedelta(seconds=self.timeout),
+            "heartbeat_timeout": None
+            if self.heartbeat is None
+            else timedelta(seconds=self.heartbeat),
+            "retry_policy": retry,
+        }
+
+
+def _named(
+    kind: str, given: Mapping[str, Any] | Sequence[Any], name: Callable[[Any], str]
+) -> dict[str, Any]:
+    items = list(given.items()) if isinstance(given, Mapping) else [(name(x), x) for x in given]
+    found: dict[str, Any] = {}
+    for key, value in items:
+        if key in found and found[key] is not value:
+            raise UsageError(f"two {kind}s of the worker are both named {key!r}: name them apart")
+        found[key] = value
+    return found
+
+
+def _function_name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+
+
+@attrs.frozen
+class Registry:
+    """One worker's graphs and effects, each under the name payloads use."""
+
+    graphs: Mapping[str, Graph[Any, Any]]
+    models: Mapping[str, ChatModel]
+    tools: Mapping[str, Tool[..., Any]]
+    embedders: Mapping[str, Embedder]
+    functions: Mapping[str, Callable[..., Any]]
+    runner: GraphRunner
+    policies: Mapping[str, ActivityPolicy]
+    history_events: int
+
+    def policy(self, kind: str) -> ActivityPolicy:
+        """The policy of one kind of effect: "model", "tool", "embed" or "once"."""
+        return self.policies.get(kind) or self.policies["default"]
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        graphs: Sequence[Any],
+        models: Mapping[str, ChatModel] | Sequence[ChatModel],
+        tools: Sequence[Tool[..., Any]],
+        embedders: Mapping[str, Embedder] | Sequence[Embedder],
+        functions: Sequence[Callable[..., Any]],
+        runner: GraphRunner,
+        policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
+        history_events: int,
+    ) -> Registry:
+        if not graphs:
+            raise UsageError("a worker needs at least one graph: worker(client, graphs=[...])")
+        if history_events < 10:
+            raise ValueError(f"history_events must be at least 10, not {history_events}")
+        counter = iter(range(len(embedders)))
+        return cls(
+            graphs=_named("graph", [as_graph(g) for g in graphs], lambda g: g.name),
+            models=_named("model", models, lambda m: m.name),
+            tools=_named("tool", tools, lambda t: t.name),
+            embedders=_named(
+                "embedder", embedders, lambda e: f"{type(e).__name__}#{next(counter)}"
+            ),
+            functions=_named("function", functions, _function_name),
+            runner=runner,
+            policies=_policies(policy),
+            history_events=history_events,
+        )
+
+    def graph(self, name: str) -> Graph[Any, Any]:
+        try:
+            return self.graphs[name]
+        except KeyError:
+            raise UsageError(
+                f"no graph named {name!r} on this worker (it runs {', '.join(sorted(self.graphs))})"
+            ) from None
+
+    def name_of(self, kind: str, value: Any) -> str:
+        """The name `value` is registered under, by identity (a bound method by equality)."""
+        table: Mapping[str, Any] = getattr(self, kind)
+        for name, registered in table.items():
+            if registered is value or (inspect.ismethod(value) and registered == value):
+                return name
+        shown = getattr(value, "name", None) or _function_name(value)
+        raise UsageError(
+            f"{kind[:-1]} {shown!r} is not registered with the worker: pass it to "
+            f"worker(..., {kind}=[...]) so an activity can find it on any worker"
+        )
+
+    def lookup(self, kind: str, name: str) -> Any:
+        table: Mapping[str, Any] = getattr(self, kind)
+        try:
+            return table[name]
+        except KeyError:
+            raise UsageError(
+                f"no {kind[:-1]} named {name!r} is registered with this worker"
+            ) from None
+
+
+EFFECTS = ("model", "tool", "embed", "once")
+
+
+def _policies(
+    policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
+) -> dict[str, ActivityPolicy]:
+    """One policy for every effect, or one per kind of effect over the default."""
+    if policy is None or isinstance(policy, ActivityPolicy):
+        return {"default": policy or ActivityPolicy()}
+    unknown = sorted(set(policy) - set(EFFECTS))
+    if unknown:
+        raise ValueError(
+            f"policies are by kind of effect ({', '.join(EFFECTS)}), not {', '.join(unknown)}"
+        )
+    for kind, value in policy.items():
+        if not isinstance(value, ActivityPolicy):
+            raise TypeError(f"the {kind} policy is an ActivityPolicy, not {type(value).__name__}")
+    return {"default": ActivityPolicy(), **policy}
+
+
+_registries: dict[str, Registry] = {}
+_lock = threading.Lock()
+
+
+def register(task_queue: str, registry: Registry) -> None:
+    """Make `registry` the one the workflows and activities of `task_queue` use here."""
+    with _lock:
+        _registries[task_queue] = registry
+
+
+REPLAY = "replay-"
+"""The task queue Temporal's `Replayer` runs workflows on (followed by its build id)."""
+
+
+def registry_for(task_queue: str) -> Registry:
+    with _lock:
+        registry = _registries.get(task_queue)
+        if registry is None and task_queue.startswith(REPLAY):
+            registry = _registries.get(REPLAY)
+    if registry is None:
+        raise UsageError(f"no agentgraph worker for task queue {task_queue!r} in this process")
+    return registry
