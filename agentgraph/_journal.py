@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from ._context import AgentContext
-from .llm._embed import Embedder
+from .llm._embedder import Embedder
 from .llm._messages import Message, ToolCall
 from .llm._model import ChatModel, ChatRequest, ChatResponse
 
