@@ -1,0 +1,22 @@
+"""Tools from Model Context Protocol servers: `MCPTools` connects to one server
+(stdio, streamable HTTP, or in process) and exposes the tools you allow as `Tool`s.
+
+Needs the `mcp` extra: `pip install 'agentgraph[mcp]'`.
+"""
+
+try:
+    import mcp as _mcp  # noqa: F401 - checked here to name the extra
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "agentgraph.mcp needs the official MCP SDK: pip install 'agentgraph[mcp]'"
+    ) from _exc
+
+from .._errors import MCPConnectionError as MCPConnectionError
+from .._errors import MCPToolError as MCPToolError
+from ._toolset import MCPTools as MCPTools
+
+__all__ = (
+    "MCPConnectionError",
+    "MCPTools",
+    "MCPToolError",
+)
