@@ -83,39 +83,51 @@ class Connection:
         return "no error was reported" if error is None else _describe(error)
 
     async def _keep(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        first = True
         while not self._closing:
             self._drop = anyio.Event()
             self._error = None
             try:
-                await self._hold(task_status if first else None)
+                await self._hold(task_status)
             except Exception as exc:  # reported to whoever waits for this connection
                 self._error = exc
             self._client = None
-            if first and self._error is not None:
+            if self.connections == 0:
                 raise MCPConnectionError(self.label, f"could not connect: {self._why()}") from (
                     self._error
                 )
-            first = False
-            if self._error is not None:  # tell the waiting caller; wait for the next to ask
+            if self._error is not None:
                 self._ready.set()
-                await self._drop.wait()
+            # Connect again only when a caller asks (never in a loop of its own).
+            await self._drop.wait()
 
-    async def _hold(self, task_status: anyio.abc.TaskStatus[None] | None) -> None:
-        # The scope spans the whole connection (its task groups must close inside it);
-        # its deadline bounds only the opening and is lifted once connected.
-        with anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout) as scope:
-            async with self._opener() as client:
-                scope.deadline = math.inf
-                self._client = client
-                self._lost = None
-                self.connections += 1
-                if task_status is not None:
-                    task_status.started()
-                else:
-                    self._ready.set()
-                await self._drop.wait()
-        if scope.cancelled_caught and self._client is None:
+    async def _hold(self, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Open a connection, publish it, and hold it until asked to drop it.
+
+        Errors before the connection is up are raised; errors from closing it
+        (a server already gone, a stream cut) are not: the connection is being
+        discarded, and the next one is what matters.
+        """
+        connected = False
+        try:
+            # The scope spans the whole connection (its task groups must close inside
+            # it); its deadline bounds only the opening and is lifted once connected.
+            with anyio.CancelScope(deadline=anyio.current_time() + self._connect_timeout) as scope:
+                async with self._opener() as client:
+                    scope.deadline = math.inf
+                    connected = True
+                    self._client = client
+                    self._lost = None
+                    self.connections += 1
+                    if self.connections == 1:
+                        task_status.started()
+                    else:
+                        self._ready.set()
+                    await self._drop.wait()
+        except Exception:
+            if not connected:
+                raise
+            return
+        if scope.cancelled_caught and not connected:
             raise TimeoutError(f"no answer within {self._connect_timeout:g}s")
 
 

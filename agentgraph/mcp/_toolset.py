@@ -180,6 +180,7 @@ class MCPTools:
         self.prefix = prefix
         self.timeout = timeout
         self.unsafe = frozenset(unsafe)
+        self.connect_timeout = connect_timeout
         self._connection = Connection(self.label, self._open, connect_timeout)
         self._stack: AsyncExitStack | None = None
         self._tools: tuple[Tool[..., Any], ...] = ()
@@ -202,6 +203,7 @@ class MCPTools:
     async def __aenter__(self) -> Self:
         if self._stack is not None:
             raise ToolError(f"MCP server {self.label!r}: already connected")
+        self._connection = Connection(self.label, self._open, self.connect_timeout)
         stack = AsyncExitStack()
         try:
             group = await stack.enter_async_context(anyio.create_task_group())

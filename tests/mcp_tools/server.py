@@ -15,12 +15,15 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 
-def build() -> MCPServer:
+def build(seen: list[str] | None = None) -> MCPServer:
+    """The test server; `seen` (in process only) records each call that reached a tool."""
     server = MCPServer("test-tools", log_level="WARNING")
+    record = seen if seen is not None else []
 
     @server.tool()
     def add(a: int, b: int) -> int:
         """Add two integers."""
+        record.append("add")
         return a + b
 
     @server.tool()
@@ -41,7 +44,12 @@ def build() -> MCPServer:
     @server.tool()
     async def slow(seconds: float) -> str:
         """Sleep, then answer."""
-        await anyio.sleep(seconds)
+        record.append("slow")
+        try:
+            await anyio.sleep(seconds)
+        except anyio.get_cancelled_exc_class():
+            record.append("slow cancelled")
+            raise
         return "done"
 
     @server.tool()
