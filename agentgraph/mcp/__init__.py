@@ -17,6 +17,6 @@ from ._toolset import MCPTools as MCPTools
 
 __all__ = (
     "MCPConnectionError",
-    "MCPTools",
     "MCPToolError",
+    "MCPTools",
 )

@@ -6,6 +6,9 @@ the test; the stdio and HTTP ones are subprocesses that the tests end.
 
 from __future__ import annotations
 
+import os
+import signal
+
 import anyio
 import pytest
 
@@ -19,12 +22,12 @@ from agentgraph import (
     ToolFinished,
 )
 from agentgraph.checkpoint import MemoryStore
-from agentgraph.mcp import MCPConnectionError, MCPTools, MCPToolError
+from agentgraph.mcp import MCPConnectionError, MCPToolError, MCPTools
 from agentgraph.nodes import react_agent, tool_use
 from agentgraph.testing import ScriptedModel
 from agentgraph.tools import run_tool_calls
 
-from .conftest import alive, stdio_command
+from .conftest import alive, free_port, stdio_command
 from .server import build
 
 pytestmark = pytest.mark.anyio
@@ -268,9 +271,6 @@ async def test_a_safe_call_lost_mid_call_is_sent_once_more_on_a_new_connection()
 async def test_a_server_that_died_between_calls_is_reconnected_by_the_next_call():
     async with stdio() as mcp_tools:
         first = int((await one(mcp_tools, "pid")).message.content)
-        import os
-        import signal
-
         os.kill(first, signal.SIGKILL)
         with anyio.fail_after(10):
             while alive(first):
@@ -317,8 +317,6 @@ async def test_http_server_that_is_gone_gives_an_error_result_not_a_crash(http_s
 
 
 async def test_nothing_listening_is_a_connection_error():
-    from .conftest import free_port
-
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with pytest.raises(MCPConnectionError, match="could not connect"):
         async with MCPTools(url, allow=["add"], connect_timeout=5):
