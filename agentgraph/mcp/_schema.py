@@ -52,12 +52,17 @@ class SchemaArguments:
             return Invalid([Problem(f"expected an object, got {type(value).__name__}")])
         arguments = dict(value)
         try:
-            errors = sorted(self.validator.iter_errors(arguments), key=lambda e: list(e.path))
+            errors = sorted(self.validator.iter_errors(arguments), key=_order)
         except Exception as exc:  # e.g. a reference that cannot be resolved
             return Invalid([Problem(f"the tool's schema could not be applied: {exc}")])
         if not errors:
             return arguments
         return Invalid([_problem(e) for e in errors[:_MAX_PROBLEMS]])
+
+
+def _order(error: jsonschema.exceptions.ValidationError) -> list[tuple[int, int, str]]:
+    """Problems in the order of their paths (indexes and keys never compared to each other)."""
+    return [(0, p, "") if isinstance(p, int) else (1, 0, str(p)) for p in error.path]
 
 
 def _problem(error: jsonschema.exceptions.ValidationError) -> Problem:
