@@ -23,7 +23,7 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ LABELS = {
 SCRIPT = str(Path(__file__).resolve())
 
 Call = Callable[[int], Awaitable[str]]
+Row = dict[str, Any]
 
 
 def serve() -> None:
@@ -56,63 +57,75 @@ def serve() -> None:
     server.run("stdio")
 
 
-async def _batches(call: Call, calls: int, batches: int, warmup: int) -> dict[str, Any]:
-    for i in range(warmup):
-        await call(i)
-    per_call: list[float] = []
+async def _batch(call: Call, calls: int) -> tuple[float, int]:
+    """Client CPU ms per call over `calls` calls, and how many answers were wrong."""
     wrong = 0
-    for _ in range(batches):
-        cpu = time.process_time()
-        for i in range(calls):
-            if await call(i) != str(i + 1):
-                wrong += 1
-        per_call.append((time.process_time() - cpu) / calls * 1000)
-    return {
-        "cpu_ms_per_call": statistics.median(per_call),
-        "calls": calls * batches,
-        "wrong": wrong,
-    }
+    cpu = time.process_time()
+    for i in range(calls):
+        if await call(i) != str(i + 1):
+            wrong += 1
+    return (time.process_time() - cpu) / calls * 1000, wrong
 
 
-async def _measure(name: str, calls: int, batches: int, warmup: int) -> dict[str, Any]:
+async def _measure(calls: int, batches: int, warmup: int, contenders: Sequence[str]) -> list[Row]:
     import mcp
 
     from agentgraph.llm import ToolCall
     from agentgraph.mcp import MCPTools
     from agentgraph.tools import run_tool_calls
 
-    if name == "agentgraph":
-        async with MCPTools.stdio(sys.executable, SCRIPT, "--serve", allow=["add"]) as tools:
+    params = mcp.StdioServerParameters(command=sys.executable, args=[SCRIPT, "--serve"])
+    tools = MCPTools.stdio(sys.executable, SCRIPT, "--serve", allow=["add"])
+    async with tools, mcp.Client(params) as client:
 
-            async def through_agentgraph(i: int) -> str:
-                [outcome] = await run_tool_calls(
-                    tools.tools, [ToolCall("c", "add", {"a": i, "b": 1})]
-                )
-                return outcome.message.content
+        async def through_agentgraph(i: int) -> str:
+            call = ToolCall("c", "add", {"a": i, "b": 1})
+            [outcome] = await run_tool_calls(tools.tools, [call])
+            return outcome.message.content
 
-            result = await _batches(through_agentgraph, calls, batches, warmup)
-    else:
-        params = mcp.StdioServerParameters(command=sys.executable, args=[SCRIPT, "--serve"])
-        async with mcp.Client(params) as client:
+        async def through_client(i: int) -> str:
+            answer = await client.call_tool("add", {"a": i, "b": 1})
+            return answer.content[0].text  # type: ignore[union-attr]
 
-            async def through_client(i: int) -> str:
-                answer = await client.call_tool("add", {"a": i, "b": 1})
-                return answer.content[0].text  # type: ignore[union-attr]
+        async def through_session(i: int) -> str:
+            answer = await client.session.call_tool("add", {"a": i, "b": 1})
+            return answer.content[0].text  # type: ignore[union-attr]
 
-            async def through_session(i: int) -> str:
-                answer = await client.session.call_tool("add", {"a": i, "b": 1})
-                return answer.content[0].text  # type: ignore[union-attr]
-
-            call = through_client if name == "mcp-client" else through_session
-            result = await _batches(call, calls, batches, warmup)
-    return {"name": name, **result}
+        ways = {
+            "agentgraph": through_agentgraph,
+            "mcp-client": through_client,
+            "mcp-session": through_session,
+        }
+        for name in contenders:
+            await _batch(ways[name], warmup)
+        figures: dict[str, list[float]] = {name: [] for name in contenders}
+        wrong = dict.fromkeys(contenders, 0)
+        # Batches take turns, so a change in the machine's load falls on every contender.
+        for _ in range(batches):
+            for name in contenders:
+                cpu, bad = await _batch(ways[name], calls)
+                figures[name].append(cpu)
+                wrong[name] += bad
+    return [
+        {
+            "name": name,
+            "cpu_ms_per_call": statistics.median(figures[name]),
+            "calls": calls * batches,
+            "wrong": wrong[name],
+        }
+        for name in contenders
+    ]
 
 
 def measure_mcp(
-    *, calls: int = 2000, batches: int = 3, warmup: int = 200, contenders=CONTENDERS
-) -> list[dict[str, Any]]:
-    """One row per contender: median client CPU ms per call over `batches` of `calls`."""
-    return [anyio.run(_measure, name, calls, batches, warmup) for name in contenders]
+    *,
+    calls: int = 2000,
+    batches: int = 5,
+    warmup: int = 200,
+    contenders: Sequence[str] = CONTENDERS,
+) -> list[Row]:
+    """One row per contender: the median client CPU ms per call over `batches` of `calls`."""
+    return anyio.run(_measure, calls, batches, warmup, contenders)
 
 
 def render_section(rows: list[dict[str, Any]], *, calls: int, batches: int) -> str:
@@ -138,8 +151,12 @@ def render_section(rows: list[dict[str, Any]], *, calls: int, batches: int) -> s
         "",
         "### Method",
         "",
-        "- Each contender opens its own connection (a new server process) and makes the same "
-        "calls, `add(a=i, b=1)`, one at a time; an answer counts as right only if it is `i + 1`.",
+        "- agentgraph's `MCPTools` and the SDK's `mcp.Client` each open a connection to a "
+        "server process of their own (the `ClientSession` row uses the `Client`'s session) "
+        "and make the same calls, `add(a=i, b=1)`, one at a time; an answer counts as right "
+        "only if it is `i + 1`.",
+        "- After a warm-up of each, the contenders' batches take turns, so a change in the "
+        "shared machine's load falls on all of them; each figure is the median over batches.",
         "- agentgraph's row includes everything a `tool_use` node does per call: the allowlist "
         "lookup, the arguments checked against the server's JSON Schema (`jsonschema`), the "
         "call, and the result made into a tool `Message` and a `ToolOutcome`.",
@@ -164,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         serve()
         return
     calls = args.calls or (100 if args.quick else 2000)
-    batches = 1 if args.quick else 3
+    batches = 1 if args.quick else 5
     rows = measure_mcp(calls=calls, batches=batches, warmup=calls // 10)
     publish(
         render_section(rows, calls=calls, batches=batches), output=args.output, quick=args.quick

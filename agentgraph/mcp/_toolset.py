@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+import sys
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TextIO
 
 import anyio
 import attrs
@@ -15,6 +16,7 @@ import httpx2
 import mcp
 import mcp.types
 import pydantic
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
@@ -239,6 +241,11 @@ class MCPTools:
                 transport = streamable_http_client(target.url, http_client=http)
                 async with mcp.Client(transport, client_info=info) as client:
                     yield client
+        elif isinstance(target, mcp.StdioServerParameters):
+            with _server_stderr() as errlog:
+                transport = stdio_client(target, errlog=errlog)
+                async with mcp.Client(transport, client_info=info) as client:
+                    yield client
         else:
             async with mcp.Client(target, client_info=info) as client:
                 yield client
@@ -393,6 +400,28 @@ def _block(block: mcp.types.ContentBlock) -> str:
         return f"[resource link {block.uri}]"
     # images and audio: the tool message carries text only
     return f"[{block.type} ({block.mime_type}), {len(block.data) * 3 // 4} bytes, not shown]"
+
+
+@contextmanager
+def _server_stderr() -> Iterator[TextIO]:
+    """Where a server process writes its log: this process's stderr when it is a real file.
+
+    Under a notebook or a test's capture `sys.stderr` has no file descriptor to
+    hand to a child process; then the original stderr, or else nowhere.
+    """
+    usable = next((stream for stream in (sys.stderr, sys.__stderr__) if _has_fd(stream)), None)
+    if usable is not None:
+        yield usable
+        return
+    with open(os.devnull, "w") as devnull:
+        yield devnull
+
+
+def _has_fd(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _text(exc: BaseException) -> str:
