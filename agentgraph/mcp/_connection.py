@@ -135,5 +135,7 @@ def _describe(error: BaseException) -> str:
     """A short account of why a connection failed, leaves of a group included."""
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(_describe(e) for e in error.exceptions)
+    if isinstance(error, MCPConnectionError):
+        return error.problem
     text = str(error) or "(no message)"
     return f"{type(error).__name__}: {text}"

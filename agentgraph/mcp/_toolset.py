@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._errors import MCPConnectionError, MCPToolError, ToolError
 from ..llm._messages import ToolSpec
@@ -76,6 +77,9 @@ class MCPTools:
         connect_timeout: seconds to start, connect and list the tools.
         unsafe: tools with side effects that must not be repeated.
         name: the server's label in errors (defaults to the URL or command).
+        mode: how to agree on the protocol version, as the SDK's `mcp.Client`
+            takes it: "auto" (ask the server, falling back to the initialize
+            handshake) or "legacy" (the handshake only).
     """
 
     def __init__(
@@ -88,8 +92,10 @@ class MCPTools:
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
+        mode: str = "auto",
     ) -> None:
         self._init(server, allow, prefix, timeout, connect_timeout, unsafe, name)
+        self.mode = _check_mode(mode)
 
     @classmethod
     def stdio(
@@ -104,6 +110,7 @@ class MCPTools:
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
+        mode: str = "auto",
     ) -> MCPTools:
         """The tools of a server started as `command *args`, spoken to over stdin and stdout.
 
@@ -121,6 +128,7 @@ class MCPTools:
             connect_timeout=connect_timeout,
             unsafe=unsafe,
             name=name,
+            mode=mode,
         )
 
     @classmethod
@@ -135,6 +143,7 @@ class MCPTools:
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
+        mode: str = "auto",
     ) -> MCPTools:
         """The tools of a server at `url` (streamable HTTP), with `headers` on every request."""
         tools = cls(
@@ -145,6 +154,7 @@ class MCPTools:
             connect_timeout=connect_timeout,
             unsafe=unsafe,
             name=name,
+            mode=mode,
         )
         if headers:
             tools._target = _HTTP(url, dict(headers))
@@ -198,6 +208,10 @@ class MCPTools:
         return self._tools
 
     @property
+    def over_http(self) -> bool:
+        return isinstance(self._target, str | _HTTP)
+
+    @property
     def connections(self) -> int:
         """How many connections were opened: 1, plus one per reconnection."""
         return self._connection.connections
@@ -236,19 +250,40 @@ class MCPTools:
     async def _open(self) -> AsyncIterator[mcp.Client]:
         info = mcp.types.Implementation(name="agentgraph", version="0.1.0")
         target = self._target
+        mode = self._mode_here()
         if isinstance(target, _HTTP):
             async with httpx2.AsyncClient(headers=target.headers, timeout=_HTTP_TIMEOUT) as http:
                 transport = streamable_http_client(target.url, http_client=http)
-                async with mcp.Client(transport, client_info=info) as client:
+                async with mcp.Client(transport, client_info=info, mode=mode) as client:
                     yield client
         elif isinstance(target, mcp.StdioServerParameters):
             with _server_stderr() as errlog:
                 transport = stdio_client(target, errlog=errlog)
-                async with mcp.Client(transport, client_info=info) as client:
+                async with mcp.Client(transport, client_info=info, mode=mode) as client:
                     yield client
         else:
-            async with mcp.Client(target, client_info=info) as client:
+            async with mcp.Client(target, client_info=info, mode=mode) as client:
                 yield client
+
+    def _mode_here(self) -> str:
+        """The SDK's connect mode for this connection, or a refusal on trio.
+
+        On trio the SDK's streamable-HTTP transport leaves the extra stream of a
+        handshake-era session to the garbage collector (a `ResourceWarning`
+        for each of its async generators), so HTTP there speaks the current
+        protocol only, adopted without the handshake fallback; stdio, and
+        asyncio, take every version.
+        """
+        if not self.over_http or not anyio.get_cancelled_exc_class().__module__.startswith("trio"):
+            return self.mode
+        if self.mode == "legacy":
+            raise MCPConnectionError(
+                self.label,
+                "the SDK does not close handshake-era (mode='legacy') HTTP sessions cleanly on "
+                "trio; run on asyncio, or use a server speaking "
+                f"{' or '.join(MODERN_PROTOCOL_VERSIONS)}",
+            )
+        return MODERN_PROTOCOL_VERSIONS[-1]
 
     # -- the tools -------------------------------------------------------------------------
     def _make_tools(
@@ -317,10 +352,11 @@ class _RemoteCall:
         try:
             result = await client.call_tool(self.remote, arguments)
         except Exception as exc:
-            if not _is_loss(exc):
+            expired = _is_expired(exc, self.toolset.over_http)
+            if not (expired or _is_loss(exc)):
                 raise _refused(label, self.remote, exc) from exc
             connection.lost(client)
-            if not self.repeatable:
+            if not (expired or self.repeatable):
                 raise MCPConnectionError(
                     label,
                     f"the connection was lost during the call to {self.remote!r}; it may or may "
@@ -350,9 +386,28 @@ async def _list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:
             cursor = page.next_cursor
             if cursor is None:
                 return listed
-    except (MCPError, pydantic.ValidationError) as exc:
+    except Exception as exc:
+        if _is_loss(exc):
+            raise MCPConnectionError(label, f"could not connect: {_text(exc)}") from exc
         raise MCPToolError(label, "tools/list", _text(exc)) from exc
     raise MCPToolError(label, "tools/list", f"the listing did not end after {_PAGES} pages")
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in ("auto", "legacy"):
+        raise ValueError(f"mode must be 'auto' or 'legacy', not {mode!r}")
+    return mode
+
+
+def _is_expired(exc: Exception, over_http: bool) -> bool:
+    """Whether the server no longer knows the HTTP session (it restarted): the call was not run.
+
+    A stateful server answers a request whose session it does not know with
+    HTTP 404 and a JSON-RPC "invalid request" error (servers word it "Session
+    not found", the SDK "Session terminated"); an invalid request is never run,
+    so a new session may send it again, whatever the tool.
+    """
+    return over_http and isinstance(exc, MCPError) and exc.code == mcp.types.INVALID_REQUEST
 
 
 def _is_loss(exc: Exception) -> bool:
