@@ -94,7 +94,34 @@ class MCPTools:
         name: str | None = None,
         mode: str = "auto",
     ) -> None:
-        self._init(server, allow, prefix, timeout, connect_timeout, unsafe, name)
+        if isinstance(allow, str) or isinstance(unsafe, str):
+            raise TypeError("allow and unsafe take a collection of tool names, not one string")
+        if not isinstance(server, str | mcp.StdioServerParameters | Server | MCPServer):
+            raise TypeError(
+                "server must be a URL, mcp.StdioServerParameters or an mcp server object, "
+                f"not {type(server).__name__}"
+            )
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError("timeout must be a positive number of seconds")
+        if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
+            raise ValueError("connect_timeout must be a positive number of seconds")
+        if prefix and not TOOL_NAME.fullmatch(prefix):
+            raise ValueError(f"prefix {prefix!r} must be letters, digits, '_' or '-'")
+        outside = sorted(set(unsafe) - set(allow))
+        if outside:
+            raise ValueError(f"unsafe names tools that allow does not: {outside}")
+        self._target: ServerTarget | _HTTP = server
+        self.label = name if name is not None else _label(server)
+        self.allow = frozenset(allow)
+        self.prefix = prefix
+        self.timeout = timeout
+        self.unsafe = frozenset(unsafe)
+        self.connect_timeout = connect_timeout
+        self._connection = Connection(self.label, self._open, connect_timeout)
+        self._stack: AsyncExitStack | None = None
+        self._tools: tuple[Tool[..., Any], ...] = ()
+        self.hidden: tuple[str, ...] = ()
+        """Names the server listed that `allow` left out (set when connected)."""
         self.mode = _check_mode(mode)
 
     @classmethod
@@ -159,45 +186,6 @@ class MCPTools:
         if headers:
             tools._target = _HTTP(url, dict(headers))
         return tools
-
-    def _init(
-        self,
-        server: ServerTarget,
-        allow: Collection[str],
-        prefix: str,
-        timeout: float | None,
-        connect_timeout: float,
-        unsafe: Collection[str],
-        name: str | None,
-    ) -> None:
-        if isinstance(allow, str) or isinstance(unsafe, str):
-            raise TypeError("allow and unsafe take a collection of tool names, not one string")
-        if not isinstance(server, str | mcp.StdioServerParameters | Server | MCPServer):
-            raise TypeError(
-                "server must be a URL, mcp.StdioServerParameters or an mcp server object, "
-                f"not {type(server).__name__}"
-            )
-        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
-            raise ValueError("timeout must be a positive number of seconds")
-        if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
-            raise ValueError("connect_timeout must be a positive number of seconds")
-        if prefix and not TOOL_NAME.fullmatch(prefix):
-            raise ValueError(f"prefix {prefix!r} must be letters, digits, '_' or '-'")
-        outside = sorted(set(unsafe) - set(allow))
-        if outside:
-            raise ValueError(f"unsafe names tools that allow does not: {outside}")
-        self._target: ServerTarget | _HTTP = server
-        self.label = name if name is not None else _label(server)
-        self.allow = frozenset(allow)
-        self.prefix = prefix
-        self.timeout = timeout
-        self.unsafe = frozenset(unsafe)
-        self.connect_timeout = connect_timeout
-        self._connection = Connection(self.label, self._open, connect_timeout)
-        self._stack: AsyncExitStack | None = None
-        self._tools: tuple[Tool[..., Any], ...] = ()
-        self.hidden: tuple[str, ...] = ()
-        """Names the server listed that `allow` left out (set when connected)."""
 
     # -- the connection --------------------------------------------------------------------
     @property
@@ -297,6 +285,10 @@ class MCPTools:
                 f"MCP server {self.label!r} does not list the allowed tools {missing}; "
                 f"it lists: {shown}"
             )
+        names = [item.name for item in listed if item.name in self.allow]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ToolError(f"MCP server {self.label!r} lists the tools {twice} more than once")
         made = tuple(self._make(item) for item in listed if item.name in self.allow)
         hidden = tuple(item.name for item in listed if item.name not in self.allow)
         return made, hidden

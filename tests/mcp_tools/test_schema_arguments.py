@@ -32,13 +32,12 @@ NESTED = {
 }
 
 
-def low_level(schema: dict, seen: list) -> Server:
+def low_level(schema: dict, seen: list, *, copies: int = 1) -> Server:
     """A server on the SDK's low-level API, listing one tool with `schema` as it is."""
 
     async def list_tools(ctx, params) -> mcp.types.ListToolsResult:
-        return mcp.types.ListToolsResult(
-            tools=[mcp.types.Tool(name="order", description="Order things.", input_schema=schema)]
-        )
+        tool = mcp.types.Tool(name="order", description="Order things.", input_schema=schema)
+        return mcp.types.ListToolsResult(tools=[tool] * copies)
 
     async def call_tool(ctx, params) -> mcp.types.CallToolResult:
         seen.append(params.arguments)
@@ -92,3 +91,10 @@ async def test_a_tool_whose_arguments_are_not_an_object_is_refused_at_connect():
 def test_the_backstop_refuses_what_a_server_should_not_list():
     with pytest.raises(ToolError, match="must describe an object"):
         SchemaArguments("t", {"type": "array"})
+
+
+async def test_a_server_listing_an_allowed_name_twice_is_refused():
+    schema = {"type": "object", "properties": {}}
+    with pytest.raises(ToolError, match=r"lists the tools \['order'\] more than once"):
+        async with MCPTools(low_level(schema, [], copies=2), allow=["order"]):
+            pass
