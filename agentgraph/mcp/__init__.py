@@ -1,7 +1,9 @@
 """Tools from Model Context Protocol servers: `MCPTools` connects to one server
 (stdio, streamable HTTP, or in process) and exposes the tools you allow as `Tool`s.
 
-Needs the `mcp` extra: `pip install 'agentgraph[mcp]'`.
+Needs the `mcp` extra: `pip install 'agentgraph[mcp]'`. A namespace of its own,
+above `tools/` (it builds `Tool`s and runs under the same executor), so that
+`agentgraph.tools` never imports the SDK and a missing extra fails here, clearly.
 """
 
 try:
