@@ -446,7 +446,8 @@ def _block(block: mcp.types.ContentBlock) -> str:
     if isinstance(block, mcp.types.ResourceLink):
         return f"[resource link {block.uri}]"
     # images and audio: the tool message carries text only
-    return f"[{block.type} ({block.mime_type}), {len(block.data) * 3 // 4} bytes, not shown]"
+    size = len(block.data.rstrip("=")) * 3 // 4  # base64: 4 characters per 3 bytes
+    return f"[{block.type} ({block.mime_type}), {size} bytes, not shown]"
 
 
 @contextmanager
