@@ -40,8 +40,9 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP o
 
 @attrs.frozen
 class _HTTP:
-    url: str
-    headers: Mapping[str, str]
+    # Both may hold credentials (userinfo or a token in the URL, an auth header).
+    url: str = attrs.field(repr=False)
+    headers: Mapping[str, str] = attrs.field(repr=False)
 
 
 class MCPTools:

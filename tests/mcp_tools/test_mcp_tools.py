@@ -348,6 +348,16 @@ async def test_http_server_that_is_gone_gives_an_error_result_not_a_crash(http_s
     assert re.search("could not reconnect|lost again", outcome.message.content)
 
 
+def test_credentials_stay_out_of_labels_and_reprs():
+    secret = "Bearer s3cret"
+    tools = MCPTools.http(
+        "https://user:pw@mcp.example.invalid/mcp?token=t0k", allow=["a"], headers={"auth": secret}
+    )
+    shown = f"{tools!r} {tools._target!r} {tools.label}"
+    assert "s3cret" not in shown and "pw" not in shown and "t0k" not in shown
+    assert tools.label == "mcp.example.invalid/mcp"
+
+
 async def test_nothing_listening_is_a_connection_error():
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with pytest.raises(MCPConnectionError, match="could not connect"):
