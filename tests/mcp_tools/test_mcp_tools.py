@@ -289,6 +289,20 @@ async def test_a_server_that_died_between_calls_is_reconnected_by_the_next_call(
         assert mcp_tools.connections == 2
 
 
+async def test_calls_that_find_the_server_gone_together_share_one_reconnection():
+    async with stdio() as mcp_tools:
+        first = int((await one(mcp_tools, "pid")).message.content)
+        os.kill(first, signal.SIGKILL)
+        with anyio.fail_after(10):
+            while alive(first):
+                await anyio.sleep(0.02)
+        calls = [call("pid", f"c{i}") for i in range(4)]
+        outcomes = await run_tool_calls(mcp_tools.tools, calls)
+        assert all(o.ok for o in outcomes), [o.message.content for o in outcomes]
+        assert len({o.message.content for o in outcomes}) == 1  # one new server answered all
+        assert mcp_tools.connections == 2
+
+
 async def test_a_stdio_command_that_is_no_server_fails_to_connect_clearly():
     with pytest.raises(MCPConnectionError, match="could not connect") as info:
         async with MCPTools.stdio("python3", "-c", "pass", allow=["add"], name="empty"):
