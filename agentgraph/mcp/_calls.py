@@ -13,6 +13,7 @@ import anyio
 import httpx2
 import mcp
 import mcp.types
+import orjson
 import pydantic
 from mcp.shared.exceptions import MCPError
 
@@ -122,7 +123,7 @@ def _answer(label: str, tool: str, result: mcp.types.CallToolResult) -> str:
     parts = [_block(block) for block in result.content]
     text = "\n".join(p for p in parts if p)
     if not text and result.structured_content is not None:
-        text = pydantic.TypeAdapter(Any).dump_json(result.structured_content).decode()
+        text = orjson.dumps(result.structured_content).decode()
     if result.is_error:
         raise MCPToolError(label, tool, text or "the tool reported an error without a message")
     return text
