@@ -37,6 +37,8 @@ AgentGraphError
 ├── UnsupportedSetting (ValueError)         a setting the model cannot honour, under `policy="fail"`
 ├── UnsupportedType (TypeError)             a Python type with no JSON Schema / JSON form
 ├── ToolError                               a tool-definition or tool-execution problem
+│   ├── MCPConnectionError (ConnectionError) an MCP server that cannot be reached or was lost
+│   └── MCPToolError                        an MCP server refused a call or answered with an error
 ├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
 │   └── DimensionMismatch                   a vector whose length is not the store's dimension
 ├── OutputError (ValueError)                structured output that stayed invalid
@@ -71,6 +73,8 @@ __all__ = (
     "GraphTimeout",
     "Interrupted",
     "LeaseLost",
+    "MCPConnectionError",
+    "MCPToolError",
     "NodeFailed",
     "NodeTimeout",
     "NotFoundError",
@@ -512,6 +516,31 @@ class UnsupportedType(AgentGraphError, TypeError):
 
 class ToolError(AgentGraphError):
     """A tool could not be defined, or a tool call could not be carried out."""
+
+
+class MCPConnectionError(ToolError, ConnectionError):
+    """An MCP server could not be started or reached, or its connection was lost.
+
+    `.server` names the server (its label); the transport's own error is `__cause__`.
+    """
+
+    def __init__(self, server: str, problem: str) -> None:
+        super().__init__(f"MCP server {server!r}: {problem}")
+        self.server = server
+        self.problem = problem
+
+
+class MCPToolError(ToolError):
+    """An MCP server answered a tool call with an error (`isError`, or a protocol error).
+
+    `.server` and `.tool` name where it happened; `.detail` is the server's own text.
+    """
+
+    def __init__(self, server: str, tool: str, detail: str) -> None:
+        super().__init__(f"MCP server {server!r}, tool {tool!r}: {detail}")
+        self.server = server
+        self.tool = tool
+        self.detail = detail
 
 
 class OutputError(AgentGraphError, ValueError):

@@ -12,10 +12,8 @@ same requests with the same HTTP client settings:
 - openai-httpx2: the SDK again, on a client of its own HTTP library (httpx2);
 - agentgraph-responses and openai-responses: the same task over the Responses API
   (`OpenAIResponsesModel` against `client.responses.create`), in ``_llm_path_responses.py``;
-- an MCP tool call, when ``_llm_path_mcp.py`` is present: it provides ``CONTENDERS``
-  (names to contenders of the same shape as these), ``LABELS`` (names to row labels) and
-  ``BASELINES`` (names to the contender each is compared with); without it those rows are
-  left out.
+- an MCP tool call against the SDK's `mcp.Client` and `ClientSession` (a stdio server):
+  ``--section extra`` also runs ``_llm_path_mcp.py``, which writes a section of its own.
 
 The fake server runs in its own process and each contender in another one, so the CPU
 time (`time.process_time`) and peak RSS (`ru_maxrss`) of a contender are its own.
@@ -55,8 +53,8 @@ import orjson
 from _common import ChildFailed, load_average, measure_each, peak_rss_mib, publish, run_child
 from _common import replace_section as replace_section  # re-exported: the section writer
 from _llm_path_pool import Pool, httpx_client
-from _llm_path_report import BASELINES, LABELS, render_section
 from _llm_path_report import HEADING as HEADING  # re-exported: the section's heading
+from _llm_path_report import render_section
 from _llm_path_report import summarize as summarize  # re-exported: per-contender figures
 from _llm_path_responses import CONTENDERS as RESPONSES_CONTENDERS
 from _llm_path_task import (
@@ -242,18 +240,6 @@ CONTENDERS: dict[str, Contender] = {
 EXTRA = ["openai-responses", "agentgraph-responses"]
 """What `--section extra` measures: the rows past the chat-completions table."""
 
-try:  # the MCP tool-call rows, from their own module when it is there
-    import _llm_path_mcp
-except ModuleNotFoundError as missing:
-    if missing.name != "_llm_path_mcp":
-        raise
-else:
-    CONTENDERS.update(_llm_path_mcp.CONTENDERS)
-    LABELS.update(_llm_path_mcp.LABELS)
-    BASELINES.update(getattr(_llm_path_mcp, "BASELINES", {}))
-    EXTRA.extend(name for name in _llm_path_mcp.CONTENDERS if name not in EXTRA)
-
-
 # -- measuring one contender (in its own process) ---------------------------------------
 
 
@@ -436,6 +422,12 @@ def main(argv: list[str] | None = None) -> None:
         results, sizes=sizes, pool=pool, load=(before, load_average()), extra=extra
     )
     publish(section, output=args.output, quick=args.quick)
+    if extra and not args.contenders:
+        # An MCP tool call against the SDK's clients: a protocol of its own (a stdio
+        # server), so its rows are measured by their module and get their own section.
+        import _llm_path_mcp
+
+        _llm_path_mcp.main(["--quick"] if args.quick else [])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The LLM-path benchmark runs end to end at tiny sizes; no timing is checked."""
 
 import asyncio
+import sys
+import types
 
 import pytest
 
@@ -155,30 +157,13 @@ def test_the_whole_benchmark_writes_only_its_section(bench, tmp_path):
     assert bench.replace_section("# Other\n", section) == "# Other\n\n" + section.rstrip() + "\n"
 
 
-def test_mcp_rows_join_when_their_module_is_present(monkeypatch):
-    import sys
-    import types
-
+def test_the_extra_section_also_measures_an_mcp_tool_call(bench, monkeypatch):
+    calls = []
     fake = types.ModuleType("_llm_path_mcp")
-    fake.CONTENDERS = {"mcp-demo": lambda url, pool, stack: None}
-    fake.LABELS = {"mcp-demo": "an MCP tool call"}
-    fake.BASELINES = {"mcp-demo": "openai"}
+    fake.main = calls.append
     monkeypatch.setitem(sys.modules, "_llm_path_mcp", fake)
-    import importlib.util
-    from pathlib import Path
-
-    script = Path(__file__).resolve().parent.parent / "benchmarks" / "llm_path.py"
-    spec = importlib.util.spec_from_file_location("llm_path_with_mcp", script)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "llm_path_with_mcp", module)
-    monkeypatch.syspath_prepend(str(script.parent))
-    spec.loader.exec_module(module)
-    report = sys.modules["_llm_path_report"]
-    try:
-        assert module.CONTENDERS["mcp-demo"] is fake.CONTENDERS["mcp-demo"]
-        assert "mcp-demo" in module.EXTRA and module.BASELINES["mcp-demo"] == "openai"
-        assert report.LABELS["mcp-demo"] == "an MCP tool call"
-    finally:
-        report.LABELS.pop("mcp-demo", None)
-        report.BASELINES.pop("mcp-demo", None)
+    monkeypatch.setattr(bench, "run_all", lambda names, sizes, pool: [])
+    monkeypatch.setattr(bench, "render_section", lambda *a, **k: "## LLM path: extra\n")
+    monkeypatch.setattr(bench, "publish", lambda *a, **k: None)
+    bench.main(["--section", "extra", "--quick"])
+    assert calls == [["--quick"]]

@@ -6,7 +6,17 @@ import dataclasses
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Generic, ParamSpec, TypeVar, get_args, get_origin, overload
+from typing import (
+    Annotated,
+    Any,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    get_args,
+    get_origin,
+    overload,
+)
 
 import attrs
 
@@ -23,6 +33,16 @@ __all__ = ("Tool", "tool")
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class ArgumentCheck(Protocol):
+    """Validates a call's arguments: the keyword arguments to call with, or an `Invalid`.
+
+    `@tool` compiles one from the function's signature; a tool whose schema
+    comes from elsewhere (an MCP server) checks against that schema.
+    """
+
+    def check(self, value: Any, strict: bool) -> Any: ...
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -52,8 +72,8 @@ class Tool(Generic[P, R]):
     retry_safe: bool = attrs.field(default=True, kw_only=True)
     context_param: str | None = attrs.field(default=None, kw_only=True)
     is_async: bool = attrs.field(default=False, kw_only=True)
-    arguments: ObjectShape = attrs.field(kw_only=True)
-    """The compiled validator of the arguments (built with the spec)."""
+    arguments: ArgumentCheck = attrs.field(kw_only=True)
+    """The validator of the arguments (compiled with the spec)."""
     single: str | None = attrs.field(default=None, kw_only=True)
     on_invalid: Callable[[Sequence[str]], str] | None = attrs.field(default=None, kw_only=True)
 

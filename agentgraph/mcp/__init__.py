@@ -1,0 +1,24 @@
+"""Tools from Model Context Protocol servers: `MCPTools` connects to one server
+(stdio, streamable HTTP, or in process) and exposes the tools you allow as `Tool`s.
+
+Needs the `mcp` extra: `pip install 'agentgraph[mcp]'`. A namespace of its own,
+above `tools/` (it builds `Tool`s and runs under the same executor), so that
+`agentgraph.tools` never imports the SDK and a missing extra fails here, clearly.
+"""
+
+try:
+    import mcp as _mcp  # noqa: F401 - checked here to name the extra
+except ImportError as _exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "agentgraph.mcp needs the official MCP SDK: pip install 'agentgraph[mcp]'"
+    ) from _exc
+
+from .._errors import MCPConnectionError as MCPConnectionError
+from .._errors import MCPToolError as MCPToolError
+from ._toolset import MCPTools as MCPTools
+
+__all__ = (
+    "MCPConnectionError",
+    "MCPToolError",
+    "MCPTools",
+)

@@ -1,0 +1,151 @@
+"""Calls to an MCP server's tools: the function behind each `Tool`, and what its answers become.
+
+A call that loses its connection is sent again on a new one once, when that is
+safe; every other failure is raised as `MCPToolError` or `MCPConnectionError`,
+which the tool executor turns into a message the model reads.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx2
+import mcp
+import mcp.types
+import orjson
+import pydantic
+from mcp.shared.exceptions import MCPError
+
+from .._errors import MCPConnectionError, MCPToolError
+
+if TYPE_CHECKING:
+    from ._toolset import MCPTools
+
+__all__ = ("RemoteCall", "list_tools")
+
+_PAGES = 100  # a server whose listing never ends cannot hang the connection
+
+
+class RemoteCall:
+    """The function behind one MCP tool: sends the call on the toolset's connection."""
+
+    __slots__ = ("remote", "repeatable", "toolset")
+
+    def __init__(self, toolset: MCPTools, remote: str, repeatable: bool) -> None:
+        self.toolset = toolset
+        self.remote = remote
+        self.repeatable = repeatable
+
+    async def __call__(self, **arguments: Any) -> str:
+        connection = self.toolset._connection
+        label = self.toolset.label
+        client = await connection.client()
+        try:
+            result = await client.call_tool(self.remote, arguments)
+        except Exception as exc:
+            expired = _is_expired(exc, self.toolset.over_http)
+            if not (expired or _is_loss(exc)):
+                raise _refused(label, self.remote, exc) from exc
+            connection.lost(client)
+            if not (expired or self.repeatable):
+                raise MCPConnectionError(
+                    label,
+                    f"the connection was lost during the call to {self.remote!r}; it may or may "
+                    "not have taken effect and is not safe to repeat, so it was not sent again "
+                    "(the next call reconnects)",
+                ) from exc
+            client = await connection.client()
+            try:
+                result = await client.call_tool(self.remote, arguments)
+            except Exception as again:
+                if _is_loss(again):
+                    connection.lost(client)
+                    raise MCPConnectionError(
+                        label, f"the connection was lost again calling {self.remote!r}"
+                    ) from again
+                raise _refused(label, self.remote, again) from again
+        return _answer(label, self.remote, result)
+
+
+async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:
+    listed: list[mcp.types.Tool] = []
+    cursor: str | None = None
+    try:
+        for _ in range(_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                return listed
+    except Exception as exc:
+        if _is_loss(exc):
+            raise MCPConnectionError(label, f"could not connect: {_text(exc)}") from exc
+        raise MCPToolError(label, "tools/list", _text(exc)) from exc
+    raise MCPToolError(label, "tools/list", f"the listing did not end after {_PAGES} pages")
+
+
+def _is_expired(exc: Exception, over_http: bool) -> bool:
+    """Whether the server no longer knows the HTTP session (it restarted): the call was not run.
+
+    A stateful server answers a request whose session it does not know with
+    HTTP 404 and a JSON-RPC "invalid request" error (servers word it "Session
+    not found", the SDK "Session terminated"); an invalid request is never run,
+    so a new session may send it again, whatever the tool.
+    """
+    return over_http and isinstance(exc, MCPError) and exc.code == mcp.types.INVALID_REQUEST
+
+
+def _is_loss(exc: Exception) -> bool:
+    """Whether `exc` means the connection is gone (as opposed to a refused call)."""
+    if isinstance(exc, MCPError):
+        return exc.code == mcp.types.CONNECTION_CLOSED
+    return isinstance(
+        exc,
+        anyio.BrokenResourceError
+        | anyio.ClosedResourceError
+        | anyio.EndOfStream
+        | httpx2.TransportError
+        | OSError,
+    )
+
+
+def _refused(label: str, tool: str, exc: Exception) -> MCPToolError:
+    if isinstance(exc, MCPError):
+        return MCPToolError(label, tool, f"the server refused the call ({exc.code}): {_text(exc)}")
+    if isinstance(exc, pydantic.ValidationError):
+        return MCPToolError(label, tool, "the server's answer is not a valid MCP result")
+    return MCPToolError(label, tool, f"{type(exc).__name__}: {_text(exc)}")
+
+
+def _answer(label: str, tool: str, result: mcp.types.CallToolResult) -> str:
+    """The text the model reads: text blocks in order, other blocks described briefly."""
+    parts = [_block(block) for block in result.content]
+    text = "\n".join(p for p in parts if p)
+    if not text and result.structured_content is not None:
+        text = orjson.dumps(result.structured_content).decode()
+    if result.is_error:
+        raise MCPToolError(label, tool, text or "the tool reported an error without a message")
+    return text
+
+
+def _block(block: mcp.types.ContentBlock) -> str:
+    if isinstance(block, mcp.types.TextContent):
+        return block.text
+    if isinstance(block, mcp.types.EmbeddedResource):
+        inner = block.resource
+        if isinstance(inner, mcp.types.TextResourceContents):
+            return inner.text
+        return f"[resource {inner.uri} ({inner.mime_type or 'binary'}) not shown]"
+    if isinstance(block, mcp.types.ResourceLink):
+        return f"[resource link {block.uri}]"
+    # images and audio: the tool message carries text only
+    size = len(block.data.rstrip("=")) * 3 // 4  # base64: 4 characters per 3 bytes
+    return f"[{block.type} ({block.mime_type}), {size} bytes, not shown]"
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:2000] or type(exc).__name__
+    except Exception:
+        return f"<unprintable {type(exc).__name__}>"

@@ -1,0 +1,362 @@
+"""`MCPTools`: the tools of one MCP server as agentgraph `Tool`s, with the connection they share."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any, Self, TextIO
+
+import anyio
+import attrs
+import httpx2
+import mcp
+import mcp.types
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._errors import MCPConnectionError, ToolError
+from ..llm._messages import ToolSpec
+from ..structured._schema import TOOL_NAME
+from ..tools._tool import Tool
+from ._calls import RemoteCall, list_tools
+from ._connection import Connection
+from ._schema import SchemaArguments
+
+__all__ = ("MCPTools",)
+
+ServerTarget = str | mcp.StdioServerParameters | Server[Any] | MCPServer
+"""What `MCPTools` connects to: a streamable-HTTP URL, a command run over stdio,
+or a server object served in this process."""
+
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP over HTTP
+
+
+@attrs.frozen
+class _HTTP:
+    # Both may hold credentials (userinfo or a token in the URL, an auth header).
+    url: str = attrs.field(repr=False)
+    headers: Mapping[str, str] = attrs.field(repr=False)
+
+
+class MCPTools:
+    """The tools of one MCP server, as `Tool`s any tool-using node can run.
+
+    An async context manager: entering it connects (spawning the command for
+    stdio), lists the server's tools and keeps the connection open; leaving it
+    closes the connection (and ends the server process). Use it around the
+    runs that call its tools, or for the life of the application.
+
+    Only the tools named in `allow` are exposed to the model, whatever else
+    the server lists; a name in `allow` that the server does not list is an
+    error. Each tool keeps the server's JSON Schema: arguments are validated
+    against it before the call, and every failure (bad arguments, an error
+    result, a timeout, a lost connection) becomes a tool message the model
+    can read, as with `@tool`.
+
+    After the server is lost (it crashed, or restarted), the next call
+    reconnects once. A call in flight when the connection is lost is sent
+    again on the new connection only if the tool is safe to repeat; tools
+    named in `unsafe` are not repeated, and their answer says the call may or
+    may not have taken effect.
+
+    Args:
+        server: a streamable-HTTP URL, `mcp.StdioServerParameters`, or an
+            `mcp` server object to serve in this process (for tests).
+        allow: the server's names of the tools the model may call.
+        prefix: put before each name the model sees, to keep tools of
+            several servers apart (`prefix="files_"` shows `read` as `files_read`).
+        timeout: seconds one call may take (None: the tool-use node's default).
+        connect_timeout: seconds to start, connect and list the tools.
+        unsafe: tools with side effects that must not be repeated.
+        name: the server's label in errors (defaults to the URL or command).
+        mode: how to agree on the protocol version, as the SDK's `mcp.Client`
+            takes it: "auto" (ask the server, falling back to the initialize
+            handshake) or "legacy" (the handshake only).
+    """
+
+    def __init__(
+        self,
+        server: ServerTarget,
+        *,
+        allow: Collection[str],
+        prefix: str = "",
+        timeout: float | None = None,
+        connect_timeout: float = 30.0,
+        unsafe: Collection[str] = (),
+        name: str | None = None,
+        mode: str = "auto",
+    ) -> None:
+        if isinstance(allow, str) or isinstance(unsafe, str):
+            raise TypeError("allow and unsafe take a collection of tool names, not one string")
+        if not isinstance(server, str | mcp.StdioServerParameters | Server | MCPServer):
+            raise TypeError(
+                "server must be a URL, mcp.StdioServerParameters or an mcp server object, "
+                f"not {type(server).__name__}"
+            )
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError("timeout must be a positive number of seconds")
+        if not (connect_timeout > 0 and math.isfinite(connect_timeout)):
+            raise ValueError("connect_timeout must be a positive number of seconds")
+        if prefix and not TOOL_NAME.fullmatch(prefix):
+            raise ValueError(f"prefix {prefix!r} must be letters, digits, '_' or '-'")
+        outside = sorted(set(unsafe) - set(allow))
+        if outside:
+            raise ValueError(f"unsafe names tools that allow does not: {outside}")
+        self._target: ServerTarget | _HTTP = server
+        self.label = name if name is not None else _label(server)
+        self.allow = frozenset(allow)
+        self.prefix = prefix
+        self.timeout = timeout
+        self.unsafe = frozenset(unsafe)
+        self.connect_timeout = connect_timeout
+        self._connection = Connection(self.label, self._open, connect_timeout)
+        self._stack: AsyncExitStack | None = None
+        self._tools: tuple[Tool[..., Any], ...] = ()
+        self.hidden: tuple[str, ...] = ()
+        """Names the server listed that `allow` left out (set when connected)."""
+        self.mode = _check_mode(mode)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        *args: str,
+        allow: Collection[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        prefix: str = "",
+        timeout: float | None = None,
+        connect_timeout: float = 30.0,
+        unsafe: Collection[str] = (),
+        name: str | None = None,
+        mode: str = "auto",
+    ) -> MCPTools:
+        """The tools of a server started as `command *args`, spoken to over stdin and stdout.
+
+        The process gets a small safe environment (`PATH`, `HOME` and the
+        like) plus `env`; it is ended when the connection closes.
+        """
+        params = mcp.StdioServerParameters(
+            command=command, args=list(args), env=None if env is None else dict(env), cwd=cwd
+        )
+        return cls(
+            params,
+            allow=allow,
+            prefix=prefix,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            unsafe=unsafe,
+            name=name,
+            mode=mode,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        allow: Collection[str],
+        headers: Mapping[str, str] | None = None,
+        prefix: str = "",
+        timeout: float | None = None,
+        connect_timeout: float = 30.0,
+        unsafe: Collection[str] = (),
+        name: str | None = None,
+        mode: str = "auto",
+    ) -> MCPTools:
+        """The tools of a server at `url` (streamable HTTP), with `headers` on every request."""
+        tools = cls(
+            url,
+            allow=allow,
+            prefix=prefix,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            unsafe=unsafe,
+            name=name,
+            mode=mode,
+        )
+        if headers:
+            tools._target = _HTTP(url, dict(headers))
+        return tools
+
+    # -- the connection --------------------------------------------------------------------
+    @property
+    def tools(self) -> tuple[Tool[..., Any], ...]:
+        """The allowed tools, in the order the server lists them (once connected)."""
+        if self._stack is None:
+            raise ToolError(f"MCP server {self.label!r}: enter `async with` to connect first")
+        return self._tools
+
+    @property
+    def over_http(self) -> bool:
+        return isinstance(self._target, str | _HTTP)
+
+    @property
+    def connections(self) -> int:
+        """How many connections were opened: 1, plus one per reconnection."""
+        return self._connection.connections
+
+    async def __aenter__(self) -> Self:
+        if self._stack is not None:
+            raise ToolError(f"MCP server {self.label!r}: already connected")
+        self._connection = Connection(self.label, self._open, self.connect_timeout)
+        stack = AsyncExitStack()
+        try:
+            group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(self._connection.close)
+            client = await self._connection.start(group)
+            listed = await list_tools(self.label, client)
+            self._tools, self.hidden = self._make_tools(listed)
+        except BaseException:
+            # Closed without the error, so that no task group wraps it in a group.
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            # The body's error is not passed in: it propagates as it is, never wrapped
+            # in a group by the keeper's task group.
+            await stack.aclose()
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[mcp.Client]:
+        info = mcp.types.Implementation(name="agentgraph", version="0.1.0")
+        target = self._target
+        mode = self._mode_here()
+        if isinstance(target, _HTTP):
+            async with httpx2.AsyncClient(headers=target.headers, timeout=_HTTP_TIMEOUT) as http:
+                transport = streamable_http_client(target.url, http_client=http)
+                async with mcp.Client(transport, client_info=info, mode=mode) as client:
+                    yield client
+        elif isinstance(target, mcp.StdioServerParameters):
+            with _server_stderr() as errlog:
+                transport = stdio_client(target, errlog=errlog)
+                async with mcp.Client(transport, client_info=info, mode=mode) as client:
+                    yield client
+        else:
+            async with mcp.Client(target, client_info=info, mode=mode) as client:
+                yield client
+
+    def _mode_here(self) -> str:
+        """The SDK's connect mode for this connection, or a refusal on trio.
+
+        On trio the SDK's streamable-HTTP transport leaves the extra stream of a
+        handshake-era session to the garbage collector (a `ResourceWarning`
+        for each of its async generators), so HTTP there speaks the current
+        protocol only, adopted without the handshake fallback; stdio, and
+        asyncio, take every version.
+        """
+        if not self.over_http or not anyio.get_cancelled_exc_class().__module__.startswith("trio"):
+            return self.mode
+        if self.mode == "legacy":
+            raise MCPConnectionError(
+                self.label,
+                "the SDK does not close handshake-era (mode='legacy') HTTP sessions cleanly on "
+                "trio; run on asyncio, or use a server speaking "
+                f"{' or '.join(MODERN_PROTOCOL_VERSIONS)}",
+            )
+        return MODERN_PROTOCOL_VERSIONS[-1]
+
+    # -- the tools -------------------------------------------------------------------------
+    def _make_tools(
+        self, listed: Sequence[mcp.types.Tool]
+    ) -> tuple[tuple[Tool[..., Any], ...], tuple[str, ...]]:
+        offered = {item.name: item for item in listed}
+        missing = sorted(self.allow - set(offered))
+        if missing:
+            shown = ", ".join(repr(n[:64]) for n in list(offered)[:30]) or "none"
+            raise ToolError(
+                f"MCP server {self.label!r} does not list the allowed tools {missing}; "
+                f"it lists: {shown}"
+            )
+        names = [item.name for item in listed if item.name in self.allow]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ToolError(f"MCP server {self.label!r} lists the tools {twice} more than once")
+        made = tuple(self._make(item) for item in listed if item.name in self.allow)
+        hidden = tuple(item.name for item in listed if item.name not in self.allow)
+        return made, hidden
+
+    def _make(self, item: mcp.types.Tool) -> Tool[..., Any]:
+        exposed = self.prefix + item.name
+        if not TOOL_NAME.fullmatch(exposed):
+            raise ToolError(
+                f"MCP server {self.label!r}: tool name {exposed!r} is not one providers accept "
+                "(1-64 letters, digits, '_' or '-')"
+            )
+        arguments = SchemaArguments(exposed, item.input_schema)
+        spec = ToolSpec(exposed, item.description or "", item.input_schema)
+        call = RemoteCall(self, item.name, item.name not in self.unsafe)
+        return Tool(
+            call,
+            spec,
+            timeout=self.timeout,
+            retry_safe=item.name not in self.unsafe,
+            is_async=True,
+            arguments=arguments,
+        )
+
+    async def call(self, tool: str, arguments: Mapping[str, Any]) -> str:
+        """Call the server's tool `tool` (its own name) and return the text of its result.
+
+        The connection rules of the tools apply (one reconnection after a loss).
+
+        Raises:
+            MCPToolError: the server answered with an error, or refused the call.
+            MCPConnectionError: the server could not be reached.
+        """
+        return await RemoteCall(self, tool, tool not in self.unsafe)(**arguments)
+
+    def __repr__(self) -> str:
+        return f"<MCPTools {self.label!r}>"
+
+
+def _check_mode(mode: str) -> str:
+    if mode not in ("auto", "legacy"):
+        raise ValueError(f"mode must be 'auto' or 'legacy', not {mode!r}")
+    return mode
+
+
+@contextmanager
+def _server_stderr() -> Iterator[TextIO]:
+    """Where a server process writes its log: this process's stderr when it is a real file.
+
+    Under a notebook or a test's capture `sys.stderr` has no file descriptor to
+    hand to a child process; then the original stderr, or else nowhere.
+    """
+    usable = next((stream for stream in (sys.stderr, sys.__stderr__) if _has_fd(stream)), None)
+    if usable is not None:
+        yield usable
+        return
+    with open(os.devnull, "w") as devnull:
+        yield devnull
+
+
+def _has_fd(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _label(server: ServerTarget) -> str:
+    if isinstance(server, str):
+        return server.split("?", 1)[0].rsplit("@", 1)[-1]
+    if isinstance(server, mcp.StdioServerParameters):
+        return " ".join([os.path.basename(server.command), *server.args])[:80]
+    return server.name
