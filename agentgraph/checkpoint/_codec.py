@@ -40,8 +40,9 @@ def _usage(usage: Usage) -> list[int]:
         usage.output_tokens,
         usage.requests,
         usage.reasoning_tokens,
-        usage.cached_tokens,
+        usage.cache_read_tokens,
         usage.unmetered,
+        usage.cache_write_tokens,
     ]
 
 

@@ -134,10 +134,12 @@ class AnthropicDialect(Dialect):
             "stop_sequence": None,
             "usage": {
                 # Anthropic counts cache reads apart from `input_tokens`.
-                "input_tokens": max(0, usage.input_tokens - usage.cached_tokens),
+                "input_tokens": max(
+                    0, usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+                ),
                 "output_tokens": usage.output_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": usage.cached_tokens,
+                "cache_creation_input_tokens": usage.cache_write_tokens,
+                "cache_read_input_tokens": usage.cache_read_tokens,
             },
         }
 

@@ -261,7 +261,7 @@ def _usage(response: ChatResponse) -> dict[str, Any]:
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
         "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
     }
 
