@@ -3,6 +3,10 @@
 from ._anthropic import AnthropicModel as AnthropicModel
 from ._capabilities import Capabilities as Capabilities
 from ._capabilities import OnUnsupported as OnUnsupported
+from ._content import Document as Document
+from ._content import Image as Image
+from ._content import ImageType as ImageType
+from ._content import Part as Part
 from ._embed import Embedder as Embedder
 from ._embed import OllamaEmbedder as OllamaEmbedder
 from ._embed import OpenAIEmbedder as OpenAIEmbedder
@@ -36,10 +40,13 @@ __all__ = (
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
+    "Document",
     "Embedder",
     "FinishReason",
     "GigaChatEmbedder",
     "GigaChatModel",
+    "Image",
+    "ImageType",
     "Message",
     "OllamaEmbedder",
     "OllamaModel",
@@ -47,6 +54,7 @@ __all__ = (
     "OpenAIEmbedder",
     "OpenAIModel",
     "OutputSchema",
+    "Part",
     "ProviderRetry",
     "ReasoningDelta",
     "ResponseDone",

@@ -12,6 +12,7 @@ from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse
 from ._fake_common import Dialect
 from ._fake_decode import decode_anthropic
+from ._fake_media import anthropic_media_problem
 from ._faults import ErrorResponse, StreamError
 from ._replies import ids, split_text
 
@@ -114,7 +115,7 @@ class AnthropicDialect(Dialect):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _bad("messages: at least one message is required")
-        problem = _check_messages(messages)
+        problem = _check_messages(messages) or anthropic_media_problem(body)
         if problem is None and thinking.get("type") in ("enabled", "adaptive"):
             problem = _check_thinking(messages)
         return problem
