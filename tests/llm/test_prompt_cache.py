@@ -183,3 +183,19 @@ def test_usage_sums_cache_tokens_and_prices_them():
     assert price.of(one) == pytest.approx((100 * 3 + 600 * 0.3 + 300 * 3.75 + 100 * 15) / 1e6)
     # Without cache prices every input token costs the input rate.
     assert Price(3.0, 15.0).of(one) == pytest.approx((1000 * 3 + 100 * 15) / 1e6)
+
+
+async def test_the_console_trace_shows_cache_reads_and_writes(anyio_backend):
+    import io
+
+    from agentgraph import GraphRunner
+    from agentgraph.llm import ChatResponse
+    from agentgraph.nodes import chat
+    from agentgraph.testing import ScriptedModel
+    from agentgraph.tracing import ConsoleSink
+
+    usage = Usage(4512, 4, 1, cache_read_tokens=3000, cache_write_tokens=1500)
+    model = ScriptedModel(ChatResponse(Message.assistant("ok"), usage=usage))
+    out = io.StringIO()
+    await GraphRunner(sinks=[ConsoleSink(out, style="plain")]).run(chat(model), AgentContext("hi"))
+    assert "4512→4 tokens (3000 cached, 1500 to cache)" in out.getvalue()
