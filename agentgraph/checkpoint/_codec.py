@@ -30,7 +30,7 @@ from .._context import AgentContext, History
 from .._errors import CheckpointError, ContextDecodingError, ContextEncodingError
 from .._json import NO_TYPES, Types, from_data, to_data
 from ..llm._content import Document, Image, Part
-from ..llm._messages import Message, ToolCall, Usage
+from ..llm._messages import Message, ToolCall, Usage, check_parts
 
 __all__ = (
     "BlobPut",
@@ -154,6 +154,7 @@ def encode_message(message: Message, where: str, put: BlobPut | None = None) -> 
     if message.provider_data:
         data["pd"] = to_data(message.provider_data, tagged=True, where=f"{where}.provider_data")
     if message.parts:
+        check_parts(message)
         data["pt"] = [
             _encode_part(part, put, f"{where}.parts[{i}]") for i, part in enumerate(message.parts)
         ]

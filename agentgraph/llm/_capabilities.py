@@ -103,10 +103,16 @@ class Capabilities:
         Raises:
             UnsupportedSetting: always, whatever `on_unsupported` says: dropping
                 content would change what the model is asked.
+            ValueError, TypeError: a message's parts disagree with it.
         """
-        from ._content import Image
+        from ._content import Document, Image
+        from ._messages import check_parts
 
-        found = [part for message in messages if message.parts for part in message.media]
+        found: list[Image | Document] = []
+        for message in messages:
+            if message.parts:
+                check_parts(message)
+                found.extend(message.media)
         if not found:
             return
         if any(isinstance(p, Image) for p in found):

@@ -11,7 +11,7 @@ import orjson
 
 from ._content import Document, Image, Part
 
-__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage")
+__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage", "check_parts", "join_text")
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -39,9 +39,13 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
-def _check_parts(message: Message, _: Any, parts: tuple[Part, ...]) -> None:
-    if not parts:
-        return
+def check_parts(message: Message) -> None:
+    """Refuse `parts` that are not a user message's content, in order, with `content` its text.
+
+    Checked where the parts are sent or stored rather than on every `Message`
+    made, so plain text messages cost nothing more to build.
+    """
+    parts = message.parts
     if type(parts) is not tuple:
         raise TypeError(f"Message.parts is a tuple, not {type(parts).__name__}")
     for part in parts:
@@ -171,7 +175,8 @@ class Message:
 
     `parts` is the content of a user message holding images or documents, in
     order (strings, `Image`s and `Document`s); `content` is then its text, so
-    code that reads text keeps working. `Message.user(...)` sets both.
+    code that reads text keeps working. `Message.user(...)` sets both; parts
+    that disagree with the message are refused when it is sent or stored.
     """
 
     role: Role
@@ -185,14 +190,14 @@ class Message:
     provider_data: Mapping[str, Any] = attrs.field(
         default=_NO_PROVIDER_DATA, converter=_frozen_mapping
     )
-    parts: tuple[Part, ...] = attrs.field(default=(), validator=_check_parts)
+    parts: tuple[Part, ...] = ()
 
     @classmethod
     def system(cls, content: str) -> Message:
         return cls("system", content)
 
     @classmethod
-    def user(cls, *content: Part) -> Message:
+    def user(cls, content: Part, *more: Part) -> Message:
         """A user turn: text, or text with images and documents in the order given.
 
         ```python
@@ -206,12 +211,13 @@ class Message:
         assert message.content == "What is in this picture?"
         ```
         """
-        if len(content) == 1 and type(content[0]) is str:
-            return cls("user", content[0])
-        text = join_text(content)
-        if all(isinstance(part, str) for part in content):
+        if not more and type(content) is str:
+            return cls("user", content)
+        parts = (content, *more)
+        text = join_text(parts)
+        if all(isinstance(part, str) for part in parts):
             return cls("user", text)
-        return cls("user", text, parts=content)
+        return cls("user", text, parts=parts)
 
     @property
     def media(self) -> tuple[Image | Document, ...]:

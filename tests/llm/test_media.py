@@ -7,7 +7,8 @@ import pickle
 
 import pytest
 
-from agentgraph import AgentContext, UnsupportedSetting
+from agentgraph import AgentContext, GraphRunner, UnsupportedSetting
+from agentgraph.checkpoint import MemoryStore
 from agentgraph.llm import (
     AnthropicModel,
     Capabilities,
@@ -19,6 +20,8 @@ from agentgraph.llm import (
     OllamaModel,
     OpenAIModel,
 )
+from agentgraph.nodes import chat
+from agentgraph.testing import ScriptedModel
 
 from .support import Server, Sleeps, json_response, retry
 
@@ -84,16 +87,37 @@ def test_documents_are_pdf_only():
         Document(PDF, media_type="text/plain")  # type: ignore[arg-type]
 
 
-def test_parts_must_agree_with_the_message():
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "ollama", "gigachat", "store"])
+async def test_parts_that_disagree_with_the_message_are_refused_when_sent_or_stored(
+    provider, anyio_backend
+):
     image = Image.from_bytes(PNG)
-    with pytest.raises(ValueError, match="content must be the text of its parts"):
-        Message("user", "something else", parts=("hi", image))
-    with pytest.raises(ValueError, match="only user messages"):
-        Message("assistant", "", parts=(image,))
-    with pytest.raises(TypeError, match="str, Image or Document"):
-        Message("user", "", parts=(b"raw",))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="tuple"):
-        Message("user", "", parts=[image])  # type: ignore[arg-type]
+    bad = [
+        (Message("user", "something else", parts=("hi", image)), ValueError, "text of its parts"),
+        (Message("assistant", "", parts=(image,)), ValueError, "only user messages"),
+        (Message("user", "", parts=(b"raw",)), TypeError, "str, Image or Document"),  # type: ignore[arg-type]
+        (Message("user", "", parts=[image]), TypeError, "tuple"),  # type: ignore[arg-type]
+    ]
+    for message, error, words in bad:
+        with pytest.raises(error, match=words):
+            if provider == "store":
+                ctx = AgentContext("q", history=[message])
+                await GraphRunner().run(chat(ScriptedModel("x")), ctx, store=MemoryStore())
+            else:
+                send(provider, message)
+
+
+def send(provider: str, message: Message) -> None:
+    """Build the request body `provider`'s client would send."""
+    request = ChatRequest([message])
+    if provider == "openai":
+        OpenAIModel("gpt-4o", api_key="sk-test").build_body(request)
+    elif provider == "anthropic":
+        AnthropicModel("claude-sonnet-4-5", api_key="sk-ant-x").build_body(request)
+    elif provider == "ollama":
+        OllamaModel("llava").build_body(request)
+    else:
+        GigaChatModel("GigaChat", credentials="Y2xpZW50OnNlY3JldA==").build_body(request)
 
 
 def test_a_context_with_an_image_round_trips_through_json():
