@@ -199,3 +199,20 @@ async def test_the_console_trace_shows_cache_reads_and_writes(anyio_backend):
     out = io.StringIO()
     await GraphRunner(sinks=[ConsoleSink(out, style="plain")]).run(chat(model), AgentContext("hi"))
     assert "4512→4 tokens (3000 cached, 1500 to cache)" in out.getvalue()
+
+
+async def test_json_lines_and_html_traces_carry_the_cache_counts(anyio_backend, tmp_path):
+    from agentgraph import GraphRunner
+    from agentgraph.llm import ChatResponse
+    from agentgraph.nodes import chat
+    from agentgraph.testing import ScriptedModel
+    from agentgraph.tracing import JsonlSink, TraceRecorder, load_trace, trace_to_html
+
+    usage = Usage(4512, 4, 1, cache_read_tokens=3000, cache_write_tokens=1500)
+    model = ScriptedModel(ChatResponse(Message.assistant("ok"), usage=usage))
+    recorder, path = TraceRecorder(), tmp_path / "run.jsonl"
+    with JsonlSink(path) as sink:
+        await GraphRunner(sinks=[sink, recorder]).run(chat(model), AgentContext("hi"))
+    used = load_trace(path).usage
+    assert used["cache_read_tokens"] == 3000 and used["cache_write_tokens"] == 1500
+    assert "4512→4 tokens (3000 cached, 1500 to cache)" in trace_to_html(recorder.trace())
