@@ -5,6 +5,7 @@ official SDKs send the same shapes our clients send and the fake accepts them.
 """
 
 import base64
+import itertools
 
 import anthropic
 import httpx
@@ -318,3 +319,103 @@ async def test_ollama_sdk_encodes_images_as_we_do(server):
         ChatRequest([Message.user("What is it?", Image.from_bytes(PNG))])
     )
     assert chat_bodies(server)[0].body["messages"] == ours["messages"]
+
+
+# -- caching end to end: each call reads what the one before it wrote -------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("cache", [True, False])
+async def test_an_agent_loop_reads_back_what_the_previous_call_wrote(server, cache):
+    from agentgraph import AgentContext, GraphRunner, tool
+    from agentgraph.nodes import react_agent
+    from agentgraph.testing import ScriptedModel
+
+    @tool
+    def lookup(page: int) -> str:
+        """Read one page of the manual."""
+        return f"page {page}: " + "lorem ipsum " * 50
+
+    server.add(*(ScriptedModel.tool_call("lookup", page=i) for i in range(4)), "Done.")
+    model = AnthropicModel(
+        "claude-sonnet-4-5", api_key="sk-ant", base_url=server.url, retry=NO_RETRY, cache=cache
+    )
+    agent = react_agent(model, [lookup], system_prompt="You read manuals. " * 30)
+    result = await GraphRunner().run(agent, AgentContext("Summarize the manual."))
+    await model.aclose()
+    usages = [m.usage for m in result.history if m.role == "assistant"]
+    assert len(usages) == 5
+    if not cache:
+        assert all(u.cache_read_tokens == u.cache_write_tokens == 0 for u in usages)
+        return
+    assert usages[0].cache_read_tokens == 0 and usages[0].cache_write_tokens > 0
+    for before, after in itertools.pairwise(usages):
+        # The turn marked last time is marked again as the one before last: a full hit.
+        assert after.cache_read_tokens == before.cache_read_tokens + before.cache_write_tokens
+        assert after.cache_write_tokens > 0
+    bodies = chat_bodies(server)
+    assert all(len(_breakpoints(b.body)) <= 4 for b in bodies)
+
+
+def _breakpoints(body: dict) -> list:
+    blocks = [
+        *body.get("tools", ()),
+        *(body["system"] if isinstance(body.get("system"), list) else ()),
+    ]
+    for message in body["messages"]:
+        blocks += message["content"] if isinstance(message["content"], list) else []
+    return [b for b in blocks if "cache_control" in b]
+
+
+@pytest.mark.anyio
+async def test_a_turn_of_many_parallel_calls_still_reads_the_cache(server):
+    """Twelve calls and their results add 24 blocks, past the 20 the service looks back
+    from a breakpoint: the mark on the turn before the last is what keeps the hit."""
+    from agentgraph import AgentContext, GraphRunner, tool
+    from agentgraph.nodes import react_agent
+    from agentgraph.testing import ScriptedModel
+
+    @tool
+    def lookup(page: int) -> str:
+        """Read one page of the manual."""
+        return f"page {page}"
+
+    calls = ScriptedModel.tool_calls(*(("lookup", {"page": i}) for i in range(12)))
+    server.add(calls, "Done.")
+    model = AnthropicModel(
+        "claude-sonnet-4-5", api_key="sk-ant", base_url=server.url, retry=NO_RETRY, cache=True
+    )
+    agent = react_agent(model, [lookup], system_prompt="You read manuals.")
+    result = await GraphRunner().run(agent, AgentContext("Read pages 0 to 11."))
+    await model.aclose()
+    first, second = (m.usage for m in result.history if m.role == "assistant")
+    assert second.cache_read_tokens == first.cache_read_tokens + first.cache_write_tokens > 0
+
+
+@pytest.mark.anyio
+async def test_the_fake_cache_looks_back_only_twenty_blocks(server):
+    server.add("ok", "ok")
+    mark = {"type": "ephemeral"}
+
+    def body(blocks: int) -> dict:
+        content = [{"type": "text", "text": f"block {i}"} for i in range(blocks)]
+        content[-1] = {**content[-1], "cache_control": mark}
+        return {
+            "model": "claude",
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": content}],
+        }
+
+    async with anthropic.AsyncAnthropic(
+        base_url=server.url, api_key="sk-ant", max_retries=0
+    ) as sdk:
+        first = await sdk.messages.create(**body(2))
+        second = await sdk.messages.create(**body(30))
+    assert first.usage.cache_creation_input_tokens > 0
+    assert second.usage.cache_read_input_tokens == 0  # the written prefix is 28 blocks back
+    async with anthropic.AsyncAnthropic(
+        base_url=server.url, api_key="sk-ant", max_retries=0
+    ) as sdk:
+        server.add("ok")
+        third = await sdk.messages.create(**body(19))  # 17 blocks on: within reach
+    assert third.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
