@@ -1,6 +1,7 @@
 """What images, documents and prompt caching cost on the client, and what plain messages still cost.
 
-Cases (best of several repeats, so load on the machine weighs least):
+Cases (best of several repeats of the process's own CPU time, so other processes on a
+busy machine weigh least):
 
 - plain: building a text `Message`, and the OpenAI and Anthropic request bodies for a
   40-turn text conversation (the path every request takes, images or not);
@@ -20,6 +21,7 @@ Usage::
 
 import argparse
 import json
+import time
 import timeit
 from typing import Any
 
@@ -43,8 +45,8 @@ def conversation(turns: int = TURNS) -> list[Message]:
 
 
 def best(fn: Any, number: int) -> float:
-    """Microseconds per call, the best of 7 repeats."""
-    return min(timeit.repeat(fn, number=number, repeat=7)) / number * 1e6
+    """Microseconds of CPU time per call, the best of 7 repeats."""
+    return min(timeit.repeat(fn, number=number, repeat=7, timer=time.process_time)) / number * 1e6
 
 
 def plain() -> dict[str, float]:

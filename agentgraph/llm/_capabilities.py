@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -105,6 +106,8 @@ class Capabilities:
                 content would change what the model is asked.
             ValueError, TypeError: a message's parts disagree with it.
         """
+        if not any(map(_PARTS, messages)):  # the common case, at C speed
+            return
         from ._content import Document, Image
         from ._messages import check_parts
 
@@ -130,4 +133,5 @@ class Capabilities:
             raise UnsupportedSetting(model, "documents", reason or _DECLARE.format("documents"))
 
 
+_PARTS = operator.attrgetter("parts")
 _DECLARE = "use a model that reads {0}, or declare it with Capabilities({0}=True) if this one does"
