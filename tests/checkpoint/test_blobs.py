@@ -132,3 +132,20 @@ async def test_a_trace_shows_media_type_size_and_digest_not_the_bytes(tmp_path):
     assert "QQQQQQQQ" not in text and base64.b64encode(PDF).decode()[:40] not in text
     assert '"media_type":"image/png","url":null' in text
     assert f'"data":{{"size":{len(PDF)},"sha256":"{DOCUMENT.digest}"}}' in text
+
+
+async def test_a_recording_carries_its_files_and_replays_without_the_model(tmp_path):
+    from agentgraph.testing import Recording
+
+    recording = Recording(tmp_path / "describe.jsonl")
+    start = AgentContext("describe", history=[QUESTION])
+    first = await recording.run(GraphRunner(), chat(ScriptedModel("A cat.")), start)
+    text = (tmp_path / "describe.jsonl").read_text()
+    assert text.count(base64.b64encode(PNG).decode()) == 1  # once, as a blob line
+    again = await recording.run(GraphRunner(), chat(ScriptedModel()), start)
+    assert again == first and again.history[0] == QUESTION
+    # A file changed in the recording no longer matches the digest its message names.
+    changed = text.replace(base64.b64encode(PNG).decode(), base64.b64encode(PNG + b"x").decode())
+    (tmp_path / "describe.jsonl").write_text(changed)
+    with pytest.raises(CheckpointError, match="which the store does not have"):
+        await recording.run(GraphRunner(), chat(ScriptedModel()), start)
