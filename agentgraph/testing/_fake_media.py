@@ -191,7 +191,12 @@ def _blocks_problem(role: str, blocks: list[Any], i: int) -> ErrorResponse | Non
 
 
 def _marked(body: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
-    """Every `cache_control` in the request, with where it sits."""
+    """Every `cache_control` in the request, with where it sits.
+
+    The top-level one marks the last block of the request and takes a slot too.
+    """
+    if "cache_control" in body:
+        yield "cache_control", body["cache_control"]
     for i, tool in enumerate(body.get("tools") or ()):
         if isinstance(tool, dict) and "cache_control" in tool:
             yield f"tools.{i}", tool["cache_control"]
@@ -294,6 +299,8 @@ def _prompt_blocks(body: Mapping[str, Any]) -> list[tuple[bytes, bool]]:
         marked = isinstance(block, dict) and block.get("cache_control") is not None
         plain = {k: v for k, v in block.items() if k != "cache_control"} if marked else block
         out.append((orjson.dumps(plain, option=orjson.OPT_SORT_KEYS), marked))
+    if out and body.get("cache_control") is not None:  # automatic: the last block
+        out[-1] = (out[-1][0], True)
     return out
 
 

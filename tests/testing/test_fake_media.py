@@ -419,3 +419,36 @@ async def test_the_fake_cache_looks_back_only_twenty_blocks(server):
         server.add("ok")
         third = await sdk.messages.create(**body(19))  # 17 blocks on: within reach
     assert third.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
+
+
+@pytest.mark.anyio
+async def test_the_fake_takes_the_top_level_marker_as_a_breakpoint_on_the_last_block(server):
+    server.add("ok", "ok")
+    mark = {"type": "ephemeral"}
+    turn = [{"role": "user", "content": "a long question " * 10}]
+    async with anthropic.AsyncAnthropic(
+        base_url=server.url, api_key="sk-ant", max_retries=0
+    ) as sdk:
+        first = await sdk.messages.create(
+            model="claude", max_tokens=8, messages=turn, cache_control=mark
+        )
+        second = await sdk.messages.create(
+            model="claude",
+            max_tokens=8,
+            messages=[
+                *turn,
+                {"role": "assistant", "content": "ok"},
+                {"role": "user", "content": "more"},
+            ],
+            cache_control=mark,
+        )
+        four = [{"type": "text", "text": f"t{i}", "cache_control": mark} for i in range(4)]
+        with pytest.raises(anthropic.BadRequestError, match="Found 5"):
+            await sdk.messages.create(
+                model="claude",
+                max_tokens=8,
+                messages=[{"role": "user", "content": four}],
+                cache_control=mark,
+            )
+    assert first.usage.cache_creation_input_tokens > 0
+    assert second.usage.cache_read_input_tokens == first.usage.cache_creation_input_tokens
