@@ -94,33 +94,38 @@ def _decode_part(data: Any, blobs: Mapping[str, bytes]) -> Part:
         return Image(url=data["url"])
     digest = data.get("blob")
     if not isinstance(digest, str) or digest not in blobs:
-        raise ContextDecodingError(f"the message names blob {digest!r}, which was not loaded")
-    if data["k"] == "image":
-        return Image(blobs[digest], data.get("t"))
-    return Document(blobs[digest], data.get("n", "document.pdf"))
+        raise CheckpointError(
+            f"a stored message names blob {digest!r}, which the store does not have"
+        )
+    try:
+        if data["k"] == "image":
+            return Image(blobs[digest], data.get("t"))
+        return Document(blobs[digest], data.get("n", "document.pdf"))
+    except ValueError as exc:
+        raise ContextDecodingError(f"a stored {data['k']} cannot be rebuilt: {exc}") from exc
 
 
 _BLOB = re.compile(rb'"blob":"([0-9a-f]{64})"')
 
 
 async def load_blobs(store: Any, encoded: Iterable[bytes]) -> dict[str, bytes]:
-    """The blobs the encoded records name, fetched from `store` and checked against their digest.
+    """The blobs the encoded records may name, from `store`, checked against their digest.
+
+    The records are searched for the digests as text, so a value of the user's
+    that merely looks like one is looked up too; a digest the store lacks is
+    left out here and refused only if a message needs it when decoded.
 
     Raises:
-        CheckpointError: a blob is missing from the store, or its bytes do not
-            match its digest (changed after it was stored).
+        CheckpointError: a blob's bytes do not match its digest (changed after
+            it was stored).
     """
     digests = {m.group(1).decode() for data in encoded for m in _BLOB.finditer(data)}
     blobs: dict[str, bytes] = {}
     for digest in sorted(digests):
         try:
             data = await store.get_blob(digest)
-        except NotImplementedError as exc:
-            raise CheckpointError(f"the run names blob {digest!r}: {exc}") from exc
-        except CheckpointError as exc:
-            raise CheckpointError(
-                f"the run's messages name blob {digest!r}, which the store does not have: {exc}"
-            ) from exc
+        except (CheckpointError, NotImplementedError):
+            continue
         if hashlib.sha256(data).hexdigest() != digest:
             raise CheckpointError(
                 f"blob {digest!r} does not match its digest: it changed after it was stored"

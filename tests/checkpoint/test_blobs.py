@@ -149,3 +149,11 @@ async def test_a_recording_carries_its_files_and_replays_without_the_model(tmp_p
     (tmp_path / "describe.jsonl").write_text(changed)
     with pytest.raises(CheckpointError, match="which the store does not have"):
         await recording.run(GraphRunner(), chat(ScriptedModel()), start)
+
+
+async def test_data_that_looks_like_a_blob_name_does_not_stop_a_resume(store):
+    start = AgentContext("describe", history=[QUESTION], state={"blob": "ab" * 32})
+    with pytest.raises(Interrupted) as info:
+        await GraphRunner().run(graph(ScriptedModel("A cat.")), start, store=store)
+    out = await GraphRunner().resume(graph(ScriptedModel()), info.value.run_id, store, answer="ok")
+    assert out.state["blob"] == "ab" * 32 and out.history[0] == QUESTION
