@@ -185,12 +185,17 @@ def _check_think(value: Any) -> None:
 
 @attrs.frozen
 class Settings:
-    """Model settings as data: which model, and the hints sent with each request."""
+    """Model settings as data: which model, and the hints sent with each request.
+
+    `cache` turns prompt caching on or off for the request (Anthropic's
+    `cache_control` breakpoints); `None` leaves it to the model's own setting.
+    """
 
     model: str | None = None
     temperature: float | None = None
     max_output: int | None = None
     think: Think = attrs.field(default=None, validator=lambda _, __, value: _check_think(value))
+    cache: bool | None = None
 
     def with_(self, **changes: Any) -> Settings:
         """Return a copy with `changes` applied."""

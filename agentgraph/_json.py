@@ -3,8 +3,10 @@
 `to_data` turns a value into plain JSON data. With `tagged=True` (checkpoints,
 `AgentContext.to_json`) attrs classes, dataclasses, enums, tuples and
 non-string-keyed dicts carry a tag so that `from_data` rebuilds them exactly;
-without tags (traces) the output is plain JSON for `jq`. A value that cannot be
-encoded raises `ContextEncodingError` naming where it sits.
+without tags (traces) the output is plain JSON for `jq`. Bytes (an image in a
+message) are base64 with a tag, and in plain JSON only their size and SHA-256,
+so a trace never dumps a file. A value that cannot be encoded raises
+`ContextEncodingError` naming where it sits.
 
 Stored data is untrusted: a tag names a class, but decoding constructs only
 agentgraph's own data types and the classes in the `Types` it is given, looked
@@ -15,8 +17,11 @@ module paths older records used (`agentgraph.llm._messages:Message`) still load.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import enum
+import hashlib
 import importlib
 import math
 import typing
@@ -36,7 +41,8 @@ _TYPE = "$type"
 _ENUM = "$enum"
 _TUPLE = "$tuple"
 _DICT = "$dict"
-_TAGS = frozenset({_TYPE, _ENUM, _TUPLE, _DICT})
+_BYTES = "$bytes"
+_TAGS = frozenset({_TYPE, _ENUM, _TUPLE, _DICT, _BYTES})
 _SCALARS = (str, int, float, bool, type(None))
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson encodes
 
@@ -49,6 +55,7 @@ _OWN: dict[str, tuple[str, str]] = {
         ("agentgraph._context", ("AgentContext", "Settings")),
         ("agentgraph._failure", ("Failure",)),
         ("agentgraph.llm._messages", ("Message", "ToolCall", "ToolSpec", "Usage")),
+        ("agentgraph.llm._content", ("Document", "Image")),
         ("agentgraph.llm._model", ("ChatRequest", "ChatResponse", "OutputSchema")),
         ("agentgraph.nodes._retrieve", ("Source",)),
     )
@@ -221,7 +228,11 @@ def _to(value: Any, tagged: bool, where: Where, depth: int) -> Any:
 
 
 def _leaf(value: Any, tagged: bool, where: Where) -> Any:
-    """A value that is neither a container nor a record: a date, or an error."""
+    """Bytes and dates, which have a JSON form; anything else has none."""
+    if isinstance(value, bytes):
+        if tagged:
+            return {_BYTES: base64.b64encode(value).decode()}
+        return {"size": len(value), "sha256": hashlib.sha256(value).hexdigest()}
     if isinstance(value, datetime | date | time) and not tagged:
         return value.isoformat()
     if isinstance(value, set | frozenset):
@@ -281,6 +292,8 @@ def from_data(data: Any, types: Types = NO_TYPES, *, depth: int = 0) -> Any:
         return _construct(cls, fields, data[_TYPE])
     if _ENUM in data:
         return _member(_class(data[_ENUM], types), data.get("value"), data[_ENUM])
+    if _BYTES in data:
+        return _bytes(data[_BYTES])
     if _TUPLE in data:
         return tuple(from_data(v, types, depth=inner) for v in _list(data[_TUPLE], _TUPLE))
     if _DICT in data:
@@ -343,6 +356,15 @@ def _member(cls: type[Any], value: Any, tag: str) -> Any:
         return cls(value)
     except ValueError as error:
         raise ContextDecodingError(f"enum {tag!r} has no value {value!r}") from error
+
+
+def _bytes(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise ContextDecodingError(f"{_BYTES} holds {type(value).__name__}, not base64 text")
+    try:
+        return base64.b64decode(value, validate=True)
+    except binascii.Error as error:
+        raise ContextDecodingError(f"{_BYTES} is not base64: {error}") from error
 
 
 def _list(value: Any, tag: str) -> list[Any]:

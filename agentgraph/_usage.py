@@ -20,18 +20,29 @@ __all__ = ("Meter", "OverLimit", "Price", "UsageLimits")
 
 @attrs.frozen
 class Price:
-    """What a model costs, per million input and output tokens (cached input at its own rate)."""
+    """What a model costs, per million tokens.
+
+    Input tokens read from the prompt cache cost `cached_input` and tokens
+    written to it cost `cache_write` when those are given; otherwise they cost
+    `input` like the rest.
+    """
 
     input: float
     output: float
     cached_input: float | None = None
+    cache_write: float | None = None
 
     def of(self, usage: Usage) -> float:
         """The cost of `usage` at this price."""
-        cached = usage.cached_tokens if self.cached_input is not None else 0
-        fresh = usage.input_tokens - cached
-        cached_cost = cached * (self.cached_input or 0.0)
-        return (fresh * self.input + cached_cost + usage.output_tokens * self.output) / 1e6
+        fresh = usage.input_tokens
+        cost = 0.0
+        if self.cached_input is not None:
+            fresh -= usage.cache_read_tokens
+            cost += usage.cache_read_tokens * self.cached_input
+        if self.cache_write is not None:
+            fresh -= usage.cache_write_tokens
+            cost += usage.cache_write_tokens * self.cache_write
+        return (cost + fresh * self.input + usage.output_tokens * self.output) / 1e6
 
 
 def _prices(value: Mapping[str, Price]) -> Mapping[str, Price]:

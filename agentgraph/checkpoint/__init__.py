@@ -15,6 +15,7 @@ from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
 from ._records import StepRecord as StepRecord
 from ._resume import decode_contexts as decode_contexts
+from ._resume import log_blobs as log_blobs
 from ._sqlite import SQLiteStore as SQLiteStore
 from ._store import CheckpointStore as CheckpointStore
 from ._store import MemoryStore as MemoryStore
@@ -35,4 +36,5 @@ __all__ = (
     "StoreJournal",
     "decode_contexts",
     "fork",
+    "log_blobs",
 )

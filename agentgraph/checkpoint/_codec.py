@@ -9,29 +9,42 @@ so that attrs classes, dataclasses and enums come back as themselves.
 
 Keys of an encoded context: `i` input, `h` appended messages, `H` the whole
 history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage.
+
+The bytes of images and documents in messages are not stored inline: they go
+to the store's blobs (`put_blob`) once, and the message names them by SHA-256
+digest (`{"blob": digest, ...}`). Decoding takes the blobs, fetched up front
+(`load_blobs`), since decoding itself never waits on the store.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from .._context import AgentContext, History
-from .._errors import ContextDecodingError
+from .._errors import CheckpointError, ContextDecodingError, ContextEncodingError
 from .._json import NO_TYPES, Types, from_data, to_data
-from ..llm._messages import Message, ToolCall, Usage
+from ..llm._content import Document, Image, Part
+from ..llm._messages import Message, ToolCall, Usage, check_parts
 
 __all__ = (
+    "BlobPut",
     "ContextEncoder",
     "decode_context",
     "decode_message",
     "diff_data",
     "encode_message",
     "full_context",
+    "load_blobs",
 )
+
+BlobPut = Callable[[bytes], str]
+"""A store's `put_blob`: keeps bytes under their digest, returns the digest."""
 
 
 def _usage(usage: Usage) -> list[int]:
@@ -40,8 +53,9 @@ def _usage(usage: Usage) -> list[int]:
         usage.output_tokens,
         usage.requests,
         usage.reasoning_tokens,
-        usage.cached_tokens,
+        usage.cache_read_tokens,
         usage.unmetered,
+        usage.cache_write_tokens,
     ]
 
 
@@ -50,8 +64,81 @@ def encode_call(call: ToolCall, where: str) -> list[Any]:
     return [call.id, call.name, to_data(call.arguments, tagged=True, where=where)]
 
 
-def encode_message(message: Message, where: str) -> dict[str, Any]:
-    """A message as compact JSON data: its role plus the fields that are not defaults."""
+def _put(put: BlobPut | None, data: bytes, where: str) -> str:
+    if put is None:
+        raise ContextEncodingError(where, bytes, "file bytes are stored only in a checkpoint store")
+    try:
+        return put(data)
+    except NotImplementedError as exc:
+        raise ContextEncodingError(
+            where, bytes, f"{exc}; images and documents in messages need a store with blobs"
+        ) from exc
+
+
+def _encode_part(part: Part, put: BlobPut | None, where: str) -> Any:
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Image):
+        if part.data is None:
+            return {"k": "image", "url": part.url}
+        return {"k": "image", "blob": _put(put, part.data, where), "t": part.media_type}
+    return {"k": "document", "blob": _put(put, part.data, where), "n": part.name}
+
+
+def _decode_part(data: Any, blobs: Mapping[str, bytes]) -> Part:
+    if isinstance(data, str):
+        return data
+    if not isinstance(data, dict) or data.get("k") not in ("image", "document"):
+        raise ContextDecodingError("a stored message part is neither text, image nor document")
+    if "url" in data:
+        return Image(url=data["url"])
+    digest = data.get("blob")
+    if not isinstance(digest, str) or digest not in blobs:
+        raise CheckpointError(
+            f"a stored message names blob {digest!r}, which the store does not have"
+        )
+    try:
+        if data["k"] == "image":
+            return Image(blobs[digest], data.get("t"))
+        return Document(blobs[digest], data.get("n", "document.pdf"))
+    except ValueError as exc:
+        raise ContextDecodingError(f"a stored {data['k']} cannot be rebuilt: {exc}") from exc
+
+
+_BLOB = re.compile(rb'"blob":"([0-9a-f]{64})"')
+
+
+async def load_blobs(store: Any, encoded: Iterable[bytes]) -> dict[str, bytes]:
+    """The blobs the encoded records may name, from `store`, checked against their digest.
+
+    The records are searched for the digests as text, so a value of the user's
+    that merely looks like one is looked up too; a digest the store lacks is
+    left out here and refused only if a message needs it when decoded.
+
+    Raises:
+        CheckpointError: a blob's bytes do not match its digest (changed after
+            it was stored).
+    """
+    digests = {m.group(1).decode() for data in encoded for m in _BLOB.finditer(data)}
+    blobs: dict[str, bytes] = {}
+    for digest in sorted(digests):
+        try:
+            data = await store.get_blob(digest)
+        except (CheckpointError, NotImplementedError):
+            continue
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise CheckpointError(
+                f"blob {digest!r} does not match its digest: it changed after it was stored"
+            )
+        blobs[digest] = data
+    return blobs
+
+
+def encode_message(message: Message, where: str, put: BlobPut | None = None) -> dict[str, Any]:
+    """A message as compact JSON data: its role plus the fields that are not defaults.
+
+    `put` stores the bytes of images and documents (a store's `put_blob`).
+    """
     if type(message) is not Message:
         return {"x": to_data(message, tagged=True, where=where)}
     data: dict[str, Any] = {"r": message.role}
@@ -71,11 +158,21 @@ def encode_message(message: Message, where: str) -> dict[str, Any]:
         data["u"] = _usage(message.usage)
     if message.provider_data:
         data["pd"] = to_data(message.provider_data, tagged=True, where=f"{where}.provider_data")
+    if message.parts:
+        check_parts(message)
+        data["pt"] = [
+            _encode_part(part, put, f"{where}.parts[{i}]") for i, part in enumerate(message.parts)
+        ]
     return data
 
 
-def decode_message(data: dict[str, Any], types: Types = NO_TYPES) -> Message:
-    """The message `encode_message` described."""
+_NO_BLOBS: Mapping[str, bytes] = {}
+
+
+def decode_message(
+    data: dict[str, Any], types: Types = NO_TYPES, blobs: Mapping[str, bytes] = _NO_BLOBS
+) -> Message:
+    """The message `encode_message` described; `blobs` holds the bytes its parts name."""
     if "x" in data:
         value = from_data(data["x"], types)
         if not isinstance(value, Message):
@@ -93,11 +190,14 @@ def decode_message(data: dict[str, Any], types: Types = NO_TYPES) -> Message:
         is_error=data.get("e", False),
         usage=None if usage is None else Usage(*usage),
         provider_data=from_data(data.get("pd", {}), types),
+        parts=tuple(_decode_part(p, blobs) for p in data["pt"]) if "pt" in data else (),
     )
 
 
-def encode_messages(messages: Sequence[Message], where: str, offset: int = 0) -> list[Any]:
-    return [encode_message(m, f"{where}[{offset + i}]") for i, m in enumerate(messages)]
+def encode_messages(
+    messages: Sequence[Message], where: str, offset: int = 0, put: BlobPut | None = None
+) -> list[Any]:
+    return [encode_message(m, f"{where}[{offset + i}]", put) for i, m in enumerate(messages)]
 
 
 def _fields(ctx: AgentContext[Any], data: dict[str, Any], base: AgentContext[Any] | None) -> None:
@@ -116,9 +216,9 @@ def _fields(ctx: AgentContext[Any], data: dict[str, Any], base: AgentContext[Any
         data["u"] = _usage(ctx.usage)
 
 
-def full_context(ctx: AgentContext[Any]) -> bytes:
-    """`ctx` encoded on its own, depending on no other record."""
-    data: dict[str, Any] = {"H": encode_messages(ctx.history, "context.history")}
+def full_context(ctx: AgentContext[Any], put: BlobPut | None = None) -> bytes:
+    """`ctx` encoded on its own, depending on no other record (`put` stores file bytes)."""
+    data: dict[str, Any] = {"H": encode_messages(ctx.history, "context.history", put=put)}
     _fields(ctx, data, None)
     return orjson.dumps(data)
 
@@ -126,10 +226,11 @@ def full_context(ctx: AgentContext[Any]) -> bytes:
 class ContextEncoder:
     """Encodes each committed context as a change to the one committed before it."""
 
-    __slots__ = ("base",)
+    __slots__ = ("base", "put")
 
-    def __init__(self, base: AgentContext[Any]) -> None:
+    def __init__(self, base: AgentContext[Any], put: BlobPut | None = None) -> None:
         self.base = base
+        self.put = put
 
     def delta(self, ctx: AgentContext[Any]) -> bytes:
         """Encode `ctx` against the last context and make it the new base.
@@ -143,9 +244,9 @@ class ContextEncoder:
         if history is not before:
             added = history._added_after(before)
             if added is None:
-                data["H"] = encode_messages(history, "context.history")
+                data["H"] = encode_messages(history, "context.history", put=self.put)
             elif added:
-                data["h"] = encode_messages(added, "context.history", len(before))
+                data["h"] = encode_messages(added, "context.history", len(before), self.put)
         _fields(ctx, data, base)
         encoded = orjson.dumps(data)
         self.base = ctx
@@ -153,7 +254,10 @@ class ContextEncoder:
 
 
 def decode_context(
-    data: bytes, base: AgentContext[Any] | None, types: Types = NO_TYPES
+    data: bytes,
+    base: AgentContext[Any] | None,
+    types: Types = NO_TYPES,
+    blobs: Mapping[str, bytes] = _NO_BLOBS,
 ) -> AgentContext[Any]:
     """Rebuild a context from its encoding and the context of the record before it.
 
@@ -163,9 +267,9 @@ def decode_context(
     fields = orjson.loads(data)
     before = base if base is not None else _NOTHING
     if "H" in fields:
-        history = History(decode_message(m, types) for m in fields["H"])
+        history = History(decode_message(m, types, blobs) for m in fields["H"])
     elif "h" in fields:
-        history = before.history.append(*(decode_message(m, types) for m in fields["h"]))
+        history = before.history.append(*(decode_message(m, types, blobs) for m in fields["h"]))
     else:
         history = before.history
     usage = fields.get("u")

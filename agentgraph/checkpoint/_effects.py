@@ -9,7 +9,7 @@ result on resume means the call was in flight when the run stopped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -21,7 +21,14 @@ from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
-from ._codec import decode_message, diff_data, encode_call, encode_message, encode_messages
+from ._codec import (
+    BlobPut,
+    decode_message,
+    diff_data,
+    encode_call,
+    encode_message,
+    encode_messages,
+)
 from ._frames import state_of
 
 if TYPE_CHECKING:
@@ -47,26 +54,35 @@ def _shared(messages: Sequence[Message], history: History) -> tuple[int, int]:
     return 0, 0
 
 
-def encode_request(request: ChatRequest, history: History) -> dict[str, Any]:
+def encode_request(
+    request: ChatRequest, history: History, put: BlobPut | None = None
+) -> dict[str, Any]:
     """`request` as data, its run of messages from `history` stored as a count."""
     messages = request.messages
     start, shared = _shared(messages, history)
     rest = attrs.evolve(request, messages=())
+    after = start + shared
     return {
-        "pre": encode_messages(messages[:start], "request.messages"),
+        "pre": encode_messages(messages[:start], "request.messages", put=put),
         "h": shared,
-        "post": encode_messages(messages[start + shared :], "request.messages", start + shared),
+        "post": encode_messages(messages[after:], "request.messages", after, put),
         "rest": to_data(rest, tagged=True, where="request"),
     }
 
 
-def decode_request(data: dict[str, Any], history: History, types: Types = NO_TYPES) -> ChatRequest:
-    """The request `encode_request` stored, given the same history."""
+def decode_request(
+    data: dict[str, Any],
+    history: History,
+    types: Types = NO_TYPES,
+    blobs: Mapping[str, bytes] | None = None,
+) -> ChatRequest:
+    """The request `encode_request` stored, given the same history (`blobs`: its file bytes)."""
+    files = blobs or {}
     shared = tuple(history[i] for i in range(min(data["h"], len(history))))
     messages = (
-        *(decode_message(m, types) for m in data["pre"]),
+        *(decode_message(m, types, files) for m in data["pre"]),
         *shared,
-        *(decode_message(m, types) for m in data["post"]),
+        *(decode_message(m, types, files) for m in data["post"]),
     )
     rest: ChatRequest = from_data(data["rest"], types)
     return attrs.evolve(rest, messages=messages)
@@ -81,7 +97,7 @@ def recorded_model(
     found = journal.lookup(key, "model")
     if found is not None:
         data = orjson.loads(found)
-        recorded = decode_request(data["request"], history, journal.types)
+        recorded = decode_request(data["request"], history, journal.types, journal.blobs)
         if recorded == request:
             response: ChatResponse = from_data(data["response"], journal.types)
             return key, response
@@ -100,7 +116,7 @@ def record_model(
     """Record `response` to `request` under `key` (see `recorded_model`)."""
     history = state_of(rt, journal.initial).input.history
     value = {
-        "request": encode_request(request, history),
+        "request": encode_request(request, history, journal.store.put_blob),
         "response": to_data(response, tagged=True, where="response"),
     }
     journal.record(key, "model", orjson.dumps(value))

@@ -100,8 +100,10 @@ class StoreJournal:
         attempts: Mapping[str, int] | None = None,
         lease: Lease | None = None,
         types: Types = NO_TYPES,
+        blobs: Mapping[str, bytes] | None = None,
     ) -> None:
         self.types = types
+        self.blobs: Mapping[str, bytes] = blobs or {}
         self.store = store
         self.run_id = run_id
         self.initial = initial
@@ -109,7 +111,7 @@ class StoreJournal:
         self.frames = list(frames)
         self.replaying = expected is not None
         self._expected = expected or ()
-        self._encoder = ContextEncoder(base)
+        self._encoder = ContextEncoder(base, store.put_blob)
         self._seq = seq
         self._effects = {(e.key, e.kind): e.value for e in effects}
         # The attempt each step with a pending question resumes at, by anchor.

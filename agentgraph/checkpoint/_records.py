@@ -6,6 +6,10 @@ made, so a store only moves bytes and never needs the library's types.
 
 from __future__ import annotations
 
+import base64
+import binascii
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -121,13 +125,23 @@ def effect_step(key: str) -> int:
         raise CheckpointError(f"effect key {key!r} does not start with a step index") from None
 
 
+def _blob_map(value: Mapping[str, bytes]) -> Mapping[str, bytes]:
+    return MappingProxyType(dict(value))
+
+
 @attrs.frozen
 class RunLog:
-    """Everything a store holds for one run, in commit order."""
+    """Everything a store holds for one run, in commit order.
+
+    `blobs` holds the bytes of images and documents by digest when the log
+    travels without its store (a `Recording` file); a store's own `load`
+    leaves it empty, the bytes staying in the store.
+    """
 
     run: RunRecord
     steps: tuple[StepRecord, ...] = ()
     effects: tuple[Effect, ...] = ()
+    blobs: Mapping[str, bytes] = attrs.field(factory=dict, converter=_blob_map)
 
     @property
     def nbytes(self) -> int:
@@ -147,6 +161,10 @@ class RunLog:
         lines = [_line("run", self.run)]
         lines.extend(_line("step", r) for r in self.steps)
         lines.extend(_line("effect", e) for e in self.effects)
+        lines.extend(
+            orjson.dumps({"record": "blob", "digest": d, "data": base64.b64encode(b).decode()})
+            for d, b in self.blobs.items()
+        )
         return b"\n".join(lines) + b"\n"
 
     @staticmethod
@@ -155,6 +173,7 @@ class RunLog:
         run: RunRecord | None = None
         steps: list[StepRecord] = []
         effects: list[Effect] = []
+        blobs: dict[str, bytes] = {}
         raw = data.encode() if isinstance(data, str) else data
         for number, line in enumerate(raw.splitlines(), 1):
             if not line.strip():
@@ -165,13 +184,15 @@ class RunLog:
                     run = RunRecord(**fields)
                 elif kind == "step":
                     steps.append(StepRecord(**{**fields, "path": tuple(fields["path"])}))
+                elif kind == "blob":
+                    blobs[str(fields["digest"])] = base64.b64decode(fields["data"], validate=True)
                 else:
                     effects.append(Effect(**fields))
-            except (ValueError, TypeError, KeyError) as exc:
+            except (ValueError, TypeError, KeyError, binascii.Error) as exc:
                 raise CheckpointError(f"line {number} of a run log is not a record: {exc}") from exc
         if run is None:
             raise CheckpointError("a run log without its run record")
-        return RunLog(run, tuple(steps), tuple(effects))
+        return RunLog(run, tuple(steps), tuple(effects), blobs)
 
 
 _BLOBS = ("structure", "context", "value")
@@ -188,6 +209,8 @@ def _line(kind: str, record: Record) -> bytes:
 def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
     fields = orjson.loads(line)
     kind = fields.pop("record")
+    if kind == "blob":
+        return kind, fields
     if kind not in ("run", "step", "effect"):
         raise ValueError(f"unknown record kind {kind!r}")
     for name in _BLOBS:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -13,7 +13,7 @@ from .._errors import CheckpointError, ContextDecodingError, ResumeError
 from .._graph import Graph
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
-from ._codec import decode_context, full_context
+from ._codec import decode_context, full_context, load_blobs
 from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
@@ -26,6 +26,7 @@ __all__ = (
     "attempts",
     "changed",
     "decode_contexts",
+    "log_blobs",
     "open_replay",
     "open_resume",
     "open_run",
@@ -68,7 +69,8 @@ async def open_run(
     try:
         shape = orjson.dumps(structure(graph))
         try:
-            store.write((RunRecord(rid, graph.name, shape, full_context(ctx), time.time()),))
+            initial = full_context(ctx, store.put_blob)
+            store.write((RunRecord(rid, graph.name, shape, initial, time.time()),))
             # Once a step has run, the run can be resumed: its start must be on disk.
             await store.flush(run_id=rid)
         except CheckpointError as error:
@@ -83,15 +85,20 @@ async def open_run(
     return StoreJournal(store, rid, initial=ctx, base=ctx, lease=lease)
 
 
-def decode_contexts(log: RunLog, *, types: Types = NO_TYPES) -> list[AgentContext[Any]]:
+def decode_contexts(
+    log: RunLog, *, types: Types = NO_TYPES, blobs: Mapping[str, bytes] | None = None
+) -> list[AgentContext[Any]]:
     """The initial context, then the context of every step record, in commit order.
 
-    Only agentgraph's own types and those in `types` are constructed.
+    Only agentgraph's own types and those in `types` are constructed. `blobs`
+    holds the bytes of the images and documents the messages name (see
+    `log_blobs`).
     """
-    contexts = [decode_context(log.run.context, None, types)]
+    files = blobs or {}
+    contexts = [decode_context(log.run.context, None, types, files)]
     try:
         for record in log.steps:
-            contexts.append(decode_context(record.context, contexts[-1], types))
+            contexts.append(decode_context(record.context, contexts[-1], types, files))
     except ContextDecodingError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -191,6 +198,16 @@ def changed(before: dict[str, Any], after: dict[str, Any], where: str = "") -> s
     return "; ".join(parts) or "none"
 
 
+async def log_blobs(store: CheckpointStore, log: RunLog) -> dict[str, bytes]:
+    """The bytes of every image and document `log`'s messages name, checked against their digest.
+
+    Raises:
+        CheckpointError: a blob is missing, or its bytes no longer match its digest.
+    """
+    records = (log.run.context, *(r.context for r in log.steps), *(e.value for e in log.effects))
+    return await load_blobs(store, records)
+
+
 async def _load(store: CheckpointStore, run_id: str) -> RunLog:
     log = await store.load(run_id)
     if log is None:
@@ -259,7 +276,8 @@ async def open_resume(
     lease = await store.acquire(run_id, owner=new_owner())
     try:
         log = await _load(store, run_id)
-        contexts = decode_contexts(log, types=types)
+        blobs = await log_blobs(store, log)
+        contexts = decode_contexts(log, types=types, blobs=blobs)
         frames = plan(log.steps, contexts)
         _check_frames(graph, frames, log, contexts[-1])
         journal = StoreJournal(
@@ -274,6 +292,7 @@ async def open_resume(
             attempts=attempts(_pending(log)),
             lease=lease,
             types=types,
+            blobs=blobs,
         )
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
@@ -288,7 +307,8 @@ async def open_replay(
 ) -> StoreJournal:
     """A journal that replays `run_id` against its record (a fork: from where it was forked)."""
     log = await _load(store, run_id)
-    contexts = decode_contexts(log, types=types)
+    blobs = await log_blobs(store, log)
+    contexts = decode_contexts(log, types=types, blobs=blobs)
     start = 0
     if log.run.parent_step is not None:
         start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)
@@ -306,4 +326,5 @@ async def open_replay(
         resumed_at=(contexts[start], log.steps[start - 1].step) if start else None,
         expected=expected,
         types=types,
+        blobs=blobs,
     )

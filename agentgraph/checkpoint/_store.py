@@ -290,7 +290,7 @@ async def fork(
         parent_step=step,
     )
     steps = [attrs.evolve(r, run_id=fresh) for r in log.steps[:cut]]
-    data = full_context(context) if context is not None else last.context
+    data = full_context(context, store.put_blob) if context is not None else last.context
     steps.append(attrs.evolve(last, run_id=fresh, context=data))
     # Effects of steps that had started by the cut; the copy redoes everything after it.
     effects = [

@@ -9,6 +9,10 @@ import typing as _typing
 
 from ._capabilities import Capabilities as Capabilities
 from ._capabilities import OnUnsupported as OnUnsupported
+from ._content import Document as Document
+from ._content import Image as Image
+from ._content import ImageType as ImageType
+from ._content import Part as Part
 from ._embedder import Embedder as Embedder
 from ._messages import Message as Message
 from ._messages import Role as Role
@@ -80,10 +84,13 @@ __all__ = (
     "ChatModel",
     "ChatRequest",
     "ChatResponse",
+    "Document",
     "Embedder",
     "FinishReason",
     "GigaChatEmbedder",
     "GigaChatModel",
+    "Image",
+    "ImageType",
     "Message",
     "OllamaEmbedder",
     "OllamaModel",
@@ -92,6 +99,7 @@ __all__ = (
     "OpenAIModel",
     "OpenAIResponsesModel",
     "OutputSchema",
+    "Part",
     "ProviderRetry",
     "ReasoningDelta",
     "ResponseDone",

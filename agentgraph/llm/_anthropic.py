@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
-from ._anthropic_wire import EventReader, anthropic_messages, parse_message
+from ._anthropic_wire import EventReader, anthropic_messages, mark_cache, parse_message
 from ._capabilities import Capabilities
 from ._http import ProviderRetry
 from ._model import ChatRequest, ChatResponse, StreamEvent
@@ -23,6 +23,8 @@ _BUDGETS = {"low": 1024, "medium": 4096, "high": 16384}
 _MIN_BUDGET = 1024
 # Models released before extended thinking existed.
 _NO_THINKING = re.compile(r"^claude-(?:instant|2|3-(?!7)|3\.5)")
+# Models released before Claude read images.
+_OLD = re.compile(r"^claude-(?:instant|[12](?:\.|-|$))")
 
 
 class AnthropicModel(ChatClientBase):
@@ -40,10 +42,15 @@ class AnthropicModel(ChatClientBase):
         base_url: the API root without `/v1`.
         max_tokens: `max_tokens` when the request sets no `max_output` (the API
             requires one); the thinking budget is added on top.
+        cache: put prompt-cache breakpoints (`cache_control`) on the last
+            tool, the system prompt and the last two user turns, so a growing
+            conversation is read from the cache instead of paid in full each
+            call; a request's `cache` (from `Settings.cache`) overrides it.
+        cache_ttl: how long the cache lives: the API's default (`"5m"`) or `"1h"`.
         headers, http_client, timeout, retry, capabilities, provider: as for `OpenAIModel`.
     """
 
-    __slots__ = ("_max_tokens",)
+    __slots__ = ("_cache", "_cache_ttl", "_max_tokens")
 
     _path = "/v1/messages"
     _native_output = False  # answers follow the prompt fragment and the lenient parser
@@ -55,6 +62,8 @@ class AnthropicModel(ChatClientBase):
         api_key: str | None = None,
         base_url: str = ANTHROPIC_BASE_URL,
         max_tokens: int = 4096,
+        cache: bool = False,
+        cache_ttl: Literal["5m", "1h"] | None = None,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
         timeout: float | httpx.Timeout | None = None,
@@ -69,6 +78,10 @@ class AnthropicModel(ChatClientBase):
         )
         self._caps = capabilities or Capabilities()
         self._max_tokens = max_tokens
+        if cache_ttl not in (None, "5m", "1h"):
+            raise ValueError(f"cache_ttl is '5m', '1h' or None, not {cache_ttl!r}")
+        self._cache = cache
+        self._cache_ttl = cache_ttl
 
     def _auth_headers(self, key: str) -> dict[str, str]:
         return {"x-api-key": key}
@@ -76,6 +89,12 @@ class AnthropicModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
+        self._caps.check_media(
+            request.messages,
+            model=model,
+            images=not _OLD.match(model),
+            documents=not _OLD.match(model),
+        )
         system, messages = anthropic_messages(request.messages, provider=self._http.provider)
         thinking, max_tokens = self._thinking(request, model)
         body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
@@ -104,6 +123,8 @@ class AnthropicModel(ChatClientBase):
             self._caps.allows(
                 "output", model=model, default=False, reason="no native structured output here"
             )
+        if self._cache if request.cache is None else request.cache:
+            mark_cache(body, self._cache_ttl)
         if stream:
             body["stream"] = True
         return body

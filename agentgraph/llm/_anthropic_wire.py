@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ import orjson
 
 from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments, wire_arguments
+from ._content import Image, Part
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
 from ._messages import Message, ToolCall, Usage
@@ -21,13 +23,53 @@ from ._model import (
     ToolCallDelta,
 )
 
-__all__ = ("THINKING_KEY", "EventReader", "anthropic_messages", "anthropic_usage", "parse_message")
+__all__ = (
+    "MAX_BREAKPOINTS",
+    "THINKING_KEY",
+    "EventReader",
+    "anthropic_messages",
+    "anthropic_usage",
+    "mark_cache",
+    "parse_message",
+)
 
 THINKING_KEY = "anthropic.thinking"
 """`Message.provider_data` key of the thinking blocks that must go back verbatim."""
 
 
+def _media_block(part: Part) -> dict[str, Any]:
+    """A text, image or document block of a user turn."""
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if isinstance(part, Image):
+        source: dict[str, Any] = (
+            {"type": "url", "url": part.url}
+            if part.data is None
+            else {
+                "type": "base64",
+                "media_type": part.media_type,
+                "data": base64.b64encode(part.data).decode(),
+            }
+        )
+        return {"type": "image", "source": source}
+    return {
+        "type": "document",
+        "source": {
+            "type": "base64",
+            "media_type": part.media_type,
+            "data": base64.b64encode(part.data).decode(),
+        },
+        "title": part.name,
+    }
+
+
 def _user_blocks(message: Message, provider: str) -> list[dict[str, Any]]:
+    if message.parts:  # whitespace-only text says nothing, and the API refuses it
+        return [
+            _media_block(part)
+            for part in message.parts
+            if not isinstance(part, str) or part.strip()
+        ]
     if message.role != "tool":
         # Anthropic refuses text blocks holding only whitespace; such text says nothing.
         return [{"type": "text", "text": message.content}] if message.content.strip() else []
@@ -94,6 +136,41 @@ def anthropic_messages(
     return "\n\n".join(part for part in system if part), turns
 
 
+MAX_BREAKPOINTS = 4
+"""The most `cache_control` breakpoints one request may carry."""
+
+
+def mark_cache(body: dict[str, Any], ttl: str | None = None) -> None:
+    """Put prompt-cache breakpoints on `body`: last tool, system, and the last two user turns.
+
+    The cached prefix runs tools, system, messages. Marking the last tool and
+    the system keeps them cached when only the conversation changes; marking
+    the newest user turn writes the conversation so far, and marking the one
+    before it reads what the previous request wrote, however many blocks the
+    turn between them added. Never more than `MAX_BREAKPOINTS`.
+    """
+    marker: dict[str, Any] = {"type": "ephemeral"}
+    if ttl is not None:
+        marker["ttl"] = ttl
+    used = 0
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": marker}
+        used += 1
+    system = body.get("system")
+    if system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": marker}]
+        used += 1
+    turns = 0
+    for turn in reversed(body["messages"]):
+        if turns == 2 or used == MAX_BREAKPOINTS:
+            break
+        if turn["role"] == "user" and turn["content"]:
+            turn["content"][-1] = {**turn["content"][-1], "cache_control": marker}
+            turns += 1
+            used += 1
+
+
 def anthropic_usage(raw: Any, previous: Usage | None = None) -> Usage:
     """`usage` as `Usage`; input counts cache reads and writes. Stream values are cumulative."""
     if not isinstance(raw, dict):
@@ -109,16 +186,20 @@ def anthropic_usage(raw: Any, previous: Usage | None = None) -> Usage:
         pick("cache_read_input_tokens"),
         pick("output_tokens"),
     )
-    cached = base.cached_tokens if read is None else read
+    cached = base.cache_read_tokens if read is None else read
+    stored = base.cache_write_tokens if written is None else written
     if fresh is None and written is None and read is None:
         input_tokens = base.input_tokens
     else:
-        input_tokens = (fresh or 0) + (written or 0) + cached
+        if fresh is None:  # a later event that restates only the cache counts
+            fresh = max(0, base.input_tokens - base.cache_read_tokens - base.cache_write_tokens)
+        input_tokens = fresh + stored + cached
     return Usage(
         input_tokens=input_tokens,
         output_tokens=base.output_tokens if output is None else output,
         requests=1,
-        cached_tokens=cached,
+        cache_read_tokens=cached,
+        cache_write_tokens=stored,
     )
 
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import Literal
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 
 from .._errors import UnsupportedSetting
+
+if TYPE_CHECKING:
+    from ._messages import Message
 
 __all__ = ("Capabilities", "Hint", "OnUnsupported")
 
@@ -35,6 +40,10 @@ class Capabilities:
       (the same request repeats on every step).
     - `"fail"`: `UnsupportedSetting` is raised before anything is sent.
 
+    `images` and `documents` say whether the model reads images and PDF
+    documents in messages. Content is never dropped: a message the model
+    cannot read raises `UnsupportedSetting` whatever `on_unsupported` says.
+
     ```python
     model = OpenAIModel("o3-mini", api_key=key, capabilities=Capabilities(on_unsupported="fail"))
     ```
@@ -45,6 +54,8 @@ class Capabilities:
     tool_choice: bool | None = None
     output: bool | None = None
     on_unsupported: OnUnsupported = "warn"
+    images: bool | None = None
+    documents: bool | None = None
 
     def allows(self, hint: Hint, *, model: str, default: bool = True, reason: str = "") -> bool:
         """Whether `hint` may be sent; applies the policy when it may not.
@@ -70,3 +81,57 @@ class Capabilities:
             _log.debug(
                 "model %r does not support %s%s; left out of the request", model, hint, detail
             )
+
+    def check_media(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str,
+        images: bool = True,
+        documents: bool = True,
+        image_urls: bool = True,
+        reason: str = "",
+    ) -> None:
+        """Refuse images or documents in `messages` that the model cannot take.
+
+        Args:
+            messages: the request's messages.
+            model: the model name, for the message.
+            images, documents: the inferred support, used when the field is `None`.
+            image_urls: whether images may be given by URL (else bytes only).
+            reason: why the provider cannot take them, naming the fix.
+
+        Raises:
+            UnsupportedSetting: always, whatever `on_unsupported` says: dropping
+                content would change what the model is asked.
+            ValueError, TypeError: a message's parts disagree with it.
+        """
+        if not any(map(_PARTS, messages)):  # the common case, at C speed
+            return
+        from ._content import Document, Image
+        from ._messages import check_parts
+
+        found: list[Image | Document] = []
+        for message in messages:
+            if message.parts:
+                check_parts(message)
+                found.extend(message.media)
+        if not found:
+            return
+        if any(isinstance(p, Image) for p in found):
+            if not (images if self.images is None else self.images):
+                raise UnsupportedSetting(model, "images", reason or _DECLARE.format("images"))
+            if not image_urls and any(isinstance(p, Image) and p.data is None for p in found):
+                raise UnsupportedSetting(
+                    model,
+                    "images by URL",
+                    "it takes image bytes only: fetch the image and use Image.from_bytes",
+                )
+        if any(not isinstance(p, Image) for p in found) and not (
+            documents if self.documents is None else self.documents
+        ):
+            raise UnsupportedSetting(model, "documents", reason or _DECLARE.format("documents"))
+
+
+_PARTS = operator.attrgetter("parts")
+_DECLARE = "use a model that reads {0}, or declare it with Capabilities({0}=True) if this one does"

@@ -177,6 +177,14 @@ class GigaChatModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
+        self._caps.check_media(
+            request.messages,
+            model=model,
+            images=False,
+            documents=False,
+            reason="GigaChat takes files only as uploads referenced by id, which this client "
+            "does not do: describe the file in text, or use another provider for it",
+        )
         body: dict[str, Any] = {
             "model": model,
             "messages": gigachat_messages(request.messages, provider=self._http.provider),

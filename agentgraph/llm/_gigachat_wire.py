@@ -98,7 +98,7 @@ def gigachat_usage(raw: Any) -> Usage:
         input_tokens=as_int(raw.get("prompt_tokens")),
         output_tokens=as_int(raw.get("completion_tokens")),
         requests=1,
-        cached_tokens=as_int(raw.get("precached_prompt_tokens")),
+        cache_read_tokens=as_int(raw.get("precached_prompt_tokens")),
     )
 
 

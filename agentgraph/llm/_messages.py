@@ -9,7 +9,9 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage")
+from ._content import Document, Image, Part
+
+__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage", "check_parts", "join_text")
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -37,6 +39,35 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return MappingProxyType(dict(value))
 
 
+def check_parts(message: Message) -> None:
+    """Refuse `parts` that are not a user message's content, in order, with `content` its text.
+
+    Checked where the parts are sent or stored rather than on every `Message`
+    made, so plain text messages cost nothing more to build.
+    """
+    parts = message.parts
+    if type(parts) is not tuple:
+        raise TypeError(f"Message.parts is a tuple, not {type(parts).__name__}")
+    for part in parts:
+        if not isinstance(part, str | Image | Document):
+            raise TypeError(
+                f"a message part is a str, Image or Document, not {type(part).__name__}"
+            )
+    if message.role != "user":
+        raise ValueError(f"only user messages carry images and documents, not {message.role}")
+    text = join_text(parts)
+    if message.content != text:
+        raise ValueError(
+            "Message.content must be the text of its parts; build the message with "
+            "Message.user(*parts), which sets both"
+        )
+
+
+def join_text(parts: Iterable[Part]) -> str:
+    """The text of `parts`: their strings, one paragraph each."""
+    return "\n\n".join(part for part in parts if isinstance(part, str))
+
+
 def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
     return value if isinstance(value, tuple) else tuple(value)
 
@@ -48,6 +79,11 @@ _NO_PROVIDER_DATA: Mapping[str, Any] = MappingProxyType({})
 class Usage:
     """Tokens and model calls, summed with `+`.
 
+    `input_tokens` counts every input token, cached or not: `cache_read_tokens`
+    of them were read from the provider's prompt cache (billed at its cache
+    rate) and `cache_write_tokens` were written to it (Anthropic bills those
+    above the input rate). `reasoning_tokens` are part of `output_tokens`.
+
     `unmetered` counts requests whose token counts the provider never reported
     (a stream that ended without its usage chunk, a server that sends none):
     their tokens are missing from the totals, which are then a lower bound.
@@ -57,8 +93,9 @@ class Usage:
     output_tokens: int = 0
     requests: int = 0
     reasoning_tokens: int = 0
-    cached_tokens: int = 0
+    cache_read_tokens: int = 0
     unmetered: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -70,8 +107,9 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.requests + other.requests,
             self.reasoning_tokens + other.reasoning_tokens,
-            self.cached_tokens + other.cached_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
             self.unmetered + other.unmetered,
+            self.cache_write_tokens + other.cache_write_tokens,
         )
 
 
@@ -134,6 +172,11 @@ class Message:
     `provider_data` holds wire data one provider needs back verbatim in later
     requests (Anthropic thinking signatures, GigaChat `functions_state_id`),
     keyed `"<provider>.<field>"`; other providers ignore it.
+
+    `parts` is the content of a user message holding images or documents, in
+    order (strings, `Image`s and `Document`s); `content` is then its text, so
+    code that reads text keeps working. `Message.user(...)` sets both; parts
+    that disagree with the message are refused when it is sent or stored.
     """
 
     role: Role
@@ -147,14 +190,39 @@ class Message:
     provider_data: Mapping[str, Any] = attrs.field(
         default=_NO_PROVIDER_DATA, converter=_frozen_mapping
     )
+    parts: tuple[Part, ...] = ()
 
     @classmethod
     def system(cls, content: str) -> Message:
         return cls("system", content)
 
     @classmethod
-    def user(cls, content: str) -> Message:
-        return cls("user", content)
+    def user(cls, content: Part, *more: Part) -> Message:
+        """A user turn: text, or text with images and documents in the order given.
+
+        ```python
+        from agentgraph.llm import Image, Message
+
+        pixel = bytes.fromhex(
+            "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+            "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
+        )
+        message = Message.user("What is in this picture?", Image.from_bytes(pixel))
+        assert message.content == "What is in this picture?"
+        ```
+        """
+        if not more and type(content) is str:
+            return cls("user", content)
+        parts = (content, *more)
+        text = join_text(parts)
+        if all(isinstance(part, str) for part in parts):
+            return cls("user", text)
+        return cls("user", text, parts=parts)
+
+    @property
+    def media(self) -> tuple[Image | Document, ...]:
+        """The images and documents among `parts`."""
+        return tuple(part for part in self.parts if not isinstance(part, str))
 
     @classmethod
     def assistant(

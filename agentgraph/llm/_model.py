@@ -65,7 +65,9 @@ class ChatRequest:
     """Everything a model call needs, as data. `None` means "provider default".
 
     `messages` may start with a system message; providers that take the system
-    prompt separately (Anthropic) lift it out.
+    prompt separately (Anthropic) lift it out. `cache` turns the provider's
+    explicit prompt caching on or off (`None`: the model's own setting);
+    providers that cache on their own (OpenAI) report it in `Usage` either way.
     """
 
     messages: tuple[Message, ...] = attrs.field(converter=_to_messages)
@@ -78,6 +80,7 @@ class ChatRequest:
     )
     output: OutputSchema | None = None
     model: str | None = None
+    cache: bool | None = None
     """Overrides the client's model name for this request."""
 
 

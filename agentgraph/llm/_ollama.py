@@ -7,6 +7,7 @@ response with tool calls still says `done_reason: "stop"`.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import aclosing
 from typing import Any
@@ -24,6 +25,7 @@ from ._assemble import (
     wire_arguments,
 )
 from ._capabilities import Capabilities
+from ._content import Image
 from ._decode import iter_ndjson
 from ._http import ProviderRetry, error_from_body, scrub
 from ._messages import Message, ToolCall, Usage
@@ -50,6 +52,12 @@ def ollama_messages(messages: Sequence[Message], *, provider: str) -> list[dict[
     out: list[dict[str, Any]] = []
     for message in messages:
         item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.parts:  # the text goes in `content`, the images (bytes only) after it
+            item["images"] = [
+                base64.b64encode(part.data).decode()
+                for part in message.parts
+                if isinstance(part, Image) and part.data is not None
+            ]
         if message.role == "assistant":
             if message.reasoning:
                 item["thinking"] = message.reasoning
@@ -151,6 +159,14 @@ class OllamaModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
+        self._caps.check_media(
+            request.messages,
+            model=model,
+            documents=False,
+            image_urls=False,
+            reason="Ollama reads images only (bytes), not PDF documents: "
+            "send the document's text instead",
+        )
         body: dict[str, Any] = {
             "model": model,
             "messages": ollama_messages(request.messages, provider=self._http.provider),

@@ -30,6 +30,8 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY = KeyRule("OpenAI", "api.openai.com", "OPENAI_API_KEY")
 """OpenAI's own API needs a key; compatible servers decide for themselves."""
 _REASONING = re.compile(r"^(?:.*/)?(?:o\d|gpt-5(?!-chat))")
+# Text-only models (images in a message are refused before sending).
+_NO_IMAGES = re.compile(r"^(?:.*/)?(?:gpt-3\.5|gpt-4(?:-\d{4})?$|o1-mini|o3-mini)")
 
 
 class OpenAIModel(ChatClientBase):
@@ -90,6 +92,12 @@ class OpenAIModel(ChatClientBase):
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
         provider = self._http.provider
+        self._caps.check_media(
+            request.messages,
+            model=model,
+            images=not _NO_IMAGES.match(model),
+            documents=self._official,
+        )
         body: dict[str, Any] = {
             "model": model,
             "messages": openai_messages(request.messages, provider=provider),

@@ -19,6 +19,7 @@ from ._assemble import (
     normalize_finish,
     parse_arguments,
 )
+from ._content import Image, Part, data_url
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
 from ._messages import Message, ToolCall, ToolSpec, Usage
@@ -73,10 +74,25 @@ def openai_messages(messages: Sequence[Message], *, provider: str) -> list[dict[
                 "tool_call_id": message.tool_call_id,
                 "content": message.content,
             }
+        elif message.parts:
+            item = {"role": "user", "content": [_part(part) for part in message.parts]}
         else:
             item = {"role": message.role, "content": message.content}
         out.append(item)
     return out
+
+
+def _part(part: Part) -> dict[str, Any]:
+    """One content part of a user message: text, an image URL (or data URL), a PDF file."""
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if isinstance(part, Image):
+        url = part.url if part.data is None else data_url(str(part.media_type), part.data)
+        return {"type": "image_url", "image_url": {"url": url}}
+    return {
+        "type": "file",
+        "file": {"filename": part.name, "file_data": data_url(part.media_type, part.data)},
+    }
 
 
 def openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -110,7 +126,7 @@ def openai_usage(raw: Any) -> Usage:
         reasoning_tokens=as_int(completion.get("reasoning_tokens"))
         if isinstance(completion, dict)
         else 0,
-        cached_tokens=as_int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0,
+        cache_read_tokens=as_int(prompt.get("cached_tokens")) if isinstance(prompt, dict) else 0,
     )
 
 

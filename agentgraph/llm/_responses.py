@@ -108,6 +108,7 @@ class OpenAIResponsesModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
+        self._caps.check_media(request.messages, model=model)
         reasons = self._reasons(model)
         instructions, items = responses_input(
             request.messages, provider=self._http.provider, reasoning=reasons

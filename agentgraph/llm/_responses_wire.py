@@ -14,6 +14,7 @@ from typing import Any, TypeGuard
 
 from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import ToolCallAssembler, arguments_json, as_int, new_call_id, parse_arguments
+from ._content import Image, Part, data_url
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
 from ._messages import Message, ToolCall, ToolSpec, Usage
@@ -92,9 +93,26 @@ def responses_input(
             )
         elif message.role == "assistant":
             items.extend(_assistant_items(message, reasoning))
+        elif message.parts:
+            content = [_input_part(part) for part in message.parts]
+            items.append({"type": "message", "role": "user", "content": content})
         else:
             items.append({"type": "message", "role": "user", "content": message.content})
     return "\n\n".join(system), items
+
+
+def _input_part(part: Part) -> dict[str, Any]:
+    """One part of a user turn: text, an image (URL or data URL), a PDF file (data URL)."""
+    if isinstance(part, str):
+        return {"type": "input_text", "text": part}
+    if isinstance(part, Image):
+        url = part.url if part.data is None else data_url(str(part.media_type), part.data)
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    return {
+        "type": "input_file",
+        "filename": part.name,
+        "file_data": data_url(part.media_type, part.data),
+    }
 
 
 def _assistant_items(message: Message, reasoning: bool) -> list[dict[str, Any]]:
@@ -190,7 +208,8 @@ def responses_usage(raw: Any) -> Usage:
         output_tokens=as_int(raw.get("output_tokens")),
         requests=1,
         reasoning_tokens=as_int(outputs.get("reasoning_tokens")) if _mapping(outputs) else 0,
-        cached_tokens=as_int(inputs.get("cached_tokens")) if _mapping(inputs) else 0,
+        cache_read_tokens=as_int(inputs.get("cached_tokens")) if _mapping(inputs) else 0,
+        cache_write_tokens=as_int(inputs.get("cache_write_tokens")) if _mapping(inputs) else 0,
     )
 
 

@@ -29,6 +29,7 @@ def _merge_settings(ctx: Settings, override: Settings | None) -> Settings:
         temperature=override.temperature if override.temperature is not None else ctx.temperature,
         max_output=override.max_output if override.max_output is not None else ctx.max_output,
         think=override.think if override.think is not None else ctx.think,
+        cache=override.cache if override.cache is not None else ctx.cache,
     )
 
 
@@ -57,6 +58,7 @@ def build_request(
         max_output=merged.max_output,
         think=merged.think,
         model=merged.model,
+        cache=merged.cache,
     )
 
 

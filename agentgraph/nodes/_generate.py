@@ -251,6 +251,7 @@ class Generate(Node[Any, T]):
             think=self.think if self.think is not None else settings.think,
             output=self.output,
             model=settings.model,
+            cache=settings.cache,
         )
 
     async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:

@@ -12,6 +12,7 @@ from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse
 from ._fake_common import Dialect
 from ._fake_decode import decode_anthropic
+from ._fake_media import PromptCache, anthropic_media_problem
 from ._faults import ErrorResponse, StreamError
 from ._replies import ids, split_text
 
@@ -65,6 +66,7 @@ class AnthropicDialect(Dialect):
         super().__init__(*args, **kwargs)
         self._message_id = ids("msg_fake")
         self._request_id = ids("req_fake")
+        self.cache = PromptCache()
 
     def response_headers(self) -> dict[str, str]:
         return {"request-id": self._request_id()}
@@ -114,7 +116,7 @@ class AnthropicDialect(Dialect):
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
             return _bad("messages: at least one message is required")
-        problem = _check_messages(messages)
+        problem = _check_messages(messages) or anthropic_media_problem(body)
         if problem is None and thinking.get("type") in ("enabled", "adaptive"):
             problem = _check_thinking(messages)
         return problem
@@ -123,7 +125,6 @@ class AnthropicDialect(Dialect):
         return decode_anthropic(body)
 
     def render(self, response: ChatResponse, body: Mapping[str, Any]) -> dict[str, Any]:
-        usage = response.usage
         return {
             "id": response.id or self._message_id(),
             "type": "message",
@@ -132,13 +133,22 @@ class AnthropicDialect(Dialect):
             "content": _blocks(response.message),
             "stop_reason": _stop(response),
             "stop_sequence": None,
-            "usage": {
-                # Anthropic counts cache reads apart from `input_tokens`.
-                "input_tokens": max(0, usage.input_tokens - usage.cached_tokens),
-                "output_tokens": usage.output_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": usage.cached_tokens,
-            },
+            "usage": self._usage(response, body),
+        }
+
+    def _usage(self, response: ChatResponse, body: Mapping[str, Any]) -> dict[str, int]:
+        usage = response.usage
+        cached = self.cache.usage(body)
+        if cached is not None:  # breakpoints: the fake's own cache says what was read and written
+            fresh, written, read = cached
+        else:  # Anthropic counts cache reads and writes apart from `input_tokens`.
+            written, read = usage.cache_write_tokens, usage.cache_read_tokens
+            fresh = max(0, usage.input_tokens - read - written)
+        return {
+            "input_tokens": fresh,
+            "output_tokens": usage.output_tokens,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
         }
 
     def render_stream(self, response: ChatResponse, body: Mapping[str, Any]) -> list[bytes]:

@@ -13,6 +13,7 @@ import orjson
 
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..llm._model import ChatRequest, OutputSchema
+from ._fake_media import anthropic_part, ollama_parts, openai_part
 
 __all__ = ("decode_anthropic", "decode_gigachat", "decode_ollama", "decode_openai")
 
@@ -52,6 +53,11 @@ def decode_openai(body: Mapping[str, Any]) -> ChatRequest:
                 for c in raw.get("tool_calls") or ()
             )
             messages.append(Message.assistant(content, tool_calls=calls))
+        elif isinstance(raw.get("content"), list) and any(
+            part.get("type") in ("image_url", "file") for part in raw["content"]
+        ):
+            parts = (openai_part(part) for part in raw["content"])
+            messages.append(Message.user(*(part for part in parts if part is not None)))
         else:
             messages.append(Message.user(content))
     tools = tuple(
@@ -121,6 +127,10 @@ def _anthropic_message(raw: Mapping[str, Any]) -> list[Message]:
         for b in content
         if b.get("type") == "tool_result"
     ]
+    if any(b.get("type") in ("image", "document") for b in content):
+        parts = (anthropic_part(b) for b in content if b.get("type") != "tool_result")
+        messages.append(Message.user(*(part for part in parts if part is not None)))
+        return messages
     text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
     if text or not messages:
         messages.append(Message.user(text))
@@ -177,6 +187,8 @@ def _ollama_message(raw: Mapping[str, Any]) -> Message:
             for c in raw.get("tool_calls") or ()
         )
         return Message.assistant(content, tool_calls=calls, reasoning=raw.get("thinking"))
+    if raw.get("images"):
+        return Message.user(*ollama_parts(raw))
     return Message.user(content)
 
 

@@ -246,5 +246,5 @@ def _usage(response: ChatResponse) -> dict[str, int]:
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
-        "precached_prompt_tokens": usage.cached_tokens,
+        "precached_prompt_tokens": usage.cache_read_tokens,
     }

@@ -11,6 +11,7 @@ import orjson
 from ..llm._model import ChatRequest, ChatResponse
 from ._fake_common import Dialect, valid_dimensions
 from ._fake_decode import decode_ollama
+from ._fake_media import ollama_images_problem
 from ._faults import ErrorResponse, StreamError
 from ._replies import approx_tokens, split_text
 
@@ -68,6 +69,9 @@ class OllamaDialect(Dialect):
             role = str(message.get("role", "")).lower() if isinstance(message, dict) else ""
             if role not in _ROLES:
                 return _bad(f"messages[{i}]: invalid role {role!r}")
+            problem = ollama_images_problem(message, i)
+            if problem is not None:
+                return problem
             for call in message.get("tool_calls") or ():
                 arguments = (call.get("function") or {}).get("arguments")
                 if not isinstance(arguments, dict):

@@ -11,6 +11,7 @@ import orjson
 from ..llm._model import ChatRequest, ChatResponse
 from ._fake_common import Dialect, unix_now, valid_dimensions
 from ._fake_decode import decode_openai
+from ._fake_media import openai_content_problem
 from ._faults import ErrorResponse, StreamError
 from ._replies import approx_tokens, float32_base64, ids, split_text
 
@@ -261,7 +262,7 @@ def _usage(response: ChatResponse) -> dict[str, Any]:
         "prompt_tokens": usage.input_tokens,
         "completion_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cached_tokens},
+        "prompt_tokens_details": {"cached_tokens": usage.cache_read_tokens},
         "completion_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
     }
 
@@ -296,6 +297,9 @@ def _check_messages(messages: list[Any]) -> ErrorResponse | None:
                 param=f"messages[{i}].role",
                 code="invalid_value",
             )
+        problem = openai_content_problem(role, message.get("content"), i)
+        if problem is not None:
+            return problem
         if role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in pending:

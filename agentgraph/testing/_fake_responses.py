@@ -16,6 +16,7 @@ import orjson
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..llm._model import ChatRequest, ChatResponse, OutputSchema
 from ._fake_common import unix_now
+from ._fake_media import responses_part
 from ._fake_openai import OpenAIDialect
 from ._fake_responses_checks import REASONING_MODEL, check_body, sealed
 from ._faults import ErrorResponse, StreamError
@@ -168,8 +169,8 @@ class ResponsesDialect(OpenAIDialect):
             "usage": {
                 "input_tokens": usage.input_tokens,
                 "input_tokens_details": {
-                    "cached_tokens": usage.cached_tokens,
-                    "cache_write_tokens": 0,
+                    "cached_tokens": usage.cache_read_tokens,
+                    "cache_write_tokens": usage.cache_write_tokens,
                 },
                 "output_tokens": usage.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
@@ -272,9 +273,15 @@ def _decode_item(item: dict[str, Any], messages: list[Message]) -> None:
     kind = item.get("type", "message")
     if kind == "message":
         content = item.get("content")
+        role = item.get("role")
+        if isinstance(content, list) and role == "user":
+            parts = [responses_part(p) for p in content if isinstance(p, dict)]
+            kept = [p for p in parts if p is not None]
+            if kept and any(not isinstance(p, str) for p in kept):
+                messages.append(Message.user(*kept))
+                return
         if isinstance(content, list):
             content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        role = item.get("role")
         if role in ("system", "developer"):
             messages.append(Message.system(str(content or "")))
         elif role == "assistant":

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._fake_media import responses_content_problem
 from ._faults import ErrorResponse
 
 __all__ = ("REASONING_MODEL", "check_body", "sealed")
@@ -303,7 +304,7 @@ def _check_message(item: dict[str, Any], i: int) -> ErrorResponse | None:
             f"Invalid type for 'input[{i}].content': expected one of a string or array.",
             param=f"input[{i}].content",
         )
-    return None
+    return responses_content_problem(str(item.get("role")), item["content"], i)
 
 
 def _check_call(item: dict[str, Any], i: int, pending: list[str]) -> ErrorResponse | None:

@@ -93,10 +93,11 @@ class FakeServer:
         _check_replies((*script, *(() if default is None else (default,))))
         self._state = FakeState(responder, default, delay)
         self._state.script.extend(script)
+        self._anthropic = AnthropicDialect(options)
         app = build_app(
             self._state,
             openai=OpenAIDialect(options),
-            anthropic=AnthropicDialect(options),
+            anthropic=self._anthropic,
             ollama=OllamaDialect(options),
             gigachat=self._gigachat,
             models=tuple(models),
@@ -216,12 +217,13 @@ class FakeServer:
             return tuple(self._state.records)
 
     def reset(self) -> None:
-        """Forget the script, faults, recorded requests and issued GigaChat tokens."""
+        """Forget the script, faults, recorded requests, GigaChat tokens and Anthropic's cache."""
         with self._state.lock:
             self._state.script.clear()
             self._state.injections.clear()
             self._state.records.clear()
         self._gigachat.forget_tokens()
+        self._anthropic.cache.forget()
 
 
 def _check_replies(replies: tuple[object, ...]) -> None:

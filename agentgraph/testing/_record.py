@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
+import attrs
 
 from .._context import AgentContext
 from .._errors import ReplayDiverged
 from ..checkpoint._codec import diff_data
 from ..checkpoint._records import RunLog
-from ..checkpoint._resume import decode_contexts
+from ..checkpoint._resume import decode_contexts, log_blobs
 from ..checkpoint._store import MemoryStore
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ class Recording:
         finally:
             log = await store.load(_RUN_ID)
             if log is not None:
+                # Images and documents travel in the file: it is replayed without this store.
+                log = attrs.evolve(log, blobs=await log_blobs(store, log))
                 await anyio.to_thread.run_sync(self._save, log.dumps())
 
     def _save(self, data: bytes) -> None:
@@ -87,9 +90,14 @@ class Recording:
         self, runner: GraphRunner, graph: Graph[In, Out], ctx: AgentContext[In]
     ) -> AgentContext[Out]:
         log = await anyio.to_thread.run_sync(self.load)
+        store = MemoryStore()
+        store.write(log.records())
+        for data in log.blobs.values():
+            store.put_blob(data)  # kept by its own digest: changed bytes are a missing blob
         # The same types the replay itself may decode: the runner's and the graph's.
         types = runner.types.with_types(*graph.data_types())
-        recorded: AgentContext[Any] = decode_contexts(log, types=types)[0]
+        blobs = await log_blobs(store, log)
+        recorded: AgentContext[Any] = decode_contexts(log, types=types, blobs=blobs)[0]
         if recorded != ctx:
             diff = diff_data(recorded, ctx, labels=("recorded", "given"))
             raise ReplayDiverged(
@@ -99,6 +107,4 @@ class Recording:
                 step=0,
                 path=(graph.name,),
             )
-        store = MemoryStore()
-        store.write(log.records())
         return await runner.replay(graph, _RUN_ID, store)

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 __all__ = ("OtelSink",)
 
+# Input tokens read from and written to the provider's prompt cache (GenAI conventions).
+_CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
+_CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
+
 
 def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
@@ -238,6 +242,8 @@ class OtelSink:
             "gen_ai.response.finish_reasons": [finish] if finish else None,
             "gen_ai.usage.input_tokens": usage.get("input_tokens"),
             "gen_ai.usage.output_tokens": usage.get("output_tokens"),
+            _CACHE_READ: usage.get("cache_read_tokens") or None,
+            _CACHE_WRITE: usage.get("cache_write_tokens") or None,
         }
         if self.capture_content:
             attributes["gen_ai.output.messages"] = _json([response.get("message")])
@@ -278,6 +284,8 @@ class OtelSink:
                 "agentgraph.run.steps": r["steps"],
                 "gen_ai.usage.input_tokens": usage.get("input_tokens", 0),
                 "gen_ai.usage.output_tokens": usage.get("output_tokens", 0),
+                _CACHE_READ: usage.get("cache_read_tokens", 0),
+                _CACHE_WRITE: usage.get("cache_write_tokens", 0),
             }
         )
         error = r.get("error")

@@ -108,11 +108,15 @@ def short(value: Any, limit: int = 80) -> str:
 
 
 def tokens(usage: Mapping[str, Any] | None, g: Glyphs = UNICODE) -> str:
-    """`30→8 tokens`, or an empty string when nothing was counted."""
+    """`30→8 tokens (20 cached)`, or an empty string when nothing was counted."""
     if not usage:
         return ""
     given, taken = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-    return f"{given}{g.arrow}{taken} tokens" if given or taken else ""
+    if not (given or taken):
+        return ""
+    read, written = (int(usage.get(k) or 0) for k in ("cache_read_tokens", "cache_write_tokens"))
+    cache = ", ".join(f"{n} {label}" for n, label in ((read, "cached"), (written, "to cache")) if n)
+    return f"{given}{g.arrow}{taken} tokens" + (f" ({cache})" if cache else "")
 
 
 def error_text(error: Mapping[str, Any] | None, limit: int = 160) -> str:

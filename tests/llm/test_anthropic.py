@@ -88,7 +88,9 @@ async def test_request_shape_and_text_answer(anyio_backend):
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
         "temperature": 0.5,
     }
-    usage = Usage(input_tokens=150, output_tokens=7, requests=1, cached_tokens=30)
+    usage = Usage(
+        input_tokens=150, output_tokens=7, requests=1, cache_read_tokens=30, cache_write_tokens=20
+    )
     assert response == ChatResponse(
         Message.assistant("Bonjour", usage=usage),
         finish_reason="stop",
@@ -359,7 +361,7 @@ async def test_streaming_named_events(anyio_backend):
     ]
     done = got[-1]
     assert isinstance(done, ResponseDone)
-    usage = Usage(input_tokens=42, output_tokens=33, requests=1, cached_tokens=2)
+    usage = Usage(input_tokens=42, output_tokens=33, requests=1, cache_read_tokens=2)
     reply = done.response.message
     assert (reply.content, reply.reasoning, reply.usage) == ("Let me check.", "Hmm.", usage)
     assert reply.tool_calls == (ToolCall("toolu_5", "get_weather", {"city": "Oslo"}),)

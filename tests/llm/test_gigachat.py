@@ -94,7 +94,7 @@ async def test_token_fetch_and_plain_answer(anyio_backend):
         "temperature": 0.7,
         "max_tokens": 9,
     }
-    usage = Usage(input_tokens=20, output_tokens=5, requests=1, cached_tokens=8)
+    usage = Usage(input_tokens=20, output_tokens=5, requests=1, cache_read_tokens=8)
     assert response.message == Message.assistant("Привет", usage=usage)
     assert response.model == "GigaChat-Max:2.0"
     await llm.request(ChatRequest([Message.user("again")]))

@@ -131,7 +131,9 @@ async def test_plain_text_request(anyio_backend):
         "temperature": 0.2,
         "max_completion_tokens": 50,
     }
-    usage = Usage(input_tokens=12, output_tokens=3, requests=1, reasoning_tokens=1, cached_tokens=4)
+    usage = Usage(
+        input_tokens=12, output_tokens=3, requests=1, reasoning_tokens=1, cache_read_tokens=4
+    )
     assert response.message == Message.assistant("Hello!", usage=usage)
     assert (response.finish_reason, response.usage, response.model, response.id) == (
         "stop",

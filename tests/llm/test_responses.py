@@ -182,7 +182,7 @@ async def test_answer_with_reasoning_and_call_keeps_the_items_to_send_back():
     assert message.reasoning == "Check the weather."
     assert answer.finish_reason == "tool_calls" and answer.id == "resp_1"
     assert answer.model == "gpt-5-mini-2025-08-07"
-    assert answer.usage == Usage(20, 30, 1, reasoning_tokens=12, cached_tokens=4)
+    assert answer.usage == Usage(20, 30, 1, reasoning_tokens=12, cache_read_tokens=4)
     assert message.provider_data["openai.reasoning"] == (
         REASONING | {"summary": REASONING["summary"]},
     )
@@ -466,3 +466,62 @@ async def test_streamed_reasoning_parts_and_an_incomplete_end_match_the_final_me
     done = seen[-1].response
     assert streamed == done.message.reasoning == "A.\n\nB."
     assert (done.message.content, done.finish_reason) == ("Cut", "length")
+
+
+async def test_images_and_documents_are_input_parts_of_the_user_turn():
+    import base64
+
+    from agentgraph.llm import Document, Image
+
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+        "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
+    )
+    pdf = b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"
+    server = Server(json_response(response(message_item("ok"))))
+    asked = Message.user(
+        "Compare these.",
+        Image.from_bytes(png),
+        Image.from_url("https://images.test/cat.png"),
+        Document.from_bytes(pdf, name="report.pdf"),
+    )
+    await model(server).request(ChatRequest([asked]))
+    assert server.body()["input"] == [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Compare these."},
+                {
+                    "type": "input_image",
+                    "image_url": "data:image/png;base64," + base64.b64encode(png).decode(),
+                    "detail": "auto",
+                },
+                {
+                    "type": "input_image",
+                    "image_url": "https://images.test/cat.png",
+                    "detail": "auto",
+                },
+                {
+                    "type": "input_file",
+                    "filename": "report.pdf",
+                    "file_data": "data:application/pdf;base64," + base64.b64encode(pdf).decode(),
+                },
+            ],
+        }
+    ]
+
+
+async def test_media_the_capabilities_refuse_is_refused_before_sending():
+    from agentgraph import UnsupportedSetting
+    from agentgraph.llm import Capabilities, Image
+
+    server = Server(json_response(response(message_item("ok"))))
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+        "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
+    )
+    text_only = model(server, capabilities=Capabilities(images=False))
+    with pytest.raises(UnsupportedSetting, match="image"):
+        await text_only.request(ChatRequest([Message.user("what is it?", Image.from_bytes(png))]))
+    assert server.requests == []

@@ -77,7 +77,7 @@ async def giga(server: FakeServer) -> AsyncIterator[gigachat.GigaChat]:
 
 @pytest.mark.anyio
 async def test_openai_text_answer_with_usage(server, openai_client):
-    usage = Usage(input_tokens=11, output_tokens=7, cached_tokens=3, reasoning_tokens=2)
+    usage = Usage(input_tokens=11, output_tokens=7, cache_read_tokens=3, reasoning_tokens=2)
     server.add(ChatResponse(Message.assistant("Bonjour"), usage=usage, model="gpt-4o-2024"))
     raw = await openai_client.chat.completions.with_raw_response.create(
         model="gpt-4o", messages=USER

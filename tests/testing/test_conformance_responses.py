@@ -51,7 +51,13 @@ async def client(server: FakeServer) -> AsyncIterator[openai.AsyncOpenAI]:
 
 @pytest.mark.anyio
 async def test_text_answer_with_usage(server, client):
-    usage = Usage(input_tokens=11, output_tokens=7, cached_tokens=3, reasoning_tokens=2)
+    usage = Usage(
+        input_tokens=11,
+        output_tokens=7,
+        cache_read_tokens=3,
+        cache_write_tokens=1,
+        reasoning_tokens=2,
+    )
     server.add(ChatResponse(Message.assistant("Bonjour"), usage=usage, model="gpt-4o-2024"))
     raw = await client.responses.with_raw_response.create(
         model="gpt-4o", input="hi", instructions="Answer in French."

@@ -191,3 +191,45 @@ async def test_an_answer_item_sent_back_by_id_needs_its_reasoning(server):
     )
     without_id = {k: v for k, v in call.items() if k != "id"}
     assert (await post(server, {**body, "input": [USER, without_id, output]})).status_code == 200
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
+)
+PDF = b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"
+
+
+@pytest.mark.anyio
+async def test_images_and_documents_go_through_and_bad_parts_are_refused(server):
+    from agentgraph.llm import Document, Image
+
+    server.add("a cat and a report")
+    asked = Message.user(
+        "Compare these.",
+        Image.from_bytes(PNG),
+        Image.from_url("https://images.test/cat.png"),
+        Document.from_bytes(PDF, name="report.pdf"),
+    )
+    async with OpenAIResponsesModel(
+        "gpt-4o", api_key="sk-test", base_url=server.openai_url
+    ) as model:
+        answer = await model.request(ChatRequest([asked]))
+    assert answer.message.content == "a cat and a report"
+    for part, message in (
+        ({"type": "input_image", "image_url": "https://images.test/x.png"}, "'detail'"),
+        (
+            {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
+            "unsupported image",
+        ),
+        (
+            {"type": "input_file", "filename": "x.pdf", "file_data": "data:text/plain;base64,eA=="},
+            "PDF",
+        ),
+        ({"type": "image_url", "image_url": {"url": "https://images.test/x.png"}}, "'image_url'"),
+    ):
+        server.add("unused")
+        body = {"model": "gpt-4o", "input": [{"role": "user", "content": [part]}]}
+        response = await post(server, body)
+        assert response.status_code == 400, part
+        assert message in response.json()["error"]["message"], response.json()

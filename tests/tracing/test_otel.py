@@ -232,7 +232,12 @@ async def test_inference_spans_name_the_provider_and_server_with_known_attribute
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+                "usage": {
+                    "prompt_tokens": 3,
+                    "completion_tokens": 1,
+                    "total_tokens": 4,
+                    "prompt_tokens_details": {"cached_tokens": 2},
+                },
             },
         )
 
@@ -246,6 +251,8 @@ async def test_inference_spans_name_the_provider_and_server_with_known_attribute
     assert span.attributes["gen_ai.provider.name"] == "openai"
     assert span.attributes["server.address"] == "llm.test"
     assert span.attributes["server.port"] == 8443
+    assert span.attributes["gen_ai.usage.cache_read.input_tokens"] == 2
+    assert "gen_ai.usage.cache_creation.input_tokens" not in span.attributes  # none reported
     known = {
         value
         for module in (gen_ai_attributes, server_attributes)

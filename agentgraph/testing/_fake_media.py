@@ -1,0 +1,396 @@
+"""What the fake providers accept of images, documents and prompt-cache breakpoints.
+
+Each check follows the service's own rules: the part and block types it
+takes, the sources each may have, bytes that must decode and be the format
+they claim, and Anthropic's limit of four `cache_control` breakpoints. The
+decoders turn accepted parts back into neutral `Image`s and `Document`s, and
+`PromptCache` answers breakpoints with the cache reads and writes the service
+would report.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from ..llm._content import IMAGE_TYPES, Document, Image, Part
+from ._faults import ErrorResponse
+
+__all__ = (
+    "PromptCache",
+    "anthropic_media_problem",
+    "anthropic_part",
+    "ollama_images_problem",
+    "ollama_parts",
+    "openai_content_problem",
+    "openai_part",
+)
+
+_OPENAI_USER_PARTS = ("text", "image_url", "input_audio", "file")
+_CACHE_TTLS = ("5m", "1h")
+_MAX_BREAKPOINTS = 4
+
+
+def _bad(message: str, *, param: str | None = None) -> ErrorResponse:
+    return ErrorResponse(400, message=message, param=param)
+
+
+def _b64(data: Any) -> bytes | None:
+    if not isinstance(data, str):
+        return None
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _image(data: bytes | None) -> Image | None:
+    try:
+        return None if data is None else Image.from_bytes(data)
+    except ValueError:
+        return None
+
+
+def _data_url(url: str) -> tuple[str, bytes | None]:
+    head, _, payload = url.partition(",")
+    media_type, _, encoding = head[len("data:") :].partition(";")
+    return media_type, _b64(payload) if encoding == "base64" else None
+
+
+# -- OpenAI chat completions ------------------------------------------------------------
+
+
+def openai_content_problem(role: str, content: Any, i: int) -> ErrorResponse | None:
+    """The error the service gives for `content` of a `role` message, or None."""
+    if not isinstance(content, list):
+        return None
+    allowed = _OPENAI_USER_PARTS if role == "user" else ("text", "refusal")
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        where = f"messages[{i}].content[{j}]"
+        if kind not in allowed:
+            shown = ", ".join(f"'{k}'" for k in allowed)
+            return _bad(
+                f"Invalid value: '{kind}'. Supported values are: {shown}.", param=f"{where}.type"
+            )
+        problem = _openai_part_problem(part, where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _openai_part_problem(part: Mapping[str, Any], where: str) -> ErrorResponse | None:
+    if part["type"] == "image_url":
+        url = (part.get("image_url") or {}).get("url")
+        if not isinstance(url, str):
+            return _bad("Missing required parameter: 'image_url.url'.", param=f"{where}.image_url")
+        if url.startswith("data:"):
+            media_type, data = _data_url(url)
+            image = _image(data)
+            if image is None or media_type != image.media_type:
+                return _bad(
+                    "You uploaded an unsupported image. Please make sure your image is valid.",
+                    param=f"{where}.image_url",
+                )
+        elif not url.startswith(("http://", "https://")):
+            return _bad("Invalid image URL.", param=f"{where}.image_url.url")
+    elif part["type"] == "file":
+        file = part.get("file") or {}
+        if "file_id" not in file and "file_data" not in file:
+            return _bad("Missing required parameter: 'file.file_data'.", param=f"{where}.file")
+        if "file_data" in file:
+            media_type, data = _data_url(str(file["file_data"]))
+            if media_type != "application/pdf" or data is None or not data.startswith(b"%PDF-"):
+                return _bad(
+                    "Invalid file data: expected a base64-encoded PDF data URL.",
+                    param=f"{where}.file.file_data",
+                )
+            if not file.get("filename"):
+                return _bad(
+                    "Missing required parameter: 'file.filename'.", param=f"{where}.file.filename"
+                )
+    return None
+
+
+def openai_part(part: Mapping[str, Any]) -> Part | None:
+    """An accepted content part as a neutral part (None for kinds we do not model)."""
+    if part.get("type") == "text":
+        return str(part.get("text", ""))
+    if part.get("type") == "image_url":
+        url = part["image_url"]["url"]
+        return Image.from_url(url)
+    if part.get("type") == "file" and "file_data" in part["file"]:
+        _, data = _data_url(part["file"]["file_data"])
+        return Document.from_bytes(data or b"", name=part["file"].get("filename", "file.pdf"))
+    return None
+
+
+# -- OpenAI Responses -------------------------------------------------------------------
+
+_RESPONSES_USER_PARTS = ("input_text", "input_image", "input_file")
+
+
+def responses_content_problem(role: str, content: Any, i: int) -> ErrorResponse | None:
+    """The error the Responses API gives for `content` of a `role` input message, or None."""
+    if not isinstance(content, list):
+        return None
+    allowed = _RESPONSES_USER_PARTS if role != "assistant" else ("output_text", "refusal")
+    for j, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        where = f"input[{i}].content[{j}]"
+        if kind not in allowed:
+            shown = ", ".join(f"'{k}'" for k in allowed)
+            return _bad(
+                f"Invalid value: '{kind}'. Supported values are: {shown}.", param=f"{where}.type"
+            )
+        assert isinstance(part, dict)
+        problem = _responses_part_problem(part, where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _responses_part_problem(part: Mapping[str, Any], where: str) -> ErrorResponse | None:
+    if part["type"] == "input_image":
+        if part.get("detail") not in ("low", "high", "auto"):
+            return _bad("Missing required parameter: 'detail'.", param=f"{where}.detail")
+        url = part.get("image_url")
+        if "file_id" not in part and not isinstance(url, str):
+            return _bad("Missing required parameter: 'image_url'.", param=f"{where}.image_url")
+        as_chat = {"type": "image_url", "image_url": {"url": url}}
+        return None if "file_id" in part else _openai_part_problem(as_chat, where)
+    if part["type"] == "input_file" and "file_data" in part:
+        as_chat = {"type": "file", "file": {k: v for k, v in part.items() if k != "type"}}
+        return _openai_part_problem(as_chat, where)
+    return None
+
+
+def responses_part(part: Mapping[str, Any]) -> Part | None:
+    """An accepted Responses input part as a neutral part (None for kinds we do not model)."""
+    kind = part.get("type")
+    if kind == "input_text":
+        return str(part.get("text", ""))
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        return openai_part({"type": "image_url", "image_url": {"url": part["image_url"]}})
+    if kind == "input_file" and "file_data" in part:
+        return openai_part({"type": "file", "file": dict(part)})
+    return None
+
+
+# -- Anthropic Messages -----------------------------------------------------------------
+
+
+def _anthropic_source_problem(kind: str, source: Any, where: str) -> ErrorResponse | None:
+    if not isinstance(source, dict):
+        return _bad(f"{where}.source: Field required")
+    if source.get("type") == "url":
+        url = source.get("url")
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            return _bad(f"{where}.source.url: Input should be a valid URL")
+        return None
+    if source.get("type") != "base64":
+        return _bad(f"{where}.source.type: Input should be 'base64' or 'url'")
+    data = _b64(source.get("data"))
+    if kind == "image":
+        media_type = source.get("media_type")
+        if media_type not in IMAGE_TYPES:
+            return _bad(
+                f"{where}.source.base64.media_type: Input should be 'image/jpeg', "
+                "'image/png', 'image/gif' or 'image/webp'"
+            )
+        image = _image(data)
+        if image is None:
+            return _bad(f"{where}.source.base64.data: Invalid base64 image data")
+        if image.media_type != media_type:
+            return _bad(f"{where}: Image does not match the provided media type {media_type}")
+        return None
+    if source.get("media_type") != "application/pdf":
+        return _bad(f"{where}.source.base64.media_type: Input should be 'application/pdf'")
+    if data is None or not data.startswith(b"%PDF-"):
+        return _bad(f"{where}: The PDF specified was not valid.")
+    return None
+
+
+def anthropic_media_problem(body: Mapping[str, Any]) -> ErrorResponse | None:
+    """The error for the request's cache breakpoints, images and documents, or None."""
+    problem = _cache_problem(body)
+    for i, message in enumerate(body["messages"]):
+        content = message.get("content")
+        if problem is None and isinstance(content, list):
+            problem = _blocks_problem(str(message.get("role")), content, i)
+    return problem
+
+
+def _blocks_problem(role: str, blocks: list[Any], i: int) -> ErrorResponse | None:
+    """The error the service gives for the image and document blocks of message `i`, or None."""
+    for j, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind not in ("image", "document"):
+            continue
+        where = f"messages.{i}.content.{j}"
+        if role != "user":
+            return _bad(f"{where}: {kind} blocks are only allowed in user messages")
+        problem = _anthropic_source_problem(kind, block.get("source"), where)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _marked(body: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
+    """Every `cache_control` in the request, with where it sits.
+
+    The top-level one marks the last block of the request and takes a slot too.
+    """
+    if "cache_control" in body:
+        yield "cache_control", body["cache_control"]
+    for i, tool in enumerate(body.get("tools") or ()):
+        if isinstance(tool, dict) and "cache_control" in tool:
+            yield f"tools.{i}", tool["cache_control"]
+    system = body.get("system")
+    for i, block in enumerate(system if isinstance(system, list) else ()):
+        if isinstance(block, dict) and "cache_control" in block:
+            yield f"system.{i}", block["cache_control"]
+    for i, message in enumerate(body.get("messages") or ()):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, dict) and "cache_control" in block:
+                yield f"messages.{i}.content.{j}", block["cache_control"]
+
+
+def _cache_problem(body: Mapping[str, Any]) -> ErrorResponse | None:
+    """The error for breakpoints the service refuses: a bad marker, or more than four."""
+    marked = list(_marked(body))
+    for where, control in marked:
+        if control is None:
+            continue
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            return _bad(f"{where}.cache_control.type: Input should be 'ephemeral'")
+        if control.get("ttl", "5m") not in _CACHE_TTLS:
+            return _bad(f"{where}.cache_control.ttl: Input should be '5m' or '1h'")
+    count = sum(1 for _, control in marked if control is not None)
+    if count > _MAX_BREAKPOINTS:
+        return _bad(
+            f"A maximum of {_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {count}."
+        )
+    return None
+
+
+def anthropic_part(block: Mapping[str, Any]) -> Part | None:
+    """An accepted text, image or document block as a neutral part."""
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind not in ("image", "document"):
+        return None
+    source = block["source"]
+    if source["type"] == "url":
+        return Image.from_url(source["url"]) if kind == "image" else None
+    data = base64.b64decode(source["data"])
+    if kind == "image":
+        return Image.from_bytes(data)
+    return Document.from_bytes(data, name=str(block.get("title") or "document.pdf"))
+
+
+# -- Ollama -----------------------------------------------------------------------------
+
+
+def ollama_images_problem(message: Mapping[str, Any], i: int) -> ErrorResponse | None:
+    """The error Ollama gives for a message's `images`: a list of plain base64 strings."""
+    images = message.get("images")
+    if images is None:
+        return None
+    if not isinstance(images, list):
+        return _bad(
+            "json: cannot unmarshal into Go struct field Message.messages.images "
+            "of type []api.ImageData"
+        )
+    for image in images:
+        if _b64(image) is None:
+            return _bad(f"messages[{i}]: illegal base64 data in images")
+    return None
+
+
+def ollama_parts(message: Mapping[str, Any]) -> tuple[Part, ...]:
+    """A user message with images as neutral parts: its text, then its images."""
+    text = str(message.get("content") or "")
+    images: list[Part] = []
+    for raw in message.get("images") or ():
+        image = _image(_b64(raw))
+        if image is not None:
+            images.append(image)
+    return (text, *images) if text else tuple(images)
+
+
+# -- Anthropic prompt caching -----------------------------------------------------------
+
+_LOOKBACK = 20  # blocks before a breakpoint the service checks for an earlier cached prefix
+
+
+def _prompt_blocks(body: Mapping[str, Any]) -> list[tuple[bytes, bool]]:
+    """The request as the cache sees it: each tool, system block and content block in order,
+    with whether a breakpoint ends there."""
+    blocks: list[Any] = list(body.get("tools") or ())
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        blocks.append({"type": "text", "text": system})
+    elif isinstance(system, list):
+        blocks.extend(system)
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        items = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        blocks.extend({"role": message.get("role"), **item} for item in items)
+    out: list[tuple[bytes, bool]] = []
+    for block in blocks:
+        marked = isinstance(block, dict) and block.get("cache_control") is not None
+        plain = {k: v for k, v in block.items() if k != "cache_control"} if marked else block
+        out.append((orjson.dumps(plain, option=orjson.OPT_SORT_KEYS), marked))
+    if out and body.get("cache_control") is not None:  # automatic: the last block
+        out[-1] = (out[-1][0], True)
+    return out
+
+
+class PromptCache:
+    """Anthropic's prompt cache, as the fake server keeps it.
+
+    Every prefix ending at a breakpoint is written; a later request reads the
+    longest written prefix found at one of its breakpoints or within the 20
+    blocks before one. Tokens are estimated as 4 characters each. Prompts of
+    any length are cached (the service has a minimum of about 1,024 tokens).
+    """
+
+    def __init__(self) -> None:
+        self._written: set[bytes] = set()
+        self._lock = threading.Lock()
+
+    def forget(self) -> None:
+        with self._lock:
+            self._written.clear()
+
+    def usage(self, body: Mapping[str, Any]) -> tuple[int, int, int] | None:
+        """`(uncached, written, read)` input tokens, or None for a request without breakpoints."""
+        blocks = _prompt_blocks(body)
+        marks = [i for i, (_, marked) in enumerate(blocks) if marked]
+        if not marks:
+            return None
+        digests, sizes = [], []
+        running = hashlib.sha256()
+        for data, _ in blocks:
+            running.update(data)
+            digests.append(running.copy().digest())
+            sizes.append(max(1, len(data) // 4))
+        with self._lock:
+            candidates = {p for b in marks for p in range(max(0, b - _LOOKBACK + 1), b + 1)}
+            hits = [p for p in candidates if digests[p] in self._written]
+            read_to = max(hits) + 1 if hits else 0
+            self._written.update(digests[b] for b in marks)
+        write_to = max(marks) + 1
+        read = sum(sizes[:read_to])
+        written = sum(sizes[read_to:write_to])
+        return sum(sizes[write_to:]), written, read
