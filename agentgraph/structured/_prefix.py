@@ -9,9 +9,9 @@ quote for an open string value), goes to orjson. So each chunk costs one
 orjson parse instead of a lenient parse of everything so far.
 
 Anything the state machine does not follow exactly (single quotes, comments,
-trailing commas, control characters, a fence that closed, a lone surrogate) is
-left to `loads_lenient`, which therefore decides every case the fast path could
-get wrong.
+trailing commas, control characters, a fence that closed, a lone surrogate, a
+bracket after the finished value) is left to `loads_lenient`, which therefore
+decides every case the fast path could get wrong.
 """
 
 from __future__ import annotations
@@ -21,17 +21,12 @@ from typing import Any
 
 import orjson
 
-from ._lenient import (
-    _CUT_HEX,
-    _CUT_LOW,
-    _FENCE_CLOSE,
-    _FENCE_OPEN,
-    _HEX4,
-    _NUMBER,
-    _OPENER,
-    loads_lenient,
-)
-from ._lenient import _WS as _LEAD  # the lenient parser's whitespace, a BOM included
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
+from ._tokens import CUT_HEX as _CUT_HEX
+from ._tokens import CUT_LOW as _CUT_LOW
+from ._tokens import HEX4 as _HEX4
+from ._tokens import NUMBER as _NUMBER
+from ._tokens import WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
 
@@ -263,6 +258,8 @@ class PrefixParser:
                 scanner = self._scanner = _Scanner(start)
             scanner.scan(text)
             candidate = scanner.candidate(text)
+            if scanner.state == _DONE and _OPENER.search(text, scanner.token) is not None:
+                candidate = None  # a second value after it would make the answer ambiguous
             if candidate is not None:
                 try:
                     return orjson.loads(candidate)
