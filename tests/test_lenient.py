@@ -282,7 +282,9 @@ values = st.recursive(
     max_leaves=25,
 )
 containers = st.lists(values, max_size=5) | st.dictionaries(st.text(), values, max_size=5)
-jsonish = st.text(alphabet="{}[]\"',:/*\\ \n\tabenrtuflsNTF0123456789.-eE`$_u")
+jsonish = st.text(
+    alphabet="{}[]\"',:/*\\ \n\tabenrtuflsNTF0123456789.-+eE`$_u#\u201c\u201d\u2018\u2019"
+)
 FAST = settings(max_examples=200, deadline=None)
 
 
@@ -339,3 +341,63 @@ def test_every_prefix_parses_in_partial_mode(value: Any) -> None:
             if isinstance(value, list | dict):
                 assert type(result) is type(value)
     assert same(loads_lenient(text, partial=True), value)
+
+
+def without_commas(value: Any) -> str:
+    """JSON text with a space where every comma between members and items was."""
+    if isinstance(value, list):
+        return "[" + " ".join(without_commas(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (orjson.dumps(k).decode() + ": " + without_commas(v) for k, v in value.items())
+        return "{" + " ".join(items) + "}"
+    return orjson.dumps(value).decode()
+
+
+short_keys = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=20), children, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@FAST
+@given(short_keys)
+def test_missing_commas_are_recovered(value: Any) -> None:
+    text = without_commas(value)
+    assert same(loads_lenient(text), value)
+    assert same(loads_lenient(text, partial=True), value)
+
+
+def python_repr(value: Any) -> str:
+    """What `repr` of the value looks like: single quotes, True, None."""
+    if isinstance(value, list):
+        return "[" + ", ".join(python_repr(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return (
+            "{" + ", ".join(f"{python_repr(k)}: {python_repr(v)}" for k, v in value.items()) + "}"
+        )
+    if isinstance(value, str):
+        return "'" + orjson.dumps(value).decode()[1:-1].replace("'", "\\'") + "'"
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    return orjson.dumps(value).decode()
+
+
+@FAST
+@given(containers)
+def test_python_literals_are_recovered(value: Any) -> None:
+    assert same(loads_lenient(python_repr(value)), value)
+
+
+@FAST
+@given(values)
+def test_every_repaired_value_is_json(value: Any) -> None:
+    """Whatever the repairs, the value is one orjson can write (no NaN, depth within the limit)."""
+    for text in (with_trailing_commas(value), without_commas(value)):
+        try:
+            result = loads_lenient(text)
+        except OutputError:
+            continue
+        assert same(orjson.loads(orjson.dumps(result)), result)

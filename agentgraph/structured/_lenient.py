@@ -234,6 +234,7 @@ class _Finder:
         scanner = self.scanner
         scanner.end = stop
         first = _WS.match(self.text, start, stop).end()  # type: ignore[union-attr]
+        scanner.repairs = {}
         try:
             value, pos = scanner.value_at(scanner.skip(first))
             pos = scanner.skip(pos)
@@ -258,6 +259,7 @@ class _Finder:
             pos = self.unbroken(hit.start())
             if pos != hit.start():
                 continue
+            scanner.repairs = {}
             try:
                 value, after = scanner.value_at(pos)
             except Fail as exc:

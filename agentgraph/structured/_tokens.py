@@ -35,16 +35,16 @@ _CONTROL = re.compile(r"[\x00-\x1f]")
 # An unquoted value runs to the next delimiter, or to a comment after a space.
 _BARE = re.compile(r"(?:[^,{}\[\]\"\n\r\s]|[ \t](?![ \t]*(?://|#)))*")
 # Text between members that is neither a key nor a value ("...", "and also").
-_STRAY = re.compile(r"[^\"'\u201c\u201d\u2018\u2019{}\[\]:,\n]*")
+_STRAY = re.compile(r"[^\"'\u201c\u201d\u2018\u2019{}\[\]:,]*")
 # A key coming next: a quoted one (of bounded length) or a word, then a colon.
 _KEY_AHEAD = re.compile(
-    r"""(?:"(?:[^"\\\n]|\\.){0,80}"|'(?:[^'\\\n]|\\.){0,80}'"""
-    r"|[\u201c\u201d](?:[^\u201c\u201d\"\\\n]|\\.){0,80}[\u201c\u201d\"]"
-    r"|[\u2018\u2019](?:[^\u2018\u2019'\\\n]|\\.){0,80}[\u2018\u2019']"
-    r"|(?:[^\W\d]|\$)(?:\w|\$){0,80})[ \t\r\n]*:"
+    r"""(?:"(?:[^"\\\n]|\\.){0,200}"|'(?:[^'\\\n]|\\.){0,200}'"""
+    r"|[\u201c\u201d](?:[^\u201c\u201d\"\\\n]|\\.){0,200}[\u201c\u201d\"]"
+    r"|[\u2018\u2019](?:[^\u2018\u2019'\\\n]|\\.){0,200}[\u2018\u2019']"
+    r"|(?:[^\W\d]|\$)(?:\w|\$){0,200})[ \t\r\n]*:"
 )
 _CUT_KEY = re.compile(
-    r"(?:[\"'\u201c\u201d\u2018\u2019][^\n]{0,80}|(?:[^\W\d]|\$)(?:\w|\$){0,80})[ \t\r\n]*\Z"
+    r"(?:[\"'\u201c\u201d\u2018\u2019][^\n]{0,200}|(?:[^\W\d]|\$)(?:\w|\$){0,200})[ \t\r\n]*\Z"
 )
 _COMMENT = re.compile(r"//|/\*|#")
 _LOOKAHEAD = 96  # the most a look ahead reads past the offset it starts from
@@ -123,9 +123,11 @@ class Scanner:
         self.repairs[repair] = None
 
     def value_at(self, pos: int) -> tuple[Any, int]:
-        """Parse one value starting at `pos`; return it and the offset after it."""
+        """Parse one value starting at `pos`; return it and the offset after it.
+
+        `repairs` gathers what this attempt repaired; the caller empties it first.
+        """
         self.stack = []
-        self.repairs = {}
         self.reach = pos
         state = _VALUE
         while state != _DONE:
@@ -352,7 +354,7 @@ class Scanner:
             return True  # a missing comma at the end of a line
         if char in QUOTES:
             return where == _ITEMS or self.key_ahead(next_)
-        return where == _ITEMS and (char in "{[-+." or "0" <= char <= "9")
+        return where == _ITEMS and self.value_ahead(next_)
 
     def item_ahead(self, pos: int, where: int) -> bool:
         """Whether what follows a comma at `pos - 1` starts the next member or item."""
@@ -365,9 +367,14 @@ class Scanner:
             return True
         if where == _MEMBER:
             return char in QUOTES or char == "}" or self.key_ahead(next_)
-        if char in QUOTES or char in "{[]-+." or "0" <= char <= "9":
+        return char == "]" or self.value_ahead(next_)
+
+    def value_ahead(self, pos: int) -> bool:
+        """Whether an item (in an array) starts at `pos`."""
+        char = self.text[pos]
+        if char in QUOTES or char in "{[-+." or "0" <= char <= "9":
             return True
-        word = WORD.match(self.text, next_, min(self.end, next_ + _LOOKAHEAD))
+        word = WORD.match(self.text, pos, min(self.end, pos + _LOOKAHEAD))
         if word is None:
             return False
         if self.partial and word.end() == self.end:
