@@ -66,8 +66,11 @@ def test_each_repair_in_every_mode(text: str, value: Any, repair: str) -> None:
 
 REFUSALS = [
     # The issue's silently wrong values: an inner value of a broken outer one.
-    ('{"x": "a, {"k": 1}, "y": 2}', "unterminated string"),
-    ('{"a": "b" {"k": 1}}', "unterminated"),
+    ('{"x": "a, {"k": 1}, "y": 2}', "ambiguous"),
+    ('{"a": "b" {"k": 1}}', "ambiguous"),
+    ('{"name": "report", "note": "typed {"verbose": true} here"}', "ambiguous"),
+    ('{"a": "x, "b": 2, "tags": ["t"]}', "ambiguous"),
+    ('{"a": "x, {"b": 2}, "tags": ["t"], "c": 3}', "ambiguous"),
     ('{"a": 1 /* note {"k": 1}', "unclosed comment"),
     ('Result: {"items": [1, 2, {"k": 1}', "end of text"),
     # Two different values.
@@ -95,18 +98,26 @@ def test_refusals_in_every_mode(text: str, reason: str) -> None:
     assert_agrees(text, 1)  # partial mode and the stream agree, whatever they give
 
 
-def test_the_issues_examples() -> None:
-    @attrs.frozen
-    class Options:
-        name: str = "default"
-        note: str = ""
-        verbose: bool = False
+@attrs.frozen
+class Options:
+    name: str = "default"
+    note: str = ""
+    verbose: bool = False
 
+
+def test_the_issues_examples_are_refused() -> None:
+    # Never Options(verbose=True, name="default"): a quote before ':' inside a string
+    # reads both as text and as a key, so the answer is refused and can be asked again.
     text = '{"name": "report", "note": "the user typed {"verbose": true} here"}'
-    # The correct outer value, never Options(verbose=True, name="default").
-    assert parse(Options, text) == Options("report", 'the user typed {"verbose": true} here')
+    with pytest.raises(OutputError, match="ambiguous") as caught:
+        parse(Options, text)
+    assert caught.value.errors[0].startswith("$: cannot parse JSON: a quote inside a string")
     with pytest.raises(OutputError):
         parse(dict[str, int], '{"x": "a, {"k": 1}, "y": 2}')
+    # Inner quotes that read one way only are repaired.
+    assert parse(Options, '{"note": "the user typed "verbose" here"}') == Options(
+        note='the user typed "verbose" here'
+    )
 
 
 def test_ambiguity_names_both_offsets() -> None:

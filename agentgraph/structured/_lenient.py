@@ -242,7 +242,7 @@ class _Finder:
                 raise Fail(pos, "unexpected text after the value")
         except Fail as exc:
             opened = first < stop and self.text[first] in "{["
-            self.failed(exc, first, opened)
+            self.failed(exc, first, opened, stop)
             return False
         repairs = (*how, *scanner.repairs)
         if pos < stop:
@@ -264,7 +264,7 @@ class _Finder:
                 value, after = scanner.value_at(pos)
             except Fail as exc:
                 self.charge(pos)
-                self.failed(exc, pos, True)
+                self.failed(exc, pos, True, stop)
                 pos = max(pos + 1, scanner.reach)
                 continue
             self.charge(pos)
@@ -283,11 +283,19 @@ class _Finder:
         if self.budget < 0:
             raise self.error(Fail(start, "search limit reached"))
 
-    def failed(self, exc: Fail, start: int, opened: bool) -> None:
+    def failed(self, exc: Fail, start: int, opened: bool, stop: int) -> None:
+        """Note a failed attempt: the span it covers is never searched again.
+
+        An object or array that had read a key and its colon, or an item, was
+        JSON: where it would have ended is unknown, so every bracket up to `stop`
+        may be inside it. One that failed before that (`{x}`, `[see above]`) was
+        prose, and covers what it read.
+        """
         if exc.fatal:
             raise self.error(exc) from exc
         if opened:
-            self.block(start, max(self.scanner.reach, exc.pos))
+            reach = stop if self.scanner.committed else max(self.scanner.reach, exc.pos)
+            self.block(start, reach)
         if self.best is None or exc.pos > self.best.pos:
             self.best = exc
 

@@ -116,6 +116,9 @@ class Scanner:
         self.stack: list[list[Any] | _Obj] = []
         self.root: Any = None
         self.reach = 0
+        # Whether the attempt read a key and its colon, or an item: then it was JSON,
+        # and a failure leaves no telling where it would have ended.
+        self.committed = False
         self.comma = False
         self.repairs: dict[str, None] = {}  # ordered, without repeats
 
@@ -129,6 +132,7 @@ class Scanner:
         """
         self.stack = []
         self.reach = pos
+        self.committed = False
         state = _VALUE
         while state != _DONE:
             before = pos
@@ -144,6 +148,7 @@ class Scanner:
                 if self.text[pos] != ":":
                     raise Fail(pos, "expected ':' after the key")
                 state, pos = _VALUE, pos + 1
+                self.committed = True
             else:
                 state, pos = self.value(pos, state)
         return self.root, pos
@@ -284,6 +289,7 @@ class Scanner:
             top.data[top.key] = value
         else:
             top.append(value)
+            self.committed = True
         return _AFTER, pos
 
     def at_end(self) -> Any:
@@ -348,8 +354,12 @@ class Scanner:
             return True
         if char == ",":
             return self.item_ahead(next_ + 1, where)
-        if char == ":":  # a value is never followed by a colon
-            return False
+        if text.find("\n", pos, next_) >= 0:
+            return True  # a missing comma at the end of a line
+        if char == ":":
+            # `"note": "typed {"verbose": true}"`: a key inside the text, or the text
+            # ended and a key began? Both read; neither is safe.
+            raise Fail(pos - 1, "a quote inside a string comes before ':' (ambiguous)")
         if text.find("\n", pos, next_) >= 0:
             return True  # a missing comma at the end of a line
         if char in QUOTES:
@@ -360,8 +370,8 @@ class Scanner:
         """Whether what follows a comma at `pos - 1` starts the next member or item."""
         next_ = match_end(WS, self.text, pos, self.end)
         self.reach = max(self.reach, next_)
-        if next_ >= self.end:
-            return True
+        if next_ >= self.end or self.text.find("\n", pos, next_) >= 0:
+            return True  # members and items one to a line
         char = self.text[next_]
         if _COMMENT.match(self.text, next_, self.end) is not None:
             return True
