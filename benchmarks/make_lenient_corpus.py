@@ -30,40 +30,11 @@ REFUSALS = 100
 FIRST = ("Ann", "Bob", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun")
 LAST = ("Smith", "Okafor", "Larsen", "Novak", "Rossi", "Tanaka", "Silva", "Berg")
 CITIES = ("Oslo", "Lagos", "Lima", "Kyiv", "Osaka", "Porto", "Quito", "Riga")
-WORDS = [
-    "the",
-    "loop",
-    "never",
-    "ends",
-    "when",
-    "the",
-    "list",
-    "is",
-    "empty",
-    "so",
-    "the",
-    "caller",
-    "waits",
-    "forever",
-    "and",
-    "the",
-    "retry",
-    "budget",
-    "is",
-    "spent",
-    "before",
-    "the",
-    "guard",
-    "clause",
-    "runs",
-    "add",
-    "a",
-    "test",
-    "for",
-    "the",
-    "edge",
-    "case",
-]
+TEXT = (
+    "the loop never ends when the list is empty so the caller waits forever and the retry "
+    "budget is spent before the guard clause runs add a test for the edge case"
+)
+WORDS = tuple(TEXT.split())
 TAGS = ("bug", "style", "perf", "security", "tests", "docs")
 PROSE_BEFORE = (
     "Sure! Here is the JSON you asked for:",
@@ -162,7 +133,8 @@ def single(text: str) -> str:
 
 
 def prose(rng: random.Random, value: Any) -> str:
-    return f"{rng.choice(PROSE_BEFORE)}\n{dump(value, indent=rng.random() < 0.5)}\n{rng.choice(PROSE_AFTER)}"
+    body = dump(value, indent=rng.random() < 0.5)
+    return f"{rng.choice(PROSE_BEFORE)}\n{body}\n{rng.choice(PROSE_AFTER)}"
 
 
 def fence(rng: random.Random, value: Any) -> str:
