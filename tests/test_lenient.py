@@ -237,7 +237,7 @@ def test_many_failing_candidates_raise_output_error(text: str) -> None:
 
 
 def test_search_limit_raises_output_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = 'x [y] {"a": 1}'
+    text = 'x {a b} {"a": 1}'
     assert loads_lenient(text) == {"a": 1}
     monkeypatch.setattr(_lenient, "_SEARCH_BUDGET", 0)
     with pytest.raises(OutputError, match="search limit reached") as caught:

@@ -64,6 +64,15 @@ _SEARCH_BUDGET = 4
 _MAX_READINGS = 16  # enough to find the one that validates; more is a refusal anyway
 _SNIPPET = 24
 _OPENER = re.compile(r"[\[{]")
+# An opener worth an attempt: not one that fails at its next token (`{{`, `[see`), nor
+# one right after a `{` (which fails there). Skipping these in C keeps prose full of
+# brackets cheap; an attempt would only have ruled them out one by one.
+_WORD_END = r"(?:[^\W\d]|\$)[\w$]*(?=[^\w$])"
+_NAMES = r"(?:true|false|null|True|False|None|undefined|NaN|Infinity)(?![\w$])"
+_VIABLE = re.compile(
+    r"(?<!\{)(?:\{(?![ \t\n\r]*[{\[\],:])"
+    rf"|\[(?![ \t\n\r]*(?:[}}:,]|(?!{_NAMES}){_WORD_END})))"
+)
 _FENCE_OPEN = re.compile(r"```[^\n`]*\n")
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
 
@@ -255,9 +264,12 @@ class _Finder:
         """Each object or array from `pos` on that parses, none inside a broken one."""
         text, scanner = self.text, self.scanner
         scanner.end = stop
-        while len(found) < _MAX_READINGS and (hit := _OPENER.search(text, pos, stop)):
+        while len(found) < _MAX_READINGS and (hit := _VIABLE.search(text, pos, stop)):
             pos = self.unbroken(hit.start())
             if pos != hit.start():
+                continue
+            if self.after_brace(pos):
+                pos += 1
                 continue
             scanner.repairs = {}
             try:
@@ -270,6 +282,14 @@ class _Finder:
             self.charge(pos)
             found.append(Repaired(value, (*how, *scanner.repairs), pos))
             pos = after
+
+    def after_brace(self, pos: int) -> bool:
+        """Whether a `{` (which fails at this opener) comes before `pos`, past whitespace."""
+        text = self.text
+        back = pos - 1
+        while back >= 0 and text[back] in " \t\n\r":
+            back -= 1
+        return back >= 0 and text[back] == "{"
 
     def unbroken(self, pos: int) -> int:
         """`pos`, or the end of the broken span that holds it."""

@@ -242,7 +242,10 @@ class Scanner:
         self.reach = max(self.reach, stop)
         words = self.text[pos:stop].strip()
         # A lone word is a key without its value, not stray text.
-        before_key = stop < self.end and self.text[stop] in QUOTES + "}"
+        top = self.stack[-1]
+        # Between members: before a quoted key, or before `}` once there is a member.
+        closing = stop < self.end and self.text[stop] == "}" and isinstance(top, _Obj) and top.data
+        before_key = (stop < self.end and self.text[stop] in QUOTES) or bool(closing)
         if before_key and words and not WORD.fullmatch(words):
             self.note("stray text")
             return _KEY, stop
