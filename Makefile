@@ -66,6 +66,7 @@ $(VENV)/.bench: $(STAMP)
 bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/engine_overhead.py
 	$(BIN)/python benchmarks/structured.py
+	$(BIN)/python benchmarks/lenient.py
 	$(BIN)/python benchmarks/llm_path.py
 	$(BIN)/python benchmarks/durability.py
 
