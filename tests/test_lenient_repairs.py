@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
+import textwrap
 from typing import Any
 
 import attrs
@@ -233,3 +235,9 @@ def test_validation_depth_matches_the_parser() -> None:
         data = {"child": data}
     with pytest.raises(OutputError, match="deeper than 100"):
         validate(Tree, data)
+
+
+def test_the_docstring_example_runs() -> None:
+    doc = repair_json.__doc__ or ""
+    (block,) = re.findall(r"```python\n(.*?)```", doc, flags=re.S)
+    exec(textwrap.dedent(block), {"repair_json": repair_json})
