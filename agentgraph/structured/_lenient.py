@@ -70,8 +70,8 @@ _OPENER = re.compile(r"[\[{]")
 _WORD_END = r"(?:[^\W\d]|\$)[\w$]*(?=[^\w$])"
 _NAMES = r"(?:true|false|null|True|False|None|undefined|NaN|Infinity)(?![\w$])"
 _VIABLE = re.compile(
-    r"(?<!\{)(?:\{(?![ \t\n\r]*[{\[\],:])"
-    rf"|\[(?![ \t\n\r]*(?:[}}:,]|(?!{_NAMES}){_WORD_END})))"
+    r"\{(?<!\{\{)(?![ \t\n\r]*[{\[\],:])"
+    rf"|\[(?<!\{{\[)(?![ \t\n\r]*(?:[}}:,]|(?!{_NAMES}){_WORD_END}))"
 )
 _FENCE_OPEN = re.compile(r"```[^\n`]*\n")
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
