@@ -13,6 +13,7 @@ import pytest
 
 from agentgraph import (
     AgentContext,
+    ContextEncodingError,
     GraphBuilder,
     GraphRunner,
     OutputError,
@@ -168,6 +169,9 @@ def test_nonfinite_numbers_only_in_float_fields_when_allowed() -> None:
     with pytest.raises(OutputError):
         parse(Reading, '{"value": 1, "unit": NaN}', nonfinite=True)
     assert math.isinf(loads_lenient("[Infinity]", nonfinite=True)[0])
+    # One that the caller let through still never reaches a checkpoint silently.
+    with pytest.raises(ContextEncodingError, match="no JSON form"):
+        AgentContext(reading).to_json()
 
 
 def test_repairs_are_reported_in_order() -> None:

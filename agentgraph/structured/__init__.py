@@ -3,7 +3,8 @@
 A type (an attrs class, a dataclass, or a composition of lists, optionals,
 literals, enums and tagged unions) is compiled once into a shape that gives its
 JSON Schema, a prompt fragment and a validator. `parse` turns model text into a
-value of the type; `loads_lenient` is the repairing JSON loader underneath.
+value of the type; `loads_lenient` is the repairing JSON loader underneath, and
+`repair_json` returns its value as a `Repaired` that names the repairs applied.
 """
 
 from ._guide import Guide as Guide

@@ -21,7 +21,6 @@ from .._limits import MAX_DEPTH
 __all__ = ("MISSING", "Fail", "Scanner")
 
 WS = re.compile(r"[ \t\n\r\ufeff]*")
-_SPACE = re.compile(r"[ \t\r\ufeff]*")
 NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # What models write for numbers: `+3`, `.25`, `1.` as well.
 _LOOSE_NUMBER = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
