@@ -15,8 +15,10 @@ tolerant parser run (`_tokens.Scanner`). It repairs, anywhere in the value:
 
 It refuses, with an `OutputError`: `NaN` and `Infinity` (unless allowed, for
 float fields), words standing where a value must be quoted (`[a, b]`), numbers
-with trailing units (`5px`), leading zeros, anything cut off by the end of the
-text (outside `partial=True`), and ambiguity.
+with trailing units (`5px`), leading zeros, a key without its value, anything
+cut off by the end of the text (outside `partial=True`), and ambiguity: two
+different values, or a quote before `:` inside a string (`"typed {"v": 1}"`
+reads both as text and as the start of a key).
 
 Where the value sits in the text is decided in this order:
 
@@ -28,9 +30,11 @@ Where the value sits in the text is decided in this order:
 
 Never a wrong value: a bracket inside an object or array that failed to parse
 is never tried on its own (`{"x": "a, {"k": 1}` is refused, not read as
-`{"k": 1}`), and when the text holds two different values (`{"a": 1} or
-{"b": 2}`) the answer is ambiguous and refused; `parse` with a type keeps the
-one reading that validates. `repair_json` says which repairs were applied.
+`{"k": 1}`); once a failed attempt had read a key and its colon, or an item,
+no bracket after it is tried either, since where it would have ended is
+unknown. When the text holds two different values (`{"a": 1} or {"b": 2}`)
+the answer is ambiguous and refused; `parse` with a type keeps the one reading
+that validates. `repair_json` says which repairs were applied.
 
 With `partial=True` a value cut off by the end of the text (a stream) is closed:
 open strings, arrays and objects are closed; a dangling key, an unfinished
