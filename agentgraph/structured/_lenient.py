@@ -56,8 +56,9 @@ import orjson
 
 from .._errors import OutputError
 from .._limits import MAX_DEPTH
-from ._tokens import WS as _WS
-from ._tokens import Fail, Scanner
+from ._syntax import WS as _WS
+from ._syntax import Fail
+from ._tokens import Scanner
 
 __all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "shallow", "single")
 

@@ -42,8 +42,8 @@ from ._lenient import (
 )
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
-from ._tokens import WS as _LEAD  # what the lenient parser skips as whitespace
-from ._tokens import NonFinite
+from ._syntax import WS as _LEAD  # what the lenient parser skips as whitespace
+from ._syntax import NonFinite
 
 __all__ = ("check", "holds_nonfinite", "load", "parse", "parse_repaired", "resolve")
 

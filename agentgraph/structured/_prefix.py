@@ -22,11 +22,11 @@ from typing import Any
 import orjson
 
 from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
-from ._tokens import CUT_HEX as _CUT_HEX
-from ._tokens import CUT_LOW as _CUT_LOW
-from ._tokens import HEX4 as _HEX4
-from ._tokens import NUMBER as _NUMBER
-from ._tokens import WS as _LEAD  # the lenient parser's whitespace, a BOM included
+from ._syntax import CUT_HEX as _CUT_HEX
+from ._syntax import CUT_LOW as _CUT_LOW
+from ._syntax import HEX4 as _HEX4
+from ._syntax import NUMBER as _NUMBER
+from ._syntax import WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
 
