@@ -42,14 +42,15 @@ from ._lenient import (
 )
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
+from ._syntax import QUOTES, NonFinite
 from ._syntax import WS as _LEAD  # what the lenient parser skips as whitespace
-from ._syntax import NonFinite
 
 __all__ = ("check", "holds_nonfinite", "load", "parse", "parse_repaired", "resolve")
 
 T = TypeVar("T")
 
 _CLOSER = {"{": "}", "[": "]"}
+_HOLDERS = QUOTES + "/#"  # what may open a string or a comment that holds the rest
 _MISSING: Any = object()
 
 
@@ -64,7 +65,7 @@ def _shortcut(text: str) -> Any:
     """
     lead = _LEAD.match(text)
     first = lead.end() if lead else 0
-    if first >= len(text) or text[first] in "\"'/":  # a string or a comment may hold the rest
+    if first >= len(text) or text[first] in _HOLDERS:  # a string or a comment may hold the rest
         return _MISSING
     fence = _FENCE_OPEN.search(text)
     if fence is not None:
@@ -87,7 +88,7 @@ def _embedded(text: str, first: int) -> Any:
     if found is None:
         return _MISSING
     start = found.start()
-    if "//" in text[:start] or "/*" in text[:start]:  # a comment may hide the bracket
+    if "//" in text[:start] or "/*" in text[:start] or "#" in text[:start]:  # a comment may hide it
         return _MISSING
     end = text.rfind(_CLOSER[found.group()])
     if end <= start or "/*" in text[end:]:  # the lenient parser refuses an unclosed comment

@@ -26,6 +26,7 @@ from ._syntax import CUT_HEX as _CUT_HEX
 from ._syntax import CUT_LOW as _CUT_LOW
 from ._syntax import HEX4 as _HEX4
 from ._syntax import NUMBER as _NUMBER
+from ._syntax import QUOTES
 from ._syntax import WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
@@ -56,7 +57,7 @@ def _start(text: str) -> int | None:
     char = text[first]
     if char in "{[":
         return first
-    if char in "'\"":  # a quoted string could still turn out to be the whole answer
+    if char in QUOTES:  # a quoted string could still turn out to be the whole answer
         return None
     fence = _FENCE_OPEN.search(text)
     if fence is not None:
@@ -70,7 +71,7 @@ def _start(text: str) -> int | None:
     if opener is None:
         return None
     head = text[: opener.start()]
-    return None if "//" in head or "/*" in head else opener.start()
+    return None if "//" in head or "/*" in head or "#" in head else opener.start()
 
 
 class _Scanner:
