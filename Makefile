@@ -68,6 +68,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/step_profile.py
 	$(BIN)/python benchmarks/overheads.py
 	$(BIN)/python benchmarks/structured.py
+	$(BIN)/python benchmarks/lenient.py
 	$(BIN)/python benchmarks/llm_path.py
 	$(BIN)/python benchmarks/durability.py
 

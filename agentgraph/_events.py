@@ -199,7 +199,11 @@ class ContextEntry:
 
 @attrs.frozen
 class OutputAttempt:
-    """One answer to a `generate` call: the raw text and what validation said of it."""
+    """One answer to a `generate` call: the raw text and what validation said of it.
+
+    `repairs` names what the lenient parser repaired to read it (see
+    `agentgraph.structured.Repaired`); empty for valid JSON.
+    """
 
     number: int
     raw: str
@@ -207,6 +211,7 @@ class OutputAttempt:
     errors: tuple[str, ...] = ()
     finish_reason: str | None = None
     usage: Usage = attrs.field(factory=Usage)
+    repairs: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -19,6 +19,7 @@ HEADS = ["", "  ", "Sure!\n", "```json\n", "Here:\n```json\n", "Use {x}: ", "Use
 HEADS += ["// c\n", "\ufeff", "'q' ", "1. ", "```\n", "x", "```python\nx = 1\n```\n```json\n"]
 TAILS = ["", "\n```", "\n```\nMore?", " done", "\n``", ' {"z": 1}', "\n```\n```json\n[2]\n```"]
 ALPHABET = list("{}[]\",:0123456789-.eEtrufalsn \n\\u'`/*xD8C")
+ALPHABET += list("#+\u201c\u201d\u2018\u2019J;")  # the repairs: comments, numbers, quotes, words
 
 
 def render(value: Any, how: int) -> str:

@@ -61,7 +61,7 @@ from ..llm._model import (
 )
 from ..structured._compile import shape_of
 from ..structured._composites import ObjectShape
-from ..structured._parse import parse
+from ..structured._parse import parse_repaired
 from ..structured._schema import json_schema, prompt_fragment
 from ._partial import Partial, PartialStream
 from ._sections import Section, SectionSource, as_sections, render_sections
@@ -153,6 +153,7 @@ class _Answer:
     response: ChatResponse
     value: Any = None
     error: OutputError | None = None
+    repairs: tuple[str, ...] = ()
 
 
 def _record(number: int, answer: _Answer) -> OutputAttempt:
@@ -169,6 +170,7 @@ def _record(number: int, answer: _Answer) -> OutputAttempt:
         errors,
         response.finish_reason,
         response.usage,
+        answer.repairs,
     )
 
 
@@ -261,19 +263,19 @@ class Generate(Node[Any, T]):
             return await self._ask_streaming(request, rt, number)
         response = await rt.call_model(self.model, request)
         try:
-            value = self._value(response.message.content)
+            value, repairs = self._value(response.message.content)
         except OutputError as exc:
             return _Answer(response, error=exc)
-        return _Answer(response, value)
+        return _Answer(response, value, repairs=repairs)
 
-    def _value(self, text: str) -> Any:
+    def _value(self, text: str) -> tuple[Any, tuple[str, ...]]:
         if self.output_type is not TEXT:
-            return parse(self.output_type, text, strict=self.strict)
+            return parse_repaired(self.output_type, text, strict=self.strict)
         if not text.strip():
             raise OutputError(
                 "the answer is empty", attempts=[text], errors=["the answer is empty"]
             )
-        return text.strip()
+        return text.strip(), ()
 
     async def _ask_streaming_text(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
         text = ""
@@ -289,7 +291,7 @@ class Generate(Node[Any, T]):
         if response is None:
             raise ResponseFormatError("the stream ended without its final response")
         try:
-            value = self._value(response.message.content)
+            value, _ = self._value(response.message.content)
         except OutputError as exc:
             return _Answer(response, error=exc)
         done = Partial(value, complete=True, result=value, text=text)
@@ -312,7 +314,7 @@ class Generate(Node[Any, T]):
         response = parts.response
         if response is None:  # unreachable: the stream raises before it could end so
             raise AssertionError("a finished stream has a response")
-        return _Answer(response, value, error)
+        return _Answer(response, value, error, parts.repairs)
 
     async def _trace(
         self,

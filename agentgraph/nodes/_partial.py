@@ -30,7 +30,7 @@ import orjson
 from .._errors import OutputError, ResponseFormatError
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ..structured._compile import shape_of
-from ..structured._parse import check, load
+from ..structured._parse import check, resolve
 from ..structured._prefix import PrefixParser
 from ..structured._shapes import Shape
 
@@ -101,7 +101,8 @@ class PartialStream(Generic[T]):
 
     Iterating raises `OutputError` when the complete answer does not parse or
     validate (with `response` already set), and `ResponseFormatError` when the
-    stream ends without its final response.
+    stream ends without its final response. `repairs` names what the lenient
+    parser repaired in the complete answer.
     """
 
     def __init__(self, events: AsyncIterator[StreamEvent], shape: Shape, strict: bool) -> None:
@@ -110,6 +111,7 @@ class PartialStream(Generic[T]):
         self._strict = strict
         self._text = ""
         self._parser = PrefixParser()
+        self.repairs: tuple[str, ...] = ()
         self._last: Any = _NOTHING
         self._finished = False
         self.response: ChatResponse | None = None
@@ -153,8 +155,7 @@ class PartialStream(Generic[T]):
     def _complete(self, text: str) -> Partial[T]:
         # The response's own text is the authority: providers may have cleaned it up.
         self._text = text
-        data = load(text)
-        result = check(self._shape, data, strict=self._strict, raw=text)
+        data, result, self.repairs = resolve(self._shape, text, strict=self._strict)
         return Partial(data, complete=True, result=result, text=text)
 
 

@@ -1,10 +1,24 @@
 """Lenient JSON parsing for model answers that are almost JSON.
 
-`loads_lenient` parses with orjson first; only when that fails does it run a
-tolerant single-pass parser that accepts, anywhere in the value: trailing
-commas, single-quoted strings, unquoted (identifier) object keys, the Python
-literals `True`, `False`, `None` and JavaScript's `undefined`, raw newlines and
-control characters inside strings, and `//` and `/* */` comments.
+`loads_lenient` parses with orjson first; only when that fails does the
+tolerant parser run (`_tokens.Scanner`). It repairs, anywhere in the value:
+
+- trailing commas, and missing commas between members or items;
+- single quotes, smart quotes (U+201C and U+201D, U+2018 and U+2019) and unescaped quotes inside a
+  string (`"say "hi" now"`), told apart by what follows each quote;
+- unquoted keys and unquoted member values (`{"name": John Smith}`);
+- the Python literals `True`, `False`, `None` and JavaScript's `undefined`;
+- raw newlines and control characters inside strings;
+- `//`, `/* */` and `#` comments, and stray text between members (`...`);
+- numbers written `.25`, `1.` or `+3`;
+- a missing value (`{"a": }`): the member is left out, never given a guess.
+
+It refuses, with an `OutputError`: `NaN` and `Infinity` (unless allowed, for
+float fields), words standing where a value must be quoted (`[a, b]`), numbers
+with trailing units (`5px`), leading zeros, a key without its value, anything
+cut off by the end of the text (outside `partial=True`), and ambiguity: two
+different values, or a quote before `:` inside a string (`"typed {"v": 1}"`
+reads both as text and as the start of a key).
 
 Where the value sits in the text is decided in this order:
 
@@ -12,85 +26,115 @@ Where the value sits in the text is decided in this order:
    whitespace and comments); an object or array may be followed by prose.
 2. The body of a Markdown code fence (```` ```json ```` or a bare ```` ``` ````)
    is one value; fences are tried in order and prose around them is ignored.
-3. Otherwise the first complete object or array wins: each `{` or `[` is tried
-   left to right, and the first one that parses (after the repairs above) is
-   returned, whatever follows it. So `use {x} here: {"a": 1}` gives
-   `{"a": 1}`, because `{x}` is not an object, and `{"a": 1}{"b": 2}` gives
-   `{"a": 1}`. Brackets that a failed attempt had already parsed as structure
-   are not tried again, so a value truncated by the end of the text is an
-   error rather than one of its inner values.
+3. Otherwise each `{` or `[` is tried left to right.
+
+Never a wrong value: a bracket inside an object or array that failed to parse
+is never tried on its own (`{"x": "a, {"k": 1}` is refused, not read as
+`{"k": 1}`); once a failed attempt had read a key and its colon, or an item,
+no bracket after it is tried either, since where it would have ended is
+unknown. When the text holds two different values (`{"a": 1} or {"b": 2}`)
+the answer is ambiguous and refused; `parse` with a type keeps the one reading
+that validates. `repair_json` says which repairs were applied.
 
 With `partial=True` a value cut off by the end of the text (a stream) is closed:
 open strings, arrays and objects are closed; a dangling key, an unfinished
 literal or a lone minus sign is dropped.
 
 Numbers follow orjson, so both paths agree: integers within the 64-bit range
-stay `int`, larger ones become `float`. Nesting deeper than `MAX_DEPTH` (100) levels is an
-error, as it is for orjson.
+stay `int`, larger ones become `float`. Nesting deeper than `MAX_DEPTH` (100)
+levels is an error, as it is for orjson. Time is linear in the text.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from bisect import bisect_right
 from typing import Any
 
+import attrs
 import orjson
 
 from .._errors import OutputError
 from .._limits import MAX_DEPTH
+from ._syntax import WS as _WS
+from ._syntax import Fail
+from ._tokens import Scanner
 
-__all__ = ("loads_lenient",)
+__all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "shallow", "single")
 
 _MAX_DEPTH = MAX_DEPTH  # the one limit the codec and validation share, so any value fits both
-# Characters the bracket-by-bracket search may scan per character of text: skipping
-# brackets already parsed keeps real input far below; this bounds any input.
-_SEARCH_BUDGET = 16
+# Characters the search may scan per character of text. Attempts never overlap, so
+# real input stays near 1; this bounds any input.
+_SEARCH_BUDGET = 4
+_MAX_READINGS = 16  # enough to find the one that validates; more is a refusal anyway
 _SNIPPET = 24
-_WS = re.compile(r"[ \t\n\r\ufeff]*")
-_DQ_RUN = re.compile(r'[^"\\]*')
-_SQ_RUN = re.compile(r"[^'\\]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_NUMBER_TAIL = re.compile(r"[0-9eE.+-]*\Z")
-_WORD = re.compile(r"(?:[^\W\d]|\$)(?:\w|\$)*")
 _OPENER = re.compile(r"[\[{]")
+# An opener worth an attempt: not one that fails at its next token (`{{`, `[see`), nor
+# one right after a `{` (which fails there). Skipping these in C keeps prose full of
+# brackets cheap; an attempt would only have ruled them out one by one.
+_WORD_END = r"(?:[^\W\d]|\$)[\w$]*(?=[^\w$])"
+_NAMES = r"(?:true|false|null|True|False|None|undefined|NaN|Infinity)(?![\w$])"
+_VIABLE = re.compile(
+    r"\{(?<!\{\{)(?![ \t\n\r]*[{\[\],:])"
+    rf"|\[(?<!\{{\[)(?![ \t\n\r]*(?:[}}:,]|(?!{_NAMES}){_WORD_END}))"
+)
 _FENCE_OPEN = re.compile(r"```[^\n`]*\n")
 _FENCE_CLOSE = re.compile(r"\n[ \t]*```")
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-# What a `\u` escape (or the low half of a surrogate pair) cut off by the end looks like.
-_CUT_HEX = re.compile(r"[0-9a-fA-F]{0,3}\Z")
-_CUT_LOW = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
-
-# JSON's literals, JavaScript's `undefined` and Python's spellings.
-_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "undefined": None}
-_LITERALS |= {"True": True, "False": False, "None": None}
-_ESCAPES = dict(zip("\"'\\/bfnrt", "\"'\\/\b\f\n\r\t", strict=True))
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson keeps as int
-
-# Parser states: what the next token may be.
-_VALUE, _ITEM, _KEY, _COLON, _AFTER, _DONE = range(6)
-_MISSING: Any = object()
 
 
-def loads_lenient(text: str, *, partial: bool = False) -> Any:
+@attrs.frozen
+class Repaired:
+    """A value recovered from text, and the repairs that recovered it (in the order met).
+
+    `repairs` is empty for valid JSON. The names: `code fence`, `prose around`,
+    `trailing comma`, `missing comma`, `single quotes`, `smart quotes`,
+    `inner quote`, `unquoted key`, `unquoted value`, `python literal`,
+    `control character`, `comment`, `stray text`, `number form`,
+    `missing value`, `non-finite number`, `closed at the end`.
+    """
+
+    value: Any
+    repairs: tuple[str, ...] = ()
+    start: int = attrs.field(default=0, eq=False, repr=False)
+
+
+def loads_lenient(text: str, *, partial: bool = False, nonfinite: bool = False) -> Any:
     """Parse JSON from a model answer, repairing the usual mistakes.
 
     Args:
         text: The answer. Valid JSON is parsed by orjson and nothing else runs.
         partial: Treat the end of the text as a cut-off stream and close the value.
+        nonfinite: Read `NaN`, `Infinity` and `-Infinity` as floats instead of refusing.
 
     Returns:
         The parsed value.
 
     Raises:
-        OutputError: No value could be recovered; `.position` is the offset
-            where the most promising attempt stopped.
+        OutputError: No value could be recovered, or the text holds two
+            different values; `.position` is the offset where the most
+            promising attempt stopped.
     """
     try:
         return shallow(orjson.loads(text), text)
     except orjson.JSONDecodeError:
         pass
-    return _Parser(text, partial).repair()
+    return single(text, readings(text, partial=partial, nonfinite=nonfinite)).value
+
+
+def repair_json(text: str, *, partial: bool = False, nonfinite: bool = False) -> Repaired:
+    """`loads_lenient`, saying which repairs it applied.
+
+    ```python
+    fixed = repair_json("{name: 'Ann', tags: ['a' 'b'],}")
+    assert fixed.value == {"name": "Ann", "tags": ["a", "b"]}
+    assert fixed.repairs == ("unquoted key", "single quotes", "missing comma", "trailing comma")
+    ```
+    """
+    try:
+        return Repaired(shallow(orjson.loads(text), text))
+    except orjson.JSONDecodeError:
+        pass
+    return single(text, readings(text, partial=partial, nonfinite=nonfinite))
 
 
 def shallow(value: Any, text: str) -> Any:
@@ -112,53 +156,70 @@ def shallow(value: Any, text: str) -> Any:
     return value
 
 
-class _Fail(Exception):
-    """An attempt stopped at `pos`; `fatal` ends the whole search."""
+def readings(text: str, *, partial: bool = False, nonfinite: bool = False) -> list[Repaired]:
+    """Every value the text could stand for (one, unless it is ambiguous).
 
-    def __init__(self, pos: int, reason: str, *, fatal: bool = False) -> None:
-        super().__init__(reason)
-        self.pos = pos
-        self.reason = reason
-        self.fatal = fatal
-
-
-class _Obj:
-    """An object under construction and the key waiting for its value."""
-
-    __slots__ = ("data", "key")
-
-    def __init__(self) -> None:
-        self.data: dict[str, Any] = {}
-        self.key = ""
+    Raises:
+        OutputError: there is none.
+    """
+    return _Finder(text, partial, nonfinite).readings()
 
 
-class _Parser:
-    """A tolerant parser with an explicit stack, so nesting never recurses."""
+def single(text: str, found: list[Repaired]) -> Repaired:
+    """The one reading, or `OutputError` naming the ambiguity."""
+    first = found[0]
+    for other in found[1:]:
+        if other.value != first.value or not _same_types(other.value, first.value):
+            raise ambiguous(text, [first, other])
+    return first
 
-    def __init__(self, text: str, partial: bool) -> None:
+
+def ambiguous(text: str, found: list[Repaired]) -> OutputError:
+    starts = [reading.start for reading in found]
+    return OutputError(
+        f"ambiguous JSON: the text holds {len(found)} different values, "
+        f"at offsets {', '.join(map(str, starts))}; answer with exactly one",
+        attempts=(text,),
+        position=starts[1] if len(starts) > 1 else starts[0],
+        details={"reason": "ambiguous", "offsets": starts},
+    )
+
+
+def _same_types(left: Any, right: Any) -> bool:
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, dict):
+        return all(_same_types(left[k], right[k]) for k in left)
+    if isinstance(left, list):
+        return all(map(_same_types, left, right))
+    return True
+
+
+class _Finder:
+    """Where in the text the value is, with a budget on the text the attempts scan."""
+
+    def __init__(self, text: str, partial: bool, nonfinite: bool) -> None:
         self.text = text
-        self.partial = partial
-        self.end = len(text)
-        self.stack: list[list[Any] | _Obj] = []
-        self.opened: list[int] = []
-        self.root: Any = None
-        self.best: _Fail | None = None
-        self.last = 0
+        self.scanner = Scanner(text, partial=partial, nonfinite=nonfinite)
+        self.best: Fail | None = None
+        # Spans of objects and arrays that failed, disjoint and in order: no bracket
+        # inside one is tried alone.
+        self.starts: list[int] = []
+        self.stops: list[int] = []
+        self.budget = _SEARCH_BUDGET * (len(text) + 256)
 
-    def repair(self) -> Any:
-        value = self.attempt(self.whole, 0, len(self.text))
-        if value is not _MISSING:
-            return value
-        # The search would retry these brackets from the same offsets and fail the same way.
-        tried = set(self.opened)
+    def readings(self) -> list[Repaired]:
+        found: list[Repaired] = []
+        end = len(self.text)
+        if self.whole(0, end, found, ()):
+            return found
         for start, stop in self.fences():
-            value = self.attempt(self.whole, start, stop)
-            if value is not _MISSING:
-                return value
-        value = self.search(tried)
-        if value is not _MISSING:
-            return value
-        raise self.error(self.best or _Fail(0, "no JSON value found"))
+            if self.whole(start, stop, found, ("code fence",)):
+                return found
+        self.search(0, end, found, ("prose around",))
+        if found:
+            return found
+        raise self.error(self.best or Fail(0, "no JSON value found"))
 
     def fences(self) -> list[tuple[int, int]]:
         """The body of each Markdown code fence; an unclosed one runs to the end."""
@@ -173,247 +234,119 @@ class _Parser:
             pos = closing.end()
         return bodies
 
-    def attempt(self, parse: Callable[..., Any], *args: int) -> Any:
-        """Run one parse; a failure is remembered (the furthest one is reported)."""
-        self.opened = []
-        try:
-            return parse(*args)
-        except _Fail as exc:
-            if exc.fatal:
-                raise self.error(exc) from exc
-            self.last = exc.pos
-            if self.best is None or exc.pos > self.best.pos:
-                self.best = exc
-            return _MISSING
-
-    def whole(self, start: int, stop: int) -> Any:
+    def whole(self, start: int, stop: int, found: list[Repaired], how: tuple[str, ...]) -> bool:
         """The value that fills `text[start:stop]`; an object or array may have prose after it."""
-        if stop - start < len(self.text):
+        if start > 0 or stop < len(self.text):
+            body = self.text[start:stop]
             try:
-                return orjson.loads(self.text[start:stop])
+                value = orjson.loads(body)
             except orjson.JSONDecodeError:
                 pass
-        self.end = stop
-        value, pos = self.value_at(self.skip(start))
-        pos = self.skip(pos)
-        if pos < stop and not isinstance(value, list | dict):
-            raise _Fail(pos, "unexpected text after the value")
-        return value
+            else:
+                found.append(Repaired(shallow(value, body), how, start))
+                return True
+        scanner = self.scanner
+        scanner.end = stop
+        first = _WS.match(self.text, start, stop).end()  # type: ignore[union-attr]
+        scanner.repairs = {}
+        try:
+            value, pos = scanner.value_at(scanner.skip(first))
+            pos = scanner.skip(pos)
+            if pos < stop and not isinstance(value, list | dict):
+                raise Fail(pos, "unexpected text after the value")
+        except Fail as exc:
+            opened = first < stop and self.text[first] in "{["
+            self.failed(exc, first, opened, stop)
+            return False
+        repairs = (*how, *scanner.repairs)
+        if pos < stop:
+            repairs = (*repairs, "prose around")
+        found.append(Repaired(value, repairs, first))
+        self.search(pos, stop, found, repairs)
+        return True
 
-    def search(self, tried: set[int]) -> Any:
-        """The first object or array, bracket by bracket, that parses."""
-        self.end = len(self.text)
-        budget = _SEARCH_BUDGET * (self.end + 256)
-        pos = 0
-        while (found := _OPENER.search(self.text, pos)) is not None:
-            pos = found.start()
-            if pos not in tried:
-                value = self.attempt(lambda start: self.value_at(start)[0], pos)
-                if value is not _MISSING:
-                    return value
-                tried.update(self.opened)
-                budget -= self.last - pos
-                if budget < 0:
-                    raise self.error(_Fail(pos, "search limit reached"))
-            pos += 1
-        return _MISSING
+    def search(self, pos: int, stop: int, found: list[Repaired], how: tuple[str, ...]) -> None:
+        """Each object or array from `pos` on that parses, none inside a broken one."""
+        text, scanner = self.text, self.scanner
+        scanner.end = stop
+        while len(found) < _MAX_READINGS and (hit := _VIABLE.search(text, pos, stop)):
+            pos = self.unbroken(hit.start())
+            if pos != hit.start():
+                continue
+            if self.after_brace(pos):
+                pos += 1
+                continue
+            scanner.repairs = {}
+            try:
+                value, after = scanner.value_at(pos)
+            except Fail as exc:
+                self.charge(pos)
+                self.failed(exc, pos, True, stop)
+                pos = max(pos + 1, scanner.reach)
+                continue
+            self.charge(pos)
+            found.append(Repaired(value, (*how, *scanner.repairs), pos))
+            pos = after
 
-    def error(self, fail: _Fail) -> OutputError:
+    def after_brace(self, pos: int) -> bool:
+        """Whether a `{` (which fails at this opener) comes before `pos`, past whitespace."""
+        text = self.text
+        back = pos - 1
+        while back >= 0 and text[back] in " \t\n\r":
+            back -= 1
+        return back >= 0 and text[back] == "{"
+
+    def unbroken(self, pos: int) -> int:
+        """`pos`, or the end of the broken span that holds it."""
+        index = bisect_right(self.starts, pos) - 1
+        if index >= 0 and pos <= self.stops[index]:
+            return self.stops[index] + 1
+        return pos
+
+    def charge(self, start: int) -> None:
+        self.budget -= max(0, self.scanner.reach - start)
+        if self.budget < 0:
+            raise self.error(Fail(start, "search limit reached"))
+
+    def failed(self, exc: Fail, start: int, opened: bool, stop: int) -> None:
+        """Note a failed attempt: the span it covers is never searched again.
+
+        An object or array that had read a key and its colon, or an item, was
+        JSON: where it would have ended is unknown, so every bracket up to `stop`
+        may be inside it. One that failed before that (`{x}`, `[see above]`) was
+        prose, and covers what it read.
+        """
+        if exc.fatal:
+            raise self.error(exc) from exc
+        if opened:
+            reach = stop if self.scanner.committed else max(self.scanner.reach, exc.pos)
+            self.block(start, reach)
+        if self.best is None or exc.pos > self.best.pos:
+            self.best = exc
+
+    def block(self, start: int, stop: int) -> None:
+        """Add a broken span, merged with those it overlaps."""
+        starts, stops = self.starts, self.stops
+        index = bisect_right(starts, start) - 1
+        if index >= 0 and stops[index] >= start:
+            start = starts[index]
+            stop = max(stop, stops[index])
+        else:
+            index += 1
+        last = index
+        while last < len(starts) and starts[last] <= stop:
+            stop = max(stop, stops[last])
+            last += 1
+        starts[index:last] = [start]
+        stops[index:last] = [stop]
+
+    def error(self, fail: Fail) -> OutputError:
         pos = fail.pos
         before = self.text[max(0, pos - _SNIPPET) : pos]
         after = self.text[pos : pos + _SNIPPET]
         return OutputError(
             f"cannot parse JSON: {fail.reason} at offset {pos}, near {before + '<HERE>' + after!r}",
+            attempts=(self.text,),
             position=pos,
             details={"reason": fail.reason},
         )
-
-    def value_at(self, pos: int) -> tuple[Any, int]:
-        """Parse one value starting at `pos`; return it and the offset after it."""
-        self.stack = []
-        state = _VALUE
-        while state != _DONE:
-            pos = self.skip(pos)
-            if pos >= self.end:
-                return self.at_end(), pos
-            if state == _AFTER:
-                state, pos = self.after(pos)
-            elif state == _KEY:
-                state, pos = self.key(pos)
-            elif state == _COLON:
-                if self.text[pos] != ":":
-                    raise _Fail(pos, "expected ':' after the key")
-                state, pos = _VALUE, pos + 1
-            else:
-                state, pos = self.value(pos, state)
-        return self.root, pos
-
-    def skip(self, pos: int) -> int:
-        """Skip whitespace and comments."""
-        text = self.text
-        while True:
-            pos = _match_end(_WS, text, pos, self.end)
-            if text.startswith("//", pos, self.end):
-                newline = text.find("\n", pos, self.end)
-                pos = self.end if newline < 0 else newline + 1
-            elif text.startswith("/*", pos, self.end):
-                close = text.find("*/", pos + 2, self.end)
-                if close < 0 and not self.partial:
-                    raise _Fail(pos, "unclosed comment")
-                pos = self.end if close < 0 else close + 2
-            elif self.partial and pos == self.end - 1 and text[pos] == "/":
-                return self.end
-            else:
-                return pos
-
-    def value(self, pos: int, state: int) -> tuple[int, int]:
-        char = self.text[pos]
-        if char in "{[":
-            if len(self.stack) >= _MAX_DEPTH:
-                raise _Fail(pos, f"nesting deeper than {_MAX_DEPTH} levels", fatal=True)
-            self.opened.append(pos)
-            self.stack.append(_Obj() if char == "{" else [])
-            return (_KEY if char == "{" else _ITEM), pos + 1
-        if char == "]" and state == _ITEM:
-            return self.close(pos)
-        if char in "\"'":
-            value, pos, _ = self.string(pos)
-        elif char == "-" or "0" <= char <= "9":
-            value, pos = self.number(pos)
-        else:
-            value, pos = self.word(pos)
-        if value is _MISSING:
-            return state, pos
-        return self.put(value, pos)
-
-    def key(self, pos: int) -> tuple[int, int]:
-        char = self.text[pos]
-        if char == "}":
-            return self.close(pos)
-        if char in "\"'":
-            key, pos, closed = self.string(pos)
-            if not closed:
-                return _COLON, pos
-        else:
-            match = _WORD.match(self.text, pos, self.end)
-            if match is None:
-                raise _Fail(pos, "expected a key or '}'")
-            key, pos = match.group(), match.end()
-        top = self.stack[-1]
-        if isinstance(top, _Obj):
-            top.key = key
-        return _COLON, pos
-
-    def after(self, pos: int) -> tuple[int, int]:
-        char = self.text[pos]
-        is_list = isinstance(self.stack[-1], list)
-        if char == ",":
-            return (_ITEM if is_list else _KEY), pos + 1
-        closer = "]" if is_list else "}"
-        if char == closer:
-            return self.close(pos)
-        raise _Fail(pos, f"expected ',' or {closer!r}")
-
-    def close(self, pos: int) -> tuple[int, int]:
-        return self.put(self.pop(), pos + 1)
-
-    def pop(self) -> Any:
-        top = self.stack.pop()
-        return top.data if isinstance(top, _Obj) else top
-
-    def put(self, value: Any, pos: int) -> tuple[int, int]:
-        if not self.stack:
-            self.root = value
-            return _DONE, pos
-        top = self.stack[-1]
-        if isinstance(top, _Obj):
-            top.data[top.key] = value
-        else:
-            top.append(value)
-        return _AFTER, pos
-
-    def at_end(self) -> Any:
-        """Close every open container at the end of a cut-off text."""
-        if not self.partial:
-            raise _Fail(self.end, "unexpected end of text")
-        if not self.stack:
-            raise _Fail(self.end, "no complete value before the end of the text")
-        while len(self.stack) > 1:
-            self.put(self.pop(), self.end)
-        return self.pop()
-
-    def string(self, pos: int) -> tuple[str, int, bool]:
-        """A quoted string: its value, the offset after it, and whether it closed."""
-        text, quote = self.text, self.text[pos]
-        run = _DQ_RUN if quote == '"' else _SQ_RUN
-        parts: list[str] = []
-        pos += 1
-        while True:
-            stop = _match_end(run, text, pos, self.end)
-            parts.append(text[pos:stop])
-            if stop >= self.end:
-                if not self.partial:
-                    raise _Fail(self.end, "unterminated string")
-                return "".join(parts), self.end, False
-            if text[stop] == quote:
-                return "".join(parts), stop + 1, True
-            piece, pos = self.escape(stop)
-            parts.append(piece)
-
-    def escape(self, pos: int) -> tuple[str, int]:
-        """The backslash escape at `pos`; unknown escapes are kept as written."""
-        if pos + 1 >= self.end:
-            return "", self.end
-        char = self.text[pos + 1]
-        if char != "u":
-            return _ESCAPES.get(char, "\\" + char), pos + 2
-        code = self.hex4(pos + 2)
-        if code is None:
-            cut = _CUT_HEX.match(self.text, pos + 2, self.end)
-            return ("", self.end) if cut else ("\\u", pos + 2)
-        if 0xD800 <= code < 0xDC00:
-            low = self.hex4(pos + 8) if self.text.startswith("\\u", pos + 6, self.end) else None
-            if low is not None and 0xDC00 <= low < 0xE000:
-                return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), pos + 12
-            if _CUT_LOW.match(self.text, pos + 6, self.end):
-                # Do not leave half a surrogate pair in a cut-off string.
-                return "", self.end
-        return chr(code), pos + 6
-
-    def hex4(self, pos: int) -> int | None:
-        return int(m.group(), 16) if (m := _HEX4.match(self.text, pos, self.end)) else None
-
-    def number(self, pos: int) -> tuple[Any, int]:
-        match = _NUMBER.match(self.text, pos, self.end)
-        stop = match.end() if match else pos
-        if self.partial and _NUMBER_TAIL.match(self.text, stop, self.end):
-            # Cut off mid-number (`1.`, `1e+`, `-`): keep what forms a number so far.
-            return (self._number(match.group()) if match else _MISSING), self.end
-        if match is None:
-            raise _Fail(pos, "invalid number")
-        return self._number(match.group()), stop
-
-    @staticmethod
-    def _number(literal: str) -> Any:
-        if "." in literal or "e" in literal or "E" in literal or len(literal) > 21:
-            return float(literal)
-        number = int(literal)
-        return number if _INT_MIN <= number <= _INT_MAX else float(number)
-
-    def word(self, pos: int) -> tuple[Any, int]:
-        match = _WORD.match(self.text, pos, self.end)
-        if match is None:
-            raise _Fail(pos, f"unexpected {self.text[pos]!r}")
-        word = match.group()
-        if word in _LITERALS:
-            return _LITERALS[word], match.end()
-        cut = self.partial and match.end() == self.end
-        if cut and any(literal.startswith(word) for literal in _LITERALS):
-            return _MISSING, self.end
-        raise _Fail(pos, f"unquoted word {word!r}")
-
-
-def _match_end(pattern: re.Pattern[str], text: str, pos: int, end: int) -> int:
-    """Where a pattern that may match nothing stops matching."""
-    match = pattern.match(text, pos, end)
-    return match.end() if match else pos

@@ -21,22 +21,36 @@ and whose `.attempts` holds the text.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, TypeVar, overload
 
+import attrs
 import orjson
 
 from .._errors import OutputError
+from .._limits import MAX_DEPTH
 from ._compile import cache_key, shape_of
-from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient, shallow
-from ._lenient import _WS as _LEAD  # what the lenient parser skips as whitespace
+from ._lenient import (
+    _FENCE_CLOSE,
+    _FENCE_OPEN,
+    _OPENER,
+    Repaired,
+    ambiguous,
+    readings,
+    shallow,
+    single,
+)
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
+from ._syntax import QUOTES, NonFinite
+from ._syntax import WS as _LEAD  # what the lenient parser skips as whitespace
 
-__all__ = ("check", "load", "parse")
+__all__ = ("check", "holds_nonfinite", "load", "parse", "parse_repaired", "resolve")
 
 T = TypeVar("T")
 
 _CLOSER = {"{": "}", "[": "]"}
+_HOLDERS = QUOTES + "/#"  # what may open a string or a comment that holds the rest
 _MISSING: Any = object()
 
 
@@ -51,7 +65,7 @@ def _shortcut(text: str) -> Any:
     """
     lead = _LEAD.match(text)
     first = lead.end() if lead else 0
-    if first >= len(text) or text[first] in "\"'/":  # a string or a comment may hold the rest
+    if first >= len(text) or text[first] in _HOLDERS:  # a string or a comment may hold the rest
         return _MISSING
     fence = _FENCE_OPEN.search(text)
     if fence is not None:
@@ -74,10 +88,12 @@ def _embedded(text: str, first: int) -> Any:
     if found is None:
         return _MISSING
     start = found.start()
-    if "//" in text[:start] or "/*" in text[:start]:  # a comment may hide the bracket
+    if "//" in text[:start] or "/*" in text[:start] or "#" in text[:start]:  # a comment may hide it
         return _MISSING
     end = text.rfind(_CLOSER[found.group()])
     if end <= start or "/*" in text[end:]:  # the lenient parser refuses an unclosed comment
+        return _MISSING
+    if _OPENER.search(text, end) is not None:  # a second value would make it ambiguous
         return _MISSING
     return _orjson(text[start : end + 1])
 
@@ -105,13 +121,13 @@ def _shape(tp: Any) -> Shape:
     return shape
 
 
-def _repair(text: str) -> Any:
-    """What `load` does once orjson has refused `text`."""
+def _repair(text: str, nonfinite: bool = False) -> list[Repaired]:
+    """What `load` does once orjson has refused `text`: every reading of it."""
     value = _shortcut(text)
     if value is not _MISSING:
-        return value
+        return [Repaired(value, ("code fence" if "```" in text else "prose around",))]
     try:
-        return loads_lenient(text)
+        return readings(text, nonfinite=nonfinite)
     except OutputError as exc:
         raise OutputError(
             str(exc),
@@ -120,6 +136,17 @@ def _repair(text: str) -> Any:
             position=exc.position,
             details=exc.details,
         ) from exc
+
+
+def _refusal(exc: OutputError) -> OutputError:
+    """`exc` with its message as the one `path: message` line a model is shown."""
+    return OutputError(
+        str(exc),
+        attempts=exc.attempts,
+        errors=(f"$: {exc}",),
+        position=exc.position,
+        details=exc.details,
+    )
 
 
 def load(text: str) -> Any:
@@ -133,7 +160,83 @@ def load(text: str) -> Any:
     try:
         return shallow(orjson.loads(text), text)
     except orjson.JSONDecodeError:
-        return _repair(text)
+        found = _repair(text)
+    try:
+        return single(text, found).value
+    except OutputError as exc:
+        raise _refusal(exc) from exc
+
+
+def resolve(
+    shape: Shape, text: str, *, strict: bool, nonfinite: bool = False
+) -> tuple[Any, Any, tuple[str, ...]]:
+    """The data in `text`, that data validated against `shape`, and the repairs applied.
+
+    Of several readings of the text, the one that validates is kept; two that
+    validate to different values are refused as ambiguous.
+
+    Raises:
+        OutputError: no reading, no valid reading, or more than one.
+    """
+    try:
+        data = shallow(orjson.loads(text), text)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        return data, check(shape, data, strict=strict, raw=text), ()
+    found = _repair(text, nonfinite)
+    if len(found) == 1:
+        reading = found[0]
+        result = check(shape, reading.value, strict=strict, raw=text)
+    else:
+        reading, result = _choose(shape, found, strict=strict, raw=text)
+    if "non-finite number" in reading.repairs and holds_nonfinite(result):
+        raise OutputError(
+            "NaN or Infinity outside a float field: only float fields may hold one",
+            attempts=(text,),
+            errors=("$: NaN or Infinity stands where no float field takes it",),
+            details={"reason": "non-finite number"},
+        )
+    return reading.value, result, reading.repairs
+
+
+def _choose(shape: Shape, found: list[Repaired], *, strict: bool, raw: str) -> tuple[Any, Any]:
+    """The one reading that validates (the type breaks the tie), with its value."""
+    valid: list[tuple[Repaired, Any]] = []
+    for reading in found:
+        result = shape.check(reading.value, strict)
+        if isinstance(result, Invalid):
+            continue
+        if all(result != other for _, other in valid):
+            valid.append((reading, result))
+    if not valid:
+        check(shape, found[0].value, strict=strict, raw=raw)  # raises with its problems
+    if len(valid) > 1:
+        raise _refusal(ambiguous(raw, [reading for reading, _ in valid]))
+    return valid[0]
+
+
+def holds_nonfinite(value: Any) -> bool:
+    """Whether a NaN or an infinity the parser allowed sits outside every float field."""
+    level: list[tuple[Any, int]] = [(value, 0)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, NonFinite):
+            return True
+        if depth > MAX_DEPTH + 1:
+            continue
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple | set | frozenset):
+            children = item
+        elif attrs.has(type(item)):
+            children = [getattr(item, f.name) for f in attrs.fields(type(item))]
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            children = [getattr(item, f.name) for f in dataclasses.fields(item)]
+        else:
+            continue
+        level.extend((child, depth + 1) for child in children)
+    return False
 
 
 def check(shape: Shape, data: Any, *, strict: bool, raw: str) -> Any:
@@ -149,10 +252,10 @@ def check(shape: Shape, data: Any, *, strict: bool, raw: str) -> Any:
 
 
 @overload
-def parse(tp: type[T], text: str, *, strict: bool = False) -> T: ...
+def parse(tp: type[T], text: str, *, strict: bool = False, nonfinite: bool = False) -> T: ...
 @overload
-def parse(tp: Any, text: str, *, strict: bool = False) -> Any: ...
-def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
+def parse(tp: Any, text: str, *, strict: bool = False, nonfinite: bool = False) -> Any: ...
+def parse(tp: Any, text: str, *, strict: bool = False, nonfinite: bool = False) -> Any:
     """Parse a model's answer into an instance of `tp`.
 
     The text is parsed as JSON (with orjson when it is valid, else with the
@@ -163,17 +266,32 @@ def parse(tp: Any, text: str, *, strict: bool = False) -> Any:
         tp: any type `json_schema` accepts.
         text: the answer.
         strict: no coercion and no unknown fields (see `validate`).
+        nonfinite: read `NaN`, `Infinity` and `-Infinity` into float fields
+            (anywhere else they are still refused).
 
     Raises:
         OutputError: the text holds no JSON value, or the value does not match
-            `tp`; `.errors` lists every problem as `path: message`.
+            `tp`, or two readings of the text both match it; `.errors` lists
+            every problem as `path: message`.
         UnsupportedType: `tp` has no JSON form.
     """
     try:
         shape = _SHAPES[cache_key(tp)]
     except (KeyError, TypeError):
         shape = _shape(tp)
-    return check(shape, load(text), strict=strict, raw=text)
+    if not isinstance(text, str):
+        raise TypeError(f"a model answer is parsed from str, not {type(text).__name__}")
+    try:
+        data = shallow(orjson.loads(text), text)
+    except orjson.JSONDecodeError:
+        return resolve(shape, text, strict=strict, nonfinite=nonfinite)[1]
+    return check(shape, data, strict=strict, raw=text)
+
+
+def parse_repaired(tp: Any, text: str, *, strict: bool = False) -> tuple[Any, tuple[str, ...]]:
+    """`parse`, and the repairs the text needed (empty for valid JSON)."""
+    _, result, repairs = resolve(_shape(tp), text, strict=strict)
+    return result, repairs
 
 
 @overload

@@ -9,9 +9,9 @@ quote for an open string value), goes to orjson. So each chunk costs one
 orjson parse instead of a lenient parse of everything so far.
 
 Anything the state machine does not follow exactly (single quotes, comments,
-trailing commas, control characters, a fence that closed, a lone surrogate) is
-left to `loads_lenient`, which therefore decides every case the fast path could
-get wrong.
+trailing commas, control characters, a fence that closed, a lone surrogate, a
+bracket after the finished value) is left to `loads_lenient`, which therefore
+decides every case the fast path could get wrong.
 """
 
 from __future__ import annotations
@@ -21,17 +21,13 @@ from typing import Any
 
 import orjson
 
-from ._lenient import (
-    _CUT_HEX,
-    _CUT_LOW,
-    _FENCE_CLOSE,
-    _FENCE_OPEN,
-    _HEX4,
-    _NUMBER,
-    _OPENER,
-    loads_lenient,
-)
-from ._lenient import _WS as _LEAD  # the lenient parser's whitespace, a BOM included
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
+from ._syntax import CUT_HEX as _CUT_HEX
+from ._syntax import CUT_LOW as _CUT_LOW
+from ._syntax import HEX4 as _HEX4
+from ._syntax import NUMBER as _NUMBER
+from ._syntax import QUOTES
+from ._syntax import WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
 
@@ -61,7 +57,7 @@ def _start(text: str) -> int | None:
     char = text[first]
     if char in "{[":
         return first
-    if char in "'\"":  # a quoted string could still turn out to be the whole answer
+    if char in QUOTES:  # a quoted string could still turn out to be the whole answer
         return None
     fence = _FENCE_OPEN.search(text)
     if fence is not None:
@@ -75,7 +71,7 @@ def _start(text: str) -> int | None:
     if opener is None:
         return None
     head = text[: opener.start()]
-    return None if "//" in head or "/*" in head else opener.start()
+    return None if "//" in head or "/*" in head or "#" in head else opener.start()
 
 
 class _Scanner:
@@ -263,6 +259,8 @@ class PrefixParser:
                 scanner = self._scanner = _Scanner(start)
             scanner.scan(text)
             candidate = scanner.candidate(text)
+            if scanner.state == _DONE and _OPENER.search(text, scanner.token) is not None:
+                candidate = None  # a second value after it would make the answer ambiguous
             if candidate is not None:
                 try:
                     return orjson.loads(candidate)

@@ -28,6 +28,7 @@ import attrs
 import orjson
 
 from .._errors import OutputError, UnsupportedType
+from .._limits import MAX_DEPTH
 from ..llm._messages import ToolSpec
 from ._compile import shape_of
 from ._composites import (
@@ -212,10 +213,35 @@ def validate(tp: Any, value: Any, *, strict: bool = False) -> Any:
         OutputError: with `.errors` holding every problem as `path: message`.
     """
     shape = shape_of(tp)
+    _within_depth(value)
     result = shape.check(value, strict)
     if isinstance(result, Invalid):
         raise invalid_error(shape.label, result)
     return result
+
+
+def _within_depth(value: Any) -> None:
+    """Refuse data nested deeper than `MAX_DEPTH`, which validation would recurse into.
+
+    Parsed text never is (the parsers refuse it first); data built in Python may be.
+    """
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            raise OutputError(
+                f"the value nests deeper than {MAX_DEPTH} levels",
+                errors=(f"$: the value nests deeper than {MAX_DEPTH} levels",),
+            )
+        level.extend(
+            (child, depth + 1) for child in children if isinstance(child, dict | list | tuple)
+        )
 
 
 @attrs.frozen

@@ -160,7 +160,7 @@ def _check_int(value: Any, strict: bool) -> Any:
 
 def _check_float(value: Any, strict: bool) -> Any:
     if isinstance(value, float):
-        return value
+        return value if type(value) is float else float(value)  # a NaN the parser marked
     if isinstance(value, int) and not isinstance(value, bool):
         try:
             return float(value)  # JSON does not tell 1 from 1.0

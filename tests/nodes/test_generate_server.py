@@ -64,7 +64,7 @@ async def test_openai_client_recovers_from_a_malformed_first_answer(server):
     assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "user"]
     assert second["messages"][2]["content"] == "Here you go: {approve: yes}"
     assert second["messages"][3]["content"].startswith(
-        "Your answer could not be used:\n- $: cannot parse JSON: unquoted word 'yes'"
+        'Your answer could not be used:\n- approve: expected bool, got "yes"'
     )
 
 
