@@ -34,6 +34,7 @@ from ._events import (
     ToolFinished,
 )
 from ._failure import Attempt, root_error
+from ._gate import ModelGate, provider_of
 from ._journal import Journal, ToolAnswer
 from ._json import to_data
 from ._retry import RetryPolicy
@@ -119,6 +120,7 @@ class _Run:
 
     __slots__ = (
         "emit",
+        "gate",
         "handle",
         "journal",
         "limits",
@@ -142,8 +144,10 @@ class _Run:
         watch: bool,
         journal: Journal | None,
         limits: UsageLimits | None = None,
+        gate: ModelGate | None = None,
     ) -> None:
         self.limits = limits
+        self.gate = gate
         self.run_id = run_id
         self.steps = 0
         self.watch = watch
@@ -245,8 +249,10 @@ class Runtime:
             meter.before(name)
         await self.emit(_requested(self, model, name, request))
         started = perf_counter()
-        journal = self._run.journal
-        if journal is None:
+        journal, gate = self._run.journal, self._run.gate
+        if gate is not None:
+            response = await _gated(journal, self, gate, model, name, request)
+        elif journal is None:
             response = await model.request(request)
         else:
             response = await journal.model(self, request, lambda: model.request(request))
@@ -278,13 +284,26 @@ class Runtime:
         started = perf_counter()
         journal = self._run.journal
         key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
+        gate = self._run.gate
         if recorded is not None:
             watched = _Watched(_Replayed(recorded))
             yield watched
-        else:
+        elif gate is None:
             async with model.stream(request) as events:
                 watched = _Watched(events)
                 yield watched
+        else:
+            provider = provider_of(model)
+            await gate.admit(provider, name, request)
+            try:
+                async with model.stream(request) as events:
+                    watched = _Watched(events)
+                    yield watched
+            except Exception as error:
+                gate.settle(provider, name, request, None, error)
+                raise
+            done = watched.response
+            gate.settle(provider, name, request, None if done is None else done.usage, None)
         response = watched.response
         if response is not None:
             if journal is not None and recorded is None:
@@ -560,6 +579,33 @@ async def _finished(
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result
+
+
+async def _gated(
+    journal: Journal | None,
+    rt: Runtime,
+    gate: ModelGate,
+    model: ChatModel,
+    name: str,
+    request: ChatRequest,
+) -> ChatResponse:
+    """`model.request(request)` once `gate` admits it, reporting how it ended.
+
+    A response the journal serves from its record is never sent, so never admitted.
+    """
+    provider = provider_of(model)
+
+    async def send() -> ChatResponse:
+        await gate.admit(provider, name, request)
+        try:
+            response = await model.request(request)
+        except Exception as error:
+            gate.settle(provider, name, request, None, error)
+            raise
+        gate.settle(provider, name, request, response.usage, None)
+        return response
+
+    return await (send() if journal is None else journal.model(rt, request, send))
 
 
 def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelRequested:
