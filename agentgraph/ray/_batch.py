@@ -5,7 +5,10 @@ from __future__ import annotations
 import hashlib
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal
 
 import attrs
@@ -112,6 +115,8 @@ def run_batch(
     Raises:
         UsageError: a bad reference, a store without a batch id, keys that repeat.
     """
+    if address is None and "ray" not in sys.modules:
+        local_only()
     import ray
     import ray.data
 
@@ -136,21 +141,31 @@ def run_batch(
         )
         base = base.evolve(model_gate=SharedRateLimits(frozenset(rate_limits), buckets))
     try:
-        return _execute(
-            ray,
-            rows,
-            graph,
-            base,
-            store,
-            concurrency,
-            actors,
-            lease_wait,
-            progress,
-            ray_remote_args,
-        )
+        with _ray_data_quietly():
+            return _execute(
+                ray,
+                rows,
+                graph,
+                base,
+                store,
+                concurrency,
+                actors,
+                lease_wait,
+                progress,
+                ray_remote_args,
+            )
     finally:
         if buckets is not None:
             ray.kill(buckets)
+
+
+@contextmanager
+def _ray_data_quietly() -> Iterator[None]:
+    """Ray Data's settings object warns about its own deprecated fields whenever it is
+    made, whatever the caller set: nothing a caller can act on, so not passed on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data")
+        yield
 
 
 def _execute(
@@ -236,13 +251,28 @@ def run_id_for(batch_id: str, key: str) -> str:
     return f"{batch_id}-{digest}"
 
 
+def local_only() -> None:
+    """Keep a Ray started on this machine on loopback and without usage reports.
+
+    Ray resolves even an explicit 127.0.0.1 to the machine's outward address
+    unless its multi-machine mode is off; the switch is read when Ray is
+    first imported, so this must come before that.
+    """
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
 def _connect(ray: Any, address: str | None) -> None:
     """Join the cluster at `address`, or start Ray on this machine, on loopback only."""
     if ray.is_initialized():
         return
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address is None:
-        ray.init(include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+        ray.init(
+            address="local",
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            log_to_driver=False,
+        )
     else:
         ray.init(address=address, log_to_driver=False)
 

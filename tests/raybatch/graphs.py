@@ -1,4 +1,4 @@
-"""Graphs the Ray tests run by reference (`tests.ray.graphs:NAME`), importable in every worker.
+"""Graphs the Ray tests run by reference (`tests.raybatch.graphs:NAME`), importable in every worker.
 
 `agent` is a ReAct agent on a scripted model: it calls the `bump` tool once and
 answers. The input reads `COUNTER|KEY|PAUSE`: `bump` appends `KEY PID` to the
