@@ -2,9 +2,9 @@
 
 The actor imports the graph by the reference its caller gave (`"module:attr"`;
 rows carry data only, never the name of code to run), opens its own store
-from a picklable factory, and keeps one event loop in a thread (an anyio
-blocking portal) for its whole life, so the store, the rate-limit gate and
-the concurrency limit serve every batch it is given.
+from a picklable factory, and keeps one event loop in a thread for its whole
+life, so the store, the rate-limit gate and the concurrency limit serve every
+batch it is given.
 
 With a store, a row's run id is fixed by the batch, so a row is run at most
 once to the end: a finished run is read back, an interrupted one resumed, and
@@ -13,14 +13,14 @@ one whose lease another runner holds is waited for until that lease lapses.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 import anyio
-import anyio.from_thread
 
 from .._context import AgentContext
 from .._errors import CheckpointError, Interrupted, RunBusy, UsageError
@@ -36,6 +36,11 @@ from ..checkpoint._store import CheckpointStore, StoreBase, _storage
 __all__ = ("BatchWorker", "import_graph", "row_result")
 
 StoreFactory = Callable[[], StoreBase]
+T = TypeVar("T")
+
+
+async def _limiter(concurrency: int) -> anyio.CapacityLimiter:
+    return anyio.CapacityLimiter(concurrency)
 
 
 def import_graph(reference: str) -> Graph[Any, Any]:
@@ -82,6 +87,26 @@ def row_result(row: dict[str, Any], **fields: Any) -> dict[str, Any]:
     return out
 
 
+class _Loop:
+    """An asyncio event loop in a daemon thread, for the actor's whole life.
+
+    Not anyio's blocking portal: its thread is not a daemon, so a worker Ray
+    stops (a lost node, the end of a batch) would wait for it forever. Ray's
+    workers run asyncio, so the runs do too.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(
+            target=self.loop.run_forever, name="agentgraph-batch", daemon=True
+        )
+        self.thread.start()
+
+    def call(self, fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
+        """Run `fn(*args)` on the loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(fn(*args), self.loop).result()
+
+
 class _Raced(Exception):
     """Another runner started the row's run between our look and our start: look again."""
 
@@ -101,11 +126,8 @@ class BatchWorker:
         self._runner = runner
         self._types = runner.types.with_types(*self._graph.data_types())
         self._lease_wait = lease_wait
-        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] = (
-            anyio.from_thread.start_blocking_portal()
-        )
-        self._portal = self._portal_cm.__enter__()
-        self._limiter = self._portal.call(anyio.CapacityLimiter, concurrency)
+        self._loop = _Loop()
+        self._limiter = self._loop.call(_limiter, concurrency)
         self._store = None if store is None else self._open(store)
 
     @staticmethod
@@ -122,17 +144,8 @@ class BatchWorker:
         import pyarrow
 
         rows = batch.to_pylist()
-        results = self._portal.call(self._run_rows, rows)
+        results = self._loop.call(self._run_rows, rows)
         return pyarrow.Table.from_pylist(results)
-
-    def __del__(self) -> None:
-        portal_cm = getattr(self, "_portal_cm", None)
-        if portal_cm is None:
-            return
-        store = getattr(self, "_store", None)
-        if store is not None:
-            self._portal.call(store.aclose)
-        portal_cm.__exit__(None, None, None)
 
     async def _run_rows(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         results: list[dict[str, Any]] = [{}] * len(rows)

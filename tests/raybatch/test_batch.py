@@ -1,4 +1,4 @@
-"""`run_batch` on a local Ray cluster: rows in order, failing rows as rows, typed and masked errors."""
+"""`run_batch` on a local Ray cluster: rows in order, a failing row alone, typed, masked errors."""
 
 import functools
 
@@ -76,7 +76,7 @@ def test_bad_arguments_are_refused_before_anything_runs(ray_cluster, tmp_path):
     store = functools.partial(SQLiteStore, tmp_path / "runs.db")
     with pytest.raises(UsageError, match="batch_id"):
         run_batch(AGENT, ["q"], store=store)
-    with pytest.raises(UsageError, match="'package.module:attribute'"):
+    with pytest.raises(UsageError, match=r"'package\.module:attribute'"):
         run_batch("tests.raybatch.graphs.agent", ["q"])
     with pytest.raises(UsageError, match="cannot be imported"):
         run_batch("tests.raybatch.nowhere:agent", ["q"])
