@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import sys
@@ -163,9 +164,15 @@ def run_batch(
 def _ray_data_quietly() -> Iterator[None]:
     """Ray Data's settings object warns about its own deprecated fields whenever it is
     made, whatever the caller set: nothing a caller can act on, so not passed on."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data")
-        yield
+    logger = logging.getLogger("ray.data")  # its notes on each execution would break the bar
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def _execute(
