@@ -83,9 +83,9 @@ $(RAY): pyproject.toml | $(BIN)/python
 demo-batch: $(RAY)
 	$(BIN)/python examples/batch_eval.py
 
-# Plain asyncio against Ray with 1 and 2 workers (SCALE_RUNS=10000 for the full size).
+# Plain asyncio against Ray with 1 and 2 workers, 10,000 runs each (writes RESULTS.md).
 bench-scale: $(RAY) $(VENV)/.bench
-	$(BIN)/python benchmarks/scale.py --runs $${SCALE_RUNS:-2000}
+	$(BIN)/python benchmarks/scale.py --full
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

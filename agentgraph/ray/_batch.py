@@ -189,7 +189,8 @@ def _execute(
 ) -> list[BatchRow]:
     if not rows:
         return []
-    blocks = max(1, math.ceil(len(rows) / concurrency))
+    actors = min(actors, len(rows))  # an actor without a block of its own would idle
+    blocks = min(len(rows), max(actors, math.ceil(len(rows) / concurrency)))  # every actor busy
     dataset = ray.data.from_items(rows, override_num_blocks=blocks)
     dataset.context.enable_progress_bars = False
     dataset.context.print_on_execution_start = False

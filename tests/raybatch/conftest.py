@@ -28,6 +28,8 @@ def ray_cluster():
         from ray.cluster_utils import Cluster
     except ImportError as error:
         _unavailable(f"install the ray extra (pip install 'agentgraph[ray]'): {error}")
+    if ray.is_initialized():  # a run_batch before this fixture started Ray on its own
+        ray.shutdown()
     try:
         cluster = Cluster(
             initialize_head=True,
