@@ -40,12 +40,13 @@ class BatchRow:
         run_id: the run's id, fixed by the batch id and the key.
         status: `"finished"`, `"failed"` or `"interrupted"` (a node asked a question).
         origin: `"new"` (run here from the start), `"resumed"` (continued after its
-            last committed step) or `"stored"` (finished before; read back from the store).
+            last committed step) or `"stored"` (finished before; read back from the store);
+            `"new"` for a row that did not finish.
         output: the final context's `input`, as plain JSON data (None unless finished).
         error_type: the error's class name (None when finished).
         error: the error's message, secrets masked (None when finished).
-        usage: the run's model usage.
-        steps: the steps the run took.
+        usage: the run's model usage (up to its last good context when it failed).
+        steps: the steps the run took (the failing step's index when it failed).
         seconds: how long the row took in its actor.
     """
 

@@ -32,6 +32,7 @@ from ..checkpoint._codec import decode_context
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts
 from ..checkpoint._store import CheckpointStore, StoreBase, _storage
+from ..llm._messages import Usage
 
 __all__ = ("BatchWorker", "import_graph", "row_result")
 
@@ -165,19 +166,20 @@ class BatchWorker:
         try:
             ctx, origin, steps = await self._settle(row)
             output = dumps(ctx.input)
-        except Interrupted as stop:
-            return row_result(
-                row,
-                status="interrupted",
-                error_type=type(stop).__name__,
-                error=masked(str(stop)),
-                seconds=time.perf_counter() - started,
-            )
         except Exception as error:
+            # A run error carries the last good context: its usage is what the row spent.
+            last = getattr(error, "context", None)
+            usage = last.usage if isinstance(last, AgentContext) else Usage()
+            step = getattr(error, "step", 0)
             return row_result(
                 row,
+                status="interrupted" if isinstance(error, Interrupted) else "failed",
                 error_type=type(error).__name__,
                 error=masked(str(error)),
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                requests=usage.requests,
+                steps=step if isinstance(step, int) else 0,
                 seconds=time.perf_counter() - started,
             )
         usage = ctx.usage

@@ -36,6 +36,7 @@ def test_every_input_gets_one_row_in_order_and_a_failing_row_fails_alone(ray_clu
     assert "ProviderError" in failed.error and "(HTTP 400)" in failed.error
     assert SECRET not in failed.error and "***" in failed.error
     assert failed.output is None and failed.key == "3"
+    assert failed.steps == 2 and failed.usage.requests == 0  # the chat step, before any answer
     assert len({r.run_id for r in rows}) == 5
 
 
