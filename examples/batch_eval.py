@@ -80,6 +80,7 @@ def main() -> None:
     parser.add_argument(
         "--out", type=Path, default=Path(tempfile.gettempdir()) / "batch_eval.jsonl"
     )
+    parser.add_argument("--address", help="a Ray cluster to join (default: start Ray here)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args()
 
@@ -90,6 +91,7 @@ def main() -> None:
         [q for q, _ in asked],
         actors=args.actors,
         concurrency=64,
+        address=args.address,
         progress=not args.no_progress,
         ray_remote_args={"num_cpus": 0.5},
     )

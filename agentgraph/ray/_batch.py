@@ -138,7 +138,7 @@ def run_batch(
     if rate_limits:
         buckets = (
             ray.remote(Buckets)
-            .options(name=f"agentgraph-rate-limits-{batch}")
+            .options(name=f"agentgraph-rate-limits-{batch}", num_cpus=0)
             .remote(dict(rate_limits))
         )
         base = base.evolve(model_gate=SharedRateLimits(frozenset(rate_limits), buckets))

@@ -7,6 +7,7 @@ import pytest
 from agentgraph import UsageError
 from agentgraph.checkpoint import SQLiteStore
 from agentgraph.ray import BatchRow, RateLimit, run_batch
+from agentgraph.ray._batch import _rows, run_id_for  # the ids, without Ray
 from tests.raybatch.graphs import SECRET
 
 pytestmark = pytest.mark.timeout(180)
@@ -21,7 +22,8 @@ def inputs(counter, keys, pause=0.0):
 def test_every_input_gets_one_row_in_order_and_a_failing_row_fails_alone(ray_cluster, tmp_path):
     counter = tmp_path / "effects.txt"
     given = [*inputs(counter, ["a", "b", "c"]), "fail please", *inputs(counter, ["d"])]
-    rows = run_batch(AGENT, given, concurrency=2, progress=False)
+    limits = {"scripted-bump": RateLimit(requests_per_minute=6000, tokens_per_minute=10**6)}
+    rows = run_batch(AGENT, given, concurrency=2, rate_limits=limits, progress=False)
 
     assert [r.index for r in rows] == [0, 1, 2, 3, 4]
     assert [r.status for r in rows] == ["finished"] * 3 + ["failed", "finished"]
@@ -40,15 +42,17 @@ def test_every_input_gets_one_row_in_order_and_a_failing_row_fails_alone(ray_clu
     assert len({r.run_id for r in rows}) == 5
 
 
-def test_run_ids_follow_from_the_batch_id_and_the_keys(ray_cluster, tmp_path):
+def test_run_ids_follow_from_the_batch_id_and_the_keys(tmp_path):
     given = inputs(tmp_path / "effects.txt", ["x", "y"])
-    first = run_batch(AGENT, given, batch_id="ids", keys=["kx", "ky"], progress=False)
-    again = run_batch(AGENT, given, batch_id="ids", keys=lambda q: "k" + q[-5], progress=False)
-    assert [r.run_id for r in first] == [r.run_id for r in again]
-    assert all(r.run_id.startswith("ids-") for r in first)
-    assert [r.key for r in first] == ["kx", "ky"]
-    other = run_batch(AGENT, given, batch_id="other", keys=["kx", "ky"], progress=False)
-    assert {r.run_id for r in other}.isdisjoint(r.run_id for r in first)
+    first = _rows(given, "ids", ["kx", "ky"])
+    again = _rows(given, "ids", lambda q: "k" + q[-5])
+    assert [r["run_id"] for r in first] == [r["run_id"] for r in again]
+    assert [r["run_id"] for r in first] == [run_id_for("ids", "kx"), run_id_for("ids", "ky")]
+    assert all(r["run_id"].startswith("ids-") for r in first)
+    assert [r["key"] for r in first] == ["kx", "ky"]
+    assert [r["key"] for r in _rows(given, "ids", None)] == ["0", "1"]
+    other = _rows(given, "other", ["kx", "ky"])
+    assert {r["run_id"] for r in other}.isdisjoint(r["run_id"] for r in first)
 
 
 def test_a_second_run_of_a_batch_reads_finished_rows_back_and_retries_failed_ones(

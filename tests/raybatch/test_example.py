@@ -18,6 +18,7 @@ def test_the_batch_eval_example_scores_the_agent_and_writes_one_line_per_questio
     command = [
         *[sys.executable, str(ROOT / "examples" / "batch_eval.py")],
         *["--questions", "40", "--actors", "1", "--no-progress", "--out", str(out)],
+        *["--address", ray_cluster.address],  # the session's cluster: no Ray of its own
     ]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=170)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -1,4 +1,5 @@
-"""Shared rate limits: the buckets, the gate every model call passes, and a batch that uses them."""
+"""Shared rate limits: the buckets, and the gate every model call passes (a batch uses them in
+test_batch)."""
 
 import pytest
 
@@ -14,7 +15,7 @@ from agentgraph import (
 from agentgraph.checkpoint import MemoryStore
 from agentgraph.llm import ChatRequest
 from agentgraph.nodes import chat
-from agentgraph.ray import RateLimit, run_batch
+from agentgraph.ray import RateLimit
 from agentgraph.ray._limits import Buckets, SharedRateLimits, estimate_tokens
 from agentgraph.testing import ScriptedModel
 
@@ -152,12 +153,3 @@ def test_a_stream_is_admitted_and_settled_too(clock):
 
     GraphRunner(model_gate=gate).run_sync(stream, AgentContext("hi"))
     assert [c[0] for c in actor.calls] == ["take", "settle"]
-
-
-def test_a_batch_shares_its_limits_through_one_actor(ray_cluster, tmp_path):
-    given = [f"{tmp_path / 'effects.txt'}|k{i}|0" for i in range(4)]
-    limits = {"scripted-bump": RateLimit(requests_per_minute=6000, tokens_per_minute=10**6)}
-    rows = run_batch(
-        "tests.raybatch.graphs:agent", given, rate_limits=limits, actors=1, progress=False
-    )
-    assert [r.status for r in rows] == ["finished"] * 4
