@@ -116,6 +116,7 @@ def run_batch(
 
     Raises:
         UsageError: a bad reference, a store without a batch id, keys that repeat.
+        ContextEncodingError: an input that is not data (see `AgentContext`).
     """
     if address is None and "ray" not in sys.modules:
         local_only()
@@ -124,6 +125,11 @@ def run_batch(
 
     if concurrency < 1 or actors < 1:
         raise UsageError(f"concurrency and actors are at least 1, not {concurrency}, {actors}")
+    if store is not None and not callable(store):
+        raise UsageError(
+            f"store is a zero-argument callable that opens the store in each actor (such as "
+            f"functools.partial(SQLiteStore, path)), not {type(store).__name__}"
+        )
     if store is not None and batch_id is None:
         raise UsageError(
             "a batch with a store needs a batch_id: the batch id and each row's key fix the "

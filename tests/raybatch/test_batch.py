@@ -4,10 +4,12 @@ import functools
 
 import pytest
 
-from agentgraph import UsageError
+from agentgraph import ContextEncodingError, UsageError
 from agentgraph.checkpoint import SQLiteStore
+from agentgraph.llm import Usage
 from agentgraph.ray import BatchRow, RateLimit, run_batch
 from agentgraph.ray._batch import _rows, run_id_for  # the ids, without Ray
+from agentgraph.ray._progress import Progress
 from tests.raybatch.graphs import SECRET
 
 pytestmark = pytest.mark.timeout(180)
@@ -93,11 +95,26 @@ def test_bad_arguments_are_refused_before_anything_runs(ray_cluster, tmp_path):
         run_batch(AGENT, ["q", "r"], keys=["only"])
     with pytest.raises(UsageError, match="at least 1"):
         run_batch(AGENT, ["q"], concurrency=0)
+    with pytest.raises(UsageError, match="zero-argument callable"):
+        run_batch(AGENT, ["q"], store=SQLiteStore(tmp_path / "open.db"), batch_id="b")
+    with pytest.raises(ContextEncodingError, match=r"cannot encode context\.input"):
+        run_batch(AGENT, ["q", object()])
     with pytest.raises(ValueError, match="positive"):
         RateLimit(requests_per_minute=0)
     assert run_batch(AGENT, [], progress=False) == []
 
 
-def test_rows_are_plain_values():
-    row = BatchRow(0, "0", "b-0", "finished", "new", "x", None, None, None, 1, 0.1)
-    assert row.status == "finished"
+def test_the_progress_bar_counts_rows_failures_and_tokens(capsys):
+    usage = Usage(input_tokens=7, output_tokens=3, requests=1)
+    rows = [
+        BatchRow(0, "0", "b-0", "finished", "new", "x", None, None, usage, 3, 0.1),
+        BatchRow(1, "1", "b-1", "failed", "new", None, "NodeFailed", "boom", usage, 1, 0.1),
+    ]
+    with Progress(2, enabled=True) as bar:
+        bar.advance(rows)
+    assert (bar.done, bar.failed, bar.tokens) == (2, 1, 20)
+    drawn = capsys.readouterr().err
+    assert "2/2" in drawn and "failed=1" in drawn and "tokens=20" in drawn and "run/s" in drawn
+    with Progress(2, enabled=False) as quiet:
+        quiet.advance(rows)
+    assert capsys.readouterr().err == "" and quiet.done == 2
