@@ -6,6 +6,7 @@ RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long browser demo demo-rag quickstart bench bench-rag lint typecheck clean
+.PHONY: demo-batch bench-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +26,7 @@ $(RAG): pyproject.toml | $(BIN)/python
 
 # Everything the tests use: the dev tools, the provider SDKs, and the local embedder.
 $(STAMP): pyproject.toml $(RAG)
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local,ray]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -87,6 +88,19 @@ demo-temporal: $(VENV)/.temporal
 
 bench-temporal: $(VENV)/.temporal
 	$(BIN)/python benchmarks/scale_temporal.py
+
+# Batch runs on Ray (agentgraph.ray): Ray starts on this machine, on loopback, offline.
+RAY := $(VENV)/.ray
+$(RAY): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[ray]'
+	touch $(RAY)
+
+demo-batch: $(RAY)
+	$(BIN)/python examples/batch_eval.py
+
+# Plain asyncio against Ray with 1 and 2 workers, 10,000 runs each (writes RESULTS.md).
+bench-scale: $(RAY) $(VENV)/.bench
+	$(BIN)/python benchmarks/scale.py --full
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -64,6 +64,7 @@ from ._events import Summarized as Summarized
 from ._events import ToolFinished as ToolFinished
 from ._failure import Attempt as Attempt
 from ._failure import Failure as Failure
+from ._gate import ModelGate as ModelGate
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._journal import Journal as Journal
@@ -183,6 +184,7 @@ __all__ = (
     "LeaseLost",
     "MapEach",
     "Message",
+    "ModelGate",
     "ModelRequested",
     "ModelResponded",
     "Node",

@@ -20,6 +20,7 @@ from anyio.abc import ObjectReceiveStream
 from ._context import AgentContext
 from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, RunFinished, RunStarted
+from ._gate import ModelGate
 from ._graph import Graph, GraphBuilder
 from ._journal import Journal, JournalSource
 from ._json import Types
@@ -94,6 +95,8 @@ class GraphRunner:
         types: classes a resumed or replayed run may decode from its record,
             beyond agentgraph's own and those the graph's nodes declare
             (`Node.data_types`, `GraphBuilder(types=...)`).
+        model_gate: admits every model call before it is sent (`ModelGate`),
+            such as rate limits shared by many processes.
     """
 
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
@@ -106,6 +109,7 @@ class GraphRunner:
     )
     types: Types = attrs.field(factory=Types, kw_only=True)
     usage_limits: UsageLimits | None = attrs.field(default=None, kw_only=True)
+    model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -283,6 +287,7 @@ class GraphRunner:
             watch=self.timeout is not None,
             journal=journal,
             limits=self.usage_limits,
+            gate=self.model_gate,
         )
 
     async def _guard(

@@ -34,6 +34,7 @@ from ._events import (
     ToolFinished,
 )
 from ._failure import Attempt, root_error
+from ._gate import ModelGate, provider_of
 from ._journal import EmbedCall, Journal, ModelCall, OnceCall, ToolAnswer, ToolsCall
 from ._json import to_data
 from ._node import FunctionNode
@@ -119,6 +120,7 @@ class _Run:
 
     __slots__ = (
         "emit",
+        "gate",
         "handle",
         "journal",
         "limits",
@@ -142,8 +144,10 @@ class _Run:
         watch: bool,
         journal: Journal | None,
         limits: UsageLimits | None = None,
+        gate: ModelGate | None = None,
     ) -> None:
         self.limits = limits
+        self.gate = gate
         self.run_id = run_id
         self.steps = 0
         self.watch = watch
@@ -245,11 +249,12 @@ class Runtime:
             meter.before(name)
         await self.emit(_requested(self, model, name, request))
         started = perf_counter()
-        journal = self._run.journal
+        journal, gate = self._run.journal, self._run.gate
+        call = ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
         if journal is None:
-            response = await model.request(request)
+            response = await call()
         else:
-            response = await journal.model(self, request, ModelCall(model, request))
+            response = await journal.model(self, request, call)
         for meter in self.meters:
             meter.after(name, response.usage)
         elapsed = perf_counter() - started
@@ -282,13 +287,26 @@ class Runtime:
             # Effects run elsewhere: the call is made as one request, streamed as recorded.
             recorded = await journal.model(self, request, ModelCall(model, request))
             key = ""
+        gate = self._run.gate
         if recorded is not None:
             watched = _Watched(_Replayed(recorded))
             yield watched
-        else:
+        elif gate is None:
             async with model.stream(request) as events:
                 watched = _Watched(events)
                 yield watched
+        else:
+            provider = provider_of(model)
+            await gate.admit(provider, name, request)
+            try:
+                async with model.stream(request) as events:
+                    watched = _Watched(events)
+                    yield watched
+            except Exception as error:
+                gate.settle(provider, name, request, None, error)
+                raise
+            done = watched.response
+            gate.settle(provider, name, request, None if done is None else done.usage, None)
         response = watched.response
         if response is not None:
             if journal is not None and recorded is None:
@@ -590,6 +608,31 @@ async def _called_back(
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result
+
+
+@attrs.frozen(slots=True)
+class _GatedCall(ModelCall):
+    """A model call that `gate` admits before it is sent and hears how it ended.
+
+    A journal that runs effects elsewhere reads `model` and `request` as for any
+    call (the gate belongs where the call is made); one that runs them here
+    awaits the call, gate and all. A response served from a record is never
+    sent, so never admitted.
+    """
+
+    gate: ModelGate
+    name: str
+
+    async def __call__(self) -> ChatResponse:
+        provider = provider_of(self.model)
+        await self.gate.admit(provider, self.name, self.request)
+        try:
+            response = await self.model.request(self.request)
+        except Exception as error:
+            self.gate.settle(provider, self.name, self.request, None, error)
+            raise
+        self.gate.settle(provider, self.name, self.request, response.usage, None)
+        return response
 
 
 def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelRequested:

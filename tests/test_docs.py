@@ -59,6 +59,7 @@ def test_public_names_are_honest():
     modules = {"checkpoint", "llm", "nodes", "rag", "structured", "tracing", "tools", "testing"}
     modules |= {"temporal"}
     modules |= {"mcp"}  # imported only by its users (it needs the mcp extra)
+    modules |= {"ray"}  # imported by the Ray tests, when they ran first
     assert public - modules - set(agentgraph.__all__) == set()
 
 

@@ -31,6 +31,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.mcp",
         "agentgraph.nodes",
         "agentgraph.rag",
+        "agentgraph.ray",
         "agentgraph.structured",
         "agentgraph.temporal",
         "agentgraph.testing",

@@ -1,0 +1,17 @@
+"""Run a graph over many inputs on a Ray cluster (the `ray` extra).
+
+`run_batch("package.module:graph", inputs, ...)` spreads the inputs over a
+pool of Ray Data actors. Each actor imports the graph by that reference and
+runs many runs at once on one event loop; every input gets one `BatchRow`
+(output, status, typed and masked error, usage, steps, run id), and a failing
+row never fails the batch. With a shared checkpoint store and a batch id, a
+batch run again after a lost driver or worker reads back what finished and
+resumes what was interrupted. `RateLimit`s are shared by every actor through
+one Ray actor that keeps a token bucket per provider.
+"""
+
+from ._batch import BatchRow as BatchRow
+from ._batch import run_batch as run_batch
+from ._limits import RateLimit as RateLimit
+
+__all__ = ("BatchRow", "RateLimit", "run_batch")
