@@ -14,6 +14,7 @@ from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
 from ._records import StepRecord as StepRecord
+from ._postgres import PostgresStore as PostgresStore
 from ._resume import decode_contexts as decode_contexts
 from ._sqlite import SQLiteStore as SQLiteStore
 from ._store import CheckpointStore as CheckpointStore
@@ -27,6 +28,7 @@ __all__ = (
     "LEASE_TERM",
     "Lease",
     "MemoryStore",
+    "PostgresStore",
     "RunLog",
     "RunRecord",
     "SQLiteStore",
