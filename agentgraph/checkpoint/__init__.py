@@ -10,11 +10,11 @@ any committed step.
 from ._journal import StoreJournal as StoreJournal
 from ._lease import LEASE_TERM as LEASE_TERM
 from ._lease import Lease as Lease
+from ._postgres import PostgresStore as PostgresStore
 from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
 from ._records import StepRecord as StepRecord
-from ._postgres import PostgresStore as PostgresStore
 from ._resume import decode_contexts as decode_contexts
 from ._sqlite import SQLiteStore as SQLiteStore
 from ._store import CheckpointStore as CheckpointStore

@@ -144,9 +144,7 @@ def commit(
     return refused
 
 
-def _lost_leases(
-    conn: psycopg.Connection[Any], runs: set[str], fences: dict[str, int]
-) -> set[str]:
+def _lost_leases(conn: psycopg.Connection[Any], runs: set[str], fences: dict[str, int]) -> set[str]:
     """The runs among `runs` whose fencing number is not the one taken; their rows locked."""
     if not runs:
         return set()
@@ -213,7 +211,7 @@ def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:
             raise CheckpointError(f"step {seq} of run {run_id!r} has a damaged path: {path!r}")
     return RunLog(
         RunRecord(run_id, *fields),
-        tuple(StepRecord(run_id, seq, step, tuple(path), *rest) for seq, step, path, *rest in steps),
+        tuple(StepRecord(run_id, s, step, tuple(path), *rest) for s, step, path, *rest in steps),
         tuple(Effect(run_id, *e) for e in effects),
     )
 

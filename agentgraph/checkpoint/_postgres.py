@@ -65,7 +65,8 @@ class _Call(Generic[_T]):
     error: Exception | None = None
 
 
-_Item = Sequence[Record] | _Release | _Blob | _Call[Any] | threading.Event | None  # ..., a flush barrier, or close
+# Records, a release, a blob, a call, a flush barrier, or close:
+_Item = Sequence[Record] | _Release | _Blob | _Call[Any] | threading.Event | None
 
 
 def _psycopg() -> Any:
@@ -303,17 +304,15 @@ class PostgresStore(StoreBase):
 
     # -- the writer thread --------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        psycopg = _psycopg()
-        conn: psycopg.Connection[Any] = psycopg.connect(
+        pg = _psycopg()
+        conn: psycopg.Connection[Any] = pg.connect(
             self.conninfo,
             autocommit=True,
             connect_timeout=max(1, round(self.connect_timeout)),
             application_name="agentgraph",
         )
         try:
-            conn.execute(
-                psycopg.sql.SQL("SET search_path TO {}").format(psycopg.sql.Identifier(self.schema))
-            )
+            conn.execute(pg.sql.SQL("SET search_path TO {}").format(pg.sql.Identifier(self.schema)))
             _migrate(conn, self.schema)
         except BaseException:
             conn.close()
@@ -384,7 +383,9 @@ class PostgresStore(StoreBase):
             except queue.Empty:
                 return batch
 
-    def _store(self, conn: psycopg.Connection[Any], batch: list[_Item], ids: dict[str, int]) -> None:
+    def _store(
+        self, conn: psycopg.Connection[Any], batch: list[_Item], ids: dict[str, int]
+    ) -> None:
         """Commit a batch's records and blobs; then its releases, calls and due renewals."""
         writes = [i for i in batch if isinstance(i, Sequence) and i]
         blobs = [(i.digest, i.data) for i in batch if isinstance(i, _Blob)]

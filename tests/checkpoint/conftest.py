@@ -1,6 +1,7 @@
 import pytest
 
 from agentgraph.checkpoint import MemoryStore, PostgresStore, SQLiteStore
+from tests.checkpoint.places import places as places  # a fixture
 from tests.pg_server import drop_schema, fresh_schema
 
 

@@ -4,7 +4,8 @@ As a script (`python -m tests.checkpoint.crash_graph DB COUNTER PAUSE [options]`
 runs the graph with an SQLite store (or a Postgres one, when DB is a `postgresql://` URL
 and `--schema` names the schema) under run id `trial` (or resumes it, `--resume`),
 printing each finished step's index, so that the test can SIGKILL it at a chosen step;
-a resume that finds the run leased prints `busy` and exits with status 3. The test
+a resume that finds the run leased prints `busy` and exits with status 3; with `--hold
+FILE`, steps wait for FILE to exist. The test
 imports `build` to resume the run and to compute the uninterrupted result.
 
 Shape: `job` = setup -> turn (loops while the model calls tools) -> wrap, where `turn`
@@ -98,6 +99,10 @@ def open_store(db: str, *, lease: float = 30.0, schema: str | None = None):
 
 async def main(args: argparse.Namespace) -> None:
     def report(step, node, ctx):
+        if args.hold:  # the test lets this runner go on once the other resumer was refused
+            until = time.monotonic() + 30
+            while not os.path.exists(args.hold) and time.monotonic() < until:
+                time.sleep(0.005)
         print(step.index, flush=True)
 
     async with open_store(args.db, lease=args.lease, schema=args.schema) as store:
@@ -126,4 +131,5 @@ if __name__ == "__main__":
     parser.add_argument("--unsafe", action="store_true")
     parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--schema", default=None)
+    parser.add_argument("--hold", default="", help="a file whose existence lets steps go on")
     anyio.run(main, parser.parse_args())
