@@ -59,12 +59,16 @@ def free_port() -> int:
 class PostgresServer:
     """A PostgreSQL server of its own, for as long as the `with` block lasts.
 
+    Tests run it without fsync (a crash of the machine is not what they test);
+    `durable=True` keeps PostgreSQL's defaults, for measurements.
+
     Attributes:
         dsn: a libpq URL for the `postgres` database as the superuser `postgres`.
     """
 
-    def __init__(self, bin_dir: Path) -> None:
+    def __init__(self, bin_dir: Path, *, durable: bool = False) -> None:
         self.bin = bin_dir
+        self.durable = durable
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="agentgraph-pg-"))
         self.data = self.root / "data"
@@ -114,10 +118,10 @@ class PostgresServer:
             *["--no-sync", "--no-instructions"],
         )
         settings = (
-            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c full_page_writes=off -c synchronous_commit=off "
-            "-c max_connections=300"
+            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 -c max_connections=300"
         )
+        if not self.durable:
+            settings += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         self._started = True
         self._run(
             str(self.bin / "pg_ctl"),

@@ -62,3 +62,14 @@ def test_the_section_replaces_only_itself(bench, tiny, tmp_path):
     again = results_file.read_text()
     assert again.count("## Durability") == 1 and "What checkpointing" in again
     assert again.endswith("\n## Other\n\nkept\n") and again.startswith("# Engine overhead\n")
+
+
+def test_the_postgres_case_measures_time_and_bytes(bench, postgres_server, monkeypatch):
+    monkeypatch.setenv("AGENTGRAPH_BENCH_POSTGRES", postgres_server.dsn)
+    # Longer runs than the others': the shorter must fill fewer of the tables' 8 KiB pages.
+    tiny = bench.Sizes(runs=2, slow_runs=1, steps=400, half=20)
+    result = bench.run_case("agentgraph:postgres", tiny)
+    assert result["case"] == "agentgraph:postgres" and result["us_per_step"] > 0
+    assert result["bytes"] > result["half_bytes"] > 0 and isinstance(result["added_us"], float)
+    section = bench.render_section([result], sizes=tiny)
+    assert "| agentgraph | Postgres | " in section and "Its Postgres tables are" in section
