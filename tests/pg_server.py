@@ -10,6 +10,7 @@ binaries the fixture skips, saying why, except in CI (`CI` set), where it fails.
 
 from __future__ import annotations
 
+import atexit
 import glob
 import os
 import pwd
@@ -78,6 +79,7 @@ class PostgresServer:
         self._started = False
 
     def __enter__(self) -> PostgresServer:
+        atexit.register(self._stop)  # should the `with` block never end (an interpreter exit)
         try:
             self._start()
         except BaseException:
@@ -130,8 +132,10 @@ class PostgresServer:
         )
 
     def _stop(self) -> None:
+        atexit.unregister(self._stop)
         try:
             if self._started:
+                self._started = False
                 self._run(
                     str(self.bin / "pg_ctl"),
                     *["stop", "-D", str(self.data), "-m", "immediate", "-w", "-t", str(TIMEOUT)],

@@ -73,13 +73,15 @@ _INSERT_RUN = (
     "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING RETURNING id"
 )
-_INSERT_STEP = "INSERT INTO steps VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+_INSERT_STEP = "INSERT INTO steps VALUES "
 # A rewritten effect moves to the end, as it does in the other stores.
-_INSERT_EFFECT = (
-    "INSERT INTO effects (run, key, kind, value) VALUES (%s, %s, %s, %s) "
-    "ON CONFLICT (run, key, kind) DO UPDATE "
+_INSERT_EFFECT = "INSERT INTO effects (run, key, kind, value) VALUES "
+_UPSERT = (
+    " ON CONFLICT (run, key, kind) DO UPDATE "
     "SET value = excluded.value, position = nextval('effect_order')"
 )
+_ROWS = 1000
+"""Rows per INSERT statement: well under PostgreSQL's limit of 65,535 parameters."""
 
 
 def _refusals() -> tuple[type[Exception], ...]:
@@ -171,11 +173,27 @@ def _insert(conn: psycopg.Connection[Any], records: Sequence[Record], ids: dict[
             steps.append((_run(conn, ids, r.run_id), *row_, r.at, r.duration))
         else:
             effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
-    with conn.cursor() as cur:
-        if steps:
-            cur.executemany(_INSERT_STEP, steps)
-        if effects:
-            cur.executemany(_INSERT_EFFECT, effects)
+    _insert_rows(conn, _INSERT_STEP, steps)
+    # One statement may not upsert a row twice: of an effect written twice, the last counts.
+    last = {(run, key, kind): (run, key, kind, value) for run, key, kind, value in effects}
+    _insert_rows(conn, _INSERT_EFFECT, list(last.values()), _UPSERT)
+
+
+def _insert_rows(
+    conn: psycopg.Connection[Any], head: str, rows: list[tuple[Any, ...]], tail: str = ""
+) -> None:
+    """Insert `rows` with few statements.
+
+    psycopg lets go of the GIL around each exchange with the server; with one exchange
+    per row, the event loop's thread would wait for it back once per row.
+    """
+    if not rows:
+        return
+    one = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
+    for start in range(0, len(rows), _ROWS):
+        chunk = rows[start : start + _ROWS]
+        values = [value for row in chunk for value in row]
+        conn.execute(head + ", ".join([one] * len(chunk)) + tail, values)
 
 
 def _run(conn: psycopg.Connection[Any], ids: dict[str, int], run_id: str) -> int:

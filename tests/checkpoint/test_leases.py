@@ -51,8 +51,7 @@ async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(places):
         graph = chain("g", counting())
         await GraphRunner().run(graph, AgentContext(0), store=new, run_id="r")  # a run record
         lease = await old.acquire("r", owner="old")
-        db.expire("r")
-        await new.acquire("r", owner="new")
+        await take_over(db, new, "r", "new")
         step = StepRecord("r", 9, 9, ("g",), "n", "finish", 1, 9, b"{}", 0.0, 0.0)
         old.write((step,))
         with pytest.raises(LeaseLost, match="no longer ours"):
@@ -61,6 +60,17 @@ async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(places):
         assert old.held("r") is None and new.held("r").fence == lease.fence + 1
         log = await new.load("r")
         assert log is not None and all(s.seq != 9 for s in log.steps)
+
+
+async def take_over(db: Place, store, run_id: str, owner: str):
+    """Expire the run's lease and take it; again, should its owner renew it in between."""
+    with anyio.fail_after(20):
+        while True:
+            db.expire(run_id)
+            try:
+                return await store.acquire(run_id, owner=owner)
+            except RunBusy:
+                await anyio.sleep(0.001)
 
 
 def counting(seen: Counter | None = None):
@@ -94,9 +104,10 @@ async def test_a_runner_whose_lease_was_taken_over_stops_itself(places):
                     failures.append(error)
 
             tg.start_soon(owner)
-            await anyio.sleep(0.1)
-            db.expire("r")
-            await thief.acquire("r", owner="thief")
+            with anyio.fail_after(20):  # the owner runs, holding the lease
+                while store.held("r") is None:
+                    await anyio.sleep(0.01)
+            await take_over(db, thief, "r", "thief")
             await anyio.sleep(LEASE)  # the owner's store tries to renew, and finds it gone
             release.set()
         assert len(failures) == 1 and failures[0].run_id == "r"
