@@ -85,9 +85,11 @@ _ROWS = 1000
 
 
 def _refusals() -> tuple[type[Exception], ...]:
+    """Errors that refuse one write: a taken run id, or a value PostgreSQL cannot keep
+    (a NUL character in a text column, say)."""
     import psycopg
 
-    return (psycopg.IntegrityError, CheckpointError)
+    return (psycopg.IntegrityError, psycopg.DataError, CheckpointError)
 
 
 def commit(

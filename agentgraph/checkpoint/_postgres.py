@@ -415,19 +415,19 @@ class PostgresStore(StoreBase):
                 del self._fences[lease.run_id]
 
     def _run_call(self, conn: psycopg.Connection[Any], call: _Call[Any]) -> None:
-        psycopg = _psycopg()
         try:
             with conn.transaction():
                 call.result = call.work(conn)
         except (RunBusy, CheckpointError) as exc:
             call.error = exc
-        except psycopg.Error as exc:
+        except Exception as exc:  # a refused request or a damaged row: this call fails alone
             if conn.broken or conn.closed:
                 raise  # the database is gone: the store stops
             failed = f"{type(exc).__name__}: {exc}"
             call.error = CheckpointError(
                 f"Postgres store {self._name!r} cannot {call.what}: {failed}"
             )
+            call.error.__cause__ = exc
         call.done.set()
 
     def _renew_in(self) -> float | None:

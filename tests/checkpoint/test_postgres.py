@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import attrs
 import orjson
 import psycopg
 import pytest
@@ -20,7 +21,7 @@ from agentgraph import (
     ResumeError,
     node,
 )
-from agentgraph.checkpoint import PostgresStore
+from agentgraph.checkpoint import Effect, PostgresStore, StepRecord
 from agentgraph.checkpoint._pgsql import MIGRATIONS
 from tests.checkpoint.support import Crash
 from tests.helpers import chain
@@ -98,7 +99,7 @@ async def test_a_schema_of_a_newer_version_is_refused_and_left_alone(dsn, schema
 WRITER = """
 import functools, sys, anyio
 from agentgraph import AgentContext, GraphRunner, node
-from agentgraph.checkpoint import PostgresStore
+from agentgraph.checkpoint import Effect, PostgresStore, StepRecord
 from tests.helpers import chain
 
 @node
@@ -294,3 +295,19 @@ async def test_a_dropped_table_is_a_checkpoint_error_naming_the_store(dsn, schem
     async with PostgresStore(dsn, schema=schema) as store:
         with pytest.raises(CheckpointError, match=f"/{schema}' cannot be read: UndefinedTable"):
             await GraphRunner().resume(graph, "r", store)
+
+
+async def test_values_postgres_cannot_keep_refuse_their_write_alone(dsn, schema):
+    async with PostgresStore(dsn, schema=schema) as store:
+        with pytest.raises(CheckpointError, match=r"cannot lease runs: .*NUL"):
+            await GraphRunner().run(adds(1), AgentContext(0), store=store, run_id="bad\x00id")
+        good = adds(2)
+        step = StepRecord("ok", 1, 1, ("g",), "add0", "add1", 1, 1, b"{}", 0.0, 0.0)
+        await GraphRunner().run(good, AgentContext(0), store=store, run_id="ok")
+        store.write((Effect("ok", "1.1.1:x\x00", "value", b"1"),))  # refused, alone
+        store.write((attrs.evolve(step, seq=9),))  # goes in beside it
+        with pytest.raises(CheckpointError, match=r"refused records of run 'ok'.*NUL"):
+            await store.flush(run_id="ok")
+        log = await store.load("ok")
+        assert log is not None and [s.seq for s in log.steps] == [1, 2, 9]
+        assert await store.run_ids() == ("ok",)
