@@ -392,7 +392,8 @@ class PostgresStore(StoreBase):
         if writes or blobs:
             with self._lock:
                 fences = dict(self._fences)
-            refused = commit(conn, writes, blobs, ids, fences)
+            with conn.pipeline():  # statements go out together: fewer round trips
+                refused = commit(conn, writes, blobs, ids, fences)
             with self._lock:
                 for records, error in refused:
                     for rid in {r.run_id for r in records}:

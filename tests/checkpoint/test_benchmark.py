@@ -73,3 +73,28 @@ def test_the_postgres_case_measures_time_and_bytes(bench, postgres_server, monke
     assert result["bytes"] > result["half_bytes"] > 0 and isinstance(result["added_us"], float)
     section = bench.render_section([result], sizes=tiny)
     assert "| agentgraph | Postgres | " in section and "Its Postgres tables are" in section
+
+
+@pytest.fixture(scope="module")
+def driver():
+    yield from load_benchmark("postgres_driver")
+
+
+def test_the_driver_benchmark_runs_both_designs_and_says_which_is_faster(driver, postgres_server):
+    import asyncio
+
+    dsn = postgres_server.dsn
+    results = {}
+    for design in driver.DESIGNS:
+        per_step = asyncio.run(driver.one_run(design, dsn, 41))
+        rate = asyncio.run(driver.many_runs(design, dsn, 5, 5))
+        results[design] = {"us_per_step": per_step * 1e6, "runs_per_s": rate}
+        assert per_step > 0 and rate > 0
+    section = driver.render(results, 1, (0.5, 0.75))
+    assert section.startswith("## Postgres driver\n") and "load average 0.50 before" in section
+    slower = {"us_per_step": 2.0, "runs_per_s": 1.0}
+    faster = {"us_per_step": 1.0, "runs_per_s": 2.0}
+    text = driver.render({"thread": slower, "async": faster}, 1, (0.0, 0.0))
+    assert "The async design is faster on asyncio" in text
+    text = driver.render({"thread": faster, "async": slower}, 1, (0.0, 0.0))
+    assert "The thread is not slower" in text
