@@ -201,7 +201,7 @@ class PostgresStore(StoreBase):
         with self._lock:
             self._held[run_id] = lease
             self._fences[run_id] = lease.fence
-        self._urgent.set()  # the writer renews it: it must learn of it
+        self._queue.put(threading.Event())  # wake the writer: it renews the lease from now on
         return lease
 
     def held(self, run_id: str) -> Lease | None:

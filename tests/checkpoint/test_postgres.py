@@ -19,6 +19,7 @@ from agentgraph import (
     GraphRunner,
     LeaseLost,
     ResumeError,
+    RunBusy,
     node,
 )
 from agentgraph.checkpoint import Effect, PostgresStore, StepRecord
@@ -312,3 +313,15 @@ async def test_values_postgres_cannot_keep_refuse_their_write_alone(dsn, schema)
         log = await store.load("ok")
         assert log is not None and [s.seq for s in log.steps] == [1, 2, 9]
         assert await store.run_ids() == ("ok",)
+
+
+async def test_a_lease_is_renewed_while_its_run_writes_nothing(dsn, schema):
+    quick = PostgresStore(dsn, schema=schema, lease_term=1.0)
+    async with quick as owner, PostgresStore(dsn, schema=schema) as other:
+        lease = await owner.acquire("quiet", owner="owner")
+        await anyio.sleep(1.5)  # past the first term: only a renewal keeps it
+        with pytest.raises(RunBusy, match="owner"):
+            await other.acquire("quiet", owner="other")
+        held = owner.held("quiet")
+        assert held is not None and held.fence == lease.fence
+        assert held.expires > lease.expires
