@@ -25,7 +25,14 @@ from types import TracebackType
 
 import pytest
 
-__all__ = ("PostgresServer", "bindir", "drop_schema", "fresh_schema", "postgres_server")
+__all__ = (
+    "PostgresServer",
+    "bindir",
+    "drop_schema",
+    "fresh_schema",
+    "postgres_server",
+    "server_binaries",
+)
 
 USER = "postgres"
 """The unprivileged user the server runs as when the tests run as root."""
@@ -144,9 +151,8 @@ class PostgresServer:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server for the whole test session; skips without one, outside CI."""
+def server_binaries() -> Path:
+    """Where the server binaries are; without them, skip (saying why), or fail in CI."""
     found = bindir()
     if found is None:
         why = (
@@ -156,7 +162,13 @@ def postgres_server() -> Iterator[PostgresServer]:
         if os.environ.get("CI"):
             pytest.fail(f"{why} (CI must run these tests)")
         pytest.skip(why)
-    with PostgresServer(found) as server:
+    return found
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole test session; skips without one, outside CI."""
+    with PostgresServer(server_binaries()) as server:
         yield server
 
 

@@ -325,3 +325,22 @@ async def test_a_lease_is_renewed_while_its_run_writes_nothing(dsn, schema):
         held = owner.held("quiet")
         assert held is not None and held.fence == lease.fence
         assert held.expires > lease.expires
+
+
+def test_without_server_binaries_the_tests_skip_saying_why_but_fail_in_ci(monkeypatch):
+    from tests import pg_server
+
+    monkeypatch.setattr(pg_server, "bindir", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="installs the Debian postgresql package"):
+        pg_server.server_binaries()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run these tests"):
+        pg_server.server_binaries()
+
+
+def test_the_server_helper_finds_the_binaries_it_runs():
+    from tests import pg_server
+
+    found = pg_server.server_binaries()  # skips without them, outside CI
+    assert all((found / tool).exists() for tool in ("initdb", "pg_ctl", "postgres"))
