@@ -5,8 +5,8 @@ CORE := $(VENV)/.core
 RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
-.PHONY: test test-long browser demo demo-rag quickstart bench bench-rag lint typecheck clean
-.PHONY: demo-batch bench-scale
+.PHONY: test test-long apt-update browser postgres demo demo-rag quickstart bench bench-rag
+.PHONY: lint typecheck clean demo-batch bench-scale
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,18 +37,34 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
-test: lint typecheck browser
+test: lint typecheck browser postgres
 	$(BIN)/python -m pytest -q
 
-# The multi-process lease trials at full size (the default run does 10 seeds per backend).
+# The multi-process lease and kill trials at full size (the default run does 10 seeds per
+# event loop and store: SQLite and Postgres).
 test-long: $(STAMP)
 	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
 
+# Debian packages the tests use, installed once and only when we may (as root): the
+# package lists are updated once, and only when one of them is missing.
+APT_MISSING := $(strip $(if $(wildcard /usr/bin/chromium),,chromium) \
+	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
+
+apt-update:
+	@if [ -n "$(APT_MISSING)" ] && [ "$$(id -u)" = 0 ]; then apt-get update -qq; fi
+
 # Headless Chromium for the HTML trace page test: installed once, and only when
 # we may (as root); without it that test is skipped and says why.
-browser:
+browser: apt-update
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ]; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+# PostgreSQL for the Postgres store tests, which start a server of their own (initdb and
+# pg_ctl, as the postgres user when run as root); without it they skip outside CI.
+postgres: apt-update
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
 demo: $(CORE)

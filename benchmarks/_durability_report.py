@@ -17,6 +17,8 @@ LABELS = {
     "memory": "in memory",
     "sqlite": "SQLite",
     "sqlite-full": "SQLite, synchronous=FULL",
+    "postgres": "Postgres",
+    "postgres-async": "Postgres, synchronous_commit=off",
 }
 
 
@@ -58,13 +60,18 @@ def _table(results: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def _slope(results: dict[str, dict[str, Any]]) -> str:
-    r = results.get("agentgraph:sqlite", {})
+def _slope(results: dict[str, dict[str, Any]], case: str = "agentgraph:sqlite") -> str:
+    r = results.get(case, {})
     if not r.get("half_bytes"):
         return ""
     steps = r["steps"] - r["half_steps"]
     per_step = (r["bytes"] - r["half_bytes"]) / steps
     fixed = r["half_bytes"] - per_step * r["half_steps"]
+    if case == "agentgraph:postgres":
+        return (
+            f" Its Postgres tables are {fixed / 1024:,.0f} KiB of fixed pages (each table "
+            f"and index starts with its own) plus {per_step:,.0f} bytes per step."
+        )
     return (
         f" agentgraph's SQLite file is {fixed / 1024:,.0f} KiB of fixed pages plus "
         f"{per_step:,.0f} bytes per step."
@@ -142,7 +149,8 @@ def render_section(
         f"the bytes of a {sizes.steps + 1:,}-step run over those of a {sizes.half + 1}-step "
         "run: 2x for a store that grows linearly, about 4x for one that stores the whole "
         "history again at every step, less than 2x when a fixed part (an SQLite file's "
-        f"first pages) weighs in.{_slope(keyed)} `Stored / messages` compares the bytes a "
+        f"first pages) weighs in.{_slope(keyed)}{_slope(keyed, 'agentgraph:postgres')} "
+        "`Stored / messages` compares the bytes a "
         "run leaves with its messages encoded as plain JSON.",
         "",
         "### Targets",
@@ -162,6 +170,13 @@ def render_section(
         "checkpointed. The SQLite store writes from a background thread and commits what "
         "has queued up together (each step atomic); the file is created before the clock "
         "starts.",
+        "- Postgres: `PostgresStore` (sync psycopg on a writer thread, group commit, the "
+        "same records as SQLite), on a PostgreSQL server on this machine started for the "
+        "case: its defaults (fsync on, `synchronous_commit=on`: a commit waits for the WAL "
+        "to reach the disk), and with `synchronous_commit=off` (a crash of the server may "
+        "lose the last moments of commits, never consistency), each run in a fresh schema "
+        "created before the clock starts. Bytes: `pg_total_relation_size` of the schema's "
+        "tables (with indexes and TOAST) after a VACUUM.",
         "- LangGraph: `StateGraph` with the history as an `Annotated[list, operator.add]` "
         "channel, compiled with `InMemorySaver` or `AsyncSqliteSaver` (tables created before "
         "the clock starts), one thread per run. Its serializer does not take attrs classes, "

@@ -5,8 +5,10 @@ The workload is the engine benchmark's loop (built by ``_engine_overhead_framewo
 steps per run. Each case runs in its own
 subprocess:
 
-- agentgraph with no store, the in-memory store, and the SQLite store (WAL; ``synchronous``
-  NORMAL, the default, and FULL);
+- agentgraph with no store, the in-memory store, the SQLite store (WAL; ``synchronous``
+  NORMAL, the default, and FULL), and the Postgres store (a server started for the case
+  with PostgreSQL's defaults, fsync on; and with ``synchronous_commit=off``, or the server
+  at ``AGENTGRAPH_BENCH_POSTGRES``);
 - LangGraph with no checkpointer, its in-memory saver, and its SQLite saver.
 
 Per case: µs per step (median run), and the bytes one run leaves in the store, for runs
@@ -23,12 +25,16 @@ Usage::
 """
 
 import asyncio
+import contextlib
 import json
 import operator
+import os
 import sqlite3
 import statistics
+import sys
 import tempfile
-from collections.abc import Callable, Coroutine
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
@@ -42,7 +48,9 @@ from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgr
 
 from agentgraph import AgentContext, Graph, GraphRunner, node
 from agentgraph._json import to_data
-from agentgraph.checkpoint import MemoryStore, SQLiteStore
+from agentgraph.checkpoint import MemoryStore, PostgresStore, SQLiteStore
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # LangGraph's serializer does not take attrs classes: the same fields as plain dicts.
 ASSISTANT_DICT = {"role": "assistant", "content": "calling the probe tool"}
@@ -74,6 +82,55 @@ def _file_bytes(path: Path) -> int:
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+@contextlib.contextmanager
+def _postgres_server(store: str) -> Iterator[str]:
+    """A DSN: ``AGENTGRAPH_BENCH_POSTGRES``, or a server of the case's own, removed after."""
+    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
+    if given:
+        yield given
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.pg_server import PostgresServer, bindir
+
+    found = bindir()
+    if found is None:
+        raise RuntimeError("no PostgreSQL server binaries (make postgres installs them)")
+    with PostgresServer(found, durable=True) as server:
+        if store == "postgres-async":
+            import psycopg
+
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+                conn.execute("SELECT pg_reload_conf()")
+        yield server.dsn
+
+
+def _postgres_bytes(dsn: str, schema: str) -> int:
+    """Bytes of the schema's tables, their indexes and TOAST, after a VACUUM."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM")
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relkind = 'r'",
+            (schema,),
+        ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+@contextlib.asynccontextmanager
+async def _postgres_store(dsn: str) -> AsyncIterator[tuple[PostgresStore, str]]:
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    store = PostgresStore(dsn, schema=schema)
+    await store.flush()  # connect and create the tables before the clock starts
+    try:
+        yield store, schema
+    finally:
+        await store.aclose()
 
 
 # -- agentgraph ------------------------------------------------------------------------
@@ -108,6 +165,13 @@ def _agentgraph(store: str) -> RunOnce:
             log = await memory.load("r")
             assert log is not None
             return len(out.history), log.nbytes, elapsed
+        if store.startswith("postgres"):
+            assert _DSN, "the case opened its server"
+            async with _postgres_store(_DSN[0]) as (postgres, schema):
+                started = perf_counter()
+                out = await runner.run(graph, start, store=postgres)
+                elapsed = perf_counter() - started
+            return len(out.history), _postgres_bytes(_DSN[0], schema), elapsed
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "runs.db"
             sqlite = SQLiteStore(path, synchronous="FULL" if store == "sqlite-full" else "NORMAL")
@@ -188,6 +252,8 @@ CASES: dict[str, tuple[Callable[[str], RunOnce], str, bool]] = {
     "agentgraph:memory": (_agentgraph, "memory", False),
     "agentgraph:sqlite": (_agentgraph, "sqlite", False),
     "agentgraph:sqlite-full": (_agentgraph, "sqlite-full", False),
+    "agentgraph:postgres": (_agentgraph, "postgres", False),
+    "agentgraph:postgres-async": (_agentgraph, "postgres-async", False),
     "langgraph:none": (_langgraph, "none", False),
     "langgraph:memory": (_langgraph, "memory", True),
     "langgraph:sqlite": (_langgraph, "sqlite", True),
@@ -242,7 +308,15 @@ def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
             "messages_bytes": messages_bytes(total),
         }
 
-    return asyncio.run(main())
+    if not store.startswith("postgres"):
+        return asyncio.run(main())
+    with _postgres_server(store) as dsn:
+        _DSN[:] = [dsn]
+        return asyncio.run(main())
+
+
+_DSN: list[str] = []
+"""The Postgres server of the case being measured."""
 
 
 # -- command line ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ any committed step.
 from ._journal import StoreJournal as StoreJournal
 from ._lease import LEASE_TERM as LEASE_TERM
 from ._lease import Lease as Lease
+from ._postgres import PostgresStore as PostgresStore
 from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
@@ -28,6 +29,7 @@ __all__ = (
     "LEASE_TERM",
     "Lease",
     "MemoryStore",
+    "PostgresStore",
     "RunLog",
     "RunRecord",
     "SQLiteStore",

@@ -1,9 +1,11 @@
 """A deterministic agent for the kill-and-resume trials.
 
 As a script (`python -m tests.checkpoint.crash_graph DB COUNTER PAUSE [options]`) it
-runs the graph with an SQLite store under run id `trial` (or resumes it, `--resume`),
+runs the graph with an SQLite store (or a Postgres one, when DB is a `postgresql://` URL
+and `--schema` names the schema) under run id `trial` (or resumes it, `--resume`),
 printing each finished step's index, so that the test can SIGKILL it at a chosen step;
-a resume that finds the run leased prints `busy` and exits with status 3. The test
+a resume that finds the run leased prints `busy` and exits with status 3; with `--hold
+FILE`, steps wait for FILE to exist. The test
 imports `build` to resume the run and to compute the uninterrupted result.
 
 Shape: `job` = setup -> turn (loops while the model calls tools) -> wrap, where `turn`
@@ -20,7 +22,7 @@ from pathlib import Path
 import anyio
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, RunBusy, node, tool
-from agentgraph.checkpoint import SQLiteStore
+from agentgraph.checkpoint import PostgresStore, SQLiteStore
 from agentgraph.nodes import chat, tool_use
 from agentgraph.testing import ScriptedModel
 
@@ -87,11 +89,23 @@ def start() -> AgentContext[str]:
     return AgentContext("go")
 
 
+def open_store(db: str, *, lease: float = 30.0, schema: str | None = None):
+    """The trial's store: SQLite in file `db`, or Postgres at URL `db` in `schema`."""
+    if db.startswith("postgresql://"):
+        assert schema is not None, "a Postgres trial names its schema"
+        return PostgresStore(db, schema=schema, lease_term=lease)
+    return SQLiteStore(db, lease_term=lease)
+
+
 async def main(args: argparse.Namespace) -> None:
     def report(step, node, ctx):
+        if args.hold:  # the test lets this runner go on once the other resumer was refused
+            until = time.monotonic() + 30
+            while not os.path.exists(args.hold) and time.monotonic() < until:
+                time.sleep(0.005)
         print(step.index, flush=True)
 
-    async with SQLiteStore(args.db, lease_term=args.lease) as store:
+    async with open_store(args.db, lease=args.lease, schema=args.schema) as store:
         graph = build(Path(args.counter), args.pause, unsafe=args.unsafe)
         runner = GraphRunner(on_step=report)
         if args.start_at:  # several workers begin at one moment, whatever their start-up took
@@ -116,4 +130,6 @@ if __name__ == "__main__":
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--unsafe", action="store_true")
     parser.add_argument("--start-at", type=float, default=0.0)
+    parser.add_argument("--schema", default=None)
+    parser.add_argument("--hold", default="", help="a file whose existence lets steps go on")
     anyio.run(main, parser.parse_args())

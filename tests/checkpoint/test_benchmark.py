@@ -62,3 +62,39 @@ def test_the_section_replaces_only_itself(bench, tiny, tmp_path):
     again = results_file.read_text()
     assert again.count("## Durability") == 1 and "What checkpointing" in again
     assert again.endswith("\n## Other\n\nkept\n") and again.startswith("# Engine overhead\n")
+
+
+def test_the_postgres_case_measures_time_and_bytes(bench, postgres_server, monkeypatch):
+    monkeypatch.setenv("AGENTGRAPH_BENCH_POSTGRES", postgres_server.dsn)
+    # Longer runs than the others': the shorter must fill fewer of the tables' 8 KiB pages.
+    tiny = bench.Sizes(runs=2, slow_runs=1, steps=400, half=20)
+    result = bench.run_case("agentgraph:postgres", tiny)
+    assert result["case"] == "agentgraph:postgres" and result["us_per_step"] > 0
+    assert result["bytes"] > result["half_bytes"] > 0 and isinstance(result["added_us"], float)
+    section = bench.render_section([result], sizes=tiny)
+    assert "| agentgraph | Postgres | " in section and "Its Postgres tables are" in section
+
+
+@pytest.fixture(scope="module")
+def driver():
+    yield from load_benchmark("postgres_driver")
+
+
+def test_the_driver_benchmark_runs_both_designs_and_says_which_is_faster(driver, postgres_server):
+    import asyncio
+
+    dsn = postgres_server.dsn
+    results = {}
+    for design in driver.DESIGNS:
+        per_step = asyncio.run(driver.one_run(design, dsn, 41))
+        rate = asyncio.run(driver.many_runs(design, dsn, 5, 5))
+        results[design] = {"us_per_step": per_step * 1e6, "runs_per_s": rate}
+        assert per_step > 0 and rate > 0
+    section = driver.render(results, 1, (0.5, 0.75))
+    assert section.startswith("## Postgres driver\n") and "load average 0.50 before" in section
+    slower = {"us_per_step": 2.0, "runs_per_s": 1.0}
+    faster = {"us_per_step": 1.0, "runs_per_s": 2.0}
+    text = driver.render({"thread": slower, "async": faster}, 1, (0.0, 0.0))
+    assert "The async design is faster on asyncio" in text
+    text = driver.render({"thread": faster, "async": slower}, 1, (0.0, 0.0))
+    assert "The thread is not slower" in text

@@ -1,9 +1,11 @@
-"""Kill-and-resume trials: a subprocess records a run in SQLite and is SIGKILLed at a random step.
+"""Kill-and-resume trials: a subprocess records a run and is SIGKILLed at a random step.
 
-Each time, a resume finishes the run with the context an uninterrupted run produces, and no
-tool call whose result was committed runs again.
+The run is kept in SQLite and in Postgres (`places`). Each time, a resume finishes the
+run with the context an uninterrupted run produces, and no tool call whose result was
+committed runs again.
 """
 
+import os
 import random
 import signal
 import subprocess
@@ -16,13 +18,14 @@ import anyio
 import pytest
 
 from agentgraph import GraphRunner, RunBusy
-from agentgraph.checkpoint import SQLiteStore
 from tests.checkpoint.crash_graph import RUN_ID, TURNS, build, start
+from tests.checkpoint.places import Place
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-TRIALS = 10  # per backend: 20 kills in all
+TRIALS = int(os.environ.get("AGENTGRAPH_LEASE_TRIALS", "10"))
+"""Kills per event loop and store (40 in all); `make test-long` runs 100 each."""
 PAUSE = "0.002"  # seconds per step in the worker, so that kills land all over the run
 LEASE = "0.3"  # seconds a killed worker's lease holds the run
 
@@ -33,11 +36,11 @@ def executions(counter: Path) -> Counter[int]:
     return Counter(int(line.split()[0]) for line in counter.read_text().splitlines())
 
 
-async def run_and_kill(db: Path, counter: Path, kill_at: int) -> bool:
+async def run_and_kill(db: Place, counter: Path, kill_at: int) -> bool:
     """Run the worker; SIGKILL it once it reports step `kill_at`. True when it was killed."""
     command = [
         *[sys.executable, "-m", "tests.checkpoint.crash_graph"],
-        *[str(db), str(counter), PAUSE, "--lease", LEASE],
+        *[*db.args(), str(counter), PAUSE, "--lease", LEASE],
     ]
     killed = False
     async with await anyio.open_process(command, cwd=ROOT, stderr=subprocess.PIPE) as process:
@@ -70,19 +73,19 @@ def result_calls(log) -> set[int]:
     return {int(e.key.rsplit(" c", 1)[1]) for e in log.effects if e.kind == "result"}
 
 
-async def test_sigkilled_runs_resume_to_the_uninterrupted_result(tmp_path, anyio_backend):
+async def test_sigkilled_runs_resume_to_the_uninterrupted_result(tmp_path, anyio_backend, places):
     steps = []
     baseline = GraphRunner(on_step=lambda info, node, ctx: steps.append(info.index))
     expected = await baseline.run(build(tmp_path / "baseline.txt"), start())
     total = max(steps)
     assert total > 60 and expected.input.content == "all bumped"
 
-    rng = random.Random(f"sigkill-{anyio_backend}")
+    rng = random.Random(f"sigkill-{anyio_backend}-{places.kind}")
     killed = 0
     for trial in range(TRIALS):
-        db, counter = tmp_path / f"trial{trial}.db", tmp_path / f"trial{trial}.txt"
+        db, counter = places(f"trial{trial}"), tmp_path / f"trial{trial}.txt"
         killed += await run_and_kill(db, counter, rng.randint(1, total))
-        async with SQLiteStore(db) as store:
+        async with db.store() as store:
             log = await store.load(RUN_ID)
             assert log is not None  # a run's start is durable before its first step
             committed = result_calls(log)

@@ -3,7 +3,6 @@
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,7 +15,9 @@ import pytest
 from agentgraph import AgentContext, GraphRunner, LeaseLost, ResumeError, RunBusy, node
 from agentgraph.checkpoint import MemoryStore, SQLiteStore, StepRecord
 from tests.checkpoint.crash_graph import RUN_ID, build, start
+from tests.checkpoint.places import Place
 from tests.helpers import chain
+from tests.pg_server import fresh_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -26,19 +27,15 @@ TRIALS = int(os.environ.get("AGENTGRAPH_LEASE_TRIALS", "10"))
 LEASE = 0.3
 
 
-def expire(db: Path, run_id: str) -> None:
-    """Make a lease lapse now, as if its runner had died long ago."""
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE leases SET expires = 0 WHERE run_id = ?", (run_id,))
-
-
-async def test_a_second_store_object_on_the_file_gets_run_busy(tmp_path):
-    db = tmp_path / "runs.db"
-    async with SQLiteStore(db) as first, SQLiteStore(db) as second:
+async def test_a_second_store_object_on_the_file_gets_run_busy(places):
+    db = places("runs")
+    async with db.store() as first, db.store() as second:
         lease = await first.acquire("r", owner="first")
         with pytest.raises(RunBusy) as busy:
             await second.acquire("r", owner="second")
-        assert busy.value.owner == "first" and busy.value.expires == lease.expires
+        # Postgres measures terms on the database's clock: its expiry, told in ours, may
+        # differ from the one the taker computed by the few microseconds between the clocks.
+        assert busy.value.owner == "first" and abs(busy.value.expires - lease.expires) < 0.5
         assert "first" in str(busy.value) and busy.value.run_id == "r"
         assert isinstance(busy.value, ResumeError)
         first.release(lease)
@@ -48,14 +45,13 @@ async def test_a_second_store_object_on_the_file_gets_run_busy(tmp_path):
         assert first.held("r") is None
 
 
-async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(tmp_path):
-    db = tmp_path / "runs.db"
-    async with SQLiteStore(db, lease_term=LEASE) as old, SQLiteStore(db) as new:
+async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(places):
+    db = places("runs")
+    async with db.store(lease=LEASE) as old, db.store() as new:
         graph = chain("g", counting())
         await GraphRunner().run(graph, AgentContext(0), store=new, run_id="r")  # a run record
         lease = await old.acquire("r", owner="old")
-        expire(db, "r")
-        await new.acquire("r", owner="new")
+        await take_over(db, new, "r", "new")
         step = StepRecord("r", 9, 9, ("g",), "n", "finish", 1, 9, b"{}", 0.0, 0.0)
         old.write((step,))
         with pytest.raises(LeaseLost, match="no longer ours"):
@@ -64,6 +60,17 @@ async def test_a_lapsed_lease_passes_on_and_fences_out_the_old_owner(tmp_path):
         assert old.held("r") is None and new.held("r").fence == lease.fence + 1
         log = await new.load("r")
         assert log is not None and all(s.seq != 9 for s in log.steps)
+
+
+async def take_over(db: Place, store, run_id: str, owner: str):
+    """Expire the run's lease and take it; again, should its owner renew it in between."""
+    with anyio.fail_after(20):
+        while True:
+            db.expire(run_id)
+            try:
+                return await store.acquire(run_id, owner=owner)
+            except RunBusy:
+                await anyio.sleep(0.001)
 
 
 def counting(seen: Counter | None = None):
@@ -76,8 +83,8 @@ def counting(seen: Counter | None = None):
     return n
 
 
-async def test_a_runner_whose_lease_was_taken_over_stops_itself(tmp_path):
-    db = tmp_path / "runs.db"
+async def test_a_runner_whose_lease_was_taken_over_stops_itself(places):
+    db = places("runs")
     release = anyio.Event()
 
     @node
@@ -86,7 +93,7 @@ async def test_a_runner_whose_lease_was_taken_over_stops_itself(tmp_path):
         return ctx.with_input(ctx.input + 1)
 
     graph = chain("g", counting(), slow, counting())
-    async with SQLiteStore(db, lease_term=LEASE) as store, SQLiteStore(db) as thief:
+    async with db.store(lease=LEASE) as store, db.store() as thief:
         async with anyio.create_task_group() as tg:
             failures: list[BaseException] = []
 
@@ -97,9 +104,10 @@ async def test_a_runner_whose_lease_was_taken_over_stops_itself(tmp_path):
                     failures.append(error)
 
             tg.start_soon(owner)
-            await anyio.sleep(0.1)
-            expire(db, "r")
-            await thief.acquire("r", owner="thief")
+            with anyio.fail_after(20):  # the owner runs, holding the lease
+                while store.held("r") is None:
+                    await anyio.sleep(0.01)
+            await take_over(db, thief, "r", "thief")
             await anyio.sleep(LEASE)  # the owner's store tries to renew, and finds it gone
             release.set()
         assert len(failures) == 1 and failures[0].run_id == "r"
@@ -114,9 +122,12 @@ async def test_memory_stores_lease_too():
     assert (await store.acquire("r", owner="b")).owner == "b"
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_blobs_are_stored_by_content(kind, tmp_path):
-    store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "b.db")
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
+async def test_blobs_are_stored_by_content(kind, tmp_path, request):
+    if kind == "postgres":
+        store = Place(request.getfixturevalue("postgres_server").dsn, fresh_schema()).store()
+    else:
+        store = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "b.db")
     data = os.urandom(100_000)
     digest = store.put_blob(data)
     assert store.put_blob(data) == digest and len(digest) == 64
@@ -129,9 +140,9 @@ async def test_blobs_are_stored_by_content(kind, tmp_path):
 # -- processes --------------------------------------------------------------------------
 
 
-def worker(db: Path, counter: Path, *options: str) -> list[str]:
+def worker(db: Place, counter: Path, *options: str) -> list[str]:
     return [
-        *[sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter)],
+        *[sys.executable, "-m", "tests.checkpoint.crash_graph", *db.args(), str(counter)],
         *["0.002", "--lease", str(LEASE), *options],
     ]
 
@@ -149,14 +160,19 @@ class Worker:
         return [int(line) for line in self.lines if line.isdigit()]
 
 
-async def watch(work: Worker, kill_at: int | None) -> None:
-    """Read the worker's output; SIGKILL it at step `kill_at` (0: at its first tool call)."""
+async def watch(work: Worker, kill_at: int | None, refused: Path | None = None) -> None:
+    """Read the worker's output; SIGKILL it at step `kill_at` (0: at its first tool call).
+
+    When it says it was refused (`busy`), create the file `refused`.
+    """
     assert work.process.stdout is not None
     buffer = b""
     async for chunk in work.process.stdout:
         buffer += chunk
         *done, buffer = buffer.split(b"\n")
         work.lines.extend(line.decode() for line in done)
+        if refused is not None and "busy" in work.lines:
+            refused.touch()
         if kill_at == 0:  # at the first tool call
             killing = any(line.startswith("tool") for line in work.lines)
         else:
@@ -167,11 +183,10 @@ async def watch(work: Worker, kill_at: int | None) -> None:
     work.code = await work.process.wait()
 
 
-async def wait_for_lapse(db: Path) -> None:
-    with sqlite3.connect(db) as conn:
-        row = conn.execute("SELECT expires FROM leases WHERE run_id = ?", (RUN_ID,)).fetchone()
-    if row is not None:
-        await anyio.sleep(max(0.0, row[0] - time.time()) + 0.02)
+async def wait_for_lapse(db: Place) -> None:
+    expires = db.expires(RUN_ID)
+    if expires is not None:
+        await anyio.sleep(max(0.0, expires - time.time()) + 0.02)
 
 
 def executions(counter: Path) -> list[tuple[int, int]]:
@@ -183,39 +198,40 @@ def executions(counter: Path) -> list[tuple[int, int]]:
     ]
 
 
-async def committed_calls(db: Path) -> set[int]:
-    async with SQLiteStore(db) as store:
+async def committed_calls(db: Place) -> set[int]:
+    async with db.store() as store:
         log = await store.load(RUN_ID)
     assert log is not None
     return {int(e.key.rsplit(" c", 1)[1]) for e in log.effects if e.kind == "result"}
 
 
 @pytest.mark.timeout(600)
-async def test_two_resumers_one_owner_and_a_third_after_the_owner_dies(tmp_path, anyio_backend):
+async def test_two_resumers_one_owner_and_a_third_after_the_owner_dies(
+    tmp_path, anyio_backend, places
+):
     expected = await GraphRunner().run(build(tmp_path / "baseline.txt"), start())
-    rng = random.Random(f"leases-{anyio_backend}")
+    rng = random.Random(f"leases-{anyio_backend}-{places.kind}")
     outcomes = Counter[str]()
     for trial in range(TRIALS):
-        db, counter = tmp_path / f"t{trial}.db", tmp_path / f"t{trial}.txt"
+        db, counter = places(f"t{trial}"), tmp_path / f"t{trial}.txt"
         first = Worker(await anyio.open_process(worker(db, counter), cwd=ROOT))
         await watch(first, rng.randint(3, 60))
         await wait_for_lapse(db)
         before = Counter(n for n, _ in executions(counter))
         committed = await committed_calls(db)
         # Two runners resume the crashed run at once: one owns it, the other is refused.
-        at = str(time.time() + 0.8)
+        # The owner's steps wait until the other was refused: on a busy machine, the
+        # other might start so late that the owner is dead, or done, by then.
+        at, refused = str(time.time() + 0.8), tmp_path / f"t{trial}.refused"
+        options = ("--resume", "--start-at", at, "--hold", str(refused))
         pair = [
-            Worker(
-                await anyio.open_process(
-                    worker(db, counter, "--resume", "--start-at", at), cwd=ROOT
-                )
-            )
+            Worker(await anyio.open_process(worker(db, counter, *options), cwd=ROOT))
             for _ in range(2)
         ]
         kill_at = rng.choice([None, rng.randint(3, 80)])
         async with anyio.create_task_group() as tg:
             for work in pair:
-                tg.start_soon(watch, work, kill_at)
+                tg.start_soon(watch, work, kill_at, refused)
         busy = [w for w in pair if "busy" in w.lines]
         owner = [w for w in pair if "busy" not in w.lines]
         assert len(busy) == 1 and len(owner) == 1, [w.lines for w in pair]
@@ -228,7 +244,7 @@ async def test_two_resumers_one_owner_and_a_third_after_the_owner_dies(tmp_path,
         else:
             outcomes["owner killed"] += 1
             await wait_for_lapse(db)
-            async with SQLiteStore(db) as store:
+            async with db.store() as store:
                 out = await GraphRunner().resume(build(counter), RUN_ID, store)
             assert out == expected, trial
         runs = Counter(n for n, _ in executions(counter))
@@ -237,14 +253,14 @@ async def test_two_resumers_one_owner_and_a_third_after_the_owner_dies(tmp_path,
     assert outcomes["owner killed"] >= TRIALS // 4 and outcomes["owner finished"] >= 1
 
 
-async def test_an_unsafe_tool_in_flight_at_the_owners_death_stops_the_next_resume(tmp_path):
-    db, counter = tmp_path / "u.db", tmp_path / "u.txt"
+async def test_an_unsafe_tool_in_flight_at_the_owners_death_stops_the_next_resume(tmp_path, places):
+    db, counter = places("u"), tmp_path / "u.txt"
     work = Worker(await anyio.open_process(worker(db, counter, "--unsafe"), cwd=ROOT))
     with anyio.fail_after(20):
         await watch(work, 0)
     assert work.code == -signal.SIGKILL
     await wait_for_lapse(db)
-    async with SQLiteStore(db) as store:
+    async with db.store() as store:
         with pytest.raises(ResumeError, match="in flight when the run stopped"):
             await GraphRunner().resume(build(counter, unsafe=True), RUN_ID, store)
     assert len(executions(counter)) == 1
@@ -262,10 +278,10 @@ def test_the_worker_script_exists():
     assert done.returncode == 0 and "--resume" in done.stdout
 
 
-async def test_the_lease_of_a_dead_process_on_this_machine_is_free_at_once(tmp_path):
-    db, counter = tmp_path / "dead.db", tmp_path / "dead.txt"
+async def test_the_lease_of_a_dead_process_on_this_machine_is_free_at_once(tmp_path, places):
+    db, counter = places("dead"), tmp_path / "dead.txt"
     command = [
-        *[sys.executable, "-m", "tests.checkpoint.crash_graph", str(db), str(counter)],
+        *[sys.executable, "-m", "tests.checkpoint.crash_graph", *db.args(), str(counter)],
         *["0.002", "--lease", "30"],
     ]
     work = Worker(await anyio.open_process(command, cwd=ROOT))
@@ -273,6 +289,6 @@ async def test_the_lease_of_a_dead_process_on_this_machine_is_free_at_once(tmp_p
     assert work.code == -signal.SIGKILL
     expected = await GraphRunner().run(build(tmp_path / "baseline.txt"), start())
     with anyio.fail_after(10):  # no waiting out the 30 s term: nobody can renew it
-        async with SQLiteStore(db) as store:
+        async with db.store() as store:
             out = await GraphRunner().resume(build(counter), RUN_ID, store)
     assert out == expected

@@ -1,0 +1,524 @@
+"""`PostgresStore`: checkpoints in a PostgreSQL database, shared by many processes.
+
+One writer thread per store object, with one connection (sync psycopg, so the
+store works on asyncio and trio alike), does everything the database sees:
+group commits, lease takes, renewals and releases, and reads. A run's lease
+row is locked `FOR SHARE` inside every commit that writes the run, so a
+runner taking the lease over waits for that commit and sees it; after the
+take, the old owner's commits find the new fencing number and are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import anyio.to_thread
+import attrs
+
+from .._context import AgentContext
+from .._errors import CheckpointError
+from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
+from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
+from ._records import Record, RunLog
+from ._store import StoreBase, blob_digest, fork
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ("PostgresStore",)
+
+_GATHER = 0.005
+"""Seconds the writer lets records gather before a commit, unless someone waits on it."""
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_NOW = "extract(epoch FROM clock_timestamp())::float8"
+"""The database's clock: lease terms are measured on it, so the machines' clocks may differ."""
+
+_T = TypeVar("_T")
+
+
+@attrs.frozen
+class _Release:
+    lease: Lease
+
+
+@attrs.frozen
+class _Blob:
+    digest: str
+    data: bytes
+
+
+@attrs.define
+class _Call(Generic[_T]):
+    """Work for the writer's connection (a read, a lease take), and its outcome."""
+
+    work: Callable[[psycopg.Connection[Any]], _T]
+    what: str
+    done: threading.Event = attrs.field(factory=threading.Event)
+    result: _T | None = None
+    error: Exception | None = None
+
+
+# Records, a release, a blob, a call, a flush barrier, or close:
+_Item = Sequence[Record] | _Release | _Blob | _Call[Any] | threading.Event | None
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ImportError(
+            "PostgresStore needs psycopg: pip install 'agentgraph[postgres]'"
+        ) from None
+    return psycopg
+
+
+class PostgresStore(StoreBase):
+    """Checkpoints in PostgreSQL, for runs of many processes and machines sharing one database.
+
+    Works like `SQLiteStore`: `write` only queues; one writer thread commits
+    what queued up (group commit, each `write` atomic), reports a refused
+    write to the next `flush` of its run and stops for good only when the
+    database fails (then runs fail with `CheckpointError` and can be resumed
+    by a new store). The tables live in their own schema, created and
+    migrated on first use (a schema-version table; an advisory lock makes
+    concurrent first use from several processes safe). Leases are rows with
+    a fencing number checked inside each commit's transaction, and expiry
+    is measured on the database's clock.
+
+    ```python
+    store = PostgresStore("postgresql://app@db.internal/agents")
+    out = await runner.run(graph, ctx, store=store)
+    await store.aclose()
+    ```
+
+    A store pickles as its settings: unpickled (in another process, say) it
+    is a new store on the same database, with its own connection.
+
+    Args:
+        conninfo: a libpq connection string or `postgresql://` URL.
+        schema: the schema the tables live in (created when missing); a name
+            of lowercase letters, digits and underscores.
+        lease_term: seconds a run's lease lasts without renewal.
+        connect_timeout: seconds to wait for the connection.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "agentgraph",
+        lease_term: float = LEASE_TERM,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        psycopg = _psycopg()
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(conninfo)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(f"not a PostgreSQL connection string: {exc}") from None
+        if not _SCHEMA_NAME.fullmatch(schema):
+            raise ValueError(
+                f"schema is a name of lowercase letters, digits and underscores, not {schema!r}"
+            )
+        if not lease_term > 0:
+            raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout is a positive number, not {connect_timeout!r}")
+        self.conninfo = conninfo
+        self.schema = schema
+        self.lease_term = lease_term
+        self.connect_timeout = connect_timeout
+        parts.pop("password", None)
+        where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
+        self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
+        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
+        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
+        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None  # the database failed: no more writes
+        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
+        self._closed = False
+        self._lock = threading.Lock()
+        self._urgent = threading.Event()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._name!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        settings = (self.conninfo, self.schema, self.lease_term, self.connect_timeout)
+        return (_restore, settings)
+
+    # -- the protocol -------------------------------------------------------------------
+    def write(self, records: Sequence[Record]) -> None:
+        """Queue `records` for the writer thread; they commit together."""
+        self._usable()
+        self._queue.put(records)
+
+    async def flush(self, run_id: str | None = None) -> None:
+        """Wait until every queued record is committed; raise if the writer failed.
+
+        Also raises for a write of `run_id` (of any run when None) that the
+        database refused since the last such flush.
+        """
+        await self._barrier()
+        with self._lock:
+            if run_id is None:
+                refused = next(iter(self._rejected.items()), None)
+                self._rejected.clear()
+            else:
+                error = self._rejected.pop(run_id, None)
+                refused = None if error is None else (run_id, error)
+        if refused is not None and isinstance(refused[1], LeaseLost):
+            raise LeaseLost(refused[1].run_id, refused[1].why) from None
+        if refused is not None:
+            where = f"Postgres store {self._name!r} refused records of run {refused[0]!r}"
+            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
+
+    async def load(self, run_id: str) -> RunLog | None:
+        """Every record of `run_id` (after committing what is queued), or None."""
+        return await self._call(lambda conn: read_log(conn, run_id), "be read")
+
+    async def run_ids(self) -> tuple[str, ...]:
+        """Every run in the store, oldest first."""
+        return await self._call(read_ids, "be read")
+
+    async def fork(
+        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+    ) -> str:
+        """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
+        return await fork(self, run_id, step, context=context)
+
+    async def acquire(self, run_id: str, *, owner: str) -> Lease:
+        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
+        term = self.lease_term
+        lease = await self._call(lambda conn: _take(conn, run_id, owner, term), "lease runs")
+        with self._lock:
+            self._held[run_id] = lease
+            self._fences[run_id] = lease.fence
+        self._queue.put(threading.Event())  # wake the writer: it renews the lease from now on
+        return lease
+
+    def held(self, run_id: str) -> Lease | None:
+        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
+        return self._held.get(run_id)
+
+    def release(self, lease: Lease) -> None:
+        """Give `lease` back once what is queued before it is committed."""
+        with self._lock:
+            if self._fences.get(lease.run_id) != lease.fence:
+                return
+            self._held.pop(lease.run_id, None)
+            if self._thread is None or self._closed:
+                self._fences.pop(lease.run_id, None)
+                return
+        self._queue.put(_Release(lease))
+
+    def put_blob(self, data: bytes) -> str:
+        """Queue `data` for storage under its digest and return the digest."""
+        self._usable()
+        digest = blob_digest(data)
+        self._queue.put(_Blob(digest, bytes(data)))
+        return digest
+
+    async def get_blob(self, digest: str) -> bytes:
+        """The bytes stored under `digest`; `CheckpointError` when there are none."""
+        data = await self._call(lambda conn: read_blob(conn, digest), "be read")
+        if data is None:
+            raise CheckpointError(f"no blob {digest!r} in Postgres store {self._name!r}")
+        return data
+
+    def close(self) -> None:
+        """Commit what is queued and stop the writer (blocks; `aclose` from async code)."""
+        with self._lock:
+            thread, self._closed = self._thread, True
+        if thread is not None:
+            self._queue.put(None)
+            self._urgent.set()
+            thread.join()
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    async def __aenter__(self) -> PostgresStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- talking to the writer ----------------------------------------------------------
+    def _usable(self) -> None:
+        if self._error is not None or self._closed:
+            self._raise()
+        if self._thread is None:
+            self._start()
+
+    async def _barrier(self) -> None:
+        """Wait until every queued record is committed; raise if the database failed."""
+        if self._closed:
+            self._raise()
+        self._usable()
+        done = threading.Event()
+        self._queue.put(done)
+        self._urgent.set()
+        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+        if self._error is not None:
+            self._raise()
+
+    async def _call(self, work: Callable[[psycopg.Connection[Any]], _T], what: str) -> _T:
+        """Run `work` on the writer's connection once what is queued before it is committed."""
+        self._usable()
+        call = _Call(work, what)
+        self._queue.put(call)
+        self._urgent.set()
+        await anyio.to_thread.run_sync(call.done.wait, abandon_on_cancel=True)
+        if call.error is not None:
+            raise call.error
+        return call.result  # type: ignore[return-value]  # set when there is no error
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise CheckpointError(
+                f"Postgres store {self._name!r} stopped storing records: "
+                f"{type(self._error).__name__}: {self._error}"
+            ) from self._error
+        raise CheckpointError(f"Postgres store {self._name!r} is closed")
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(
+                    target=self._work, name=f"agentgraph-postgres:{self._name}", daemon=True
+                )
+                self._thread.start()
+
+    # -- the writer thread --------------------------------------------------------------
+    def _connect(self) -> psycopg.Connection[Any]:
+        pg = _psycopg()
+        conn: psycopg.Connection[Any] = pg.connect(
+            self.conninfo,
+            autocommit=True,
+            connect_timeout=max(1, round(self.connect_timeout)),
+            application_name="agentgraph",
+        )
+        try:
+            conn.execute(pg.sql.SQL("SET search_path TO {}").format(pg.sql.Identifier(self.schema)))
+            _migrate(conn, self.schema)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _work(self) -> None:
+        conn: psycopg.Connection[Any] | None = None
+        try:
+            conn = self._connect()
+        except Exception as exc:  # reported by the next write, flush or call
+            self._error = exc
+        ids: dict[str, int] = {}
+        try:
+            while True:
+                batch = self._gather()
+                if conn is not None and self._error is None:
+                    try:
+                        self._store(conn, batch, ids)
+                    except Exception as exc:
+                        self._error = exc
+                self._answer(batch)
+                if None in batch:
+                    return
+        finally:
+            self._drain()
+            if conn is not None:
+                conn.close()
+
+    def _answer(self, batch: list[_Item]) -> None:
+        for item in batch:
+            if isinstance(item, _Call) and not item.done.is_set():
+                item.error = item.error or self._failure()
+                item.done.set()
+            elif isinstance(item, threading.Event):
+                item.set()
+
+    def _failure(self) -> CheckpointError:
+        error = self._error
+        if error is None:
+            return CheckpointError(f"Postgres store {self._name!r} is closed")
+        return CheckpointError(
+            f"Postgres store {self._name!r} stopped storing records: "
+            f"{type(error).__name__}: {error}"
+        )
+
+    def _drain(self) -> None:
+        """Answer whatever was queued after the writer stopped: nobody waits forever."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._answer([item])
+
+    def _gather(self) -> list[_Item]:
+        """The next batch: what queued up, or nothing when a lease is due for renewal."""
+        try:
+            batch = [self._queue.get(timeout=self._renew_in())]
+        except queue.Empty:
+            return []
+        if isinstance(batch[0], Sequence):
+            self._urgent.wait(_GATHER)  # fewer, larger transactions, unless someone waits
+        self._urgent.clear()
+        while True:  # group commit: take everything that queued up meanwhile
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                return batch
+
+    def _store(
+        self, conn: psycopg.Connection[Any], batch: list[_Item], ids: dict[str, int]
+    ) -> None:
+        """Commit a batch's records and blobs; then its releases, calls and due renewals."""
+        writes = [i for i in batch if isinstance(i, Sequence) and i]
+        blobs = [(i.digest, i.data) for i in batch if isinstance(i, _Blob)]
+        if writes or blobs:
+            with self._lock:
+                fences = dict(self._fences)
+            with conn.pipeline():  # statements go out together: fewer round trips
+                refused = commit(conn, writes, blobs, ids, fences)
+            with self._lock:
+                for records, error in refused:
+                    for rid in {r.run_id for r in records}:
+                        self._rejected.setdefault(rid, error)
+        for item in batch:
+            if isinstance(item, _Release):
+                self._let_go(conn, item.lease)
+            elif isinstance(item, _Call):
+                self._run_call(conn, item)
+        self._renew(conn)
+
+    def _let_go(self, conn: psycopg.Connection[Any], lease: Lease) -> None:
+        # The row stays, lapsed: fencing numbers only ever grow.
+        conn.execute(
+            "UPDATE leases SET expires = 0 WHERE run_id = %s AND fence = %s",
+            (lease.run_id, lease.fence),
+        )
+        with self._lock:
+            if self._fences.get(lease.run_id) == lease.fence:
+                del self._fences[lease.run_id]
+
+    def _run_call(self, conn: psycopg.Connection[Any], call: _Call[Any]) -> None:
+        try:
+            with conn.transaction():
+                call.result = call.work(conn)
+        except (RunBusy, CheckpointError) as exc:
+            call.error = exc
+        except Exception as exc:  # a refused request or a damaged row: this call fails alone
+            if conn.broken or conn.closed:
+                raise  # the database is gone: the store stops
+            failed = f"{type(exc).__name__}: {exc}"
+            call.error = CheckpointError(
+                f"Postgres store {self._name!r} cannot {call.what}: {failed}"
+            )
+            call.error.__cause__ = exc
+        call.done.set()
+
+    def _renew_in(self) -> float | None:
+        """Seconds until the next lease is due for renewal; None when none is held."""
+        held = list(self._held.values())
+        if not held:
+            return None
+        due = min(lease.expires for lease in held) - self.lease_term * 2 / 3
+        return max(0.0, due - time.time())
+
+    def _renew(self, conn: psycopg.Connection[Any]) -> None:
+        """Renew every lease held here that has used a third of its term."""
+        now = time.time()
+        for lease in list(self._held.values()):
+            if lease.expires - now > self.lease_term * 2 / 3:
+                continue
+            expires = time.time() + self.lease_term
+            renewed = conn.execute(
+                f"UPDATE leases SET expires = {_NOW} + %s WHERE run_id = %s AND fence = %s",
+                (self.lease_term, lease.run_id, lease.fence),
+            ).rowcount
+            with self._lock:
+                if self._held.get(lease.run_id) != lease:
+                    continue  # released meanwhile
+                if renewed:
+                    self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
+                else:  # taken over: the run sees it at its next look, and stops
+                    del self._held[lease.run_id]
+
+
+def _restore(
+    conninfo: str, schema: str, lease_term: float, connect_timeout: float
+) -> PostgresStore:
+    return PostgresStore(
+        conninfo, schema=schema, lease_term=lease_term, connect_timeout=connect_timeout
+    )
+
+
+def _take(conn: psycopg.Connection[Any], run_id: str, owner: str, term: float) -> Lease:
+    """Take `run_id`'s lease (inside the caller's transaction), or raise `RunBusy`."""
+    conn.execute(
+        "INSERT INTO leases (run_id, owner, fence, expires) VALUES (%s, '', 0, 0) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (run_id,),
+    )
+    row = conn.execute(
+        f"SELECT owner, fence, expires, {_NOW} FROM leases WHERE run_id = %s FOR UPDATE",
+        (run_id,),
+    ).fetchone()
+    assert row is not None, "the row was inserted above, or was there"
+    held_by, fence, expires, now = row
+    local = time.time()
+    # A lease of a process on this machine that died is free at once.
+    if expires > now and not owner_is_gone(held_by):
+        raise RunBusy(run_id, held_by, local + (expires - now))
+    conn.execute(
+        "UPDATE leases SET owner = %s, fence = %s, expires = %s WHERE run_id = %s",
+        (owner, fence + 1, now + term, run_id),
+    )
+    return Lease(run_id, owner, fence + 1, local + term)
+
+
+def _lock_key(schema: str) -> int:
+    """The advisory lock that serializes creating and migrating `schema`."""
+    digest = hashlib.sha256(f"agentgraph schema {schema}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _migrate(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Create the schema's tables, or bring them up to date, under an advisory lock."""
+    sql = _psycopg().sql
+    name = sql.Identifier(schema)
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version INTEGER NOT NULL)"
+        )
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        version = 0 if row is None else int(row[0])
+        if version > len(MIGRATIONS):
+            raise CheckpointError(
+                f"schema {schema!r} is at version {version}, written by a newer agentgraph; "
+                f"this one knows versions up to {len(MIGRATIONS)}"
+            )
+        for script in MIGRATIONS[version:]:
+            conn.execute(script)
+        conn.execute(
+            "INSERT INTO schema_version (version) VALUES (%s) "
+            "ON CONFLICT (one) DO UPDATE SET version = excluded.version",
+            (len(MIGRATIONS),),
+        )
