@@ -102,7 +102,7 @@ class Runs:
         agui_run_id: str | None = None,
     ) -> LiveRun:
         """Start a run of the graph on `ctx`; it goes on in the server's task group."""
-        rid = run_id or new_run_id()
+        rid = new_run_id() if run_id is None else run_id
         await self._check_new(rid)
         live = self.live[rid] = LiveRun(rid, thread_id or rid, time.time())
         self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
