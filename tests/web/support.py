@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import orjson
 from ag_ui.core import Event
@@ -86,6 +88,25 @@ def stateful() -> Graph[str, str]:
     return g.build()
 
 
+def gated() -> tuple[Any, dict[str, bool]]:
+    """A graph whose middle node waits while `gate["closed"]` is True."""
+    gate = {"closed": True}
+
+    @node(name="before")
+    async def before(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.with_input(ctx.input + " before")
+
+    @node(name="wait")
+    async def wait(ctx: AgentContext[str]) -> AgentContext[str]:
+        while gate["closed"]:
+            await anyio.sleep(0.01)
+        return ctx.with_input(ctx.input + " after")
+
+    with GraphBuilder[str, str]("gated") as g:
+        g.start.edge_to(before).edge_to(wait).edge_to(g.finish)
+    return g.build(), gate
+
+
 @contextlib.contextmanager
 def serving(graph: Graph[Any, Any], folder: Path, **options: Any) -> Iterator[WebServer]:
     """The development app for `graph` on a loopback port, with a store in `folder`."""
@@ -94,6 +115,15 @@ def serving(graph: Graph[Any, Any], folder: Path, **options: Any) -> Iterator[We
     app = dev_app(graph, store=store, runner=runner, **options)
     with WebServer(app) as server:
         yield server
+
+
+def wait_for(client: httpx.Client, run_id: str, status: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 20
+    while True:
+        view = client.get(f"api/runs/{run_id}").json()
+        if view["status"] == status or time.monotonic() > deadline:
+            return view
+        time.sleep(0.02)
 
 
 def sse(lines: Iterator[str]) -> Iterator[dict[str, Any]]:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import httpx
 import jsonpatch
 import pytest
@@ -27,11 +26,13 @@ from .support import (
     SECRET,
     agent,
     agui_run,
+    gated,
     run_input,
     serving,
     sse,
     stateful,
     user,
+    wait_for,
 )
 
 
@@ -103,6 +104,7 @@ def test_a_run_streams_text_tool_calls_an_interrupt_and_resumes(tmp_path):
         assert [r["content"] for r in results] == [
             "sunny in Paris, 21 degrees (fetched with key ***)"
         ]
+        assert SECRET not in str(first)
         steps = [e["stepName"] for e in first if e["type"] == "STEP_STARTED"]
         assert steps == ["user_turn", "chat", "tools", "chat", "tools"]
 
@@ -213,34 +215,6 @@ def test_a_failing_run_ends_with_run_error(tmp_path):
     assert error["type"] == "RUN_ERROR" and error["code"] == "NodeFailed"
     assert "the service said no" in error["message"]
     assert SECRET not in str(events)
-
-
-def gated() -> tuple[Any, dict[str, bool]]:
-    """A graph whose middle node waits while `gate["closed"]` is True."""
-    gate = {"closed": True}
-
-    @node(name="before")
-    async def before(ctx: AgentContext[str]) -> AgentContext[str]:
-        return ctx.with_input(ctx.input + " before")
-
-    @node(name="wait")
-    async def wait(ctx: AgentContext[str]) -> AgentContext[str]:
-        while gate["closed"]:
-            await anyio.sleep(0.01)
-        return ctx.with_input(ctx.input + " after")
-
-    with GraphBuilder[str, str]("gated") as g:
-        g.start.edge_to(before).edge_to(wait).edge_to(g.finish)
-    return g.build(), gate
-
-
-def wait_for(client: httpx.Client, run_id: str, status: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while True:
-        view = client.get(f"api/runs/{run_id}").json()
-        if view["status"] == status or time.monotonic() > deadline:
-            return view
-        time.sleep(0.02)
 
 
 def read_until_step(events: Iterator[dict[str, Any]], name: str) -> None:
