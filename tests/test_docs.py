@@ -56,7 +56,17 @@ def test_public_names_are_honest():
     for name in agentgraph.__all__:
         assert hasattr(agentgraph, name), name
     public = {n for n in vars(agentgraph) if not n.startswith("_")}
-    modules = {"checkpoint", "llm", "nodes", "rag", "structured", "tracing", "tools", "testing"}
+    modules = {
+        "checkpoint",
+        "llm",
+        "nodes",
+        "rag",
+        "structured",
+        "tracing",
+        "tools",
+        "testing",
+        "web",
+    }
     assert public - modules - set(agentgraph.__all__) == set()
 
 

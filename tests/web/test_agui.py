@@ -17,8 +17,7 @@ import jsonpatch
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, node
-from agentgraph.web import agui_app
-from agentgraph.web._serve import WebServer
+from agentgraph.web import WebServer, agui_app
 
 from .support import (
     ANSWER,
