@@ -89,6 +89,7 @@ class AguiTranslator:
         self._redactor = redactor
         self._ids = itertools.count(1)
         self._state: Any = None
+        self._seen: Any = None  # the state mapping last sent: most steps pass it on untouched
         self._steps: dict[int, str] = {}
         self._texts: dict[int, _Text] = {}
 
@@ -128,6 +129,7 @@ class AguiTranslator:
 
     # -- one handler per event kind ----------------------------------------------------------
     def _run_started(self, event: RunStarted) -> list[BaseEvent]:
+        self._seen = event.context.state
         self._state = self._state_of(event.context)
         return [
             RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id),
@@ -141,12 +143,14 @@ class AguiTranslator:
 
     def _node_finished(self, event: NodeFinished) -> list[BaseEvent]:
         out: list[BaseEvent] = []
-        state = self._state_of(event.context)
-        if state != self._state:
-            patch = jsonpatch.make_patch(self._state, state).patch
-            self._state = state
-            if patch:
-                out.append(StateDeltaEvent.model_validate({"delta": patch}))
+        if event.context.state is not self._seen:
+            self._seen = event.context.state
+            state = self._state_of(event.context)
+            if state != self._state:
+                patch = jsonpatch.make_patch(self._state, state).patch
+                self._state = state
+                if patch:
+                    out.append(StateDeltaEvent.model_validate({"delta": patch}))
         name = self._steps.pop(event.step.index, None)
         if name is not None:
             out.append(StepFinishedEvent(step_name=name))

@@ -24,12 +24,13 @@ BATCH = 256
 class Channel:
     """The events of one run, as plain JSON-ready mappings, in order."""
 
-    __slots__ = ("_changed", "closed", "log")
+    __slots__ = ("_changed", "_waiting", "closed", "log")
 
     def __init__(self) -> None:
         self.log: list[dict[str, Any]] = []
         self.closed = False
         self._changed = anyio.Event()
+        self._waiting = 0
 
     def publish(self, item: dict[str, Any]) -> None:
         """Append `item` and wake every reader; never blocks."""
@@ -46,8 +47,9 @@ class Channel:
         self.closed = False
 
     def _wake(self) -> None:
-        changed, self._changed = self._changed, anyio.Event()
-        changed.set()
+        if self._waiting:  # nobody waits while every reader is busy: nothing to do
+            changed, self._changed = self._changed, anyio.Event()
+            changed.set()
 
     async def follow(self, start: int = 0, *, batch: int = BATCH) -> AsyncIterator[list[Any]]:
         """Batches of events from position `start` until the channel closes."""
@@ -60,7 +62,11 @@ class Channel:
                 continue
             if self.closed:
                 return
-            await self._changed.wait()
+            self._waiting += 1
+            try:
+                await self._changed.wait()
+            finally:
+                self._waiting -= 1
 
 
 _MERGED = {

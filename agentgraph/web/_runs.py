@@ -3,15 +3,18 @@
 A live run is driven in the server's own task group, not in the request
 that started it, so cancelling it (a client that left) ends it with
 `GraphCancelled` and its context, like any handle cancel. Each run keeps
-its redacted trace records (for the page) and its AG-UI events (for every
-reader, through a `Channel`).
+its AG-UI events (for every reader, through a `Channel`) and its step events,
+which become redacted trace records (for the page) only when someone looks:
+the run itself pays for the AG-UI events alone.
 """
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -47,6 +50,42 @@ class Store(JournalSource, Protocol):
     async def aclose(self) -> None: ...
 
 
+class _Trail:
+    """A run's step events, turned into trace records when they are asked for.
+
+    The clock is read as each event arrives, so the records time the run, not
+    the moment someone looked. The recorder keeps its per-run state in a
+    context of its own, as it would inside the run.
+    """
+
+    __slots__ = ("_context", "_pending", "_recorder", "_started", "records")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._recorder = Recorder(redact=redactor)
+        self._context = contextvars.Context()
+        self._pending: list[tuple[Any, float, float]] = []
+        self._started: float | None = None
+        self.records: list[dict[str, Any]] = []
+
+    def add(self, event: Any) -> None:
+        now = perf_counter()
+        if self._started is None:
+            self._started = now
+        self._pending.append((event, time.time(), now - self._started))
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self._pending)
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every record so far."""
+        for event, wall, elapsed in self._pending:
+            record = self._context.run(self._recorder, event)
+            record["time"], record["elapsed"] = wall, elapsed
+            self.records.append(record)
+        self._pending.clear()
+        return self.records
+
+
 @attrs.define(eq=False)
 class LiveRun:
     """A run this server started (or resumed): its records, its events and how it stands."""
@@ -55,7 +94,7 @@ class LiveRun:
     thread_id: str
     started: float
     channel: Channel = attrs.field(factory=Channel)
-    records: list[dict[str, Any]] = attrs.field(factory=list)
+    trail: _Trail = attrs.field(factory=lambda: _Trail(Redactor()))
     status: str = "running"
     active: tuple[str, ...] = ()
     question: Any = None
@@ -104,7 +143,7 @@ class Runs:
         """Start a run of the graph on `ctx`; it goes on in the server's task group."""
         rid = new_run_id() if run_id is None else run_id
         await self._check_new(rid)
-        live = self.live[rid] = LiveRun(rid, thread_id or rid, time.time())
+        live = self.live[rid] = self._new(rid, thread_id)
         self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
         return live
 
@@ -125,7 +164,7 @@ class Runs:
         if live is None:
             if await self.store.load(run_id) is None:
                 raise RunInputError(f"no run {run_id!r} in the store")
-            live = self.live[run_id] = LiveRun(run_id, thread_id or run_id, time.time())
+            live = self.live[run_id] = self._new(run_id, thread_id)
         live.status, live.question, live.error = "running", None, None
         live.handle, live.done = RunHandle(), anyio.Event()
         live.channel.reopen()
@@ -140,6 +179,9 @@ class Runs:
             ),
         )
         return live
+
+    def _new(self, run_id: str, thread_id: str | None) -> LiveRun:
+        return LiveRun(run_id, thread_id or run_id, time.time(), trail=_Trail(self.redactor))
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run; False when there is no such run still running."""
@@ -173,15 +215,11 @@ class Runs:
         self.tasks.start_soon(self._drive, live, translator, runner, go)
 
     def _sink(self, live: LiveRun, translator: AguiTranslator) -> Callable[[Any], None]:
-        recorder = Recorder(redact=self.redactor)
-        offset = time.time() - live.started
         publish = live.channel.publish
+        remember = live.trail.add
 
         def sink(event: Any) -> None:
-            record = recorder(event)
-            if offset:  # a resumed run's records continue its timeline
-                record["elapsed"] += offset
-            live.records.append(record)
+            remember(event)
             if isinstance(event, NodeStarted):
                 live.active = (step_name(event.path),)
             elif isinstance(event, NodeFinished):
@@ -260,7 +298,8 @@ class Runs:
         """The step tree of a run and its facts, or None when no such run is known."""
         live = self.live.get(run_id)
         if live is not None:
-            traces = traces_from_records(live.records) if live.records else ()
+            records = live.trail.all()
+            traces = traces_from_records(records) if records else ()
             trace = traces[-1] if traces else attrs.evolve(TraceBuilder().build(), run=run_id)
             facts = {
                 "status": live.status,
@@ -286,7 +325,7 @@ class Runs:
         lister = getattr(self.store, "run_ids", None)
         if lister is None:
             return ()
-        ids = lister()
+        ids = lister() if callable(lister) else lister  # a method, or a property
         if inspect.isawaitable(ids):
             ids = await ids
         return tuple(str(i) for i in ids)

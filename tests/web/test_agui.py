@@ -17,7 +17,8 @@ import jsonpatch
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, node
-from agentgraph.web import WebServer, agui_app
+from agentgraph.checkpoint import MemoryStore
+from agentgraph.web import WebServer, agui_app, dev_app
 
 from .support import (
     ANSWER,
@@ -291,3 +292,12 @@ def test_a_server_without_a_store_cannot_resume(tmp_path):
         response = client.post("", json=body)
     assert response.status_code == 422
     assert "no checkpoint store" in response.json()["error"]
+
+
+def test_runs_are_listed_with_an_in_memory_store():
+    app = dev_app(stateful(), store=MemoryStore())
+    with WebServer(app) as server, httpx.Client(base_url=server.url) as client:
+        run_id = client.post("api/runs", json={"input": "hi"}).json()["id"]
+        wait_for(client, run_id, "ok")
+        listed = client.get("api/runs").json()["runs"]
+    assert [(r["id"], r["status"], r["source"]) for r in listed] == [(run_id, "ok", "live")]
