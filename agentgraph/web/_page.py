@@ -19,7 +19,8 @@ body { padding: 0; }
 .top { display: flex; align-items: baseline; gap: 16px; padding: 12px 24px;
   border-bottom: 1px solid #e3e6ea; background: #fafbfc; }
 .top h1 { margin: 0; }
-.wrap { display: grid; grid-template-columns: 280px 1fr; gap: 20px; padding: 0 24px 40px; }
+.wrap { display: grid; grid-template-columns: 280px minmax(0, 1fr); gap: 20px;
+  padding: 0 24px 40px; }
 aside h2:first-child, main h2:first-child { margin-top: 16px; }
 textarea { width: 100%; min-height: 70px; font: inherit; padding: 6px; border: 1px solid #c9ced6;
   border-radius: 6px; }
@@ -146,6 +147,7 @@ _SCRIPT = """
       var output = data.output !== undefined && data.output !== null ? data.output
         : (status === "ok" ? data.trace_output : null);
       $("answer-box").hidden = output === null || output === undefined;
+      if (!$("answer-box").hidden) $("live-text").hidden = true;
       $("answer").textContent = typeof output === "string" ? output : JSON.stringify(output);
       renderQuestion(data);
       if (status !== "running") view.active = null;
