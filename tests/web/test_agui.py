@@ -18,6 +18,8 @@ import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, node
 from agentgraph.checkpoint import MemoryStore
+from agentgraph.nodes import answer, chat
+from agentgraph.testing import ScriptedModel
 from agentgraph.web import WebServer, agui_app, dev_app
 
 from .support import (
@@ -301,3 +303,17 @@ def test_runs_are_listed_with_an_in_memory_store():
         wait_for(client, run_id, "ok")
         listed = client.get("api/runs").json()["runs"]
     assert [(r["id"], r["status"], r["source"]) for r in listed] == [(run_id, "ok", "live")]
+
+
+def test_a_secret_streamed_in_pieces_is_never_sent_even_in_part(tmp_path):
+    text = f"Here is the key {SECRET} for you."
+    model = ScriptedModel(text, chunk_size=3)
+    with GraphBuilder[str, str]("streamer") as g:
+        g.start.edge_to(chat(model, stream=True)).edge_to(answer()).edge_to(g.finish)
+    with serving(g.build(), tmp_path) as server, httpx.Client(base_url=server.url) as client:
+        events = agui_run(client, run_input("run-k", user("the key?")))
+    check_sequence(events)
+    deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert len(deltas) > 3
+    assert "".join(deltas) == "Here is the key *** for you."
+    assert not any(piece in str(events) for piece in ("sk-", "Q7xQ7x"))
