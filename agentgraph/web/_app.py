@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from .._context import AgentContext
 from .._errors import RunInputError
 from .._graph import Graph
 from .._node import Node
@@ -144,8 +145,6 @@ class _Endpoints:
         return JSONResponse({"graph": self.runs.graph.name, "runs": await self.runs.listing()})
 
     async def start_run(self, request: Request) -> Response:
-        from .._context import AgentContext
-
         try:
             body = await _json_body(request)
             text = body.get("input") if isinstance(body, dict) else None
@@ -235,7 +234,9 @@ def agui_app(
     """`graph` as an AG-UI agent: POST a `RunAgentInput` to `/`, read its events as SSE.
 
     The client's messages and state become the run's first context (the last
-    user message is the input). A client that disconnects cancels its run,
+    user message is the input; the client's own tools and context entries are
+    not used, since the graph's nodes hold their tools). A client that
+    disconnects cancels its run,
     which ends `GraphCancelled`; with a `store` it can be resumed, and an
     interrupted run (a tool call waiting for approval) continues when the
     next request carries a `resume` entry answering its interrupt. Everything
@@ -260,9 +261,10 @@ def dev_app(
     """The live development page for `graph`, with its AG-UI endpoint at `/agui`.
 
     The page draws the graph, lists runs (live, from `store`, and from
-    `traces` loaded with `load_traces`), starts runs, shows their steps as
-    they happen and answers interrupts. Every browser watching a run reads
-    the same events; none of them can slow the run.
+    `traces` loaded with `load_traces`), starts runs on the text typed into
+    its form, shows their steps as they happen and answers interrupts. Every
+    browser watching a run reads the same events; none of them can slow the
+    run. The app closes `store` when it shuts down.
     """
     runs = _runs(graph, runner, store, redact, traces)
     endpoints = _Endpoints(runs, title or f"{runs.graph.name} · agentgraph")

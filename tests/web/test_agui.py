@@ -236,6 +236,9 @@ def test_a_client_that_leaves_cancels_its_run_which_can_resume(tmp_path):
         assert view["status"] == "cancelled"
         assert [s["path"] for s in view["steps"]] == [["before"], ["wait"]]
         assert view["steps"][0]["output"] == "go before"
+        seen = list(sse(client.get("api/runs/run-c/events").iter_lines()))
+        assert seen[-1]["type"] == "RUN_FINISHED"
+        assert seen[-1]["outcome"] == {"type": "cancelled"}
         gate["closed"] = False
         resumed = client.post("api/runs/run-c/resume", json={})
         assert resumed.status_code == 200
