@@ -6,7 +6,7 @@ a gate that holds the run until every client is connected. The run is started
 through the development app (``dev_app``, in-memory store) on a loopback port; the
 clients read ``/api/runs/{id}/events`` as server-sent events with httpx.
 
-Cases, each in a process of its own:
+Cases, each in a process of its own (and the clients in another, as browsers would be):
 
 - ``plain``: the same graph and store with no server (the floor);
 - ``server:N``: served, with N clients reading every event (0, 1 and 50);
@@ -30,6 +30,7 @@ import asyncio
 import json
 import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -116,27 +117,43 @@ async def read_all(client: httpx.AsyncClient, run_id: str, ready: asyncio.Event)
     return count
 
 
-async def served(loop: Loop, clients: int) -> dict[str, Any]:
+async def readers(url: str, run_id: str, clients: int) -> None:
+    """The clients, in a process of their own (as browsers are): say "ready" once every one
+    has its first event, then read to the end and print what they received."""
+    limits = httpx.Limits(max_connections=clients + 4)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=300) as client:
+        readies = [asyncio.Event() for _ in range(clients)]
+        tasks = [asyncio.create_task(read_all(client, run_id, r)) for r in readies]
+        await asyncio.gather(*(r.wait() for r in readies))
+        print("ready", flush=True)
+        started = perf_counter()
+        counts = await asyncio.gather(*tasks)
+        print(json.dumps({"events": sum(counts), "seconds": perf_counter() - started}))
+
+
+def served(loop: Loop, clients: int) -> dict[str, Any]:
     """One served run with `clients` readers: µs per step and events delivered per second."""
     app = dev_app(loop.graph, store=MemoryStore(), runner=loop.runner())
-    limits = httpx.Limits(max_connections=clients + 4)
     with WebServer(app) as server:
-        async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=120) as client:
-            run_id = (await client.post("api/runs", json={"input": "go"})).json()["id"]
-            readies = [asyncio.Event() for _ in range(clients)]
-            tasks = [asyncio.create_task(read_all(client, run_id, r)) for r in readies]
-            await asyncio.gather(*(r.wait() for r in readies))
-            started = perf_counter()
+        run_id = httpx.post(f"{server.url}api/runs", json={"input": "go"}).json()["id"]
+        delivered = {"events": 0, "seconds": 0.0}
+        if clients:
+            command = [sys.executable, __file__, "--readers", str(clients), server.url, run_id]
+            with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+                assert child.stdout is not None
+                if child.stdout.readline().strip() != "ready":
+                    raise RuntimeError("the clients did not connect")
+                loop.open.set()
+                delivered = json.loads(child.stdout.readline())
+        else:
             loop.open.set()
-            counts = await asyncio.gather(*tasks)
-            delivered = perf_counter() - started
-            while "last" not in loop.marks:
-                await asyncio.sleep(0.01)
-    seconds = max(delivered, 1e-9)
+        while "last" not in loop.marks:
+            time.sleep(0.01)
+    seconds = max(delivered["seconds"], 1e-9)
     return {
         "us_per_step": loop.us_per_step(),
-        "events": sum(counts),
-        "events_per_s": sum(counts) / seconds if clients else 0.0,
+        "events": delivered["events"],
+        "events_per_s": delivered["events"] / seconds if clients else 0.0,
     }
 
 
@@ -185,7 +202,7 @@ def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
         if kind == "plain":
             results.append(plain(Loop(sizes.steps)))
         elif kind == "server":
-            results.append(asyncio.run(served(Loop(sizes.steps), int(number))))
+            results.append(served(Loop(sizes.steps), int(number)))
         else:
             results.append(stalled(Loop(sizes.stalled_steps), int(number)))
     middle = statistics.median_low(r["us_per_step"] for r in results)
@@ -250,14 +267,18 @@ def render(results: list[dict[str, Any]], sizes: Sizes, load: tuple[float, float
             "### Machine",
             "",
             f"{cpu_model()}; {os_name()}; {python()}; load average: {load[0]:.2f} before the "
-            f"run, {load[1]:.2f} after. Clients and server share this process's CPU, as "
-            "browsers on the developer's machine would.",
+            f"run, {load[1]:.2f} after. The clients run in a process of their own on the same "
+            "machine, as browsers on the developer's machine would.",
             "",
         ]
     )
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--readers"]:  # the clients' own process
+        asyncio.run(readers(argv[2], argv[3], int(argv[1])))
+        return
     parser = case_parser(__doc__.splitlines()[0], CASES)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
