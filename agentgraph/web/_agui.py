@@ -18,7 +18,6 @@ import jsonpatch
 import orjson
 from ag_ui.core import (
     BaseEvent,
-    CustomEvent,
     Interrupt,
     RunAgentInput,
     RunErrorEvent,
@@ -270,11 +269,6 @@ _HANDLERS: dict[type[Any], Any] = {
     ToolFinished: AguiTranslator._tool_finished,
     RunFinished: AguiTranslator._run_finished,
 }
-
-
-def custom(name: str, value: Any) -> CustomEvent:
-    """An AG-UI custom event (the page's own notes, such as a resumed run)."""
-    return CustomEvent(name=name, value=value)
 
 
 # -- input ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from agentgraph import (
 from agentgraph.llm import ChatRequest, ChatResponse, TextDelta
 from agentgraph.nodes import chat
 from agentgraph.testing import ScriptedModel
+from agentgraph.tracing import TraceRecorder
 
 pytestmark = pytest.mark.anyio
 
@@ -67,3 +68,16 @@ async def test_a_stream_without_its_final_response_is_a_format_error():
         await GraphRunner().run(chat(_NoEnd(), stream=True), AgentContext("hi"))
     assert isinstance(caught.value.__cause__, ResponseFormatError)
     assert "ended without its final response" in str(caught.value.__cause__)
+
+
+async def test_trace_records_of_streamed_text_hold_sizes_not_pieces():
+    secret = "sk-proj-" + "Z9k" * 12
+    recorder = TraceRecorder()
+    text = f"the key is {secret}"
+    model = ScriptedModel(text, chunk_size=4)
+    await GraphRunner(sinks=[recorder]).run(chat(model, stream=True), AgentContext("hi"))
+    streamed = [r for r in recorder.records if r["event"] == "model_streamed"]
+    sizes = [r["chars"] for r in streamed]
+    assert sum(sizes) == len(text) and max(sizes) == 4 and len(sizes) == 14
+    assert all("text" not in r for r in streamed)
+    assert "sk-proj" not in str(recorder.records)
