@@ -43,10 +43,12 @@ import httpx
 from _common import case_parser, cpu_model, measure_in_children, os_name, publish, python
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Node, node
+from agentgraph._redact import Redactor
 from agentgraph.checkpoint import MemoryStore
-from agentgraph.web import WebServer, dev_app
+from agentgraph.web import AguiTranslator, WebServer, dev_app
+from agentgraph.web._runs import Runs
 
-CASES = ("plain", "server:0", "server:1", "server:50", "stalled:0", "stalled:1")
+CASES = ("plain", "sink", "server:0", "server:1", "server:50", "stalled:0", "stalled:1")
 
 
 @dataclass(frozen=True)
@@ -192,6 +194,17 @@ async def _plain(loop: Loop) -> None:
     await loop.runner().run(loop.graph, AgentContext("go"), store=MemoryStore())
 
 
+def sink_only(loop: Loop) -> dict[str, Any]:
+    """The run with the server's sink (AG-UI events, published) but no server: translation."""
+    runs = Runs(loop.graph, runner=loop.runner(), store=MemoryStore(), redactor=Redactor())
+    live = runs._new("bench", None)
+    translator = AguiTranslator(thread_id="bench", run_id="bench", redactor=runs.redactor)
+    runner = loop.runner().evolve(sinks=(runs._sink(live, translator),))
+    loop.open.set()
+    runner.run_sync(loop.graph, AgentContext("go"))
+    return {"us_per_step": loop.us_per_step(), "events": len(live.channel.log)}
+
+
 def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
     """Measure one case, `sizes.repeats` times (the median run's figures)."""
     kind, _, number = case.partition(":")
@@ -201,6 +214,8 @@ def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
     for _ in range(1 if kind == "stalled" else sizes.repeats):
         if kind == "plain":
             results.append(plain(Loop(sizes.steps)))
+        elif kind == "sink":
+            results.append(sink_only(Loop(sizes.steps)))
         elif kind == "server":
             results.append(served(Loop(sizes.steps), int(number)))
         else:
@@ -231,6 +246,7 @@ def render(results: list[dict[str, Any]], sizes: Sizes, load: tuple[float, float
         "| case | µs/step | added by serving | events/s delivered (all clients) |",
         "| --- | ---: | ---: | ---: |",
         f"| no server (floor) | {us('plain')} | - | - |",
+        f"| no server, the web sink only | {us('sink')} | {added('sink')} | - |",
     ]
     for clients in (0, 1, 50):
         case = f"server:{clients}"
@@ -253,7 +269,9 @@ def render(results: list[dict[str, Any]], sizes: Sizes, load: tuple[float, float
             "events a step) served by `dev_app` with the in-memory store, read as SSE by httpx "
             "clients on loopback. The loop's own clock gives µs per step (median of "
             f"{sizes.repeats}); events/s counts what all clients received together, from "
-            "the gate opening to the last client reading the run's end.",
+            "the gate opening to the last client reading the run's end. The worst case for "
+            "the sink: every step's state changes, so every step is diffed (JSON Patch) and "
+            "redacted; a step that leaves the state alone skips both.",
             "",
             *rows,
             "",
@@ -267,8 +285,9 @@ def render(results: list[dict[str, Any]], sizes: Sizes, load: tuple[float, float
             "### Machine",
             "",
             f"{cpu_model()}; {os_name()}; {python()}; load average: {load[0]:.2f} before the "
-            f"run, {load[1]:.2f} after. The clients run in a process of their own on the same "
-            "machine, as browsers on the developer's machine would.",
+            f"run, {load[1]:.2f} after (the machine is shared: at such a load the figures "
+            "are inflated and vary between runs). The clients run in a process of their own "
+            "on the same machine, as browsers on the developer's machine would.",
             "",
         ]
     )

@@ -28,13 +28,13 @@ def bench():
 @pytest.mark.timeout(120)
 def test_every_kind_of_case_gives_sane_figures(bench):
     tiny = bench.Sizes(steps=30, repeats=1, stalled_steps=300)
-    results = [bench.run_case(case, tiny) for case in ("plain", "server:1", "stalled:1")]
+    results = [bench.run_case(case, tiny) for case in ("plain", "sink", "server:1", "stalled:1")]
     assert all(r["us_per_step"] > 0 for r in results)
-    served = results[1]
+    served = results[2]
     # Three events a step, the gate's two, the run's start and end and the first state.
     assert served["events"] == 3 * 30 + 2 + 2 + 1
     assert served["events_per_s"] > 0
-    assert "rss_growth_mib" in results[2]
+    assert "rss_growth_mib" in results[3] and results[1]["events"] == 95
     section = bench.render(results, tiny, (0.5, 0.6))
     assert section.startswith("## Web serving\n")
     assert "| served, 50 reading clients | not measured: None |" in section
