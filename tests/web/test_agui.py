@@ -320,3 +320,38 @@ def test_a_secret_streamed_in_pieces_is_never_sent_even_in_part(tmp_path):
     assert len(deltas) > 3
     assert "".join(deltas) == "Here is the key *** for you."
     assert not any(piece in str(events) for piece in ("sk-", "Q7xQ7x"))
+
+
+def test_the_page_api_rejects_a_call_with_a_reason_the_model_reads(tmp_path):
+    with serving(agent(stream=False), tmp_path) as server, httpx.Client(base_url=server.url) as c:
+        run_id = c.post("api/runs", json={"input": QUESTION}).json()["id"]
+        view = wait_for(c, run_id, "interrupted")
+        assert view["question"]["name"] == "book_table"
+        refused = c.post(
+            f"api/runs/{run_id}/resume", json={"approve": False, "reason": "not today"}
+        )
+        assert refused.status_code == 200
+        view = wait_for(c, run_id, "ok")
+    results = [t["result"] for s in view["steps"] for t in s["tool_calls"]]
+    assert "the call to tool 'book_table' was refused by the user: not today" in results
+
+
+def test_the_page_api_refuses_what_cannot_work(tmp_path):
+    graph, gate = gated()
+    with serving(graph, tmp_path) as server, httpx.Client(base_url=server.url) as c:
+        assert c.post("api/runs", json={"input": " "}).status_code == 422
+        assert (
+            c.post("api/runs", content=b"[1")
+            .json()["error"]
+            .startswith("cannot run this request: the request body is not JSON")
+        )
+        run_id = c.post("api/runs", json={"input": "go"}).json()["id"]
+        busy = c.post(f"api/runs/{run_id}/resume", json={})
+        assert busy.status_code == 422 and "still running" in busy.json()["error"]
+        assert c.post(f"api/runs/{run_id}/resume", json=[1]).status_code == 422
+        for url in ("api/runs/nope", "api/runs/nope/events"):
+            assert c.get(url).status_code == 404
+        assert c.post("api/runs/nope/cancel").status_code == 404
+        gate["closed"] = False
+        wait_for(c, run_id, "ok")
+        assert c.post(f"api/runs/{run_id}/cancel").status_code == 404  # over already
