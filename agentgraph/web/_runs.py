@@ -162,9 +162,14 @@ class Runs:
         if live is not None and not live.finished:
             raise RunInputError(f"run {run_id!r} is still running")
         if live is None:
-            if await self.store.load(run_id) is None:
+            log = await self._load(run_id)
+            if log is None:
                 raise RunInputError(f"no run {run_id!r} in the store")
+            if _log_status(log) == "ok":
+                raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
             live = self.live[run_id] = self._new(run_id, thread_id)
+        elif live.status == "ok":
+            raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
         live.status, live.question, live.error = "running", None, None
         live.handle, live.done = RunHandle(), anyio.Event()
         live.channel.reopen()

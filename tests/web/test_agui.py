@@ -355,3 +355,6 @@ def test_the_page_api_refuses_what_cannot_work(tmp_path):
         gate["closed"] = False
         wait_for(c, run_id, "ok")
         assert c.post(f"api/runs/{run_id}/cancel").status_code == 404  # over already
+        done = c.post(f"api/runs/{run_id}/resume", json={})
+        assert done.status_code == 422 and "nothing to resume" in done.json()["error"]
+        assert c.get(f"api/runs/{run_id}").json()["status"] == "ok"
