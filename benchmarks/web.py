@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from time import perf_counter
 from typing import Any
 
@@ -201,7 +202,7 @@ def sink_only(loop: Loop) -> dict[str, Any]:
     translator = AguiTranslator(thread_id="bench", run_id="bench", redactor=runs.redactor)
     runner = loop.runner().evolve(sinks=(runs._sink(live, translator),))
     loop.open.set()
-    runner.run_sync(loop.graph, AgentContext("go"))
+    anyio.run(partial(runner.run, loop.graph, AgentContext("go"), store=MemoryStore()))
     return {"us_per_step": loop.us_per_step(), "events": len(live.channel.log)}
 
 
