@@ -64,6 +64,8 @@ def check_sequence(events: list[dict[str, Any]], known_calls: set[str] = frozens
         elif kind == "TEXT_MESSAGE_END":
             texts.remove(e["messageId"])
         elif kind == "TOOL_CALL_START":
+            assert not texts, "a text message is closed before a tool call starts"
+            assert e["toolCallId"] not in calls
             calls.add(e["toolCallId"])
         elif kind == "TOOL_CALL_ARGS":
             assert e["toolCallId"] in calls, e
