@@ -9,12 +9,13 @@ clients read ``/api/runs/{id}/events`` as server-sent events with httpx.
 Cases, each in a process of its own (and the clients in another, as browsers would be):
 
 - ``plain``: the same graph and store with no server (the floor);
+- ``sink``: no server, but the server's sink on the run (its AG-UI events made);
 - ``server:N``: served, with N clients reading every event (0, 1 and 50);
 - ``stalled:0`` and ``stalled:1``: a longer run, served, with no client or with one
   client that connects and then never reads (its socket buffers fill up).
 
-Per case: µs per step (the loop's own clock, median of the repeats), events per
-second delivered to all clients together, and the process's resident memory
+Per case: µs per step (the loop's own clock, the fastest of the repeats), events
+per second delivered to all clients together, and the process's resident memory
 growth over the run.
 
 Usage::
