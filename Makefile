@@ -118,10 +118,30 @@ demo-batch: $(RAY)
 bench-scale: $(RAY) $(VENV)/.bench
 	$(BIN)/python benchmarks/scale.py --full
 
-clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
-
 # The wait for a pooled connection at 1,000 requests, and the return after a brownout.
 .PHONY: bench-throttling
 bench-throttling: $(VENV)/.bench
 	$(BIN)/python benchmarks/throttling.py
+
+# The live development page and AG-UI endpoint, for the calculator agent on its offline
+# model: prints the URL, serves until Ctrl-C. WEB_PORT=0 picks a free port.
+.PHONY: demo-web web-screenshot bench-web
+WEB_PORT ?= 8000
+
+$(VENV)/.web: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[web]'
+	touch $(VENV)/.web
+
+demo-web: $(VENV)/.web
+	$(BIN)/python -m agentgraph serve examples/calculator_agent.py:web_agent --port $(WEB_PORT)
+
+# The README's picture of the page, made by the browser test that checks it.
+web-screenshot: $(STAMP) browser
+	AGENTGRAPH_WEB_SCREENSHOT=docs/web-page.png $(BIN)/python -m pytest -q \
+		tests/web/test_page.py -k approves
+
+bench-web: $(VENV)/.bench
+	$(BIN)/python benchmarks/web.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -47,6 +47,7 @@ from ._events import ContextEntry as ContextEntry
 from ._events import Event as Event
 from ._events import ModelRequested as ModelRequested
 from ._events import ModelResponded as ModelResponded
+from ._events import ModelStreamed as ModelStreamed
 from ._events import NodeFailedEvent as NodeFailedEvent
 from ._events import NodeFinished as NodeFinished
 from ._events import NodeStarted as NodeStarted
@@ -187,6 +188,7 @@ __all__ = (
     "ModelGate",
     "ModelRequested",
     "ModelResponded",
+    "ModelStreamed",
     "Node",
     "NodeFailed",
     "NodeFailedEvent",

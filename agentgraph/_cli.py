@@ -1,10 +1,11 @@
-"""The command line: `python -m agentgraph run | draw | show`.
+"""The command line: `python -m agentgraph run | draw | show | serve`.
 
 ```
 python -m agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
 python -m agentgraph run app/agents.py:make_agent --model ollama:qwen2.5:7b --input hello
 python -m agentgraph draw app.agents:graph
 python -m agentgraph show run.jsonl --html run.html
+python -m agentgraph serve app.agents:graph --store runs.db --port 8000
 ```
 
 A target is `module:attribute` (a dotted module importable from the current
@@ -31,6 +32,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -277,6 +279,46 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        from .web import dev_app, serve
+    except ImportError as exc:
+        raise CommandError(str(exc)) from exc
+    from .checkpoint import SQLiteStore
+    from .tracing import TraceFormatError, load_traces
+
+    graph = load_target(args.target, _model(args.model))
+    try:
+        traces = load_traces(args.trace) if args.trace else ()
+    except TraceFormatError as exc:
+        raise CommandError(str(exc)) from exc
+
+    def announce(url: str) -> None:
+        out.write(f"serving {graph.name} at {url}\nAG-UI endpoint: {url}agui (POST)\n")
+        out.flush()
+
+    # Interrupts need a store: without --store, a temporary one lives as long as the server.
+    with tempfile.TemporaryDirectory(prefix="agentgraph-serve-") as folder:
+        store = SQLiteStore(args.store or Path(folder) / "runs.db")
+        runner = GraphRunner(max_steps=args.max_steps)
+        app = dev_app(graph, store=store, runner=runner, traces=traces)
+        try:
+            serve(app, host=args.host, port=args.port, announce=announce)
+        except OSError as exc:
+            raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
+    return 0
+
+
+def _port(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port (0 to 65535; 0 picks one)")
+    return number
+
+
 def _positive(text: str) -> int:
     try:
         number = int(text)
@@ -315,6 +357,15 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--run", help="which run of the file (default: the last)")
     show.add_argument("--plain", action="store_true", help="plain text, even with rich installed")
     show.set_defaults(handler=_show)
+    serve = commands.add_parser("serve", help="serve the live development page and AG-UI")
+    serve.add_argument("target", help="module:attribute naming a Graph or a function making one")
+    serve.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
+    serve.add_argument("--store", help="SQLite checkpoint file (default: a temporary one)")
+    serve.add_argument("--trace", help="a JSON-lines trace file whose runs the page can open")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks)")
+    serve.add_argument("--max-steps", type=_positive, default=1000, help="step cap (default 1000)")
+    serve.set_defaults(handler=_serve)
     return parser
 
 

@@ -42,6 +42,7 @@ AgentGraphError
 ├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
 │   └── DimensionMismatch                   a vector whose length is not the store's dimension
 ├── OutputError (ValueError)                structured output that stayed invalid
+├── RunInputError (ValueError)              a run request from outside (AG-UI) that cannot run
 └── TraceFormatError (ValueError)           a trace file that cannot be read
 ```
 
@@ -91,6 +92,7 @@ __all__ = (
     "RoutingError",
     "RunBusy",
     "RunError",
+    "RunInputError",
     "ServerError",
     "StepLimitExceeded",
     "ToolError",
@@ -575,6 +577,18 @@ class TraceFormatError(AgentGraphError, ValueError):
         self.reason = reason
         where = source if line is None else f"{source}, line {line}"
         super().__init__(f"cannot read trace {where}: {reason}")
+
+
+class RunInputError(AgentGraphError, ValueError):
+    """A request to start or resume a run that cannot become one: `.reason` says why.
+
+    Raised for what a client sends (an AG-UI `RunAgentInput`, a page's form)
+    before anything runs.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"cannot run this request: {reason}")
 
 
 class VectorStoreError(AgentGraphError, ValueError):

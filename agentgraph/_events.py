@@ -23,6 +23,7 @@ __all__ = (
     "StructuredOutput",
     "ModelRequested",
     "ModelResponded",
+    "ModelStreamed",
     "ToolFinished",
     "NodeFailedEvent",
     "NodeFinished",
@@ -163,6 +164,19 @@ class ModelResponded:
     model: str
     response: ChatResponse
     latency: float
+
+
+@attrs.frozen
+class ModelStreamed:
+    """A streaming model call received more of its answer's text, as it arrived.
+
+    Only streamed calls send these (`chat(..., stream=True)`, streaming
+    `generate`); the whole answer is in the `ModelResponded` that follows.
+    """
+
+    index: int
+    path: tuple[str, ...]
+    text: str
 
 
 @attrs.frozen
@@ -313,6 +327,7 @@ Event = (
     | RunFinished
     | ModelRequested
     | ModelResponded
+    | ModelStreamed
     | ToolFinished
     | StructuredOutput
     | PartialOutput

@@ -25,6 +25,7 @@ from ._events import (
     Event,
     ModelRequested,
     ModelResponded,
+    ModelStreamed,
     NodeFailedEvent,
     NodeFinished,
     NodeStarted,
@@ -288,19 +289,20 @@ class Runtime:
             recorded = await journal.model(self, request, ModelCall(model, request))
             key = ""
         gate = self._run.gate
+        tell = None if self._run.emit is None else self._streamed
         if recorded is not None:
-            watched = _Watched(_Replayed(recorded))
+            watched = _Watched(_Replayed(recorded), tell)
             yield watched
         elif gate is None:
             async with model.stream(request) as events:
-                watched = _Watched(events)
+                watched = _Watched(events, tell)
                 yield watched
         else:
             provider = provider_of(model)
             await gate.admit(provider, name, request)
             try:
                 async with model.stream(request) as events:
-                    watched = _Watched(events)
+                    watched = _Watched(events, tell)
                     yield watched
             except Exception as error:
                 gate.settle(provider, name, request, None, error)
@@ -315,6 +317,9 @@ class Runtime:
                 meter.after(name, response.usage)
             elapsed = perf_counter() - started
             await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+
+    async def _streamed(self, text: str) -> None:
+        await self.emit(ModelStreamed(self.index, self.path, text))
 
     async def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
         """Embed `texts`; recorded in a run with a journal, like a model call."""
@@ -655,10 +660,15 @@ class _Watched:
     leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_events", "response")
+    __slots__ = ("_events", "_tell", "response")
 
-    def __init__(self, events: AsyncIterator[StreamEvent]) -> None:
+    def __init__(
+        self,
+        events: AsyncIterator[StreamEvent],
+        tell: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self._events = events
+        self._tell = tell
         self.response: ChatResponse | None = None
 
     def __aiter__(self) -> _Watched:
@@ -668,6 +678,8 @@ class _Watched:
         event = await self._events.__anext__()
         if isinstance(event, ResponseDone):
             self.response = event.response
+        elif self._tell is not None and isinstance(event, TextDelta) and event.text:
+            await self._tell(event.text)
         return event
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import anyio
 
 from agentgraph import AgentContext, Graph, GraphRunner, Guide, tool
-from agentgraph.llm import ChatModel
+from agentgraph.llm import ChatModel, ChatRequest, Message
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 
@@ -64,18 +64,43 @@ def calculator_agent(model: ChatModel) -> Graph[str, str]:
     return react_agent(model, TOOLS, system_prompt=SYSTEM_PROMPT, max_turns=6)
 
 
+REPLIES = (
+    ScriptedModel.tool_calls(
+        ("calculate", {"op": "pow", "a": 3, "b": 2}),
+        ("calculate", {"op": "pow", "a": "4", "b": 2}),  # a string the tool coerces
+    ),
+    ScriptedModel.tool_call("calculate", op="add", a=9, b=16),
+    ScriptedModel.tool_call("square_root", x=25),
+    "The hypotenuse is 5.",
+)
+
+
 def scripted_model() -> ScriptedModel:
     """An offline stand-in for an LLM answering "hypotenuse of 3 and 4"."""
-    return ScriptedModel(
-        ScriptedModel.tool_calls(
-            ("calculate", {"op": "pow", "a": 3, "b": 2}),
-            ("calculate", {"op": "pow", "a": "4", "b": 2}),  # a string the tool coerces
-        ),
-        ScriptedModel.tool_call("calculate", op="add", a=9, b=16),
-        ScriptedModel.tool_call("square_root", x=25),
-        "The hypotenuse is 5.",
-        name="scripted-calculator",
-    )
+    return ScriptedModel(*REPLIES, name="scripted-calculator")
+
+
+def replaying_model() -> ScriptedModel:
+    """The same answers for any number of runs: each request gets the reply for its turn.
+
+    The turn is how many tool-calling answers the current question has had,
+    so every run (from the live page, say) plays the whole script.
+    """
+
+    def reply(request: ChatRequest) -> Message | str:
+        turns = 0
+        for message in reversed(request.messages):
+            if message.role == "user":
+                break
+            turns += message.role == "assistant" and bool(message.tool_calls)
+        return REPLIES[min(turns, len(REPLIES) - 1)]
+
+    return ScriptedModel(reply, repeat=True, name="scripted-calculator")
+
+
+def web_agent() -> Graph[str, str]:
+    """The agent on the offline model, served by `make demo-web`."""
+    return calculator_agent(replaying_model())
 
 
 QUESTION = "What is the hypotenuse of a right triangle with legs 3 and 4?"

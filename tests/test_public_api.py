@@ -37,6 +37,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.testing",
         "agentgraph.tools",
         "agentgraph.tracing",
+        "agentgraph.web",
     ]
 
 

@@ -136,6 +136,7 @@ def react_agent(
     settings: Settings | None = None,
     name: str = "react_agent",
     approve: Collection[str] = (),
+    stream: bool = False,
 ) -> Graph[str, str]:
     """A ReAct agent as an ordinary graph: user turn → chat ⇄ tools → answer.
 
@@ -149,6 +150,9 @@ def react_agent(
     `GraphRunner.resume(..., answer=True)` runs the call while any other answer
     refuses it. Approval needs a run with a checkpoint store.
 
+    `stream=True` streams the model's answers, reporting their text as it
+    arrives (`ModelStreamed` events).
+
     The graph is plain data: draw it with `to_mermaid()`, nest it, or rebuild
     it with other nodes.
     """
@@ -156,9 +160,16 @@ def react_agent(
         raise ValueError("max_turns must be at least 1")
     specs = tuple(t.spec for t in tools)
     prepare = _Prepare(system_prompt, name="user_turn") if system_prompt else user_turn()
-    think = chat(model, name="chat", settings=settings, tools=specs)
+    think = chat(model, name="chat", settings=settings, tools=specs, stream=stream)
     run_tools = tool_use(tools, approve=approve)
-    last_word = chat(model, name="final_chat", settings=settings, tools=specs, tool_choice="none")
+    last_word = chat(
+        model,
+        name="final_chat",
+        settings=settings,
+        tools=specs,
+        tool_choice="none",
+        stream=stream,
+    )
     reply = answer()
 
     def route(ctx: AgentContext[Message]) -> Node[Message, Any]:

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from .._context import AgentContext, Settings
-from .._errors import UsageError
+from .._errors import ResponseFormatError, UsageError
 from .._node import Node
 from ..llm._messages import Message, ToolSpec
-from ..llm._model import ChatModel, ChatRequest, ToolChoice
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, ToolChoice
 
 if TYPE_CHECKING:
     from .._runner import Runtime
@@ -67,13 +67,16 @@ class Chat(Node[Any, Message]):
     """Calls `model` with the context's conversation and appends the assistant's answer.
 
     The output context's input is the assistant `Message`, so a router can
-    look at `ctx.input.tool_calls`. Usage is added to `ctx.usage`.
+    look at `ctx.input.tool_calls`. Usage is added to `ctx.usage`. With
+    `stream`, the answer is streamed and its text reported as it arrives
+    (`ModelStreamed` events), for pages that show it live.
     """
 
     model: ChatModel
     settings: Settings | None = None
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice | None = None
+    stream: bool = False
 
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Message]:
         if not ctx.history:
@@ -81,9 +84,20 @@ class Chat(Node[Any, Message]):
         request = build_request(
             ctx, settings=self.settings, tools=self.tools, tool_choice=self.tool_choice
         )
-        response = await rt.call_model(self.model, request)
+        if self.stream:
+            response = await _streamed(self.model, request, rt)
+        else:
+            response = await rt.call_model(self.model, request)
         message = response.message
         return ctx.append(message).add_usage(response.usage).with_input(message)
+
+
+async def _streamed(model: ChatModel, request: ChatRequest, rt: Runtime) -> ChatResponse:
+    async with rt.stream_model(model, request) as events:
+        async for event in events:
+            if isinstance(event, ResponseDone):
+                return event.response
+    raise ResponseFormatError(f"the stream from {model.name!r} ended without its final response")
 
 
 def _first_turn(ctx: AgentContext[Any], name: str) -> AgentContext[Any]:
@@ -104,9 +118,13 @@ def chat(
     settings: Settings | None = None,
     tools: Sequence[ToolSpec] = (),
     tool_choice: ToolChoice | None = None,
+    stream: bool = False,
 ) -> Chat:
-    """A node that calls `model` once. `settings` override the context's, field by field."""
-    return Chat(model, settings, tuple(tools), tool_choice, name=name)
+    """A node that calls `model` once. `settings` override the context's, field by field.
+
+    With `stream=True` the answer is streamed (its text reported as it arrives).
+    """
+    return Chat(model, settings, tuple(tools), tool_choice, stream, name=name)
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)

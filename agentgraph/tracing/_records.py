@@ -28,6 +28,7 @@ from .._context import AgentContext
 from .._events import (
     ModelRequested,
     ModelResponded,
+    ModelStreamed,
     NodeFailedEvent,
     NodeFinished,
     NodeStarted,
@@ -299,6 +300,12 @@ def _llm(event: ModelRequested | ModelResponded | ToolFinished, state: _RunState
     return record
 
 
+def _streamed(event: ModelStreamed, state: _RunState) -> dict[str, Any]:
+    # Only the size: the whole text is in the response record, where a secret that
+    # arrived in pieces is whole again and can be masked.
+    return {"index": event.index, "path": list(event.path), "chars": len(event.text)}
+
+
 def _context(ctx: AgentContext[Any]) -> dict[str, Any]:
     return {
         "input": plain(ctx.input),
@@ -350,6 +357,7 @@ _HANDLERS: dict[type[Any], Callable[[Any, _RunState], dict[str, Any]]] = {
     RunFinished: _run_finished,
     ModelRequested: _llm,
     ModelResponded: _llm,
+    ModelStreamed: _streamed,
     ToolFinished: _llm,
 }
 

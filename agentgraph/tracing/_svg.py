@@ -67,7 +67,7 @@ def _box(box: Box, ox: float, oy: float, parts: list[str]) -> None:
     css = f"box box-{box.kind} status-{box.status or 'idle'}"
     opacity = ' fill-opacity="0.45"' if box.inner is not None else ""
     parts.append(
-        f'<g class="{css}"><title>{escape(box.text)}</title>'
+        f'<g class="{css}" data-node="{escape(box.label)}"><title>{escape(box.text)}</title>'
         f'<rect x="{_num(x)}" y="{_num(y)}" width="{_num(box.w)}" height="{_num(box.h)}" '
         f'rx="{_num(radius)}" fill="{fill}" stroke="{stroke}" stroke-width="1.6"{opacity}/>'
     )

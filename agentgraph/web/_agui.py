@@ -1,0 +1,328 @@
+"""Step events as AG-UI events, and an AG-UI run request as a run's first context.
+
+AG-UI (the Agent-User Interaction protocol) is what agent front-ends speak:
+a run is a stream of typed events (run, step, text message, tool call,
+state). The event models come from the official `ag-ui-protocol` package.
+Everything sent passes the run's `Redactor` first; streamed text is sent a
+word behind, so a secret that arrives in pieces is masked whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import jsonpatch
+import orjson
+from ag_ui.core import (
+    BaseEvent,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TextMessageContentEvent,
+    TextMessageEndEvent,
+    TextMessageStartEvent,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+)
+
+from .._context import AgentContext
+from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._events import (
+    ModelResponded,
+    ModelStreamed,
+    NodeFailedEvent,
+    NodeFinished,
+    NodeStarted,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+)
+from .._redact import Redactor
+from ..llm._messages import Message, ToolCall
+from ..tracing._records import plain
+
+__all__ = ("AguiTranslator", "context_from_input", "step_name")
+
+_SPACE = re.compile(r"\s")
+
+
+def step_name(path: Sequence[str]) -> str:
+    """The AG-UI step name of a node: its path below the root graph (`sub/node`)."""
+    return "/".join(path[1:]) or (path[0] if path else "")
+
+
+class _Text:
+    """One assistant message being streamed: what was received and what was sent."""
+
+    __slots__ = ("id", "received", "sent")
+
+    def __init__(self, message_id: str) -> None:
+        self.id = message_id
+        self.received = ""
+        self.sent = ""
+
+
+class AguiTranslator:
+    """Turns one run's step events into AG-UI events, redacted.
+
+    One translator per AG-UI run (`thread_id`, `run_id`); call it with each
+    step event in order and send what it returns.
+    """
+
+    def __init__(self, *, thread_id: str, run_id: str, redactor: Redactor) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self._redactor = redactor
+        self._ids = itertools.count(1)
+        self._state: Any = None
+        self._seen: Any = None  # the state mapping last sent: most steps pass it on untouched
+        self._steps: dict[int, str] = {}
+        self._texts: dict[int, _Text] = {}
+
+    def __call__(self, event: Any) -> list[BaseEvent]:
+        handler = _HANDLERS.get(type(event))
+        return [] if handler is None else handler(self, event)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _clean(self, value: Any, field: str) -> Any:
+        """`value` as plain JSON data, redacted like a trace record's `field`."""
+        return self._redactor.record({field: plain(value)})[field]
+
+    def _new_id(self, kind: str) -> str:
+        return f"{self.run_id}-{kind}{next(self._ids)}"
+
+    def _state_of(self, ctx: AgentContext[Any]) -> dict[str, Any]:
+        state = self._clean(dict(ctx.state), "state")
+        return state if isinstance(state, dict) else {}
+
+    def _close(self) -> list[BaseEvent]:
+        """End every message and step still open (a run that stopped midway)."""
+        out: list[BaseEvent] = []
+        for index in list(self._texts):
+            out.extend(self._end_text(index, None))
+        for index in sorted(self._steps, reverse=True):
+            out.append(StepFinishedEvent(step_name=self._steps.pop(index)))
+        return out
+
+    def _end_text(self, index: int, final: str | None) -> list[BaseEvent]:
+        text = self._texts.pop(index)
+        out: list[BaseEvent] = []
+        masked = self._redactor.text(final if final is not None else text.received, "text")
+        if masked.startswith(text.sent) and len(masked) > len(text.sent):
+            out.append(TextMessageContentEvent(message_id=text.id, delta=masked[len(text.sent) :]))
+        out.append(TextMessageEndEvent(message_id=text.id))
+        return out
+
+    # -- one handler per event kind ----------------------------------------------------------
+    def _run_started(self, event: RunStarted) -> list[BaseEvent]:
+        self._seen = event.context.state
+        self._state = self._state_of(event.context)
+        return [
+            RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id),
+            StateSnapshotEvent(snapshot=self._state),
+        ]
+
+    def _node_started(self, event: NodeStarted) -> list[BaseEvent]:
+        name = step_name(event.path)
+        self._steps[event.index] = name
+        return [StepStartedEvent(step_name=name)]
+
+    def _node_finished(self, event: NodeFinished) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        if event.context.state is not self._seen:
+            self._seen = event.context.state
+            state = self._state_of(event.context)
+            if state != self._state:
+                patch = jsonpatch.make_patch(self._state, state).patch
+                self._state = state
+                if patch:
+                    out.append(StateDeltaEvent.model_validate({"delta": patch}))
+        name = self._steps.pop(event.step.index, None)
+        if name is not None:
+            out.append(StepFinishedEvent(step_name=name))
+        return out
+
+    def _node_failed(self, event: NodeFailedEvent) -> list[BaseEvent]:
+        out = self._end_text(event.index, None) if event.index in self._texts else []
+        name = self._steps.pop(event.index, None)
+        if name is not None:
+            out.append(StepFinishedEvent(step_name=name))
+        return out
+
+    def _streamed(self, event: ModelStreamed) -> list[BaseEvent]:
+        out: list[BaseEvent] = []
+        text = self._texts.get(event.index)
+        if text is None:
+            text = self._texts[event.index] = _Text(self._new_id("m"))
+            out.append(TextMessageStartEvent(message_id=text.id, role="assistant"))
+        text.received += event.text
+        # Send up to the last whitespace only: the word still arriving may be part
+        # of a secret that the redactor can recognise only once it is whole.
+        masked = self._redactor.text(text.received, "text")
+        cut = max((m.start() for m in _SPACE.finditer(masked)), default=-1)
+        ready = masked[: cut + 1]
+        if len(ready) > len(text.sent) and ready.startswith(text.sent):
+            out.append(TextMessageContentEvent(message_id=text.id, delta=ready[len(text.sent) :]))
+            text.sent = ready
+        return out
+
+    def _responded(self, event: ModelResponded) -> list[BaseEvent]:
+        message = event.response.message
+        out: list[BaseEvent] = []
+        if event.index in self._texts:
+            message_id = self._texts[event.index].id
+            out.extend(self._end_text(event.index, message.content))
+        else:
+            message_id = self._new_id("m")
+            if message.content:
+                text = self._redactor.text(message.content, "text")
+                out.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
+                out.append(TextMessageContentEvent(message_id=message_id, delta=text))
+                out.append(TextMessageEndEvent(message_id=message_id))
+        for call in message.tool_calls:
+            arguments = orjson.dumps(self._clean(call.arguments, "arguments")).decode()
+            out.append(
+                ToolCallStartEvent(
+                    tool_call_id=call.id, tool_call_name=call.name, parent_message_id=message_id
+                )
+            )
+            out.append(ToolCallArgsEvent(tool_call_id=call.id, delta=arguments))
+            out.append(ToolCallEndEvent(tool_call_id=call.id))
+        return out
+
+    def _tool_finished(self, event: ToolFinished) -> list[BaseEvent]:
+        content = self._redactor.text(event.result.content, "result")
+        return [
+            ToolCallResultEvent(
+                message_id=self._new_id("t"),
+                tool_call_id=event.call.id,
+                content=content,
+                role="tool",
+            )
+        ]
+
+    def _run_finished(self, event: RunFinished) -> list[BaseEvent]:
+        out = self._close()
+        error = event.error
+        if error is None:
+            result = self._clean(event.context.input, "output")
+            out.append(
+                RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=result)
+            )
+        elif isinstance(error, Interrupted):
+            out.append(self._interrupted(error))
+        elif isinstance(error, GraphCancelled):
+            out.append(
+                RunFinishedEvent(
+                    thread_id=self.thread_id,
+                    run_id=self.run_id,
+                    outcome=RunFinishedCancelledOutcome(),
+                )
+            )
+        else:
+            message = self._redactor.text(f"{type(error).__name__}: {error}", "error")
+            out.append(RunErrorEvent(message=message, code=type(error).__name__))
+        return out
+
+    def _interrupted(self, error: Interrupted) -> RunFinishedEvent:
+        question = error.question
+        call = question if isinstance(question, ToolCall) else None
+        shown = self._clean(question, "question")
+        interrupt = Interrupt(
+            id=error.run_id,
+            reason="tool_approval" if call is not None else "input",
+            message=(
+                f"approve the call to tool {call.name!r}?"
+                if call is not None
+                else self._redactor.text(str(shown), "question")
+            ),
+            tool_call_id=call.id if call is not None else None,
+            metadata={"question": shown},
+        )
+        return RunFinishedEvent(
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            outcome=RunFinishedInterruptOutcome(interrupts=[interrupt]),
+        )
+
+
+_HANDLERS: dict[type[Any], Any] = {
+    RunStarted: AguiTranslator._run_started,
+    NodeStarted: AguiTranslator._node_started,
+    NodeFinished: AguiTranslator._node_finished,
+    NodeFailedEvent: AguiTranslator._node_failed,
+    ModelStreamed: AguiTranslator._streamed,
+    ModelResponded: AguiTranslator._responded,
+    ToolFinished: AguiTranslator._tool_finished,
+    RunFinished: AguiTranslator._run_finished,
+}
+
+
+# -- input ---------------------------------------------------------------------------------
+
+
+def _text(content: Any, role: str) -> str:
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for part in content or ():
+        kind = getattr(part, "type", None)
+        if kind != "text":
+            raise RunInputError(f"a {role} message holds a {kind} part; only text is supported")
+        texts.append(part.text)
+    return "".join(texts)
+
+
+def _message(item: Any) -> Message | None:
+    role = item.role
+    if role == "user":
+        return Message.user(_text(item.content, role))
+    if role in ("system", "developer"):
+        return Message.system(item.content)
+    if role == "assistant":
+        calls = []
+        for call in item.tool_calls or ():
+            try:
+                calls.append(ToolCall(call.id, call.function.name, call.function.arguments))
+            except (TypeError, ValueError) as exc:
+                raise RunInputError(
+                    f"the arguments of tool call {call.id!r} are not a JSON object: {exc}"
+                ) from exc
+        return Message.assistant(item.content or "", tool_calls=tuple(calls))
+    if role == "tool":
+        return Message.tool(
+            item.tool_call_id, _text(item.content, role), is_error=item.error is not None
+        )
+    return None  # activity and reasoning messages belong to the page, not the model
+
+
+def context_from_input(request: RunAgentInput) -> AgentContext[str]:
+    """The first context of a run asked for by an AG-UI client.
+
+    The last message must be the user's: its text is the run's input, and
+    the messages before it are the history. The client's state becomes
+    `ctx.state`. Raises `RunInputError` for anything else.
+    """
+    messages = [m for m in (_message(item) for item in request.messages) if m is not None]
+    if not messages or messages[-1].role != "user":
+        raise RunInputError("the conversation must end with a user message (the run's input)")
+    state = request.state
+    if state is None:
+        state = {}
+    if not isinstance(state, dict):
+        raise RunInputError(f"the state must be a JSON object, not {type(state).__name__}")
+    last = messages.pop()
+    return AgentContext(last.content, history=tuple(messages), state=state)

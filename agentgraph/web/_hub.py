@@ -1,0 +1,97 @@
+"""One run's events for any number of readers: a shared log and a cursor per reader.
+
+Publishing appends to the log and wakes the readers; it never waits for one,
+so a slow reader cannot slow the run. A reader holds only its position and
+at most one batch: when it falls behind, the next batch it takes is larger
+and its deltas are merged (consecutive text of one message, arguments of one
+tool call, state patches), so a slow page gets fewer, bigger events and the
+same final picture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+
+__all__ = ("BATCH", "Channel", "coalesce")
+
+BATCH = 256
+"""The most events a reader takes at once (its buffer, bounded)."""
+
+
+class Channel:
+    """The events of one run, as plain JSON-ready mappings, in order."""
+
+    __slots__ = ("_changed", "_waiting", "closed", "log")
+
+    def __init__(self) -> None:
+        self.log: list[dict[str, Any]] = []
+        self.closed = False
+        self._changed = anyio.Event()
+        self._waiting = 0
+
+    def publish(self, item: dict[str, Any]) -> None:
+        """Append `item` and wake every reader; never blocks."""
+        self.log.append(item)
+        self._wake()
+
+    def close(self) -> None:
+        """No more events: readers stop once they have read the log."""
+        self.closed = True
+        self._wake()
+
+    def reopen(self) -> None:
+        """More events will come (the run was resumed)."""
+        self.closed = False
+
+    def _wake(self) -> None:
+        if self._waiting:  # nobody waits while every reader is busy: nothing to do
+            changed, self._changed = self._changed, anyio.Event()
+            changed.set()
+
+    async def follow(self, start: int = 0, *, batch: int = BATCH) -> AsyncIterator[list[Any]]:
+        """Batches of events from position `start` until the channel closes."""
+        cursor = max(0, start)
+        while True:
+            if cursor < len(self.log):
+                items = self.log[cursor : cursor + batch]
+                cursor += len(items)
+                yield coalesce(items)
+                continue
+            if self.closed:
+                return
+            self._waiting += 1
+            try:
+                await self._changed.wait()
+            finally:
+                self._waiting -= 1
+
+
+_MERGED = {
+    "TEXT_MESSAGE_CONTENT": ("messageId", "delta"),
+    "TOOL_CALL_ARGS": ("toolCallId", "delta"),
+}
+
+
+def coalesce(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`items` with runs of deltas merged: one event per message, call or state change run."""
+    if len(items) < 2:
+        return items
+    out: list[dict[str, Any]] = []
+    for item in items:
+        last = out[-1] if out else None
+        kind = item.get("type")
+        if last is not None and last.get("type") == kind:
+            if kind in _MERGED:
+                key, field = _MERGED[kind]
+                if last.get(key) == item.get(key):
+                    out[-1] = {**last, field: last[field] + item[field]}
+                    continue
+            elif kind == "STATE_DELTA":
+                # JSON Patch operations apply in order, so two patches are one longer one.
+                out[-1] = {**last, "delta": [*last["delta"], *item["delta"]]}
+                continue
+        out.append(item)
+    return out

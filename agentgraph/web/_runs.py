@@ -1,0 +1,390 @@
+"""The runs a server knows: live ones it started, and past ones from a store or a trace file.
+
+A live run is driven in the server's own task group, not in the request
+that started it, so cancelling it (a client that left) ends it with
+`GraphCancelled` and its context, like any handle cancel. Each run keeps
+its AG-UI events (for every reader, through a `Channel`) and its step events,
+which become redacted trace records (for the page) only when someone looks:
+the run itself pays for the AG-UI events alone.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from time import perf_counter
+from typing import Any, Protocol, runtime_checkable
+
+import anyio
+import attrs
+from ag_ui.core import RunErrorEvent, RunStartedEvent
+from anyio.abc import TaskGroup
+
+from .._context import AgentContext
+from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._events import NodeFinished, NodeStarted
+from .._graph import Graph
+from .._journal import JournalSource
+from .._redact import Redactor
+from .._runner import NO_ANSWER, GraphRunner, RunHandle, new_run_id
+from ..checkpoint._records import RunLog
+from ..tracing._jsonl import traces_from_records
+from ..tracing._records import Recorder, plain
+from ..tracing._tree import Trace, TraceBuilder
+from ._agui import AguiTranslator, step_name
+from ._hub import Channel
+
+__all__ = ("LiveRun", "Runs", "Store")
+
+_MAX_ID = 128
+
+
+@runtime_checkable
+class Store(JournalSource, Protocol):
+    """A checkpoint store the server can record runs in and read them back from."""
+
+    async def load(self, run_id: str) -> RunLog | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _Trail:
+    """A run's step events, turned into trace records when they are asked for.
+
+    The clock is read as each event arrives, so the records time the run, not
+    the moment someone looked. The recorder keeps its per-run state in a
+    context of its own, as it would inside the run.
+    """
+
+    __slots__ = ("_context", "_pending", "_recorder", "_started", "records")
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._recorder = Recorder(redact=redactor)
+        self._context = contextvars.Context()
+        self._pending: list[tuple[Any, float, float]] = []
+        self._started: float | None = None
+        self.records: list[dict[str, Any]] = []
+
+    def add(self, event: Any) -> None:
+        now = perf_counter()
+        if self._started is None:
+            self._started = now
+        self._pending.append((event, time.time(), now - self._started))
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self._pending)
+
+    def all(self) -> list[dict[str, Any]]:
+        """Every record so far."""
+        for event, wall, elapsed in self._pending:
+            record = self._context.run(self._recorder, event)
+            record["time"], record["elapsed"] = wall, elapsed
+            self.records.append(record)
+        self._pending.clear()
+        return self.records
+
+
+@attrs.define(eq=False)
+class LiveRun:
+    """A run this server started (or resumed): its records, its events and how it stands."""
+
+    id: str
+    thread_id: str
+    started: float
+    channel: Channel = attrs.field(factory=Channel)
+    trail: _Trail = attrs.field(factory=lambda: _Trail(Redactor()))
+    status: str = "running"
+    active: tuple[str, ...] = ()
+    question: Any = None
+    output: Any = None
+    error: str | None = None
+    handle: RunHandle = attrs.field(factory=RunHandle)
+    done: anyio.Event = attrs.field(factory=anyio.Event)
+    segments: int = 0
+    mark: int = 0
+    """Where the events of the latest start or resume begin in the channel."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "running"
+
+
+class Runs:
+    """Starts, resumes, cancels and describes the runs of one graph."""
+
+    def __init__(
+        self,
+        graph: Graph[Any, Any],
+        *,
+        runner: GraphRunner,
+        store: Store | None,
+        redactor: Redactor,
+        traces: tuple[Trace, ...] = (),
+    ) -> None:
+        self.graph = graph
+        self.runner = runner
+        self.store = store
+        self.redactor = redactor
+        self.traces = {trace.run: trace for trace in traces}
+        self.live: dict[str, LiveRun] = {}
+        self.tasks: TaskGroup | None = None
+
+    # -- starting and stopping ------------------------------------------------------------
+    async def start(
+        self,
+        ctx: AgentContext[Any],
+        *,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        agui_run_id: str | None = None,
+    ) -> LiveRun:
+        """Start a run of the graph on `ctx`; it goes on in the server's task group."""
+        rid = new_run_id() if run_id is None else run_id
+        await self._check_new(rid)
+        live = self.live[rid] = self._new(rid, thread_id)
+        self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
+        return live
+
+    async def resume(
+        self,
+        run_id: str,
+        answer: Any = NO_ANSWER,
+        *,
+        thread_id: str | None = None,
+        agui_run_id: str | None = None,
+    ) -> LiveRun:
+        """Continue a stopped run (interrupted or cancelled) from the store, with `answer`."""
+        if self.store is None:
+            raise RunInputError("this server has no checkpoint store, so no run can be resumed")
+        live = self.live.get(run_id)
+        if live is not None and not live.finished:
+            raise RunInputError(f"run {run_id!r} is still running")
+        if live is None:
+            log = await self._load(run_id)
+            if log is None:
+                raise RunInputError(f"no run {run_id!r} in the store")
+            if _log_status(log) == "ok":
+                raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
+            live = self.live[run_id] = self._new(run_id, thread_id)
+        elif live.status == "ok":
+            raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
+        live.status, live.question, live.error = "running", None, None
+        live.handle, live.done = RunHandle(), anyio.Event()
+        live.channel.reopen()
+        live.mark = len(live.channel.log)
+        store = self.store
+        segment = agui_run_id or f"{run_id}.{live.segments + 1}"
+        self._launch(
+            live,
+            segment,
+            lambda runner: runner.resume(
+                self.graph, run_id, store, answer=answer, handle=live.handle
+            ),
+        )
+        return live
+
+    def _new(self, run_id: str, thread_id: str | None) -> LiveRun:
+        return LiveRun(run_id, thread_id or run_id, time.time(), trail=_Trail(self.redactor))
+
+    def cancel(self, run_id: str) -> bool:
+        """Cancel a live run; False when there is no such run still running."""
+        live = self.live.get(run_id)
+        if live is None or live.finished:
+            return False
+        live.handle.cancel()
+        return True
+
+    async def _check_new(self, run_id: str) -> None:
+        if not run_id or len(run_id) > _MAX_ID or not run_id.isprintable():
+            raise RunInputError(f"a run id is 1 to {_MAX_ID} printable characters")
+        if run_id in self.live or (self.store is not None and await self.store.load(run_id)):
+            raise RunInputError(f"run id {run_id!r} is taken; resume that run or pick a new id")
+
+    async def _go(self, runner: GraphRunner, live: LiveRun, ctx: AgentContext[Any]) -> Any:
+        return await runner.run(
+            self.graph, ctx, handle=live.handle, store=self.store, run_id=live.id
+        )
+
+    def _launch(
+        self, live: LiveRun, agui_run_id: str, go: Callable[[GraphRunner], Awaitable[Any]]
+    ) -> None:
+        if self.tasks is None:
+            raise RuntimeError("the server's task group is not running (start the app's lifespan)")
+        live.segments += 1
+        translator = AguiTranslator(
+            thread_id=live.thread_id, run_id=agui_run_id, redactor=self.redactor
+        )
+        runner = self.runner.evolve(sinks=(*self.runner.sinks, self._sink(live, translator)))
+        self.tasks.start_soon(self._drive, live, translator, runner, go)
+
+    def _sink(self, live: LiveRun, translator: AguiTranslator) -> Callable[[Any], None]:
+        publish = live.channel.publish
+        remember = live.trail.add
+
+        def sink(event: Any) -> None:
+            remember(event)
+            if isinstance(event, NodeStarted):
+                live.active = (step_name(event.path),)
+            elif isinstance(event, NodeFinished):
+                live.active = ()
+            for item in translator(event):
+                publish(item.model_dump(mode="json", by_alias=True))
+
+        return sink
+
+    async def _drive(
+        self,
+        live: LiveRun,
+        translator: AguiTranslator,
+        runner: GraphRunner,
+        go: Callable[[GraphRunner], Awaitable[Any]],
+    ) -> None:
+        try:
+            out = await go(runner)
+            live.status, live.output = "ok", self._clean(out.input, "output")
+        except Interrupted as stopped:
+            live.status, live.question = "interrupted", self._clean(stopped.question, "question")
+        except GraphCancelled:
+            live.status = "cancelled"
+        except Exception as error:
+            live.status = "failed"
+            live.error = self.redactor.text(f"{type(error).__name__}: {error}", "error")
+            if not any(item.get("type") == "RUN_STARTED" for item in live.channel.log):
+                # It failed before it began (a resume the record refuses, a busy lease).
+                for event in (
+                    RunStartedEvent(thread_id=live.thread_id, run_id=translator.run_id),
+                    RunErrorEvent(message=live.error, code=type(error).__name__),
+                ):
+                    live.channel.publish(event.model_dump(mode="json", by_alias=True))
+        finally:
+            live.active = ()
+            live.channel.close()
+            live.done.set()
+
+    def _clean(self, value: Any, field: str) -> Any:
+        return self.redactor.record({field: plain(value)})[field]
+
+    # -- describing ------------------------------------------------------------------------
+    async def listing(self) -> list[dict[str, Any]]:
+        """Every run known: live ones first (newest first), then stored, then traced."""
+        rows = [
+            {"id": r.id, "status": r.status, "started": r.started, "source": "live"}
+            for r in sorted(self.live.values(), key=lambda r: r.started, reverse=True)
+        ]
+        seen = set(self.live)
+        for run_id in await self._stored_ids():
+            if run_id not in seen:
+                log = await self._load(run_id)
+                if log is not None:
+                    rows.append(
+                        {
+                            "id": run_id,
+                            "status": _log_status(log),
+                            "started": log.run.created,
+                            "source": "store",
+                        }
+                    )
+                    seen.add(run_id)
+        for trace in self.traces.values():
+            if trace.run not in seen:
+                rows.append(
+                    {
+                        "id": trace.run,
+                        "status": trace.status,
+                        "started": trace.started_at,
+                        "source": "trace",
+                    }
+                )
+        return rows
+
+    async def trace(self, run_id: str) -> tuple[Trace, dict[str, Any]] | None:
+        """The step tree of a run and its facts, or None when no such run is known."""
+        live = self.live.get(run_id)
+        if live is not None:
+            records = live.trail.all()
+            traces = traces_from_records(records) if records else ()
+            trace = traces[-1] if traces else attrs.evolve(TraceBuilder().build(), run=run_id)
+            facts = {
+                "status": live.status,
+                "active": list(live.active),
+                "question": live.question,
+                "output": live.output,
+                "error": live.error,
+                "events": len(live.channel.log),
+                "source": "live",
+            }
+            return trace, facts
+        log = await self._load(run_id)
+        if log is not None:
+            trace = traces_from_records(_records_from_log(log))[-1]
+            status = _log_status(log)
+            return trace, {"status": status, "active": [], "source": "store", "events": 0}
+        traced = self.traces.get(run_id)
+        if traced is not None:
+            return traced, {"status": traced.status, "active": [], "source": "trace", "events": 0}
+        return None
+
+    async def _stored_ids(self) -> tuple[str, ...]:
+        lister = getattr(self.store, "run_ids", None)
+        if lister is None:
+            return ()
+        ids = lister() if callable(lister) else lister  # a method, or a property
+        if inspect.isawaitable(ids):
+            ids = await ids
+        return tuple(str(i) for i in ids)
+
+    async def _load(self, run_id: str) -> RunLog | None:
+        if self.store is None or len(run_id) > _MAX_ID:
+            return None
+        return await self.store.load(run_id)
+
+
+def _log_status(log: RunLog) -> str:
+    """How a stored run stands: finished, waiting for an answer, or stopped midway."""
+    if log.steps and log.steps[-1].next == "finish" and len(log.steps[-1].path) == 1:
+        return "ok"
+    kinds = [effect.kind for effect in log.effects]
+    if "interrupt" in kinds and kinds.count("interrupt") > kinds.count("answer"):
+        return "interrupted"
+    return "stopped"
+
+
+def _records_from_log(log: RunLog) -> list[dict[str, Any]]:
+    """Trace records for a stored run: its committed steps, as far as the record says."""
+    run = log.run
+    records: list[dict[str, Any]] = [
+        {
+            "event": "run_started",
+            "run": run.run_id,
+            "time": run.created,
+            "elapsed": 0.0,
+            "graph": run.graph,
+            "context": {},
+        },
+    ]
+    for step in log.steps:
+        path = [*step.path, step.node]
+        end = step.at - run.created
+        common = {"run": run.run_id, "index": step.step, "path": path, "node": step.node}
+        records.append(
+            {
+                **common,
+                "event": "node_started",
+                "time": step.at - step.duration,
+                "elapsed": end - step.duration,
+                "local_index": step.local,
+                "depth": len(step.path) - 1,
+            }
+        )
+        records.append(
+            {
+                **common,
+                "event": "node_finished",
+                "time": step.at,
+                "elapsed": end,
+                "duration": step.duration,
+            }
+        )
+    return records

@@ -1,0 +1,117 @@
+"""The live page in a real browser: Debian's Chromium, driven by Playwright, on a loopback server.
+
+`AGENTGRAPH_WEB_SCREENSHOT=path` keeps the first test's screenshot there
+(`make web-screenshot` refreshes the README's picture that way); otherwise
+it goes to a temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentgraph import AgentContext, GraphRunner
+from agentgraph.tracing import JsonlSink, load_traces
+
+from .browser import browser, need_chromium, open_page, start_run
+from .support import ANSWER, QUESTION, SECRET, agent, gated, serving, stateful, wait_for
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_person_watches_a_run_approves_a_tool_call_and_sees_the_answer(tmp_path):
+    need_chromium()
+    shot = Path(os.environ.get("AGENTGRAPH_WEB_SCREENSHOT") or tmp_path / "page.png")
+    with serving(agent(), tmp_path) as server, browser(tmp_path / "profile") as (page, _):
+        open_page(page, server.url)
+        assert page.locator("#graph-box g.box[data-node='tools']").count() == 1
+        start_run(page, QUESTION)
+        # The steps appear while the run goes on, then it stops for approval.
+        page.wait_for_selector("#step-list details.step")
+        page.wait_for_selector("#interrupt:not([hidden])")
+        assert "book_table" in page.inner_text("#question")
+        assert page.get_attribute("body", "data-status") == "interrupted"
+        page.click("#approve")
+        page.wait_for_selector("body[data-status='ok']", state="attached")
+        page.wait_for_selector("#answer-box:not([hidden])")
+        assert page.inner_text("#answer") == ANSWER
+        assert page.text_content("#live-text") == ANSWER  # streamed, then hidden
+        for name in ("user_turn", "chat", "tools", "answer"):
+            ran = page.locator(f"#graph-box g.box.status-ran[data-node='{name}']")
+            assert ran.count() == 1, name
+        assert page.locator("#graph-box g.box.status-idle[data-node='final_chat']").count() == 1
+        assert page.locator("#graph-box path.edge-taken").count() >= 5
+        steps = page.locator("#step-list details.step").count()
+        # user_turn, chat, tools, chat, tools (stopped for approval), tools again, chat, answer
+        assert steps == 8
+        assert page.locator("#step-list details.step .st-interrupted").count() == 1
+        assert page.locator("#timeline-box svg .row").count() == steps
+        # Tool input and output are on the page, the planted secret is not.
+        html = page.content()
+        assert "fetched with key ***" in html
+        assert "booked a table for 2 in Paris" in html
+        assert SECRET not in html
+        page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+
+
+def test_the_active_node_lights_up_and_every_tab_sees_the_same_run(tmp_path):
+    need_chromium()
+    graph, gate = gated()
+    with serving(graph, tmp_path) as server, browser(tmp_path / "profile") as (one, two):
+        open_page(one, server.url)
+        run_id = start_run(one, "go")
+        one.wait_for_selector("#graph-box g.box.active[data-node='wait']")
+        open_page(two, server.url)
+        two.click(f"#runs li[data-run='{run_id}']")
+        two.wait_for_selector("#graph-box g.box.active[data-node='wait']")
+        gate["closed"] = False
+        for tab in (one, two):
+            tab.wait_for_selector("body[data-status='ok']", state="attached")
+            tab.wait_for_selector("#answer-box:not([hidden])")
+            assert tab.inner_text("#answer") == "go before after"
+            assert tab.locator("#graph-box g.box.active").count() == 0
+        assert one.get_attribute("body", "data-events") == two.get_attribute("body", "data-events")
+
+
+def test_a_run_is_cancelled_from_the_page(tmp_path):
+    need_chromium()
+    graph, _ = gated()
+    with serving(graph, tmp_path) as server, browser(tmp_path / "profile") as (page, _):
+        open_page(page, server.url)
+        start_run(page, "go")
+        page.wait_for_selector("#graph-box g.box.active[data-node='wait']")
+        page.click("#cancel")
+        page.wait_for_selector("body[data-status='cancelled']", state="attached")
+        assert page.locator("#step-list details.step").count() == 2
+
+
+def test_past_runs_open_from_the_store_and_from_a_trace_file(tmp_path):
+    trace_file = tmp_path / "earlier.jsonl"
+    with JsonlSink(trace_file) as sink:
+        GraphRunner(sinks=[sink]).run_sync(stateful(), AgentContext("from a trace"))
+    traces = load_traces(trace_file)
+    # A first server records a run in the store; a second one, on the same file, lists it.
+    with serving(stateful(), tmp_path) as server, httpx.Client(base_url=server.url) as client:
+        run_id = client.post("api/runs", json={"input": "stored"}).json()["id"]
+        assert wait_for(client, run_id, "ok")["status"] == "ok"
+    need_chromium()
+    with (
+        serving(stateful(), tmp_path, traces=traces) as server,
+        browser(tmp_path / "profile") as (page, _),
+    ):
+        open_page(page, server.url)
+        stored = page.locator(f"#runs li[data-run='{run_id}']")
+        assert "store" in stored.inner_text()
+        stored.click()
+        page.wait_for_selector(f"body[data-run='{run_id}'][data-status='ok']", state="attached")
+        assert page.locator("#step-list details.step").count() == 2
+        traced = page.locator(f"#runs li[data-run='{traces[0].run}']")
+        assert "trace" in traced.inner_text()
+        traced.click()
+        page.wait_for_selector(f"body[data-run='{traces[0].run}']", state="attached")
+        page.wait_for_function("document.body.getAttribute('data-steps') === '2'")
+        assert page.locator("#graph-box g.box.status-ran[data-node='count']").count() == 1
