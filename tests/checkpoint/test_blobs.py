@@ -14,7 +14,14 @@ from agentgraph import (
     Interrupted,
     node,
 )
-from agentgraph.checkpoint import MemoryStore, SQLiteStore, StoreBase, decode_contexts, log_blobs
+from agentgraph.checkpoint import (
+    MemoryStore,
+    PostgresStore,
+    SQLiteStore,
+    StoreBase,
+    decode_contexts,
+    log_blobs,
+)
 from agentgraph.llm import Document, Image, Message
 from agentgraph.nodes import chat
 from agentgraph.testing import ScriptedModel
@@ -45,6 +52,15 @@ def graph(model):
 def blob_count(store) -> int:
     if isinstance(store, MemoryStore):
         return len(store._blobs)
+    if isinstance(store, PostgresStore):
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(store.conninfo) as conn:
+            query = sql.SQL("SELECT count(*) FROM {}.blobs").format(sql.Identifier(store.schema))
+            row = conn.execute(query).fetchone()
+            assert row is not None
+            return int(row[0])
     with sqlite3.connect(store.path) as conn:
         return conn.execute("SELECT count(*) FROM blobs").fetchone()[0]
 
