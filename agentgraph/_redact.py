@@ -88,12 +88,12 @@ _HEADER = re.compile(
 )
 
 
-# Text in which none of these occurs holds nothing the three patterns above would mask:
-# one scan instead of three for the ordinary text of a trace.
+# Text in which none of these occurs (case aside) holds nothing the three patterns above
+# would mask: one scan of the lowered text (a pattern without IGNORECASE runs several
+# times faster) instead of three for the ordinary text of a trace.
 _TRIGGER = re.compile(
-    r"sk-|gh[pousr]_|github_pat_|xox[abprs]-|AKIA|AIza|hf_|eyJ|bearer|basic|token"
-    r"|authorization|x-api-key|api[-_]?key|access[-_]token|password",
-    re.IGNORECASE,
+    r"sk-|gh[pousr]_|github_pat_|xox[abprs]-|akia|aiza|hf_|eyj|bearer|basic|token"
+    r"|authorization|x-api-key|api[-_]?key|access[-_]token|password"
 )
 
 
@@ -148,7 +148,7 @@ class Redactor:
         keep: top-level record fields left untouched (names, numbers, paths).
     """
 
-    __slots__ = ("_hook", "_hook_failed", "_keep", "_secrets")
+    __slots__ = ("_hook", "_hook_failed", "_keep", "_secrets", "_unions")
 
     def __init__(
         self,
@@ -166,6 +166,7 @@ class Redactor:
         self._hook = hook
         self._hook_failed = False
         self._keep = frozenset(keep)
+        self._unions: dict[Iterable[str], frozenset[str]] = {}
 
     def text(self, text: str, field: str = "") -> str:
         """`text` with secrets masked and the hook applied."""
@@ -191,7 +192,7 @@ class Redactor:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
-        if _TRIGGER.search(text) is None:
+        if _TRIGGER.search(text.lower()) is None:
             return text
         text = _KEY_SHAPES.sub(MASK, text)
         text = _SCHEME.sub(_scheme, text)
@@ -205,14 +206,31 @@ class Redactor:
         are only checked for secrets. Any other value under such a name (a list
         of model answers, say) is redacted like the rest.
         """
-        kept = self._keep.union(keep)
+        kept = self._kept(keep)
         out: dict[str, Any] = {}
         for key, value in record.items():
-            if key in kept and _flat(value):
+            kind = type(value)
+            if kind is int or kind is float or kind is bool or value is None:
+                # A number or a flag: masked only under a secret's name outside `keep`.
+                secret = key not in kept and is_secret_name(key)
+                out[key] = MASK if secret and value not in (None, True, False) else value
+            elif key in kept and _flat(value):
                 out[key] = self._masked(value)
             else:
                 out[key] = self._value(value, key, key)
         return out
+
+    def _kept(self, keep: Iterable[str]) -> frozenset[str]:
+        """The constructor's `keep` and this call's, joined once per `keep` given."""
+        if not keep:
+            return self._keep
+        try:
+            found = self._unions.get(keep)
+        except TypeError:  # an unhashable iterable: join it every time
+            return self._keep.union(keep)
+        if found is None:
+            found = self._unions[keep] = self._keep.union(keep)
+        return found
 
     def _masked(self, value: Any) -> Any:
         if isinstance(value, str):

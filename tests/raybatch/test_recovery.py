@@ -12,7 +12,9 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -46,11 +48,30 @@ def wait_for_lines(counter: Path, lines: int, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def committed_results(db: Path, batch_id: str) -> set[str]:
+StoreFactory = Callable[[], Any]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_store(request, tmp_path) -> Iterator[StoreFactory]:
+    """A store every process of the batch opens for itself: a SQLite file, or a Postgres schema."""
+    if request.param == "sqlite":
+        yield functools.partial(SQLiteStore, tmp_path / "runs.db", lease_term=LEASE)
+        return
+    from agentgraph.checkpoint import PostgresStore
+    from tests.pg_server import drop_schema, fresh_schema
+
+    server = request.getfixturevalue("postgres_server")
+    schema = fresh_schema()
+    yield functools.partial(PostgresStore, server.dsn, schema=schema, lease_term=LEASE)
+    drop_schema(server.dsn, schema)
+
+
+def committed_results(db: Path | StoreFactory, batch_id: str) -> set[str]:
     """The keys whose `bump` result the store holds (an effect it would never redo)."""
+    opened = db if callable(db) else functools.partial(SQLiteStore, db)
 
     async def read() -> set[str]:
-        async with SQLiteStore(db) as store:
+        async with opened() as store:
             found = set()
             for i in range(ROWS):
                 log = await store.load(run_id_for(batch_id, str(i)))
@@ -61,11 +82,12 @@ def committed_results(db: Path, batch_id: str) -> set[str]:
     return anyio.run(read)
 
 
-def check_steps_once(db: Path, batch_id: str) -> None:
+def check_steps_once(db: Path | StoreFactory, batch_id: str) -> None:
     """Each run's record commits every step once, in order, and ends at finish."""
+    opened = db if callable(db) else functools.partial(SQLiteStore, db)
 
     async def read() -> None:
-        async with SQLiteStore(db) as store:
+        async with opened() as store:
             for i in range(ROWS):
                 log = await store.load(run_id_for(batch_id, str(i)))
                 assert log is not None
@@ -87,9 +109,10 @@ def check_outcome(rows, counter: Path, committed_before: set[str]) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_a_node_lost_mid_batch_costs_no_row_and_repeats_no_committed_effect(ray_cluster, tmp_path):
-    counter, db = tmp_path / "effects.txt", tmp_path / "runs.db"
-    store = functools.partial(SQLiteStore, db, lease_term=LEASE)
+def test_a_node_lost_mid_batch_costs_no_row_and_repeats_no_committed_effect(
+    ray_cluster, tmp_path, shared_store
+):
+    counter, store = tmp_path / "effects.txt", shared_store
     doomed = ray_cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", resources={"pool": 1})
     outcome: list = []
 
@@ -116,7 +139,7 @@ def test_a_node_lost_mid_batch_costs_no_row_and_repeats_no_committed_effect(ray_
     finally:
         ray_cluster.remove_node(doomed)
     lost = executions(counter)
-    committed = committed_results(db, "node-loss")
+    committed = committed_results(store, "node-loss")
     ray_cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", resources={"pool": 1})
     driver.join(timeout=200)
     assert not driver.is_alive()
@@ -124,7 +147,7 @@ def test_a_node_lost_mid_batch_costs_no_row_and_repeats_no_committed_effect(ray_
     assert not isinstance(rows, BaseException), rows
     assert sum(lost.values()) >= 5 and len(committed) < ROWS
     check_outcome(rows, counter, committed)
-    check_steps_once(db, "node-loss")
+    check_steps_once(store, "node-loss")
 
 
 def test_a_killed_driver_loses_nothing_and_a_second_run_finishes_the_batch(ray_cluster, tmp_path):

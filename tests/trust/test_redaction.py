@@ -135,3 +135,29 @@ def test_the_command_line_masks_its_error_lines(tmp_path, monkeypatch):
         assert SECRET not in err.getvalue() + out.getvalue()
     for name in ("leaky_app", "leaky_import"):
         sys.modules.pop(name, None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization: BEARER abcDEF123456789xyz",
+        "api_KEY=Zq81hd9ak2mz0",
+        "PASSWORD: 's3cr3t-value'",
+        "my key is SK-proj-abcdefghijklmnopqrstu",
+        "token sk-abcdefghijklmnopqrstuvwx in text",
+        "ghp_abcdefghijklmnopqrstuvwxyz012345",
+        "AKIAABCDEFGHIJKLMNOP and AIzaSyA-abcdefghijklmnopqrstuvwxyz01234",
+        "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.SflKxwRJSMeKKF2QT4f",
+        "Basic dXNlcjpwYXNzd29yZA==",
+        "X-API-Key: Zq81hd9ak2mz0",
+        "plain words, nothing secret here at all",
+    ],
+)
+def test_the_quick_scan_never_lets_a_secret_shape_through(text):
+    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, Redactor, _scheme
+
+    # What the three patterns mask with no quick scan in front of them.
+    expected = _KEY_SHAPES.sub("***", text)
+    expected = _SCHEME.sub(_scheme, expected)
+    expected = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}***", expected)
+    assert Redactor(environment=False).mask(text) == expected
