@@ -3,9 +3,9 @@
 The LLM path's task (``_llm_path_task.py``: two tool turns and an answer, three
 chat-completion requests per run) is run by `react_agent` over `OpenAIModel` and by the
 bare-httpx contender of ``llm_path.py`` (hand-built JSON, the same connection pools),
-each in a fresh interpreter with the loopback fake server in a thread of its own. Only
-the event loop's thread is measured (`time.thread_time`), so neither the server nor the
-load on the machine is charged to the client.
+each in a fresh interpreter, against the loopback fake server in a process of its own
+answering at once. Only the client's thread is measured (`time.thread_time`), so the
+load on the machine is not charged to it.
 
 Two measurements per contender:
 
@@ -32,9 +32,12 @@ import gc
 import os
 import pstats
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from contextlib import AsyncExitStack
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -93,25 +96,26 @@ async def _batch(run_once: Any, first: int, runs: int) -> int:
     return requests
 
 
-async def _child(name: str, runs: int, profile: bool) -> dict[str, Any]:
-    from _llm_path_task import respond
+async def _child(name: str, url: str, runs: int, profile: bool) -> dict[str, Any]:
+    import agentgraph
 
-    from agentgraph.testing import FakeServer
-
-    with FakeServer(responder=respond) as server:
-        async with AsyncExitStack() as stack:
-            run_once = await _contender(name, server.openai_url, stack)
-            await _batch(run_once, 0, runs)  # warm-up: connections, caches, imports
-            gc.collect()
-            profiler = cProfile.Profile(time.thread_time_ns, 1e-9) if profile else None
-            start = time.thread_time()
-            if profiler is not None:
-                profiler.enable()
-            requests = await _batch(run_once, runs, runs)
-            if profiler is not None:
-                profiler.disable()
-            cpu = time.thread_time() - start
-    result: dict[str, Any] = {"requests": requests, "cpu_ms": cpu * 1e3 / requests}
+    async with AsyncExitStack() as stack:
+        run_once = await _contender(name, url, stack)
+        await _batch(run_once, 0, runs)  # warm-up: connections, caches, imports
+        gc.collect()
+        profiler = cProfile.Profile(time.thread_time_ns, 1e-9) if profile else None
+        start = time.thread_time()
+        if profiler is not None:
+            profiler.enable()
+        requests = await _batch(run_once, runs, runs)
+        if profiler is not None:
+            profiler.disable()
+        cpu = time.thread_time() - start
+    result: dict[str, Any] = {
+        "requests": requests,
+        "cpu_ms": cpu * 1e3 / requests,
+        "package": str(Path(agentgraph.__file__).resolve().parent.parent),
+    }
     if profiler is not None:
         result.update(_summary(pstats.Stats(profiler), requests))
     return result
@@ -307,13 +311,19 @@ async def _components(number: int) -> dict[str, Any]:
 # -- the parent: turns, medians, the section -----------------------------------------------
 
 
-def _measure(name: str, runs: int, tree: Path | None, *, profile: bool = False) -> dict[str, Any]:
+def _measure(
+    name: str, url: str, runs: int, tree: Path | None, *, profile: bool = False
+) -> dict[str, Any]:
     previous = os.environ.get("PYTHONPATH")
     if tree is not None:
         os.environ["PYTHONPATH"] = str(tree)
     try:
-        args = ["--child", name, "--runs", str(runs), *(["--profile"] if profile else [])]
-        result: dict[str, Any] = run_child(HERE / "llm_profile.py", *args, timeout=600)
+        args = ["--child", name, "--url", url, "--runs", str(runs)]
+        result: dict[str, Any] = run_child(
+            HERE / "llm_profile.py", *args, *(["--profile"] if profile else []), timeout=600
+        )
+        if tree is not None and Path(result["package"]) != tree.resolve():
+            raise RuntimeError(f"{name} loaded agentgraph from {result['package']}, not {tree}")
         return result
     finally:
         if tree is not None:
@@ -343,10 +353,12 @@ def render(
         HEADING,
         "",
         f"Client CPU of the LLM path's task ({runs} concurrent ReAct runs, three chat-completion "
-        "requests each) against the loopback fake provider answering at once, measured on the "
-        "event loop's thread only (`time.thread_time`). Produced by "
-        "`python benchmarks/llm_profile.py`; each contender runs in a fresh interpreter, after "
-        f"a warm-up batch, taking turns with the others; the median of {rounds} turns.",
+        "requests each) against the loopback fake provider in a process of its own, answering "
+        "at once; CPU is the client thread's (`time.thread_time`). Produced by "
+        f"`python benchmarks/llm_profile.py{f' --before {before}' if before else ''}`; each "
+        "contender runs in a fresh interpreter, after a warm-up batch, taking turns with the "
+        f"others; the median of {rounds} turns. The same connection pools for both (five "
+        "pools of ten connections, as `llm_path.py` arranges them).",
         "",
         "| Client | CPU µs/request | vs bare httpx | turns (µs/request) |",
         "|---|--:|--:|---|",
@@ -414,7 +426,30 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def measure_all(
+    runs: int, rounds: int, before: str | None, *, quick: bool = False
+) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]], list[tuple[str, float, float]]]:
+    """CPU per request by turns, the two profiles and the parts, all in child processes."""
+    from llm_path import ServerProcess
+
+    server = ServerProcess(0.0)
+    try:
+        with _trees(before) as trees:
+            cpu: dict[str, list[float]] = {name: [] for name in trees}
+            for _ in range(rounds):
+                for name, tree in trees.items():
+                    cpu[name].append(_measure(name, server.url, runs, tree)["cpu_ms"])
+            profiles = {
+                name: _measure(name, server.url, runs, None, profile=True) for name in CONTENDERS
+            }
+    finally:
+        server.close()
+    args = ["--child", "components", *(["--quick"] if quick else [])]
+    parts = run_child(HERE / "llm_profile.py", *args, timeout=600)["components"]
+    return cpu, profiles, [(label, ours, bare) for label, ours, bare in parts]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs; print only")
     parser.add_argument("--before", help="also measure agentgraph at this git revision")
@@ -423,32 +458,25 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="write the section here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    runs = args.runs or (50 if args.quick else 200)
-    if args.child:
-        sys.path.insert(0, str(HERE))
-        if args.child == "components":
-            print(json_line(asyncio.run(_components(20_000 if not args.quick else 2_000))))
-        else:
-            print(json_line(asyncio.run(_child(args.child, runs, args.profile))))
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    runs = args.runs or (50 if args.quick else 300)
+    if args.child == "components":
+        print(json_line(asyncio.run(_components(2_000 if args.quick else 20_000))))
         return
-    rounds = args.rounds or (3 if args.quick else 7)
-    quick = ["--quick"] if args.quick else []
+    if args.child:
+        print(json_line(asyncio.run(_child(args.child, args.url, runs, args.profile))))
+        return
+    rounds = args.rounds or (3 if args.quick else 9)
     load_before = load_average()
-    with _trees(args.before) as trees:
-        cpu: dict[str, list[float]] = {name: [] for name in trees}
-        try:
-            for _ in range(rounds):
-                for name, tree in trees.items():
-                    cpu[name].append(_measure(name, runs, tree)["cpu_ms"])
-            profiles = {name: _measure(name, runs, None, profile=True) for name in CONTENDERS}
-            parts = run_child(HERE / "llm_profile.py", "--child", "components", *quick, timeout=600)
-        except ChildFailed as failed:
-            sys.exit(f"a contender failed: {failed}")
+    try:
+        cpu, profiles, parts = measure_all(runs, rounds, args.before, quick=args.quick)
+    except ChildFailed as failed:
+        sys.exit(f"a contender failed: {failed}")
     section = render(
         cpu,
         profiles,
-        parts["components"],
+        parts,
         runs=runs,
         rounds=rounds,
         before=args.before,
@@ -463,25 +491,26 @@ def json_line(value: Any) -> str:
     return json.dumps(value)
 
 
-class _trees:
-    """The trees to measure: this one's contenders, and the earlier revision's agentgraph."""
+@contextmanager
+def _trees(before: str | None) -> Iterator[dict[str, Path | None]]:
+    """The trees to measure: this one's contenders, and agentgraph at revision `before`.
 
-    def __init__(self, before: str | None) -> None:
-        self._before = before
-        self._checkout: Any = None
-
-    def __enter__(self) -> dict[str, Path | None]:
-        trees: dict[str, Path | None] = {name: None for name in CONTENDERS}
-        if self._before is not None:
-            from before_after import checkout
-
-            self._checkout = checkout(self._before)
-            trees["agentgraph-before"] = self._checkout.__enter__()
-        return trees
-
-    def __exit__(self, *exc: object) -> None:
-        if self._checkout is not None:
-            self._checkout.__exit__(*exc)
+    The earlier package is exported with `git archive` into a temporary directory (no
+    worktree is made); its child processes find it first on ``PYTHONPATH``.
+    """
+    trees: dict[str, Path | None] = {name: None for name in CONTENDERS}
+    if before is None:
+        yield trees
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(HERE.parent), "archive", "--format=tar", before, "agentgraph"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive, check=True)
+        trees["agentgraph-before"] = Path(tmp)
+        yield trees
 
 
 if __name__ == "__main__":
