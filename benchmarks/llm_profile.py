@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import cProfile
 import gc
+import json
 import os
 import pstats
 import statistics
@@ -39,12 +40,34 @@ import time
 from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import httpx
+import orjson
 from _common import ChildFailed, load_average, publish, python, run_child, versions
+from _llm_path_pool import Pool
+from _llm_path_task import (
+    MAX_TURNS,
+    SYSTEM_PROMPT,
+    TOOLS,
+    expected_answer,
+    question,
+    respond,
+)
+from llm_path import ServerProcess, agentgraph_contender, httpx_contender
+
+import agentgraph
+from agentgraph import AgentContext, GraphRunner, RetryPolicy
+from agentgraph.llm import ChatResponse, Message, OpenAIModel, ToolCall, Usage
+from agentgraph.llm._http import dumps
+from agentgraph.llm._openai_wire import openai_tools, parse_completion
+from agentgraph.nodes import build_request, react_agent
 
 HERE = Path(__file__).resolve().parent
 HEADING = "## LLM path profile"
+PACKAGE = str(Path(agentgraph.__file__).resolve().parent.parent)
+"""Where the agentgraph measured here was loaded from."""
 CONTENDERS = ("httpx", "agentgraph")
 
 # Areas of own time, first match wins: (label, substrings of the code's file name).
@@ -74,17 +97,12 @@ def area(filename: str, function: str) -> str:
 
 
 async def _contender(name: str, url: str, stack: AsyncExitStack) -> Any:
-    from _llm_path_pool import Pool
-    from llm_path import agentgraph_contender, httpx_contender
-
     pool = Pool(shards=5, connections=10)
     make = agentgraph_contender if name.startswith("agentgraph") else httpx_contender
     return await make(url, pool, stack)
 
 
 async def _batch(run_once: Any, first: int, runs: int) -> int:
-    from _llm_path_task import expected_answer
-
     requests = 0
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(run_once(i)) for i in range(first, first + runs)]
@@ -97,8 +115,6 @@ async def _batch(run_once: Any, first: int, runs: int) -> int:
 
 
 async def _child(name: str, url: str, runs: int, profile: bool) -> dict[str, Any]:
-    import agentgraph
-
     async with AsyncExitStack() as stack:
         run_once = await _contender(name, url, stack)
         await _batch(run_once, 0, runs)  # warm-up: connections, caches, imports
@@ -114,7 +130,7 @@ async def _child(name: str, url: str, runs: int, profile: bool) -> dict[str, Any
     result: dict[str, Any] = {
         "requests": requests,
         "cpu_ms": cpu * 1e3 / requests,
-        "package": str(Path(agentgraph.__file__).resolve().parent.parent),
+        "package": PACKAGE,
     }
     if profiler is not None:
         result.update(_summary(pstats.Stats(profiler), requests))
@@ -163,12 +179,6 @@ class _LocalModel:
     supports_output_schema = False
 
     async def request(self, request: Any) -> Any:
-        from types import SimpleNamespace
-
-        from _llm_path_task import respond
-
-        from agentgraph.llm import ChatResponse, Message, Usage
-
         messages = [{"role": m.role, "content": m.content} for m in request.messages]
         answer = respond("openai", SimpleNamespace(body={"messages": messages}))
         if isinstance(answer, str):
@@ -192,16 +202,6 @@ def _per_call_us(fn: Any, number: int) -> float:
 
 async def _components(number: int) -> dict[str, Any]:
     """µs per request of each part of agentgraph's path and of its bare-httpx counterpart."""
-    import httpx
-    import orjson
-    from _llm_path_task import MAX_TURNS, SYSTEM_PROMPT, TOOLS, question
-
-    from agentgraph import AgentContext, GraphRunner, RetryPolicy
-    from agentgraph.llm import Message, OpenAIModel, ToolCall
-    from agentgraph.llm._http import dumps
-    from agentgraph.llm._openai_wire import openai_tools, parse_completion
-    from agentgraph.nodes import build_request, react_agent
-
     specs = tuple(t.spec for t in TOOLS)
     model = OpenAIModel("fake-model", base_url="http://127.0.0.1:9/v1", api_key="bench-key")
     ctx = AgentContext(question(1), system_prompt=SYSTEM_PROMPT).append(Message.user(question(1)))
@@ -430,8 +430,6 @@ def measure_all(
     runs: int, rounds: int, before: str | None, *, quick: bool = False
 ) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]], list[tuple[str, float, float]]]:
     """CPU per request by turns, the two profiles and the parts, all in child processes."""
-    from llm_path import ServerProcess
-
     server = ServerProcess(0.0)
     try:
         with _trees(before) as trees:
@@ -486,8 +484,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def json_line(value: Any) -> str:
-    import json
-
     return json.dumps(value)
 
 
