@@ -87,6 +87,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/structured.py
 	$(BIN)/python benchmarks/lenient.py
 	$(BIN)/python benchmarks/llm_path.py
+	$(BIN)/python benchmarks/llm_profile.py
 	$(BIN)/python benchmarks/durability.py
 
 bench-rag: $(VENV)/.bench

@@ -248,7 +248,8 @@ class Runtime:
         name = request.model or model.name
         for meter in self.meters:
             meter.before(name)
-        await self.emit(_requested(self, model, name, request))
+        if self._run.emit is not None:  # the event is built only for a listener
+            await self._run.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal, gate = self._run.journal, self._run.gate
         call = ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
@@ -258,8 +259,9 @@ class Runtime:
             response = await journal.model(self, request, call)
         for meter in self.meters:
             meter.after(name, response.usage)
-        elapsed = perf_counter() - started
-        await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+        if self._run.emit is not None:
+            elapsed = perf_counter() - started
+            await self._run.emit(ModelResponded(self.index, self.path, name, response, elapsed))
         return response
 
     @asynccontextmanager
@@ -280,7 +282,8 @@ class Runtime:
         name = request.model or model.name
         for meter in self.meters:
             meter.before(name)
-        await self.emit(_requested(self, model, name, request))
+        if self._run.emit is not None:  # the event is built only for a listener
+            await self._run.emit(_requested(self, model, name, request))
         started = perf_counter()
         journal = self._run.journal
         key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
@@ -315,8 +318,9 @@ class Runtime:
                 journal.record_model(self, key, request, response)
             for meter in self.meters:
                 meter.after(name, response.usage)
-            elapsed = perf_counter() - started
-            await self.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+            if self._run.emit is not None:
+                elapsed = perf_counter() - started
+                await self._run.emit(ModelResponded(self.index, self.path, name, response, elapsed))
 
     async def _streamed(self, text: str) -> None:
         await self.emit(ModelStreamed(self.index, self.path, text))
@@ -363,8 +367,10 @@ class Runtime:
             answers = await journal.tools(
                 self, calls, unsafe, ToolsCall(tools, limit, timeout, context, run)
             )
-        for call, message, duration in answers:
-            await self.emit(ToolFinished(self.index, self.path, call, message, duration))
+        emit = self._run.emit
+        if emit is not None:  # the events are built only for a listener
+            for call, message, duration in answers:
+                await emit(ToolFinished(self.index, self.path, call, message, duration))
         return answers
 
     async def once(self, name: str, fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:

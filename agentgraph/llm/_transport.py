@@ -46,6 +46,7 @@ class HttpTransport:
 
     __slots__ = (
         "_client",
+        "_display",
         "_extra",
         "_headers",
         "_owns",
@@ -77,6 +78,7 @@ class HttpTransport:
         self._owns = http_client is None
         self._verify = verify
         self._extra: dict[str, Any] = {}
+        self._display: tuple[str, str] | None = None
         if timeout is not None:
             self._extra["timeout"] = timeout
 
@@ -85,8 +87,15 @@ class HttpTransport:
 
     @property
     def display_url(self) -> str:
-        """The base URL without any user:password part."""
-        return str(httpx.URL(self.base_url).copy_with(username=None, password=None))
+        """The base URL without any user:password part.
+
+        Parsed once per `base_url` (every request's event reports it), not per call.
+        """
+        cached = self._display
+        if cached is None or cached[0] != self.base_url:
+            shown = str(httpx.URL(self.base_url).copy_with(username=None, password=None))
+            self._display = cached = (self.base_url, shown)
+        return cached[1]
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
