@@ -154,7 +154,8 @@ def test_the_command_line_masks_its_error_lines(tmp_path, monkeypatch):
     ],
 )
 def test_the_quick_scan_never_lets_a_secret_shape_through(text):
-    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, Redactor, _scheme
+    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, _scheme
+    from agentgraph.tracing import Redactor
 
     # What the three patterns mask with no quick scan in front of them.
     expected = _KEY_SHAPES.sub("***", text)
