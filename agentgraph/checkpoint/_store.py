@@ -143,14 +143,22 @@ class StoreBase:
                 del held[lease.run_id]
 
     def put_blob(self, data: bytes) -> str:
-        """Store `data` by its digest (see `CheckpointStore`); this store keeps no blobs."""
-        raise NotImplementedError(
+        """Store `data` by its digest (see `CheckpointStore`); this store keeps no blobs.
+
+        Raises:
+            CheckpointError: always; a store of one's own implements blobs to keep files.
+        """
+        raise CheckpointError(
             f"{type(self).__name__} keeps no blobs: implement put_blob and get_blob"
         )
 
     async def get_blob(self, digest: str) -> bytes:
-        """The bytes stored under `digest`; this store keeps no blobs."""
-        raise NotImplementedError(
+        """The bytes stored under `digest`; this store keeps no blobs.
+
+        Raises:
+            CheckpointError: always; a store of one's own implements blobs to keep files.
+        """
+        raise CheckpointError(
             f"{type(self).__name__} keeps no blobs: implement put_blob and get_blob"
         )
 
