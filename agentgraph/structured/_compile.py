@@ -74,8 +74,10 @@ def cache_key(tp: Any) -> tuple[Any, str]:
 
     `int | float` equals `float | int` (and hashes alike) but lists its members
     in another order, which decides the member tried first and the `anyOf`
-    order: the spelling tells them apart.
+    order: the spelling tells them apart. A class, and `Any`, have one spelling.
     """
+    if type(tp) is type or tp is Any:
+        return (tp, "")
     return (tp, repr(tp))
 
 

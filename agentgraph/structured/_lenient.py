@@ -144,7 +144,7 @@ def shallow(value: Any, text: str) -> Any:
     the depth is read from the text's brackets with C-speed scans, not by
     walking the parsed value.
     """
-    if text.count("[") + text.count("{") <= _MAX_DEPTH:
+    if len(text) <= _MAX_DEPTH or text.count("[") + text.count("{") <= _MAX_DEPTH:
         return value
     if _too_deep(text):
         raise OutputError(f"the JSON nests deeper than {_MAX_DEPTH} levels", attempts=[text])
