@@ -19,7 +19,7 @@ from ._fake_quirks import OpenAIQuirks
 from ._fake_responses import ResponsesDialect
 from ._faults import Fault
 from ._replies import EmbeddingFunction, Reply
-from ._server_thread import ServerThread
+from ._server_thread import server_thread
 
 __all__ = ("FakeServer",)
 
@@ -103,7 +103,7 @@ class FakeServer:
             models=tuple(models),
             responses=ResponsesDialect(options),
         )
-        self._thread = ServerThread(app, host=host, port=port, backlog=backlog)
+        self._thread = server_thread(app, host=host, port=port, backlog=backlog)
         self._host = host
 
     # -- lifecycle -------------------------------------------------------------
