@@ -17,13 +17,11 @@ from _llm_path_task import (
     MODEL,
     RESPONSES_TOOL_PARAMS,
     SYSTEM_PROMPT,
-    TOOLS,
+    agentgraph_run_once,
     question,
 )
 
-from agentgraph import AgentContext, GraphRunner, RetryPolicy
 from agentgraph.llm import OpenAIResponsesModel, ProviderRetry
-from agentgraph.nodes import react_agent
 
 LABELS = {
     "agentgraph-responses": "agentgraph (`react_agent`, `OpenAIResponsesModel`)",
@@ -40,14 +38,7 @@ async def agentgraph_responses(url: str, pool: Pool, stack: AsyncExitStack) -> A
         http_client=client,
         retry=ProviderRetry(max_retries=0),
     )
-    agent = react_agent(model, TOOLS, system_prompt=SYSTEM_PROMPT, max_turns=MAX_TURNS)
-    runner = GraphRunner(retry=RetryPolicy(attempts=1))
-
-    async def run_once(i: int) -> tuple[str, int]:
-        result = await runner.run(agent, AgentContext(question(i)))
-        return result.input, result.usage.requests
-
-    return run_once
+    return agentgraph_run_once(model)
 
 
 async def openai_responses(url: str, pool: Pool, stack: AsyncExitStack) -> Any:

@@ -130,3 +130,18 @@ def serve(delay: float) -> None:
                     "cpu_s": time.process_time(),
                 }
                 print(json.dumps(stats), flush=True)
+
+
+def agentgraph_run_once(model: Any) -> Any:
+    """One run of the task: `react_agent` over `model`, no retries, the answer and requests."""
+    from agentgraph import AgentContext, GraphRunner, RetryPolicy
+    from agentgraph.nodes import react_agent
+
+    agent = react_agent(model, TOOLS, system_prompt=SYSTEM_PROMPT, max_turns=MAX_TURNS)
+    runner = GraphRunner(retry=RetryPolicy(attempts=1))
+
+    async def run_once(i: int) -> tuple[str, int]:
+        result = await runner.run(agent, AgentContext(question(i)))
+        return result.input, result.usage.requests
+
+    return run_once

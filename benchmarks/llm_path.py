@@ -65,16 +65,14 @@ from _llm_path_task import (
     REQUESTS_PER_RUN,
     SYSTEM_PROMPT,
     TOOL_PARAMS,
-    TOOLS,
+    agentgraph_run_once,
     expected_answer,
     question,
     serve,
 )
 from _llm_path_task import respond as respond  # re-exported: the fake model
 
-from agentgraph import AgentContext, GraphRunner, RetryPolicy
 from agentgraph.llm import OpenAIModel, ProviderRetry
-from agentgraph.nodes import react_agent
 
 RunOnce = Callable[[int], Awaitable[tuple[str, int]]]
 """Runs the agent on question `i`; returns the final answer and the requests it made."""
@@ -106,14 +104,7 @@ async def agentgraph_contender(url: str, pool: Pool, stack: AsyncExitStack) -> R
         http_client=client,
         retry=ProviderRetry(max_retries=0),
     )
-    agent = react_agent(model, TOOLS, system_prompt=SYSTEM_PROMPT, max_turns=MAX_TURNS)
-    runner = GraphRunner(retry=RetryPolicy(attempts=1))
-
-    async def run_once(i: int) -> tuple[str, int]:
-        result = await runner.run(agent, AgentContext(question(i)))
-        return result.input, result.usage.requests
-
-    return run_once
+    return agentgraph_run_once(model)
 
 
 async def openai_contender(
