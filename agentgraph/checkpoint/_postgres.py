@@ -16,7 +16,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import anyio.to_thread
@@ -27,7 +26,7 @@ from .._errors import CheckpointError
 from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
-from ._store import StoreBase, blob_digest, fork
+from ._store import BlobWrite, LeaseRelease, StoreBase, blob_digest, fork
 
 if TYPE_CHECKING:
     import psycopg
@@ -43,17 +42,6 @@ _NOW = "extract(epoch FROM clock_timestamp())::float8"
 _T = TypeVar("_T")
 
 
-@attrs.frozen
-class _Release:
-    lease: Lease
-
-
-@attrs.frozen
-class _Blob:
-    digest: str
-    data: bytes
-
-
 @attrs.define
 class _Call(Generic[_T]):
     """Work for the writer's connection (a read, a lease take), and its outcome."""
@@ -66,7 +54,7 @@ class _Call(Generic[_T]):
 
 
 # Records, a release, a blob, a call, a flush barrier, or close:
-_Item = Sequence[Record] | _Release | _Blob | _Call[Any] | threading.Event | None
+_Item = Sequence[Record] | LeaseRelease | BlobWrite | _Call[Any] | threading.Event | None
 
 
 def _psycopg() -> Any:
@@ -217,13 +205,13 @@ class PostgresStore(StoreBase):
             if self._thread is None or self._closed:
                 self._fences.pop(lease.run_id, None)
                 return
-        self._queue.put(_Release(lease))
+        self._queue.put(LeaseRelease(lease))
 
     def put_blob(self, data: bytes) -> str:
         """Queue `data` for storage under its digest and return the digest."""
         self._usable()
         digest = blob_digest(data)
-        self._queue.put(_Blob(digest, bytes(data)))
+        self._queue.put(BlobWrite(digest, bytes(data)))
         return digest
 
     async def get_blob(self, digest: str) -> bytes:
@@ -244,17 +232,6 @@ class PostgresStore(StoreBase):
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
-
-    async def __aenter__(self) -> PostgresStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- talking to the writer ----------------------------------------------------------
     def _usable(self) -> None:
@@ -388,7 +365,7 @@ class PostgresStore(StoreBase):
     ) -> None:
         """Commit a batch's records and blobs; then its releases, calls and due renewals."""
         writes = [i for i in batch if isinstance(i, Sequence) and i]
-        blobs = [(i.digest, i.data) for i in batch if isinstance(i, _Blob)]
+        blobs = [(i.digest, i.data) for i in batch if isinstance(i, BlobWrite)]
         if writes or blobs:
             with self._lock:
                 fences = dict(self._fences)
@@ -399,7 +376,7 @@ class PostgresStore(StoreBase):
                     for rid in {r.run_id for r in records}:
                         self._rejected.setdefault(rid, error)
         for item in batch:
-            if isinstance(item, _Release):
+            if isinstance(item, LeaseRelease):
                 self._let_go(conn, item.lease)
             elif isinstance(item, _Call):
                 self._run_call(conn, item)

@@ -10,7 +10,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
@@ -21,7 +20,7 @@ from .._context import AgentContext
 from .._errors import CheckpointError
 from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
-from ._store import StoreBase, blob_digest, fork
+from ._store import BlobWrite, LeaseRelease, StoreBase, blob_digest, fork
 
 __all__ = ("SQLiteStore",)
 
@@ -85,18 +84,7 @@ _ROWS = 500
 _T = TypeVar("_T")
 
 
-@attrs.frozen
-class _Release:
-    lease: Lease
-
-
-@attrs.frozen
-class _Blob:
-    digest: str
-    data: bytes
-
-
-_Op = _Release | _Blob
+_Op = LeaseRelease | BlobWrite
 _Item = Sequence[Record] | _Op | threading.Event | None  # ..., a flush barrier, or close
 
 
@@ -232,7 +220,7 @@ class SQLiteStore(StoreBase):
             if self._thread is None or self._closed:
                 self._fences.pop(lease.run_id, None)
                 return
-        self._queue.put(_Release(lease))
+        self._queue.put(LeaseRelease(lease))
 
     def put_blob(self, data: bytes) -> str:
         """Queue `data` for storage under its digest and return the digest."""
@@ -241,7 +229,7 @@ class SQLiteStore(StoreBase):
         if self._thread is None:
             self._start()
         digest = blob_digest(data)
-        self._queue.put(_Blob(digest, bytes(data)))
+        self._queue.put(BlobWrite(digest, bytes(data)))
         return digest
 
     async def get_blob(self, digest: str) -> bytes:
@@ -263,17 +251,6 @@ class SQLiteStore(StoreBase):
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
-
-    async def __aenter__(self) -> SQLiteStore:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- the writer thread --------------------------------------------------------------
     async def _barrier(self) -> None:
@@ -370,13 +347,13 @@ class SQLiteStore(StoreBase):
     def _store(self, conn: sqlite3.Connection, batch: list[_Item], ids: dict[str, int]) -> None:
         """Commit a batch's records, blobs and releases; renew the leases that are due."""
         writes = [i for i in batch if isinstance(i, Sequence) and i and not isinstance(i, _Op)]
-        blobs = [i for i in batch if isinstance(i, _Blob)]
+        blobs = [i for i in batch if isinstance(i, BlobWrite)]
         if writes or blobs:
             with self._lock:
                 fences = dict(self._fences)
             self._refuse(_commit(conn, writes, blobs, ids, fences))
         for item in batch:
-            if isinstance(item, _Release):
+            if isinstance(item, LeaseRelease):
                 lease = item.lease
                 # The row stays, lapsed: fencing numbers only ever grow.
                 conn.execute(
@@ -524,7 +501,7 @@ _REFUSED = (sqlite3.IntegrityError, CheckpointError)  # one write's records are 
 def _commit(
     conn: sqlite3.Connection,
     writes: Sequence[Sequence[Record]],
-    blobs: Sequence[_Blob],
+    blobs: Sequence[BlobWrite],
     ids: dict[str, int],
     fences: dict[str, int],
 ) -> list[tuple[Sequence[Record], Exception]]:
@@ -582,7 +559,7 @@ def _lost_leases(conn: sqlite3.Connection, runs: set[str], fences: dict[str, int
     return lost
 
 
-def _insert_blobs(conn: sqlite3.Connection, blobs: Sequence[_Blob]) -> None:
+def _insert_blobs(conn: sqlite3.Connection, blobs: Sequence[BlobWrite]) -> None:
     for blob in blobs:
         conn.execute(
             "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (blob.digest, blob.data)

@@ -16,7 +16,8 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 import anyio.lowlevel
 import attrs
@@ -34,7 +35,30 @@ if TYPE_CHECKING:
     from .._graph import Graph
     from ._journal import StoreJournal
 
-__all__ = ("CheckpointStore", "MemoryStore", "StoreBase", "blob_digest", "fork")
+__all__ = (
+    "BlobWrite",
+    "CheckpointStore",
+    "LeaseRelease",
+    "MemoryStore",
+    "StoreBase",
+    "blob_digest",
+    "fork",
+)
+
+
+@attrs.frozen
+class LeaseRelease:
+    """A writer thread's order to give `lease` back, after the records queued before it."""
+
+    lease: Lease
+
+
+@attrs.frozen
+class BlobWrite:
+    """A writer thread's order to store `data` under its `digest`."""
+
+    digest: str
+    data: bytes
 
 
 @runtime_checkable
@@ -95,7 +119,23 @@ class StoreBase:
     default to this process's own bookkeeping (one runner per run among the
     runners sharing this store object); a store shared between processes
     overrides `acquire`, `held` and `release` with leases kept in its database.
+    Used as an async context manager, a store is closed (`aclose`) on leaving.
     """
+
+    async def aclose(self) -> None:
+        """Release the store's resources; a store that buffers writes flushes them first."""
+        await anyio.lowlevel.checkpoint()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
 
     async def open_run(
         self, graph: Graph[Any, Any], ctx: AgentContext[Any], run_id: str
@@ -251,9 +291,6 @@ class MemoryStore(StoreBase):
     ) -> str:
         """Start a new run from `step` of `run_id`; see `fork`."""
         return await fork(self, run_id, step, context=context)
-
-    async def aclose(self) -> None:
-        await anyio.lowlevel.checkpoint()
 
 
 async def fork(
