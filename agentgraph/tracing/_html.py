@@ -61,14 +61,11 @@ pre { margin: 0; padding: 6px 8px; background: #f7f8fa; border-radius: 4px; over
 .st-ok { color: #2e9d5b; } .st-failed { color: #d64545; } .st-running { color: #8a8f98; }
 """
 
-_SCRIPT = """
-(function () {
-  var data = JSON.parse(document.getElementById("trace-data").textContent);
-  var list = document.getElementById("step-list");
+STEP_SCRIPT = """
   function el(tag, cls, text) {
     var node = document.createElement(tag);
     if (cls) node.className = cls;
-    if (text !== undefined) node.textContent = text;
+    if (text !== undefined && text !== null) node.textContent = text;
     return node;
   }
   function block(body, title, value) {
@@ -77,7 +74,7 @@ _SCRIPT = """
     body.appendChild(el("pre", "", typeof value === "string" ? value
       : JSON.stringify(value, null, 2)));
   }
-  data.steps.forEach(function (s) {
+  function stepDetails(s) {
     var d = el("details", "step");
     d.id = "step-" + s.index;
     var sum = el("summary");
@@ -95,8 +92,20 @@ _SCRIPT = """
     block(body, "tool calls", s.tool_calls);
     block(body, "structured output", s.outputs);
     d.appendChild(body);
-    list.appendChild(d);
-  });
+    return d;
+  }
+"""
+"""The step list's script, shared with the live page: `el`, `block` and `stepDetails(step)`."""
+
+_SCRIPT = (
+    """
+(function () {
+  var data = JSON.parse(document.getElementById("trace-data").textContent);
+  var list = document.getElementById("step-list");
+"""
+    + STEP_SCRIPT
+    + """
+  data.steps.forEach(function (s) { list.appendChild(stepDetails(s)); });
   function show(index) {
     var d = document.getElementById("step-" + index);
     if (!d) return;
@@ -112,6 +121,7 @@ _SCRIPT = """
   document.body.setAttribute("data-ready", "1");
 })();
 """
+)
 
 
 def _script_json(value: Any) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..tracing._html import _CSS, _legend
+from ..tracing._html import _CSS, STEP_SCRIPT, _legend
 
 __all__ = ("page",)
 
@@ -47,16 +47,14 @@ svg g.box.active rect { stroke: #3b6fb6; stroke-width: 4; }
 svg g.box.active text { font-weight: 700; }
 """
 
-_SCRIPT = """
+_SCRIPT = (
+    """
 (function () {
   var view = { run: null, es: null, seen: 0, active: null, timer: null, texts: {} };
   var $ = function (id) { return document.getElementById(id); };
-  function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = text;
-    return node;
-  }
+"""
+    + STEP_SCRIPT
+    + """
   function call(method, url, body) {
     var options = { method: method, headers: { "content-type": "application/json" } };
     if (body !== undefined) options.body = JSON.stringify(body);
@@ -68,12 +66,6 @@ _SCRIPT = """
     });
   }
   function say(text) { $("notice").textContent = text || ""; }
-  function block(body, title, value) {
-    if (value === null || value === undefined || (Array.isArray(value) && !value.length)) return;
-    body.appendChild(el("h4", "", title));
-    body.appendChild(el("pre", "", typeof value === "string" ? value
-      : JSON.stringify(value, null, 2)));
-  }
   function loadRuns() {
     return call("GET", "api/runs").then(function (data) {
       var list = $("runs");
@@ -99,23 +91,8 @@ _SCRIPT = """
     var list = $("step-list");
     list.textContent = "";
     steps.forEach(function (s) {
-      var d = el("details", "step");
-      d.id = "step-" + s.index;
+      var d = stepDetails(s);
       d.style.marginLeft = (s.depth * 22) + "px";
-      var sum = el("summary");
-      sum.appendChild(el("span", "st-" + s.status, s.mark + " "));
-      sum.appendChild(document.createTextNode("#" + s.index + " " + s.path.join(" / ") + " · "
-        + s.took + (s.attempts > 1 ? " · " + s.attempts + " attempts" : "")));
-      d.appendChild(sum);
-      var body = el("div", "step-body");
-      block(body, "error", s.error);
-      block(body, "input", s.input);
-      block(body, "output", s.output);
-      block(body, "messages added", s.messages);
-      block(body, "model calls", s.model_calls);
-      block(body, "tool calls", s.tool_calls);
-      block(body, "structured output", s.outputs);
-      d.appendChild(body);
       list.appendChild(d);
     });
     document.body.setAttribute("data-steps", String(steps.length));
@@ -224,6 +201,7 @@ _SCRIPT = """
   loadRuns().then(function () { document.body.setAttribute("data-ready", "1"); });
 })();
 """
+)
 
 
 def page(title: str, graph_svg: str) -> str:
