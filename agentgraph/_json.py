@@ -17,11 +17,8 @@ module paths older records used (`agentgraph.llm._messages:Message`) still load.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import dataclasses
 import enum
-import hashlib
 import importlib
 import math
 import typing
@@ -230,6 +227,10 @@ def _to(value: Any, tagged: bool, where: Where, depth: int) -> Any:
 def _leaf(value: Any, tagged: bool, where: Where) -> Any:
     """Bytes and dates, which have a JSON form; anything else has none."""
     if isinstance(value, bytes):
+        # Loaded here, not with the package: few contexts hold bytes.
+        import base64
+        import hashlib
+
         if tagged:
             return {_BYTES: base64.b64encode(value).decode()}
         return {"size": len(value), "sha256": hashlib.sha256(value).hexdigest()}
@@ -359,6 +360,9 @@ def _member(cls: type[Any], value: Any, tag: str) -> Any:
 
 
 def _bytes(value: Any) -> bytes:
+    import base64
+    import binascii
+
     if not isinstance(value, str):
         raise ContextDecodingError(f"{_BYTES} holds {type(value).__name__}, not base64 text")
     try:

@@ -11,11 +11,10 @@ import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import attrs
-from anyio.abc import ObjectReceiveStream
 
 from ._context import AgentContext
 from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
@@ -31,6 +30,9 @@ from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
 from ._usage import Meter, UsageLimits
+
+if TYPE_CHECKING:
+    from anyio.abc import ObjectReceiveStream
 
 __all__ = (
     "NO_ANSWER",

@@ -8,13 +8,12 @@ here, not by the provider after the request was paid for.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 from typing import Literal
-from urllib.parse import urlsplit
 
 import attrs
+
+# base64, hashlib and urllib.parse load where bytes or URLs are handled, not with
+# the package: most messages are text.
 
 __all__ = ("IMAGE_TYPES", "Document", "Image", "ImageType", "Part", "data_url")
 
@@ -39,10 +38,15 @@ def _sniff(data: bytes) -> ImageType | None:
 
 def data_url(media_type: str, data: bytes) -> str:
     """`data:<media type>;base64,<data>`, as OpenAI takes inline files."""
+    import base64
+
     return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
 
 
 def _from_data_url(url: str) -> tuple[str, bytes]:
+    import base64
+    import binascii
+
     head, _, payload = url.partition(",")
     media_type, _, encoding = head[len("data:") :].partition(";")
     if encoding != "base64" or not payload:
@@ -100,6 +104,8 @@ class Image:
                     f"the data URL says {media_type}, its bytes are {image.media_type}"
                 )
             return image
+        from urllib.parse import urlsplit
+
         if urlsplit(url).scheme not in ("http", "https"):
             raise ValueError(f"an image URL is http(s) or data:, not {url[:40]!r}")
         return cls(url=url)
@@ -107,6 +113,8 @@ class Image:
     @property
     def digest(self) -> str | None:
         """The SHA-256 of the bytes in hex (None for an image by URL)."""
+        import hashlib
+
         return None if self.data is None else hashlib.sha256(self.data).hexdigest()
 
     def __repr__(self) -> str:
@@ -139,6 +147,8 @@ class Document:
     @property
     def digest(self) -> str:
         """The SHA-256 of the bytes in hex."""
+        import hashlib
+
         return hashlib.sha256(self.data).hexdigest()
 
     def __repr__(self) -> str:
