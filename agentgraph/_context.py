@@ -178,6 +178,8 @@ Think = bool | Literal["low", "medium", "high", "auto"] | None
 
 
 def _check_think(value: Any) -> None:
+    if value is None:  # the default: no need to load the model module to accept it
+        return
     from .llm._model import think_hint
 
     think_hint(value)

@@ -15,7 +15,6 @@ import attrs
 
 from ._context import AgentContext
 from ._errors import NodeFailed, RunError
-from ._redact import Redactor
 
 __all__ = ("Attempt", "ErrorTransition", "Failure", "RetryRule", "root_error", "routes_error")
 
@@ -53,6 +52,8 @@ class Failure:
     @classmethod
     def of(cls, failed: NodeFailed) -> Failure:
         """The record of `failed`."""
+        from ._redact import Redactor  # its patterns compile when a failure is first recorded
+
         cause = root_error(failed)
         text = Redactor().mask(str(cause))
         if len(text) > _MESSAGE:
