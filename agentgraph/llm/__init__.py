@@ -1,14 +1,13 @@
 """Provider-neutral messages, the `ChatModel` protocol, and provider clients.
 
-The messages and protocols load with the package; each provider client (and
-httpx with it) loads the first time one of its names is used, so an engine
-that never calls a provider never pays for importing them.
+The messages and content parts load with the package; the `ChatModel` protocol
+with its request, response and stream types, the capabilities, and each
+provider client (and httpx with it) load the first time one of their names is
+used, so an engine that never calls a provider never pays for importing them.
 """
 
 import typing as _typing
 
-from ._capabilities import Capabilities as Capabilities
-from ._capabilities import OnUnsupported as OnUnsupported
 from ._content import Document as Document
 from ._content import Image as Image
 from ._content import ImageType as ImageType
@@ -19,20 +18,11 @@ from ._messages import Role as Role
 from ._messages import ToolCall as ToolCall
 from ._messages import ToolSpec as ToolSpec
 from ._messages import Usage as Usage
-from ._model import ChatModel as ChatModel
-from ._model import ChatRequest as ChatRequest
-from ._model import ChatResponse as ChatResponse
-from ._model import FinishReason as FinishReason
-from ._model import OutputSchema as OutputSchema
-from ._model import ReasoningDelta as ReasoningDelta
-from ._model import ResponseDone as ResponseDone
-from ._model import StreamEvent as StreamEvent
-from ._model import TextDelta as TextDelta
-from ._model import ToolCallDelta as ToolCallDelta
-from ._model import ToolChoice as ToolChoice
 
 if _typing.TYPE_CHECKING:
     from ._anthropic import AnthropicModel as AnthropicModel
+    from ._capabilities import Capabilities as Capabilities
+    from ._capabilities import OnUnsupported as OnUnsupported
     from ._embed import OllamaEmbedder as OllamaEmbedder
     from ._embed import OpenAIEmbedder as OpenAIEmbedder
     from ._gateways import litellm_model as litellm_model
@@ -40,6 +30,17 @@ if _typing.TYPE_CHECKING:
     from ._gigachat import GigaChatModel as GigaChatModel
     from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
     from ._http import ProviderRetry as ProviderRetry
+    from ._model import ChatModel as ChatModel
+    from ._model import ChatRequest as ChatRequest
+    from ._model import ChatResponse as ChatResponse
+    from ._model import FinishReason as FinishReason
+    from ._model import OutputSchema as OutputSchema
+    from ._model import ReasoningDelta as ReasoningDelta
+    from ._model import ResponseDone as ResponseDone
+    from ._model import StreamEvent as StreamEvent
+    from ._model import TextDelta as TextDelta
+    from ._model import ToolCallDelta as ToolCallDelta
+    from ._model import ToolChoice as ToolChoice
     from ._ollama import OllamaModel as OllamaModel
     from ._openai import OpenAIModel as OpenAIModel
     from ._pool import SpreadTransport as SpreadTransport
@@ -48,15 +49,28 @@ if _typing.TYPE_CHECKING:
 
 _LAZY = {
     "AnthropicModel": "_anthropic",
+    "Capabilities": "_capabilities",
+    "ChatModel": "_model",
+    "ChatRequest": "_model",
+    "ChatResponse": "_model",
+    "FinishReason": "_model",
     "GigaChatEmbedder": "_gigachat_embed",
     "GigaChatModel": "_gigachat",
     "OllamaEmbedder": "_embed",
     "OllamaModel": "_ollama",
+    "OnUnsupported": "_capabilities",
     "OpenAIEmbedder": "_embed",
     "OpenAIModel": "_openai",
     "OpenAIResponsesModel": "_responses",
+    "OutputSchema": "_model",
     "ProviderRetry": "_http",
+    "ReasoningDelta": "_model",
+    "ResponseDone": "_model",
     "SpreadTransport": "_pool",
+    "StreamEvent": "_model",
+    "TextDelta": "_model",
+    "ToolCallDelta": "_model",
+    "ToolChoice": "_model",
     "litellm_model": "_gateways",
     "model_from_string": "_resolve",
     "openrouter_model": "_gateways",
