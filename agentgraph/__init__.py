@@ -43,52 +43,52 @@ from ._errors import UnsupportedType as UnsupportedType
 from ._errors import UsageError as UsageError
 from ._errors import UsageLimitExceeded as UsageLimitExceeded
 from ._errors import VectorStoreError as VectorStoreError
-from ._events import ContextEntry as ContextEntry
-from ._events import Event as Event
-from ._events import ModelRequested as ModelRequested
-from ._events import ModelResponded as ModelResponded
-from ._events import ModelStreamed as ModelStreamed
-from ._events import NodeFailedEvent as NodeFailedEvent
-from ._events import NodeFinished as NodeFinished
-from ._events import NodeStarted as NodeStarted
-from ._events import OutputAttempt as OutputAttempt
-from ._events import PartialOutput as PartialOutput
-from ._events import Retrieved as Retrieved
-from ._events import RetrievedSource as RetrievedSource
-from ._events import RetryScheduled as RetryScheduled
-from ._events import RouteChosen as RouteChosen
-from ._events import RunFinished as RunFinished
-from ._events import RunStarted as RunStarted
-from ._events import StepInfo as StepInfo
-from ._events import StructuredOutput as StructuredOutput
-from ._events import Summarized as Summarized
-from ._events import ToolFinished as ToolFinished
 from ._failure import Attempt as Attempt
 from ._failure import Failure as Failure
-from ._gate import ModelGate as ModelGate
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
-from ._journal import Journal as Journal
-from ._journal import JournalSource as JournalSource
-from ._journal import ToolAnswer as ToolAnswer
-from ._json import Types as Types
 from ._node import Node as Node
 from ._node import node as node
-from ._retry import RetryPolicy as RetryPolicy
-from ._retry import is_transient as is_transient
-from ._runner import GraphRunner as GraphRunner
-from ._runner import RunHandle as RunHandle
-from ._runner import Runtime as Runtime
-from ._runner import Sink as Sink
-from ._runner import StepCallback as StepCallback
-from ._usage import Price as Price
-from ._usage import UsageLimits as UsageLimits
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
 from .llm import Usage as Usage
 
 if _typing.TYPE_CHECKING:
+    from ._events import ContextEntry as ContextEntry
+    from ._events import Event as Event
+    from ._events import ModelRequested as ModelRequested
+    from ._events import ModelResponded as ModelResponded
+    from ._events import ModelStreamed as ModelStreamed
+    from ._events import NodeFailedEvent as NodeFailedEvent
+    from ._events import NodeFinished as NodeFinished
+    from ._events import NodeStarted as NodeStarted
+    from ._events import OutputAttempt as OutputAttempt
+    from ._events import PartialOutput as PartialOutput
+    from ._events import Retrieved as Retrieved
+    from ._events import RetrievedSource as RetrievedSource
+    from ._events import RetryScheduled as RetryScheduled
+    from ._events import RouteChosen as RouteChosen
+    from ._events import RunFinished as RunFinished
+    from ._events import RunStarted as RunStarted
+    from ._events import StepInfo as StepInfo
+    from ._events import StructuredOutput as StructuredOutput
+    from ._events import Summarized as Summarized
+    from ._events import ToolFinished as ToolFinished
+    from ._gate import ModelGate as ModelGate
+    from ._journal import Journal as Journal
+    from ._journal import JournalSource as JournalSource
+    from ._journal import ToolAnswer as ToolAnswer
+    from ._json import Types as Types
+    from ._retry import RetryPolicy as RetryPolicy
+    from ._retry import is_transient as is_transient
+    from ._runner import GraphRunner as GraphRunner
+    from ._runner import RunHandle as RunHandle
+    from ._runner import Runtime as Runtime
+    from ._runner import Sink as Sink
+    from ._runner import StepCallback as StepCallback
+    from ._usage import Price as Price
+    from ._usage import UsageLimits as UsageLimits
     from .nodes import Generate as Generate
     from .nodes import MapEach as MapEach
     from .nodes import Parallel as Parallel
@@ -112,20 +112,57 @@ if _typing.TYPE_CHECKING:
     from .tools import Tool as Tool
     from .tools import tool as tool
 
-# The ready-made nodes, structured output and tools load on first use, so that
-# `import agentgraph` costs little more than its dependencies.
+# What builds a graph (contexts, messages, nodes, graphs, errors) loads with the
+# package. The runner with its events, journal and policies, the ready-made nodes,
+# structured output and tools load on first use, so that `import agentgraph`
+# costs little more than its dependencies: each of their modules creates dozens
+# of attrs classes.
 _LAZY = {
+    "ContextEntry": "._events",
+    "Event": "._events",
     "Generate": ".nodes",
+    "GraphRunner": "._runner",
     "Guide": ".structured",
+    "Journal": "._journal",
+    "JournalSource": "._journal",
     "MapEach": ".nodes",
+    "ModelGate": "._gate",
+    "ModelRequested": "._events",
+    "ModelResponded": "._events",
+    "ModelStreamed": "._events",
+    "NodeFailedEvent": "._events",
+    "NodeFinished": "._events",
+    "NodeStarted": "._events",
+    "OutputAttempt": "._events",
     "Parallel": ".nodes",
     "Partial": ".nodes",
+    "PartialOutput": "._events",
+    "Price": "._usage",
+    "Retrieved": "._events",
+    "RetrievedSource": "._events",
+    "RetryPolicy": "._retry",
+    "RetryScheduled": "._events",
+    "RouteChosen": "._events",
+    "RunFinished": "._events",
+    "RunHandle": "._runner",
+    "RunStarted": "._events",
+    "Runtime": "._runner",
     "Section": ".nodes",
+    "Sink": "._runner",
+    "StepCallback": "._runner",
+    "StepInfo": "._events",
+    "StructuredOutput": "._events",
+    "Summarized": "._events",
     "Tool": ".tools",
+    "ToolAnswer": "._journal",
+    "ToolFinished": "._events",
+    "Types": "._json",
+    "UsageLimits": "._usage",
     "describe": ".structured",
     "from_tool_call": ".structured",
     "generable": ".structured",
     "generate": ".nodes",
+    "is_transient": "._retry",
     "json_schema": ".structured",
     "loads_lenient": ".structured",
     "map_each": ".nodes",

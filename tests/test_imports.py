@@ -61,6 +61,28 @@ def test_import_agentgraph_loads_no_provider_client_http_stack_or_sink():
     assert "asyncio" not in loaded  # looked up only when a loop may be running
 
 
+def test_import_agentgraph_loads_what_building_a_graph_needs_and_no_more():
+    loaded = loaded_by(LOADED)
+    ours = {name for name in loaded if name.startswith("agentgraph")}
+    # Contexts, messages, nodes and graphs: the runner, its events and the model
+    # protocol load when first named (`agentgraph.GraphRunner`, `agentgraph.llm.ChatModel`).
+    assert ours == {
+        "agentgraph",
+        "agentgraph._context",
+        "agentgraph._errors",
+        "agentgraph._failure",
+        "agentgraph._graph",
+        "agentgraph._node",
+        "agentgraph.llm",
+        "agentgraph.llm._content",
+        "agentgraph.llm._embedder",
+        "agentgraph.llm._messages",
+    }, sorted(ours)
+    # Bytes and URLs in messages load these when they are handled, not at import.
+    for stdlib in ("hashlib", "base64", "urllib.parse", "ipaddress", "socket"):
+        assert stdlib not in loaded, stdlib
+
+
 @pytest.mark.parametrize("module", [agentgraph, agentgraph.llm])
 def test_names_loaded_on_first_use_are_all_there(module):
     lazy = module._LAZY
