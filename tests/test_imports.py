@@ -1,4 +1,4 @@
-"""`import agentgraph` loads the engine and its dependencies, nothing more."""
+"""`import agentgraph` loads what builds a graph; the rest loads on first use."""
 
 import subprocess
 import sys
@@ -99,15 +99,27 @@ def test_a_lazily_loaded_name_is_the_same_object_as_its_home_module():
 
     openai = importlib.import_module("agentgraph.llm._openai")
     generate = importlib.import_module("agentgraph.nodes._generate")
+    runner = importlib.import_module("agentgraph._runner")
+    model = importlib.import_module("agentgraph.llm._model")
     assert agentgraph.llm.OpenAIModel is openai.OpenAIModel
     assert agentgraph.generate is generate.generate
+    assert agentgraph.GraphRunner is runner.GraphRunner
+    assert agentgraph.llm.ChatRequest is model.ChatRequest
 
 
 def test_from_imports_of_lazy_names_work_in_a_fresh_process():
     loaded = loaded_by(
         "import sys\n"
-        "from agentgraph import tool, generate\n"
-        "from agentgraph.llm import OpenAIModel\n"
+        "from agentgraph import GraphRunner, StepInfo, tool, generate\n"
+        "from agentgraph.llm import ChatModel, OpenAIModel\n"
         "print('\\n'.join(sys.modules))"
     )
-    assert {"agentgraph.tools", "agentgraph.nodes", "agentgraph.llm._openai", "httpx"} <= loaded
+    assert {
+        "agentgraph._runner",
+        "agentgraph._events",
+        "agentgraph.llm._model",
+        "agentgraph.tools",
+        "agentgraph.nodes",
+        "agentgraph.llm._openai",
+        "httpx",
+    } <= loaded
