@@ -304,16 +304,6 @@ class Graph(Node[In, Out]):
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         return await rt.run_graph(self, ctx)
 
-    async def next_node(
-        self, node: Node[Any, Any], ctx: AgentContext[Any], *, step: int, path: tuple[str, ...]
-    ) -> tuple[Node[Any, Any], int]:
-        """The first transition out of `node` that fires and its position, or a routing error.
-
-        `path` is the graph's own path; errors name `node` below it.
-        """
-        routed = self.route(node, ctx, step=step, path=path)
-        return routed if isinstance(routed, tuple) else await routed.settle()
-
     def route(
         self,
         node: Node[Any, Any],
@@ -323,11 +313,12 @@ class Graph(Node[In, Out]):
         path: tuple[str, ...],
         start: int = 0,
     ) -> tuple[Node[Any, Any], int] | _Pending:
-        """`next_node` without a coroutine while the routers are plain functions.
+        """The first transition out of `node` that fires and its position, or a routing error.
 
-        A router that returns an awaitable (an `async def` one, say) leaves a
-        `_Pending` to await: `next_node` does that. `start` is the position of
-        the first transition to try.
+        Plain-function routers are called without a coroutine; one that returns
+        an awaitable (an `async def` router, say) leaves a `_Pending` whose
+        `settle()` gives the route. `path` is the graph's own path (errors name
+        `node` below it); `start` is the position of the first transition to try.
         """
         transitions = self.transitions.get(node, ())
         for position in range(start, len(transitions)):
@@ -450,13 +441,13 @@ class _Pending:
 
     async def resolve(self) -> tuple[Node[Any, Any], int] | _Pending:
         """The route once the router's answer is in (or the next pending one)."""
-        graph, node, ctx, step, path = self._graph, self._node, self._ctx, self._step, self._path
-        t = graph.transitions[node][self._position]
+        owner, node, ctx, step, path = self._graph, self._node, self._ctx, self._step, self._path
+        t = owner.transitions[node][self._position]
         where = (*path, node.name)
         try:
             chosen = await self._chosen
         except Exception as exc:
             raise _router_failed(t, exc, ctx, step, where) from exc
         if chosen is None:  # this transition does not fire: try the ones after it
-            return graph.route(node, ctx, step=step, path=path, start=self._position + 1)
-        return graph._accepted(t, chosen, ctx, step, where), self._position
+            return owner.route(node, ctx, step=step, path=path, start=self._position + 1)
+        return owner._accepted(t, chosen, ctx, step, where), self._position

@@ -509,9 +509,9 @@ class Runtime:
         # A plain function that takes no runtime, in a run without a journal, gets
         # none: its step builds a `Runtime` only if it fails (to retry or report).
         plain = type(node) is FunctionNode and node.plain and run.journal is None
-        rt = None
-        if not plain or run.emit is not None:
-            rt = await self._begin(node, ctx, index, local_index, path, fanout, plain)
+        rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
+        if run.emit is not None:
+            await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
         started = perf_counter()
         try:
             if plain:
@@ -529,9 +529,7 @@ class Runtime:
                 )
             attempts = 1
         except Exception as error:  # the slow path: retry or report
-            rt = rt or Runtime(
-                run, path, self.depth + 1, index, fanout, self.node_retry, self.meters
-            )
+            rt = rt or self._child(node, ctx, index, local_index, path, fanout)
             out, attempts = await rt._recover(node, ctx, index, error)
         # Report the step: the handle (on the run's own path), events, callbacks.
         if not fanout:
@@ -549,7 +547,7 @@ class Runtime:
                 await pending
         return out
 
-    async def _begin(
+    def _child(
         self,
         node: Node[Any, Any],
         ctx: AgentContext[Any],
@@ -557,20 +555,12 @@ class Runtime:
         local: int,
         path: tuple[str, ...],
         fanout: bool,
-        plain: bool,
-    ) -> Runtime | None:
-        """Start a step that needs more than a call: its runtime, journal entry and event.
-
-        Returns the step's runtime, or None for a plain function (which gets none).
-        """
+    ) -> Runtime:
+        """The runtime of `node`'s step, entered in the journal if the run has one."""
         run = self._run
-        rt = None
-        if not plain:
-            rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
-            if run.journal is not None:
-                run.journal.enter(self, rt, index, local, ctx)
-        if run.emit is not None:
-            await run.emit(NodeStarted(index, local, self.depth, path, node, ctx, self.index))
+        rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
+        if run.journal is not None:
+            run.journal.enter(self, rt, index, local, ctx)
         return rt
 
     async def _recover(
