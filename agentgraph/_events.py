@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 
@@ -39,9 +39,11 @@ __all__ = (
 )
 
 
-@attrs.frozen
-class StepInfo:
+class StepInfo(NamedTuple):
     """Where a finished step sits in its run.
+
+    A named tuple rather than an attrs class: one is built for every step, and
+    a tuple costs a quarter as much to build.
 
     Attributes:
         index: run-wide step number, from 1, counting nested steps too.
@@ -52,7 +54,7 @@ class StepInfo:
         duration: seconds from the step's start to its end, retries included.
     """
 
-    index: int
+    index: int  # type: ignore[assignment]  # the step's number, in place of tuple.index
     local_index: int
     depth: int
     path: tuple[str, ...]

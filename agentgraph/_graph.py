@@ -304,52 +304,70 @@ class Graph(Node[In, Out]):
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         return await rt.run_graph(self, ctx)
 
-    async def next_node(
-        self, node: Node[Any, Any], ctx: AgentContext[Any], *, step: int, path: tuple[str, ...]
-    ) -> tuple[Node[Any, Any], int]:
+    def route(
+        self,
+        node: Node[Any, Any],
+        ctx: AgentContext[Any],
+        *,
+        step: int,
+        path: tuple[str, ...],
+        start: int = 0,
+    ) -> tuple[Node[Any, Any], int] | _Pending:
         """The first transition out of `node` that fires and its position, or a routing error.
 
-        `path` is the graph's own path; errors name `node` below it.
+        Plain-function routers are called without a coroutine; one that returns
+        an awaitable (an `async def` router, say) leaves a `_Pending` whose
+        `settle()` gives the route. `path` is the graph's own path (errors name
+        `node` below it); `start` is the position of the first transition to try.
         """
-        for position, t in enumerate(self.transitions.get(node, ())):
+        transitions = self.transitions.get(node, ())
+        for position in range(start, len(transitions)):
+            t = transitions[position]
             if t.target is not None:
                 return t.target, position
             assert t.router is not None
             try:
                 chosen = t.router(ctx)
-                if t.is_async or (not self._holds(chosen) and inspect.isawaitable(chosen)):
-                    chosen = await chosen
             except Exception as exc:
-                reason = f"{t.label or 'the router'} raised {type(exc).__name__}: {exc}"
-                if len(reason) > _SHOWN:
-                    reason = reason[: _SHOWN - 1] + "…"
-                raise RoutingError(reason, context=ctx, step=step, path=(*path, node.name)) from exc
-            if chosen is None:
-                continue
-            if self._holds(chosen) and (t.targets is None or chosen in t.targets):
+                raise _router_failed(t, exc, ctx, step, (*path, node.name)) from exc
+            held = self._holds(chosen)
+            if held and (t.targets is None or chosen in t.targets):
                 return chosen, position  # the common case: a node of this graph, as declared
-            if not isinstance(chosen, Node):
-                raise RoutingError(
-                    _not_a_node(t, chosen), context=ctx, step=step, path=(*path, node.name)
-                )
-            if t.targets is not None and not any(chosen is x for x in t.targets):
-                declared = ", ".join(x.name for x in t.targets)
-                raise RoutingError(
-                    f"router returned {chosen!r}, which is not among its declared "
-                    f"targets ({declared})",
-                    context=ctx,
-                    step=step,
-                    path=(*path, node.name),
-                )
-            if chosen not in self.members:
-                raise RoutingError(
-                    f"router returned {chosen!r}, which is not a node of graph {self.name!r}",
-                    context=ctx,
-                    step=step,
-                    path=(*path, node.name),
-                )
-            return chosen, position
+            if t.is_async or (not held and inspect.isawaitable(chosen)):
+                return _Pending(self, node, ctx, step, path, position, chosen)
+            if chosen is not None:
+                return self._accepted(t, chosen, ctx, step, (*path, node.name)), position
         raise DeadEnd(context=ctx, step=step, path=(*path, node.name))
+
+    def _accepted(
+        self,
+        t: Transition,
+        chosen: object,
+        ctx: AgentContext[Any],
+        step: int,
+        where: tuple[str, ...],
+    ) -> Node[Any, Any]:
+        """`chosen` if it is a node `t` may lead to, else the `RoutingError` that says why."""
+        if self._holds(chosen) and (t.targets is None or chosen in t.targets):
+            return chosen  # type: ignore[return-value]  # the common case: a node of this graph, as declared
+        if not isinstance(chosen, Node):
+            raise RoutingError(_not_a_node(t, chosen), context=ctx, step=step, path=where)
+        if t.targets is not None and not any(chosen is x for x in t.targets):
+            declared = ", ".join(x.name for x in t.targets)
+            raise RoutingError(
+                f"router returned {chosen!r}, which is not among its declared targets ({declared})",
+                context=ctx,
+                step=step,
+                path=where,
+            )
+        if chosen not in self.members:
+            raise RoutingError(
+                f"router returned {chosen!r}, which is not a node of graph {self.name!r}",
+                context=ctx,
+                step=step,
+                path=where,
+            )
+        return chosen
 
     def _holds(self, chosen: object) -> bool:
         """True when `chosen` is a node of this graph (anything else, hashable or not: False)."""
@@ -380,3 +398,56 @@ class Graph(Node[In, Out]):
 
     def __repr__(self) -> str:
         return f"<Graph {self.name!r}: {len(self.nodes)} nodes>"
+
+
+def _router_failed(
+    t: Transition, exc: Exception, ctx: AgentContext[Any], step: int, where: tuple[str, ...]
+) -> RoutingError:
+    reason = f"{t.label or 'the router'} raised {type(exc).__name__}: {exc}"
+    if len(reason) > _SHOWN:
+        reason = reason[: _SHOWN - 1] + "…"
+    return RoutingError(reason, context=ctx, step=step, path=where)
+
+
+class _Pending:
+    """A route waiting on an awaitable a router returned; `resolve` finishes it."""
+
+    __slots__ = ("_chosen", "_ctx", "_graph", "_node", "_path", "_position", "_step")
+
+    def __init__(
+        self,
+        graph: Graph[Any, Any],
+        node: Node[Any, Any],
+        ctx: AgentContext[Any],
+        step: int,
+        path: tuple[str, ...],
+        position: int,
+        chosen: Any,
+    ) -> None:
+        self._graph = graph
+        self._node = node
+        self._ctx = ctx
+        self._step = step
+        self._path = path
+        self._position = position
+        self._chosen = chosen
+
+    async def settle(self) -> tuple[Node[Any, Any], int]:
+        """The route, once every awaitable on the way is in."""
+        routed = await self.resolve()
+        while not isinstance(routed, tuple):
+            routed = await routed.resolve()
+        return routed
+
+    async def resolve(self) -> tuple[Node[Any, Any], int] | _Pending:
+        """The route once the router's answer is in (or the next pending one)."""
+        owner, node, ctx, step, path = self._graph, self._node, self._ctx, self._step, self._path
+        t = owner.transitions[node][self._position]
+        where = (*path, node.name)
+        try:
+            chosen = await self._chosen
+        except Exception as exc:
+            raise _router_failed(t, exc, ctx, step, where) from exc
+        if chosen is None:  # this transition does not fire: try the ones after it
+            return owner.route(node, ctx, step=step, path=path, start=self._position + 1)
+        return owner._accepted(t, chosen, ctx, step, where), self._position

@@ -141,7 +141,7 @@ class GraphRunner:
         _check_input(ctx)
         rid = run_id or new_run_id()
         journal = None if store is None else await _source(store).open_run(graph, ctx, rid)
-        return await self._drive(graph, ctx, handle or RunHandle(), None, rid, journal)
+        return await self._drive(graph, ctx, handle, None, rid, journal)
 
     async def resume(
         self,
@@ -161,9 +161,7 @@ class GraphRunner:
         graph = as_graph(graph)
         types = self.types.with_types(*graph.data_types())
         journal = await _source(store).open_resume(graph, run_id, answer, types)
-        return await self._drive(
-            graph, journal.initial, handle or RunHandle(), None, run_id, journal
-        )
+        return await self._drive(graph, journal.initial, handle, None, run_id, journal)
 
     async def replay(
         self,
@@ -183,9 +181,7 @@ class GraphRunner:
         graph = as_graph(graph)
         types = self.types.with_types(*graph.data_types())
         journal = await _source(store).open_replay(graph, run_id, types)
-        return await self._drive(
-            graph, journal.initial, handle or RunHandle(), None, run_id, journal
-        )
+        return await self._drive(graph, journal.initial, handle, None, run_id, journal)
 
     @asynccontextmanager
     async def stream(
@@ -225,7 +221,7 @@ class GraphRunner:
                     journal = (
                         None if store is None else await _source(store).open_run(graph, ctx, rid)
                     )
-                    await self._drive(graph, ctx, handle or RunHandle(), emit, rid, journal)
+                    await self._drive(graph, ctx, handle, emit, rid, journal)
                 except Exception as error:
                     failure.append(error)
 
@@ -253,15 +249,45 @@ class GraphRunner:
         self,
         graph: Graph[In, Out],
         ctx: AgentContext[In],
-        handle: RunHandle,
+        handle: RunHandle | None,
         emit: Emit | None,
         run_id: str,
         journal: Journal | None,
     ) -> AgentContext[Out]:
-        """Run `graph` in the run's cancel scope; every way out is reported to the sinks."""
+        """Run `graph`; every way out is reported to the sinks.
+
+        The run gets a cancel scope of its own when something besides its
+        caller can end it (a handle or a timeout); otherwise only the
+        caller's cancellation can, and the scope would be pure cost.
+        """
+        scoped = handle is not None or self.timeout is not None
+        handle = handle or RunHandle()
         run = self._start(ctx, handle, emit, run_id, journal)
         try:
-            return await self._guard(graph, ctx, handle, run)
+            if not scoped:
+                done, _ = await self._guarded(graph, ctx, handle, run, None)
+                assert done is not None  # without a scope of its own, a run returns or raises
+                return done
+            out: AgentContext[Out] | None = None
+            teardown: Exception | None = None
+            with anyio.CancelScope() as scope:
+                handle._scope = scope
+                if handle.cancelled:
+                    scope.cancel()
+                if self.timeout is not None:
+                    scope.deadline = anyio.current_time() + self.timeout
+                out, teardown = await self._guarded(graph, ctx, handle, run, scope)
+            handle._scope = None
+            if out is None:
+                last = handle.context if handle.context is not None else ctx
+                ended: Exception = (
+                    GraphCancelled(context=last, step=handle.step)
+                    if handle.cancelled
+                    else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
+                )
+                await _ended(run, ended)
+                raise ended from teardown
+            return out
         finally:
             if journal is not None:
                 journal.close()
@@ -292,48 +318,46 @@ class GraphRunner:
             gate=self.model_gate,
         )
 
-    async def _guard(
-        self, graph: Graph[In, Out], ctx: AgentContext[In], handle: RunHandle, run: _Run
-    ) -> AgentContext[Out]:
-        out: AgentContext[Out] | None = None
-        teardown: Exception | None = None
-        with anyio.CancelScope() as scope:
-            handle._scope = scope
-            if handle.cancelled:
-                scope.cancel()
-            if self.timeout is not None:
-                scope.deadline = anyio.current_time() + self.timeout
-            try:
-                out = await _body(run, graph, ctx)
-            except Interrupt as signal:
-                raise await _interrupted(run, signal) from None
-            except anyio.get_cancelled_exc_class():
-                if not (scope.cancel_called or handle.cancelled):
-                    # The caller's own scope was cancelled: tell the sinks, then let
-                    # the native cancellation through untouched.
-                    last = handle.context if handle.context is not None else ctx
-                    await _ended(run, GraphCancelled(context=last, step=handle.step))
+    async def _guarded(
+        self,
+        graph: Graph[In, Out],
+        ctx: AgentContext[In],
+        handle: RunHandle,
+        run: _Run,
+        scope: anyio.CancelScope | None,
+    ) -> tuple[AgentContext[Out] | None, Exception | None]:
+        """The run itself, inside its scope (if it has one): announce it, run the root
+        graph, make its record durable, and report how it ended.
+
+        Returns the final context, or None and the error its steps raised while
+        they were torn down when the run's own scope ended it (cancelled or timed out).
+        """
+        try:
+            if run.emit is not None:
+                await run.emit(RunStarted(graph.name, handle.context or ctx, run.run_id))
+            meters = () if run.limits is None else (Meter(run.limits),)
+            out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
+            if run.journal is not None:
+                await run.journal.finish()
+        except Interrupt as signal:
+            raise await _interrupted(run, signal) from None
+        except anyio.get_cancelled_exc_class():
+            if scope is None or not (scope.cancel_called or handle.cancelled):
+                # The caller's own scope was cancelled: tell the sinks, then let
+                # the native cancellation through untouched.
+                last = handle.context if handle.context is not None else ctx
+                await _ended(run, GraphCancelled(context=last, step=handle.step))
+            raise
+        except Exception as error:
+            if scope is None or not (scope.cancel_called or handle.cancelled):
+                await _ended(run, error)
                 raise
-            except Exception as error:
-                if not (scope.cancel_called or handle.cancelled):
-                    await _ended(run, error)
-                    raise
-                # The run was being cancelled or timed out: an error raised while
-                # its steps were torn down is a consequence, not the outcome.
-                teardown = error
-        handle._scope = None
-        if out is None:
-            last = handle.context if handle.context is not None else ctx
-            ended: Exception = (
-                GraphCancelled(context=last, step=handle.step)
-                if handle.cancelled
-                else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
-            )
-            await _ended(run, ended)
-            raise ended from teardown
+            # The run was being cancelled or timed out: an error raised while
+            # its steps were torn down is a consequence, not the outcome.
+            return None, error
         if run.emit is not None:
             await run.emit(RunFinished(out, run.steps))
-        return out
+        return out, None
 
     def _emitter(self, stream: Emit | None) -> Emit | None:
         """The run's event dispatcher: the sinks, then the stream (None when nobody listens)."""
@@ -454,17 +478,6 @@ def _source(store: Any) -> JournalSource:
 
 
 _REPORT_GRACE = 5.0
-
-
-async def _body(run: _Run, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
-    """The run itself: announce it, run the root graph, make its record durable."""
-    if run.emit is not None:
-        await run.emit(RunStarted(graph.name, run.handle.context or ctx, run.run_id))
-    meters = () if run.limits is None else (Meter(run.limits),)
-    out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
-    if run.journal is not None:
-        await run.journal.finish()
-    return out
 
 
 async def _interrupted(run: _Run, signal: Interrupt) -> Interrupted:

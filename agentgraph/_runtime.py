@@ -65,6 +65,8 @@ In = TypeVar("In")
 Out = TypeVar("Out")
 T = TypeVar("T")
 
+_new_tuple = tuple.__new__
+
 StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitable[None] | None]
 """`on_step(step, node, ctx)`: called after each node; may be sync or async."""
 
@@ -434,9 +436,10 @@ class Runtime:
                 if target is not None:
                     position = 0
                 else:
-                    target, position = await graph.next_node(
-                        source, current, step=step, path=self.path
-                    )
+                    routed = graph.route(source, current, step=step, path=self.path)
+                    # A router that returned an awaitable leaves the route pending.
+                    routed = routed if isinstance(routed, tuple) else await routed.settle()
+                    target, position = routed
                 if run.emit is not None:
                     dynamic = graph.transitions[source][position].router is not None
                     await run.emit(
@@ -499,53 +502,62 @@ class Runtime:
             raise StepLimitExceeded(context=ctx, step=run.steps, path=(*self.path, node.name))
         run.steps += 1
         index = run.steps
-        if not index & 63:
-            # Steps that never await would otherwise hold the loop: every 64th step
-            # yields, so deadlines (the run's and the caller's) fire.
-            await anyio.lowlevel.checkpoint()
-        elif run.watch or run.handle._cancelled:
-            await anyio.lowlevel.checkpoint_if_cancelled()
-        rt = self._child(node, ctx, index, local_index, branch)
-        path, fanout = rt.path, rt.fanout
+        if not index & 63 or run.watch or run.handle._cancelled:
+            await _checkpoint(index)
+        path = (*self.path, node.name)
+        fanout = branch or self.fanout
+        # A plain function that takes no runtime, in a run without a journal, gets
+        # none: its step builds a `Runtime` only if it fails (to retry or report).
+        plain = type(node) is FunctionNode and node.plain and run.journal is None
+        rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
         if run.emit is not None:
-            await run.emit(
-                NodeStarted(index, local_index, rt.depth - 1, rt.path, node, ctx, self.index)
-            )
+            await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
         started = perf_counter()
         try:
-            if type(node) is FunctionNode and node.timeout is None:
+            if plain:
                 # Called here rather than through `run`: no wrapper coroutine per step.
-                result = node.fn(ctx, rt) if node.wants_runtime else node.fn(ctx)
-                if node.is_async:
+                result = node.fn(ctx)  # type: ignore[attr-defined]  # a FunctionNode
+                if node.is_async:  # type: ignore[attr-defined]
                     result = await result
                 if not isinstance(result, AgentContext):
-                    raise node.not_a_context(result)
+                    raise node.not_a_context(result)  # type: ignore[attr-defined]
                 out: AgentContext[Out] = result
             else:
+                assert rt is not None
                 out = await (
                     node.run(ctx, rt) if node.timeout is None else _with_timeout(node, ctx, rt)
                 )
             attempts = 1
         except Exception as error:  # the slow path: retry or report
+            rt = rt or self._child(node, ctx, index, local_index, path, fanout)
             out, attempts = await rt._recover(node, ctx, index, error)
-        info = StepInfo(index, local_index, self.depth, path, attempts, perf_counter() - started)
         # Report the step: the handle (on the run's own path), events, callbacks.
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if run.emit is not None:
-            await run.emit(NodeFinished(info, node, out))
-        if run.on_step:
-            await _called_back(run, info, node, out)
+        if run.on_step or run.emit is not None:
+            # Built as a tuple: a step record costs a quarter of an attrs instance.
+            info = _new_tuple(
+                StepInfo, (index, local_index, self.depth, path, attempts, perf_counter() - started)
+            )
+            if run.emit is not None:
+                await run.emit(NodeFinished(info, node, out))
+            pending = _called_back(run.on_step, info, node, out)
+            if pending is not None:
+                await pending
         return out
 
     def _child(
-        self, node: Node[Any, Any], ctx: AgentContext[Any], index: int, local: int, branch: bool
+        self,
+        node: Node[Any, Any],
+        ctx: AgentContext[Any],
+        index: int,
+        local: int,
+        path: tuple[str, ...],
+        fanout: bool,
     ) -> Runtime:
         """The runtime of `node`'s step, entered in the journal if the run has one."""
         run = self._run
-        path = (*self.path, node.name)
-        fanout = branch or self.fanout
         rt = Runtime(run, path, self.depth + 1, index, fanout, self.node_retry, self.meters)
         if run.journal is not None:
             run.journal.enter(self, rt, index, local, ctx)
@@ -611,11 +623,43 @@ class Runtime:
         ) from final
 
 
-async def _called_back(
-    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
+async def _checkpoint(index: int) -> None:
+    """Every 64th step yields, so deadlines (the run's and the caller's) fire even
+    when steps never await; other steps of a run that can be cancelled or timed
+    out only look for cancellation."""
+    if not index & 63:
+        await anyio.lowlevel.checkpoint()
+    else:
+        await anyio.lowlevel.checkpoint_if_cancelled()
+
+
+def _called_back(
+    callbacks: tuple[tuple[StepCallback, bool], ...],
+    info: StepInfo,
+    node: Node[Any, Any],
+    out: AgentContext[Any],
+) -> Awaitable[None] | None:
+    """Call the step callbacks in order; None if all were done when they returned.
+
+    The first one that returns an awaitable hands it, and the callbacks after
+    it, to a coroutine: steps with only sync callbacks never build one.
+    """
+    for i, (callback, is_coroutine) in enumerate(callbacks):
+        result = callback(info, node, out)
+        if result is not None and (is_coroutine or inspect.isawaitable(result)):
+            return _awaited_back(result, callbacks[i + 1 :], info, node, out)
+    return None
+
+
+async def _awaited_back(
+    first: Awaitable[None],
+    rest: tuple[tuple[StepCallback, bool], ...],
+    info: StepInfo,
+    node: Node[Any, Any],
+    out: AgentContext[Any],
 ) -> None:
-    """Call the run's step callbacks, in order, awaiting those that return an awaitable."""
-    for callback, is_coroutine in run.on_step:
+    await first
+    for callback, is_coroutine in rest:
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result

@@ -40,14 +40,12 @@ def _on_step_noop(step: object, node: object, ctx: object) -> None:
 
 
 def _agentgraph_chain(length: int, yielding: bool) -> RunOnce:
-    import anyio
-
     def make(i: int) -> Node[int, int]:
         if yielding:
 
             @node(name=f"n{i}")
             async def step(ctx: AgentContext[int]) -> AgentContext[int]:
-                await anyio.sleep(0)
+                await asyncio.sleep(0)
                 return ctx.with_input(ctx.input + 1)
 
         else:

@@ -127,8 +127,8 @@ def _method(sizes: "Sizes", chain: int) -> list[str]:
         "its first step to the entry into the step after it, over its length. Median of "
         f"{sizes.loop_runs} runs (after 2 warm-up runs).",
         f"- **concurrent**: {sizes.concurrent_runs:,} runs of a {chain}-node chain started "
-        "together in one `asyncio.TaskGroup`; each node yields once (`anyio.sleep(0)` in "
-        "agentgraph, `asyncio.sleep(0)` elsewhere, the same call on asyncio). Wall time over "
+        "together in one `asyncio.TaskGroup`; each node yields once with `asyncio.sleep(0)`, "
+        "the same node body in every framework. Wall time over "
         f"all steps, median of at least {sizes.concurrent_repeats} batches (more, up to 50, "
         f"while they take under {sizes.concurrent_seconds:g} s in all) after a warm-up batch. Peak "
         "RSS is the process's `ru_maxrss`; growth is the peak minus the peak before the "

@@ -203,6 +203,52 @@ async def test_routers_may_be_async_callables_and_objects():
     assert (await run(g.build())).input == 1
 
 
+async def test_awaited_routes_go_on_past_none_and_are_checked_like_plain_ones():
+    a, small, big = adder("a"), adder("small", 100), adder("big", 1000)
+    seen = []
+
+    async def first(ctx):
+        seen.append("first")
+        return None
+
+    def lazily(ctx):  # a plain function that returns an awaitable
+        seen.append("lazily")
+        return first(ctx)
+
+    def plain(ctx):
+        seen.append("plain")
+        return big if ctx.input > 5 else None
+
+    with GraphBuilder[int, int]("g") as g:
+        g.start.edge_to(a)
+        a.edge_to(first, targets=(small,))
+        a.edge_to(lazily, targets=(small,))
+        a.edge_to(plain, targets=(big,))
+        a.edge_to(small)
+        small.edge_to(g.finish)
+        big.edge_to(g.finish)
+    graph = g.build()
+    assert (await run(graph, 10)).input == 1011
+    assert seen == ["first", "lazily", "first", "plain"]
+
+    async def stray(ctx):
+        return big
+
+    async def broken(ctx):
+        raise KeyError("lost")
+
+    for router, message in ((stray, "not among its declared targets"), (broken, "KeyError")):
+        with GraphBuilder[int, int]("g") as g:
+            g.start.edge_to(a)
+            a.edge_to(router, targets=(small,))
+            a.edge_to(big)
+            small.edge_to(g.finish)
+            big.edge_to(g.finish)
+        with pytest.raises(RoutingError, match=message) as info:
+            await run(g.build(), 1)
+        assert info.value.context.input == 2 and info.value.path == ("g", "a")
+
+
 def test_mermaid_draws_dynamic_edges_and_subgraphs():
     a, b = adder("a"), adder("b")
     with GraphBuilder[int, int]("inner") as gi:

@@ -17,7 +17,7 @@ import enum
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from time import perf_counter
 from typing import Any
@@ -329,21 +329,25 @@ def _other(event: Any) -> dict[str, Any]:
             "complete": partial.complete,
             "chars": len(partial.text),
         }
-    if not attrs.has(type(event)):
+    fields: Iterable[tuple[str, Any]]
+    if attrs.has(type(event)):
+        fields = ((f.name, getattr(event, f.name)) for f in attrs.fields(type(event)))
+    elif isinstance(event, tuple) and hasattr(event, "_fields"):  # a named tuple (`StepInfo`)
+        fields = zip(event._fields, event, strict=True)
+    else:
         return {"value": _repr(event)}
     out: dict[str, Any] = {}
-    for field in attrs.fields(type(event)):
-        value = getattr(event, field.name)
+    for name, value in fields:
         if isinstance(value, BaseException):
-            out[field.name] = error_record(value)
+            out[name] = error_record(value)
         elif isinstance(value, AgentContext):
-            out[field.name] = plain(value.input)
+            out[name] = plain(value.input)
         elif isinstance(value, Node):
-            out[field.name] = value.name
-        elif isinstance(value, tuple) and field.name == "path":
-            out[field.name] = list(value)
+            out[name] = value.name
+        elif isinstance(value, tuple) and name == "path":
+            out[name] = list(value)
         else:
-            out[field.name] = plain(value)
+            out[name] = plain(value)
     return out
 
 

@@ -286,8 +286,6 @@ def test_nothing_below_checkpoint_imports_it():
 
 def test_there_is_one_graph_loop():
     loops = [
-        str(p.relative_to(ROOT))
-        for p in ROOT.rglob("*.py")
-        if "graph.next_node(" in p.read_text() or ".next_node(" in p.read_text()
+        str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if "graph.route(" in p.read_text()
     ]
     assert loops == ["_runtime.py"]
