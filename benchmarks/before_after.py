@@ -10,6 +10,8 @@ Usage::
 
     python benchmarks/before_after.py --before 4c5ab3e            # writes its section
     python benchmarks/before_after.py --before 4c5ab3e --quick    # prints only
+    python benchmarks/before_after.py --before 9e24bac --title "Performance round 2" \
+        --change "engine bookkeeping cut"                         # a section of its own
 """
 
 import argparse
@@ -73,6 +75,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--before", required=True, help="the earlier git revision")
     parser.add_argument("--rounds", type=int, default=3, help="turns each tree takes per case")
     parser.add_argument("--quick", action="store_true", help="fewer runs; prints only")
+    parser.add_argument(
+        "--title", default="One loop", help="the section: '<title>: before and after'"
+    )
+    parser.add_argument(
+        "--change",
+        default="two graph loops; this tree has one loop with a journal hook",
+        help="what the earlier revision lacks, as the section says it",
+    )
     args = parser.parse_args(argv)
     cases = [("engine_overhead.py", c) for c in ENGINE] + [("durability.py", c) for c in DURABLE]
     rows: list[str] = []
@@ -93,10 +103,10 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(f"| {case} ({what}) | {old:.2f} | {new:.2f} | {new / old:.2f}x |")
     section = "\n".join(
         [
-            "## One loop: before and after",
+            f"## {args.title}: before and after",
             "",
-            f"Revision `{args.before}` (two graph loops) against this tree (one loop with a "
-            f"journal hook), measured in one run: each case in a fresh interpreter, the trees "
+            f"Revision `{args.before}` ({args.change}) against this tree, "
+            f"measured in one run: each case in a fresh interpreter, the trees "
             f"taking turns, {args.rounds} turns each, medians shown. Engine rows are µs per "
             f"step with no store; durability rows are the µs a store adds per step of the "
             f"1,001-step loop. Load average {load:.1f} → {load_average():.1f}; "
