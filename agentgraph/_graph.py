@@ -308,7 +308,6 @@ class Graph(Node[In, Out]):
         self,
         node: Node[Any, Any],
         ctx: AgentContext[Any],
-        *,
         step: int,
         path: tuple[str, ...],
         start: int = 0,
@@ -449,5 +448,5 @@ class _Pending:
         except Exception as exc:
             raise _router_failed(t, exc, ctx, step, where) from exc
         if chosen is None:  # this transition does not fire: try the ones after it
-            return owner.route(node, ctx, step=step, path=path, start=self._position + 1)
+            return owner.route(node, ctx, step, path, self._position + 1)
         return owner._accepted(t, chosen, ctx, step, where), self._position

@@ -306,16 +306,16 @@ class GraphRunner:
         if journal is not None:
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
         return _Run(
-            run_id=run_id,
-            retry=self.retry,
-            max_steps=self.max_steps,
-            on_step=self._marked,
-            emit=self._emitter(emit),
-            handle=handle,
-            watch=self.timeout is not None,
-            journal=journal,
-            limits=self.usage_limits,
-            gate=self.model_gate,
+            run_id,
+            self.retry,
+            self.max_steps,
+            self._marked,
+            self._emitter(emit),
+            handle,
+            self.timeout is not None,
+            journal,
+            self.usage_limits,
+            self.model_gate,
         )
 
     async def _guarded(

@@ -135,9 +135,8 @@ class _Run:
         "watch",
     )
 
-    def __init__(
+    def __init__(  # positional: one is built for every run
         self,
-        *,
         run_id: str,
         retry: RetryPolicy,
         max_steps: int,
@@ -436,7 +435,7 @@ class Runtime:
                 if target is not None:
                     position = 0
                 else:
-                    routed = graph.route(source, current, step=step, path=self.path)
+                    routed = graph.route(source, current, step, self.path)
                     # A router that returned an awaitable leaves the route pending.
                     routed = routed if isinstance(routed, tuple) else await routed.settle()
                     target, position = routed
