@@ -102,6 +102,98 @@ def timed(framework: str, backend: str, steps: int, runs: int) -> float:
     return statistics.median(samples)
 
 
+def _chain(length: int) -> Any:
+    """A chain of `length` nodes that hand their context on unchanged: no data work."""
+    from agentgraph import AgentContext, GraphBuilder, node
+
+    @node
+    async def same(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx
+
+    with GraphBuilder[int, int]("same") as g:
+        last: Any = g.start
+        for i in range(length):
+            last = last.edge_to(same.with_name(f"n{i}"))
+        last.edge_to(g.finish)
+    return g.build()
+
+
+def parts(backend: str, long: int, runs: int) -> dict[str, float]:
+    """The engine's own costs in µs, with nodes that do no data work, on `backend`.
+
+    A step's cost is the slope between runs of a 1-node and a `long`-node chain, so
+    the start and end of a run fall out of it; the run's own cost is what is left.
+    """
+    from agentgraph import AgentContext, GraphRunner
+
+    def noop(*_: object) -> None:
+        return None
+
+    start = AgentContext(0)
+    short_graph, long_graph = _chain(1), _chain(long)
+    found: dict[str, float] = {}
+
+    async def median_run(runner: GraphRunner, graph: Any, times: int) -> float:
+        samples = []
+        for _ in range(times):
+            began = perf_counter()
+            await runner.run(graph, start)
+            samples.append(perf_counter() - began)
+        return statistics.median(samples) * 1e6
+
+    async def floor(times: int) -> float:
+        async def same(ctx: AgentContext[int]) -> AgentContext[int]:
+            return ctx
+
+        handlers = {f"n{i}": same for i in range(long)}
+        following = {f"n{i}": f"n{i + 1}" for i in range(long)}
+        samples = []
+        for _ in range(times):
+            began = perf_counter()
+            ctx, name = start, "n0"
+            while name in handlers:
+                ctx = await handlers[name](ctx)
+                name = following[name]
+            samples.append(perf_counter() - began)
+        return statistics.median(samples) * 1e6 / long
+
+    async def measure() -> None:
+        for label, runner in (("bare", GraphRunner()), ("on_step", GraphRunner(on_step=noop))):
+            one = await median_run(runner, short_graph, runs * 10)
+            many = await median_run(runner, long_graph, runs)
+            step = (many - one) / (long - 1)
+            found[f"step {label}"] = step
+            found[f"run {label}"] = one - step
+        found["floor"] = await floor(runs)
+
+    anyio.run(measure, backend=backend)
+    return found
+
+
+def _parts_table(found: dict[str, dict[str, float]]) -> list[str]:
+    backends = list(found)
+    rows = [
+        ("a step: count, limit, cancellation, call, handle", lambda f: f["step bare"]),
+        (
+            "a no-op `on_step` on top (`StepInfo`, a clock read, the call)",
+            lambda f: f["step on_step"] - f["step bare"],
+        ),
+        ("starting and ending a run (no store, sink or handle)", lambda f: f["run on_step"]),
+        ("the design floor's dispatch of a step", lambda f: f["floor"]),
+    ]
+    lines = [
+        "| Engine part, nodes doing no data work | "
+        + " | ".join(f"{b} µs" for b in backends)
+        + " |",
+        "|---|" + "--:|" * len(backends),
+    ]
+    for label, value in rows:
+        lines.append(
+            f"| {label} | " + " | ".join(f"{value(found[b]):.2f}" for b in backends) + " |"
+        )
+    return lines
+
+
 def render(steps: int, runs: int) -> str:
     load = load_average()
     lines = [
@@ -113,6 +205,17 @@ def render(steps: int, runs: int) -> str:
         "to whatever ran when it was preempted. Produced by "
         "`python benchmarks/step_profile.py`. The rows list agentgraph's functions and the "
         "workload's; the groups below them add up to the whole.",
+        "",
+    ]
+    found = {backend: parts(backend, 201, runs * 15) for backend in ("asyncio", "trio")}
+    lines += [
+        "### The engine's own parts",
+        "",
+        "What the engine itself costs, with nodes that return their context unchanged, "
+        "so that no data work is counted: a step's cost is the slope between runs of a "
+        "1-node and a 201-node chain, a run's the rest.",
+        "",
+        *_parts_table(found),
         "",
     ]
     for backend in ("asyncio", "trio"):
