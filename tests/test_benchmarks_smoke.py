@@ -109,6 +109,7 @@ def test_step_profile_renders_both_event_loops():
         assert section.startswith("## Step profile\n")
         assert "### asyncio" in section and "### trio" in section
         assert "agentgraph/_runtime.py:execute" in section and "x); " in section
+        assert "### The engine's own parts" in section and "| asyncio µs | trio µs |" in section
 
 
 def test_overheads_render_every_target():
