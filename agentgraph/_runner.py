@@ -363,29 +363,46 @@ class GraphRunner:
         """The run's event dispatcher: the sinks, then the stream (None when nobody listens)."""
         if not self.sinks:
             return stream
-        sinks = list(self.sinks)
-        fail = self.sink_errors == "raise"
+        return _dispatcher(self.sinks, stream, fail=self.sink_errors == "raise")
 
-        async def emit(event: Event) -> None:
-            for sink in tuple(sinks):
-                try:
-                    result = sink(event)
-                    if result is not None and inspect.isawaitable(result):
-                        await result
-                except Exception as exc:
-                    if fail:
-                        raise
-                    sinks.remove(sink)
-                    # No traceback: its lines could show what the sink was writing.
-                    _log.error(
-                        "trace sink %r failed and was detached; the run goes on: %s",
-                        sink,
-                        masked(f"{type(exc).__name__}: {exc}"),
-                    )
-            if stream is not None:
-                await stream(event)
 
-        return emit
+def _dispatcher(sinks: tuple[Sink, ...], stream: Emit | None, *, fail: bool) -> Emit:
+    """Send each event to `sinks` in order, then to `stream`; a failing sink is detached.
+
+    A detached sink is dropped by replacing the tuple, never by changing it, so
+    an event being delivered (by a concurrent branch, say) still reaches the
+    sinks it started with, and no event pays for a copy.
+    """
+    active = sinks
+
+    def detach(sink: Sink, exc: Exception) -> None:
+        nonlocal active
+        if sink not in active:  # a concurrent delivery failed first and said so
+            return
+        kept = list(active)
+        kept.remove(sink)
+        active = tuple(kept)
+        # No traceback: its lines could show what the sink was writing.
+        _log.error(
+            "trace sink %r failed and was detached; the run goes on: %s",
+            sink,
+            masked(f"{type(exc).__name__}: {exc}"),
+        )
+
+    async def emit(event: Event) -> None:
+        for sink in active:
+            try:
+                result = sink(event)
+                if result is not None and inspect.isawaitable(result):
+                    await result
+            except Exception as exc:
+                if fail:
+                    raise
+                detach(sink, exc)
+        if stream is not None:
+            await stream(event)
+
+    return emit
 
 
 class _RunIds:
