@@ -1,3 +1,4 @@
+import anyio
 import httpx
 import pytest
 
@@ -399,3 +400,98 @@ async def test_a_failing_sink_can_end_the_run_instead():
         await runner.run(chain("g", adder("a")), AgentContext(0))
     with pytest.raises(ValueError, match="sink_errors"):
         GraphRunner(sink_errors="ignore")  # type: ignore[arg-type]
+
+
+async def test_sync_and_async_sinks_are_called_in_order_for_every_event():
+    calls = []
+
+    def first(event):
+        calls.append(("first", type(event).__name__))
+
+    async def second(event):
+        await anyio.sleep(0)
+        calls.append(("second", type(event).__name__))
+
+    def third(event):
+        # A sync sink may return an awaitable: it is awaited before the next sink runs.
+        calls.append(("third", type(event).__name__))
+
+        async def later():
+            calls.append(("third-later", type(event).__name__))
+
+        return later()
+
+    def fourth(event):
+        calls.append(("fourth", type(event).__name__))
+
+    await GraphRunner(sinks=[first, second, third, fourth]).run(
+        chain("g", adder("a")), AgentContext(0)
+    )
+    kinds = ["RunStarted", "RouteChosen", "NodeStarted", "NodeFinished", "RouteChosen"]
+    kinds.append("RunFinished")
+    order = ["first", "second", "third", "third-later", "fourth"]
+    assert calls == [(who, kind) for kind in kinds for who in order]
+
+
+async def test_a_sink_detached_mid_run_leaves_the_others_called(caplog):
+    seen: dict[str, list[str]] = {"before": [], "after": [], "flaky": []}
+
+    def before(event):
+        seen["before"].append(type(event).__name__)
+
+    def flaky(event):
+        seen["flaky"].append(type(event).__name__)
+        if isinstance(event, NodeFinished):
+            raise OSError("disk full")
+
+    async def after(event):
+        seen["after"].append(type(event).__name__)
+
+    runner = GraphRunner(sinks=[before, flaky, after])
+    out = await runner.run(chain("g", adder("a"), adder("b")), AgentContext(0))
+    assert out.input == 2
+    everything = [
+        "RunStarted",
+        *["RouteChosen", "NodeStarted", "NodeFinished"] * 2,
+        "RouteChosen",
+        "RunFinished",
+    ]
+    assert seen["before"] == seen["after"] == everything
+    assert seen["flaky"] == everything[:4]  # up to the event it failed on
+    assert len([r for r in caplog.records if "detached" in r.getMessage()]) == 1
+    # The next run starts with every sink again.
+    await runner.run(chain("g", adder("a")), AgentContext(0))
+    assert seen["flaky"][4:] == ["RunStarted", "RouteChosen", "NodeStarted", "NodeFinished"]
+
+
+async def test_a_sink_that_fails_in_concurrent_branches_is_detached_once(caplog):
+    from agentgraph import parallel
+
+    async def broken(event):
+        await anyio.sleep(0)
+        if isinstance(event, NodeStarted) and event.depth == 1:
+            raise RuntimeError("broken")
+
+    seen = []
+    both = parallel(adder("x"), adder("y"), merge=lambda ctx, outs: ctx)
+    runner = GraphRunner(sinks=[broken, seen.append])
+    await runner.run(chain("g", both), AgentContext(0))
+    assert len([r for r in caplog.records if "detached" in r.getMessage()]) == 1
+    assert isinstance(seen[-1], RunFinished)
+
+
+def test_events_are_frozen_values():
+    import attrs
+
+    event = RouteChosen(1, ("g",), "a", "b", 0, False)
+    assert event == RouteChosen(1, ("g",), "a", "b", 0, False) and hash(event) == hash(
+        RouteChosen(1, ("g",), "a", "b", 0, False)
+    )
+    assert repr(event) == (
+        "RouteChosen(index=1, path=('g',), source='a', target='b', transition=0, "
+        "dynamic=False, on_error=False)"
+    )
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        event.index = 2  # type: ignore[misc]
+    assert attrs.evolve(event, on_error=True).on_error
+    assert [f.name for f in attrs.fields(NodeFailedEvent)] == ["index", "path", "attempts", "error"]
