@@ -62,7 +62,7 @@ class StepInfo(NamedTuple):
     duration: float
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class RunStarted:
     """A run began: its root graph's name, its first context, and its id.
 
@@ -74,7 +74,7 @@ class RunStarted:
     run_id: str = ""
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class NodeStarted:
     """A step began. `parent` is the index of the step it runs inside (0 at the top).
 
@@ -90,7 +90,7 @@ class NodeStarted:
     parent: int = 0
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class NodeFinished:
     """A step completed: its `StepInfo`, the node, and the context it returned."""
 
@@ -99,7 +99,7 @@ class NodeFinished:
     context: AgentContext[Any]
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class RouteChosen:
     """Which transition fired after a node: `transition` is its position among the node's."""
 
@@ -113,7 +113,7 @@ class RouteChosen:
     """True when the step failed and an error transition (`Node.on_error`) fired."""
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class RetryScheduled:
     """A failed step will run again after `wait` seconds; `attempt` is the one that failed."""
 
@@ -124,7 +124,7 @@ class RetryScheduled:
     error: BaseException
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class NodeFailedEvent:
     """A step failed for good: after `attempts` attempts, with `error` (retries exhausted)."""
 
@@ -134,7 +134,7 @@ class NodeFailedEvent:
     error: BaseException
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class RunFinished:
     """The last event of a run: `error` is None when the run reached finish."""
 
@@ -143,7 +143,7 @@ class RunFinished:
     error: BaseException | None = None
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class ModelRequested:
     """A node is about to call a model: the exact request, as rendered from the context."""
 
@@ -157,7 +157,7 @@ class ModelRequested:
     """The base URL the client talks to (credentials removed), when it says it."""
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class ModelResponded:
     """The model answered: the full response and how long it took."""
 
@@ -168,7 +168,7 @@ class ModelResponded:
     latency: float
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class ModelStreamed:
     """A streaming model call received more of its answer's text, as it arrived.
 
@@ -181,7 +181,7 @@ class ModelStreamed:
     text: str
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class ToolFinished:
     """A tool call ended: its call, the result message (maybe an error) and its duration."""
 
@@ -230,7 +230,7 @@ class OutputAttempt:
     repairs: tuple[str, ...] = ()
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class StructuredOutput:
     """A `generate` call ended: what it asked, every attempt, and the value (None on failure).
 
@@ -252,7 +252,7 @@ class StructuredOutput:
     usage: Usage
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class PartialOutput:
     """A streaming `generate` call received more of its answer (`attempt` counts from 1)."""
 
@@ -262,7 +262,7 @@ class PartialOutput:
     partial: Partial[Any]
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Summarized:
     """A `summarize` node replaced older history with a summary.
 
@@ -306,7 +306,7 @@ class RetrievedSource:
     clipped: bool
 
 
-@attrs.frozen
+@attrs.frozen(slots=False)
 class Retrieved:
     """A `retrieve` node searched a vector store: the query, every hit and what was clipped."""
 
