@@ -64,6 +64,9 @@ _SECRET_SUFFIXES = (
     "_credentials",
 )
 _SCALARS = (str, int, float, bool, type(None))
+_NUMBERS = frozenset({int, float, bool, type(None)})
+_MEMO_CHARS = 64  # strings up to this long have their masked form remembered
+_MEMO_SIZE = 4096  # how many; the memo starts over when full
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SEPARATORS = re.compile(r"[-.\s]+")
 
@@ -148,7 +151,7 @@ class Redactor:
         keep: top-level record fields left untouched (names, numbers, paths).
     """
 
-    __slots__ = ("_hook", "_hook_failed", "_keep", "_secrets", "_unions")
+    __slots__ = ("_hook", "_hook_failed", "_keep", "_masks", "_secrets", "_unions")
 
     def __init__(
         self,
@@ -167,6 +170,7 @@ class Redactor:
         self._hook_failed = False
         self._keep = frozenset(keep)
         self._unions: dict[Iterable[str], frozenset[str]] = {}
+        self._masks: dict[str, str] = {}
 
     def text(self, text: str, field: str = "") -> str:
         """`text` with secrets masked and the hook applied."""
@@ -189,6 +193,20 @@ class Redactor:
         """`text` with every built-in secret shape and known secret value masked."""
         if len(text) < 6:
             return text
+        if len(text) > _MEMO_CHARS:
+            return self._mask(text)
+        # Short strings (names, paths, ids, field names) recur in every record: each
+        # is scanned once. The answer depends only on the text and this redactor's
+        # secrets, which never change.
+        masks = self._masks
+        found = masks.get(text)
+        if found is None:
+            if len(masks) >= _MEMO_SIZE:
+                masks.clear()
+            found = masks[text] = self._mask(text)
+        return found
+
+    def _mask(self, text: str) -> str:
         for secret in self._secrets:
             if secret in text:
                 text = text.replace(secret, MASK)
@@ -214,6 +232,8 @@ class Redactor:
                 # A number or a flag: masked only under a secret's name outside `keep`.
                 secret = key not in kept and is_secret_name(key)
                 out[key] = MASK if secret and value not in (None, True, False) else value
+            elif kind is str and key in kept:
+                out[key] = self.mask(value)
             elif key in kept and _flat(value):
                 out[key] = self._masked(value)
             else:
@@ -260,9 +280,12 @@ class Redactor:
         """`_value` without a hook: the same masking, with no field paths to build."""
         if is_secret_name(name) and value not in (None, "", True, False):
             return MASK
+        kind = type(value)
+        if kind in _NUMBERS:  # nothing more to mask, and no need to ask what else it is
+            return value
         if isinstance(value, str):
             return self.mask(value)
-        if isinstance(value, Mapping):
+        if kind is dict or isinstance(value, Mapping):
             return {
                 self.mask(k) if isinstance(k, str) else k: self._plain(v, str(k))
                 for k, v in value.items()

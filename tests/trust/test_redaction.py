@@ -162,3 +162,26 @@ def test_the_quick_scan_never_lets_a_secret_shape_through(text):
     expected = _SCHEME.sub(_scheme, expected)
     expected = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}***", expected)
     assert Redactor(environment=False).mask(text) == expected
+
+
+def test_a_string_masked_again_is_masked_the_same_way():
+    from agentgraph._redact import _MEMO_CHARS, _MEMO_SIZE
+    from agentgraph.tracing import Redactor
+
+    texts = [
+        "node_started",
+        "Bearer abcDEF123456789xyz",
+        "X-API-Key: Zq81hd9ak2mz0",
+        "call hunter22 at noon",
+        KEY,
+        "x" * _MEMO_CHARS + f" and {KEY}",  # too long to be remembered
+    ]
+    redactor = Redactor(secrets=["hunter22"], environment=False)
+    first = [redactor.mask(t) for t in texts]
+    again = [redactor.mask(t) for t in texts]
+    fresh = [Redactor(secrets=["hunter22"], environment=False).mask(t) for t in texts]
+    assert first == again == fresh
+    assert KEY not in "".join(first) and "hunter22" not in "".join(first)
+    for i in range(_MEMO_SIZE + 10):  # a full memory starts over rather than growing
+        redactor.mask(f"name number {i}")
+    assert redactor.mask(KEY) == fresh[4]
