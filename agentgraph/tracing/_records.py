@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import enum
 import re
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
-from time import perf_counter
+from time import perf_counter, time
 from typing import Any
 
 import attrs
@@ -39,6 +38,7 @@ from .._events import (
     RunStarted,
     ToolFinished,
 )
+from .._graph import Graph
 from .._json import to_data
 from .._node import Node
 from .._redact import Redaction, Redactor
@@ -76,10 +76,13 @@ _STRUCTURAL = (
 _REPR_LIMIT = 1000
 _DEPTH_LIMIT = 32
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
 
 
 def plain(value: Any) -> Any:
     """`value` as plain JSON data; parts that have no JSON form become their `repr`."""
+    if type(value) in _SCALAR_TYPES:  # what `to_data` (or, failing it, `_tolerant`) returns as is
+        return value
     try:
         return to_data(value)
     except Exception:  # a value the encoder refuses (or a broken __eq__/property): go slow
@@ -139,8 +142,6 @@ def _message(error: BaseException) -> str:
 
 
 def _node_kind(node: Node[Any, Any]) -> str:
-    from .._graph import Graph
-
     if isinstance(node, Graph):
         return "graph"
     return "composite" if node.composite else "node"
@@ -152,6 +153,20 @@ class _RunState:
     started: float
     history: dict[int, int] = attrs.field(factory=dict)
     previous: _RunState | None = None
+    # The last usage recorded and its data: a step without model calls passes it on
+    # unchanged (usage is frozen), so most steps convert none.
+    usage: Any = None
+    usage_data: Any = None
+
+    def usage_of(self, ctx: AgentContext[Any]) -> Any:
+        usage = ctx.usage
+        if usage is not self.usage:
+            self.usage, self.usage_data = usage, plain(usage)
+        return self.usage_data
+
+
+Stamped = tuple[Any, _RunState, float, float]
+"""An event, its run's state, and when it arrived (Unix time, and seconds into the run)."""
 
 
 class Recorder:
@@ -172,22 +187,33 @@ class Recorder:
 
     def __call__(self, event: Any) -> dict[str, Any]:
         """The record of `event`."""
+        return self._build(self._stamp(event))
+
+    def _stamp(self, event: Any) -> Stamped:
+        """`event` with its run's state and the time it arrived: all a record needs
+        from the moment and the task that sent it. `_build` may run later, elsewhere."""
         state = self._state.get()
-        if isinstance(event, RunStarted) or state is None:
+        if state is None or isinstance(event, RunStarted):
             # The run's own id, so traces join its checkpoint record; a run whose
             # start this recorder never saw gets one of its own.
             run_id = event.run_id if isinstance(event, RunStarted) else ""
             state = _RunState(run_id or uuid.uuid4().hex[:12], perf_counter(), previous=state)
             self._state.set(state)
+        stamped = (event, state, time(), perf_counter() - state.started)
+        if isinstance(event, RunFinished):
+            self._state.set(state.previous)
+        return stamped
+
+    def _build(self, stamped: Stamped) -> dict[str, Any]:
+        """The record of a stamped event; the events of one run must come in order."""
+        event, state, now, elapsed = stamped
         record: dict[str, Any] = {
             "event": _kind(event),
             "run": state.id,
-            "time": time.time(),
-            "elapsed": perf_counter() - state.started,
+            "time": now,
+            "elapsed": elapsed,
         }
         record.update(self._fields(event, state))
-        if isinstance(event, RunFinished):
-            self._state.set(state.previous)
         return self.redactor.record(record, keep=_STRUCTURAL)
 
     def _fields(self, event: Any, state: _RunState) -> dict[str, Any]:
@@ -251,7 +277,7 @@ def _run_finished(event: RunFinished, state: _RunState) -> dict[str, Any]:
         "steps": event.steps,
         "ok": event.error is None,
         "output": plain(event.context.input),
-        "usage": plain(event.context.usage),
+        "usage": state.usage_of(event.context),
         "error": None if event.error is None else error_record(event.error),
     }
 
@@ -269,9 +295,11 @@ def _finished(event: NodeFinished, state: _RunState) -> dict[str, Any]:
         "duration": step.duration,
         "output": plain(event.context.input),
         "history": len(history),
-        "usage": plain(event.context.usage),
+        "usage": state.usage_of(event.context),
     }
-    if before is not None and before <= len(history):
+    if before == len(history):  # the step added no message
+        record["messages"] = []
+    elif before is not None and before <= len(history):
         record["messages"] = plain(history[before:])
     else:  # the step rewrote the history (a summary, say): keep all of it
         record["messages"] = plain(history)
@@ -367,7 +395,16 @@ _HANDLERS: dict[type[Any], Callable[[Any, _RunState], dict[str, Any]]] = {
 
 
 def _kind(event: Any) -> str:
-    name = type(event).__name__
-    if isinstance(event, NodeFailedEvent):
+    kind = _KINDS.get(type(event))
+    if kind is None:
+        kind = _KINDS[type(event)] = _kind_of(type(event))
+    return kind
+
+
+def _kind_of(cls: type[Any]) -> str:
+    if issubclass(cls, NodeFailedEvent):
         return "node_failed"
-    return _SNAKE.sub("_", name).lower()
+    return _SNAKE.sub("_", cls.__name__).lower()
+
+
+_KINDS: dict[type[Any], str] = {}
