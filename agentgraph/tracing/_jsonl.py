@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -23,7 +23,7 @@ from .._events import (
     RunStarted,
 )
 from .._redact import Redaction, Redactor
-from ._records import Recorder
+from ._records import Recorder, Stamped
 from ._tree import Trace, TraceBuilder
 
 __all__ = (
@@ -37,6 +37,8 @@ __all__ = (
 
 # Events that end or begin a step: the file is flushed after each, so a crash
 # loses at most the records of the step in progress.
+_IDLE = 1.0  # seconds the writer thread waits for more after the file was closed
+
 _FLUSH_ON = (RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished)
 
 
@@ -71,12 +73,17 @@ class JsonlSink:
     trace = load_trace("run.jsonl")
     ```
     The file is created (or emptied, unless `append=True`) here, so a path that
-    cannot be written fails at once. A writer thread writes and flushes the
-    lines of each step as the step begins and ends, so the event loop never
-    waits for the disk; a run's end waits until all its lines are written and
-    the file is closed (it is reopened for the next run). Use the sink as a
-    context manager (or call `close`) to write what is left when a run is
-    abandoned mid-way.
+    cannot be written fails at once. The event loop only stamps each event with
+    its time and run; a writer thread turns the events into records (converted
+    and redacted), writes them and flushes the lines of each step as the step
+    begins and ends, so the loop never waits for that work or for the disk. A
+    run's end waits until all its lines are written and the file is closed (it
+    is reopened for the next run). Use the sink as a context manager (or call
+    `close`) to write what is left when a run is abandoned mid-way.
+
+    Records are made from the events after the event was sent: a value a node
+    changes in place after its step (rather than returning a new one) may be
+    recorded as changed.
 
     Args:
         path: the file to write.
@@ -94,28 +101,38 @@ class JsonlSink:
     ) -> None:
         self.path = Path(path)
         self._recorder = Recorder(redact=redact)
-        self._lines: list[bytes] = []  # the lines of the step in progress
-        self._writer = _Writer(self.path, append=append)
+        self._pending: list[Stamped] = []  # the events of the step in progress
+        self._writer = _Writer(self.path, self._recorder, append=append)
 
-    async def __call__(self, event: Any) -> None:
-        self._lines.append(encode_record(self._recorder(event)))
+    def __call__(self, event: Any) -> Awaitable[None] | None:
+        """Take `event`: at once, or (a run's last event) once its run's lines are written."""
+        if self._writer.error is not None:
+            self._writer.check()
+        self._pending.append(self._recorder._stamp(event))
         if isinstance(event, _FLUSH_ON):
-            lines, self._lines = self._lines, []
-            self._writer.send(lines)
+            pending, self._pending = self._pending, []
+            self._writer.send(pending)
             if isinstance(event, RunFinished):
-                await anyio.to_thread.run_sync(self._writer.settle, True)
+                return self._settled()
+        return None
+
+    async def _settled(self) -> None:
+        await anyio.to_thread.run_sync(self._writer.settle, True)
+        self._writer.check()
 
     def flush(self) -> None:
         """Write what is pending now (blocking)."""
-        lines, self._lines = self._lines, []
-        self._writer.send(lines)
+        pending, self._pending = self._pending, []
+        self._writer.send(pending)
         self._writer.settle(False)
+        self._writer.check()
 
     def close(self) -> None:
         """Write what is pending and close the file (blocking); a later event reopens it."""
-        lines, self._lines = self._lines, []
-        self._writer.send(lines)
+        pending, self._pending = self._pending, []
+        self._writer.send(pending)
         self._writer.settle(True)
+        self._writer.check()
 
     def __enter__(self) -> JsonlSink:
         return self
@@ -130,25 +147,30 @@ class JsonlSink:
 
 
 class _Writer:
-    """The file and the thread that writes to it, in the order lines were sent.
+    """The file and the thread that records events and writes them, in the order sent.
 
-    The thread starts with the first lines after a close and ends at the next
-    close, so an idle sink holds no thread.
+    The thread starts with the first events sent and ends once the file is
+    closed and nothing came for `_IDLE` seconds, so an idle sink holds no
+    thread and runs in a row do not each start one. An error there (a full disk) is
+    kept for `check` to raise where the sink is called, so the runner detaches
+    the sink (or ends the run) as it does for any failing sink.
     """
 
-    def __init__(self, path: Path, *, append: bool) -> None:
+    def __init__(self, path: Path, recorder: Recorder, *, append: bool) -> None:
         self._path = path
+        self._recorder = recorder
         self._file: IO[bytes] | None = open(path, "ab" if append else "wb")  # noqa: SIM115
-        self._queue: queue.SimpleQueue[list[bytes] | tuple[bool, threading.Event]] = (
+        self._queue: queue.SimpleQueue[list[Stamped] | tuple[bool, threading.Event]] = (
             queue.SimpleQueue()
         )
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
+        self.error: Exception | None = None  # set by the thread, raised by `check`
 
-    def send(self, lines: list[bytes]) -> None:
-        """Queue `lines` to be written and flushed; returns at once."""
-        if lines:
-            self._queue.put(lines)
+    def send(self, events: list[Stamped]) -> None:
+        """Queue `events` to be recorded, written and flushed; returns at once."""
+        if events:
+            self._queue.put(events)
             self._ensure_thread()
 
     def settle(self, close: bool) -> None:
@@ -157,6 +179,12 @@ class _Writer:
         self._queue.put((close, done))
         self._ensure_thread()
         done.wait()
+
+    def check(self) -> None:
+        """Raise the error the thread met since the last check, if any."""
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
 
     def _ensure_thread(self) -> None:
         # Called after the put: a thread that is about to end sees the new item and stays.
@@ -169,26 +197,41 @@ class _Writer:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if isinstance(item, list):
-                if self._file is None:
-                    self._file = open(self._path, "ab")  # noqa: SIM115
-                self._file.writelines(item)
-                if self._queue.empty():
-                    self._file.flush()
-                continue
-            close, done = item
-            if self._file is not None:
-                self._file.flush()
-                if close:
-                    self._file.close()
-                    self._file = None
-            done.set()
-            if close:
+            try:
+                item = self._queue.get(timeout=None if self._file is not None else _IDLE)
+            except queue.Empty:
                 with self._start:
                     if self._queue.empty():
                         self._thread = None
                         return
+                continue
+            if isinstance(item, list):
+                try:
+                    self._write(item)
+                except Exception as exc:
+                    self.error = self.error or exc
+                continue
+            close, done = item
+            try:
+                file = self._file
+                if file is not None and close:
+                    self._file = None
+                    file.close()  # flushes first, and closes even when that fails
+                elif file is not None:
+                    file.flush()
+            except Exception as exc:
+                self.error = self.error or exc
+            finally:
+                done.set()
+
+    def _write(self, events: list[Stamped]) -> None:
+        build = self._recorder._build
+        lines = [encode_record(build(stamped)) for stamped in events]
+        if self._file is None:
+            self._file = open(self._path, "ab")  # noqa: SIM115
+        self._file.writelines(lines)
+        if self._queue.empty():
+            self._file.flush()
 
 
 class TraceRecorder:

@@ -2,8 +2,10 @@
 
 import io
 import json
+import os
 import shutil
 import subprocess
+import threading
 
 import anyio
 import orjson
@@ -292,3 +294,66 @@ async def test_structured_output_attempts_are_in_the_trace(tmp_path):
     shown = io.StringIO()
     render_trace(load_trace(path), shown, style="plain")
     assert "▣ output Point · 2 attempts · valid" in shown.getvalue()
+
+
+def _steady(records):
+    """Records without what changes from run to run (clock readings, ids)."""
+    volatile = {"time", "elapsed", "duration", "latency", "run"}
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: "~" if k in volatile else clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return [clean(r) for r in records]
+
+
+async def test_the_file_holds_the_records_the_recorder_makes(tmp_path):
+    # The writer thread builds the file's records; the recorder builds them as events
+    # arrive. Tools, usage, a failed tool, secrets and a hook: the same records.
+    path = tmp_path / "agent.jsonl"
+    agent, _ = scripted_agent()
+    recorder = TraceRecorder(redact=mask_emails)
+    with JsonlSink(path, redact=mask_emails) as sink:
+        await GraphRunner(sinks=[sink, recorder]).run(agent, secret_ctx("what is 2 + 3?"))
+        await GraphRunner(sinks=[recorder, sink]).run(nested_graph(), AgentContext(1))
+    written = lines(path)
+    assert _steady(written) == _steady(recorder.records)
+    assert [r["run"] for r in written] == [r["run"] for r in recorder.records]
+    assert FAKE_KEY not in path.read_text() and "ann@example.com" not in path.read_text()
+    assert {"tool_finished", "model_responded"} <= set(kinds(written))
+    usage = [r["usage"] for r in written if r["event"] == "node_finished"]
+    assert usage[0]["input_tokens"] == 0 and usage[-1]["input_tokens"] == 0
+    assert max(u["input_tokens"] for u in usage) > 0
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+async def test_a_file_that_cannot_be_written_detaches_the_sink_or_ends_the_run(caplog):
+    everything, seen = [], []
+    await GraphRunner(sinks=[everything.append]).run(nested_graph(), AgentContext(1))
+    with JsonlSink("/dev/full") as sink:
+        out = await GraphRunner(sinks=[sink, seen.append]).run(nested_graph(), AgentContext(1))
+        assert out.input == 32 and [type(e) for e in seen] == [type(e) for e in everything]
+        (error,) = [r.getMessage() for r in caplog.records if "detached" in r.getMessage()]
+        assert "No space left" in error
+
+        runner = GraphRunner(sinks=[sink], sink_errors="raise")
+        with pytest.raises(OSError, match="No space left"):
+            await runner.run(nested_graph(), AgentContext(1))
+
+
+async def test_the_writer_thread_ends_when_the_sink_goes_idle(tmp_path, monkeypatch):
+    from agentgraph.tracing import _jsonl
+
+    monkeypatch.setattr(_jsonl, "_IDLE", 0.01)
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    for start in (1, 2):
+        await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(start))
+    assert [t.input for t in load_traces(tmp_path / "t.jsonl")] == [1, 2]
+    with anyio.fail_after(10):
+        while any(t.name == "agentgraph-jsonl" for t in threading.enumerate()):
+            await anyio.sleep(0.01)
+    await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(3))  # starts one again
+    assert [t.input for t in load_traces(tmp_path / "t.jsonl")] == [1, 2, 3]
