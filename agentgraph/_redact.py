@@ -234,6 +234,9 @@ class Redactor:
                 out[key] = MASK if secret and value not in (None, True, False) else value
             elif kind is str and key in kept:
                 out[key] = self.mask(value)
+            elif (kind is list or kind is tuple) and key in kept:
+                names = self._names(value)
+                out[key] = self._value(value, key, key) if names is None else names
             elif key in kept and _flat(value):
                 out[key] = self._masked(value)
             else:
@@ -251,6 +254,18 @@ class Redactor:
         if found is None:
             found = self._unions[keep] = self._keep.union(keep)
         return found
+
+    def _names(self, value: list[Any] | tuple[Any, ...]) -> list[Any] | None:
+        """`_masked(value)` for a list of scalars (a path); None if it holds anything else."""
+        out: list[Any] = []
+        for item in value:
+            if type(item) is str:
+                out.append(self.mask(item))
+            elif isinstance(item, _SCALARS):
+                out.append(self.mask(item) if isinstance(item, str) else item)
+            else:
+                return None
+        return out
 
     def _masked(self, value: Any) -> Any:
         if isinstance(value, str):
