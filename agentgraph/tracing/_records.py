@@ -77,6 +77,7 @@ _REPR_LIMIT = 1000
 _DEPTH_LIMIT = 32
 _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _SCALAR_TYPES = frozenset({str, int, float, bool, type(None)})
+_NUMBER_TYPES = frozenset({int, float, bool, type(None)})
 
 
 def plain(value: Any) -> Any:
@@ -153,16 +154,30 @@ class _RunState:
     started: float
     history: dict[int, int] = attrs.field(factory=dict)
     previous: _RunState | None = None
-    # The last usage recorded and its data: a step without model calls passes it on
-    # unchanged (usage is frozen), so most steps convert none.
+    # The last usage recorded, its data, and that data redacted (None until asked, or
+    # when it holds more than numbers): a step without model calls passes its usage on
+    # unchanged (usage is frozen), so most steps convert and redact none.
     usage: Any = None
     usage_data: Any = None
+    usage_redacted: dict[str, Any] | None = None
 
     def usage_of(self, ctx: AgentContext[Any]) -> Any:
         usage = ctx.usage
         if usage is not self.usage:
-            self.usage, self.usage_data = usage, plain(usage)
+            self.usage, self.usage_data, self.usage_redacted = usage, plain(usage), None
         return self.usage_data
+
+    def redacted_usage(self, redactor: Redactor) -> dict[str, Any] | None:
+        """The usage data as `redactor.record` redacts it, or None if that is not the same
+        every time (a string in it would go to the hook)."""
+        if self.usage_redacted is None:
+            data = self.usage_data
+            if not isinstance(data, dict) or any(
+                type(v) not in _NUMBER_TYPES for v in data.values()
+            ):
+                return None
+            self.usage_redacted = redactor.record({"usage": data}, keep=_STRUCTURAL)["usage"]
+        return dict(self.usage_redacted)  # numbers only: a shallow copy shares nothing
 
 
 Stamped = tuple[Any, _RunState, float, float]
@@ -213,7 +228,19 @@ class Recorder:
             "time": now,
             "elapsed": elapsed,
         }
-        record.update(self._fields(event, state))
+        fields = self._fields(event, state)
+        usage = fields.get("usage")
+        if usage is not None and usage is state.usage_data:
+            # The run's usage, redacted once: a field of a record is redacted on its own,
+            # so the redacted record holds the same as if it were redacted here.
+            redacted = state.redacted_usage(self.redactor)
+            if redacted is not None:
+                fields["usage"] = None  # keeps the field's place in the record
+                record.update(fields)
+                out = self.redactor.record(record, keep=_STRUCTURAL)
+                out["usage"] = redacted
+                return out
+        record.update(fields)
         return self.redactor.record(record, keep=_STRUCTURAL)
 
     def _fields(self, event: Any, state: _RunState) -> dict[str, Any]:

@@ -245,3 +245,16 @@ def test_model_answers_in_structured_output_attempts_are_redacted():
     assert attempt_record["errors"] == ["$.key: *** is not an int"]
     assert {"attempts.0.raw", "attempts.0.errors.0"} <= set(seen)
     assert record["path"] == ["g", "gen"] and "path" not in seen  # names stay as they are
+
+
+async def test_a_runs_usage_is_redacted_like_any_field_in_every_record():
+    agent, _ = scripted_agent()
+    redactor = Redactor(secrets=["input_tokens"], environment=False)
+    recorder = TraceRecorder(redact=redactor)
+    out = await GraphRunner(sinks=[recorder]).run(agent, secret_ctx("what is 2 + 3?"))
+    ends = ("node_finished", "run_finished")
+    usages = [r["usage"] for r in recorder.records if r["event"] in ends]
+    expected = redactor.record({"usage": plain(out.usage)})["usage"]
+    assert "***" in expected and "input_tokens" not in expected
+    assert usages[-1] == usages[-2] == expected and usages[0] != expected
+    assert len({id(u) for u in usages}) == len(usages)  # no record shares another's dict
