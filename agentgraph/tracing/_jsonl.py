@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import sys
 import threading
-from collections.abc import Awaitable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import anyio.to_thread
+import anyio
 import orjson
 
 from .._errors import TraceFormatError
@@ -117,7 +119,14 @@ class JsonlSink:
         return None
 
     async def _settled(self) -> None:
-        await anyio.to_thread.run_sync(self._writer.settle, True)
+        # The thread says when it is done through the event loop itself: cheaper for the
+        # loop than a worker thread that waits for it (to_thread), which costs a short
+        # run more than all its events. Shielded: a run's end always waits for its lines.
+        done = anyio.Event()
+        soon = _call_soon()
+        self._writer.settle_soon(True, lambda: soon(done.set))
+        with anyio.CancelScope(shield=True):
+            await done.wait()
         self._writer.check()
 
     def flush(self) -> None:
@@ -160,7 +169,7 @@ class _Writer:
         self._path = path
         self._recorder = recorder
         self._file: IO[bytes] | None = open(path, "ab" if append else "wb")  # noqa: SIM115
-        self._queue: queue.SimpleQueue[list[Stamped] | tuple[bool, threading.Event]] = (
+        self._queue: queue.SimpleQueue[list[Stamped] | tuple[bool, Callable[[], object]]] = (
             queue.SimpleQueue()
         )
         self._thread: threading.Thread | None = None
@@ -176,9 +185,13 @@ class _Writer:
     def settle(self, close: bool) -> None:
         """Wait until everything sent is written and flushed; then close the file if `close`."""
         done = threading.Event()
-        self._queue.put((close, done))
-        self._ensure_thread()
+        self.settle_soon(close, done.set)
         done.wait()
+
+    def settle_soon(self, close: bool, then: Callable[[], object]) -> None:
+        """`settle` without waiting: the thread calls `then` once it is done."""
+        self._queue.put((close, then))
+        self._ensure_thread()
 
     def check(self) -> None:
         """Raise the error the thread met since the last check, if any."""
@@ -211,7 +224,7 @@ class _Writer:
                 except Exception as exc:
                     self.error = self.error or exc
                 continue
-            close, done = item
+            close, then = item
             try:
                 file = self._file
                 if file is not None and close:
@@ -221,8 +234,8 @@ class _Writer:
                     file.flush()
             except Exception as exc:
                 self.error = self.error or exc
-            finally:
-                done.set()
+            with contextlib.suppress(Exception):  # an event loop that has ended
+                then()
 
     def _write(self, events: list[Stamped]) -> None:
         build = self._recorder._build
@@ -232,6 +245,22 @@ class _Writer:
         self._file.writelines(lines)
         if self._queue.empty():
             self._file.flush()
+
+
+def _call_soon() -> Callable[[Callable[[], object]], object]:
+    """What calls a function soon in the running event loop, from any thread."""
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            soon: Callable[[Callable[[], object]], object] = (
+                trio.lowlevel.current_trio_token().run_sync_soon
+            )
+            return soon
+        except RuntimeError:  # trio is imported, but this loop is asyncio's
+            pass
+    import asyncio  # the running loop is asyncio's, which is imported then
+
+    return asyncio.get_running_loop().call_soon_threadsafe
 
 
 class TraceRecorder:
