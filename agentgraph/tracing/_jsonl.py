@@ -39,9 +39,9 @@ __all__ = (
 
 # Events that end or begin a step: the file is flushed after each, so a crash
 # loses at most the records of the step in progress.
-_IDLE = 1.0  # seconds the writer thread waits for more after the file was closed
-
 _FLUSH_ON = (RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished)
+
+_IDLE = 1.0  # seconds the writer thread waits for more after the file was closed
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
@@ -83,9 +83,10 @@ class JsonlSink:
     is reopened for the next run). Use the sink as a context manager (or call
     `close`) to write what is left when a run is abandoned mid-way.
 
-    Records are made from the events after the event was sent: a value a node
-    changes in place after its step (rather than returning a new one) may be
-    recorded as changed.
+    Records are made from the events after the event was sent, in the writer
+    thread (where a redaction hook is called too): a value a node changes in
+    place after its step (rather than returning a new one) may be recorded as
+    changed.
 
     Args:
         path: the file to write.
