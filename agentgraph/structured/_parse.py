@@ -30,6 +30,7 @@ import orjson
 from .._errors import OutputError
 from .._limits import MAX_DEPTH
 from ._compile import cache_key, shape_of
+from ._depth import shallow
 from ._lenient import (
     _FENCE_CLOSE,
     _FENCE_OPEN,
@@ -37,7 +38,6 @@ from ._lenient import (
     Repaired,
     ambiguous,
     readings,
-    shallow,
     single,
 )
 from ._schema import invalid_error
