@@ -105,3 +105,19 @@ def test_the_scan_alone_agrees(seed, monkeypatch):
                 parse(Any, text)
         else:
             assert parse(Any, text) == value
+
+
+@pytest.mark.parametrize("dicts", range(0, 102, 5))
+@pytest.mark.parametrize("total", [99, 100, 101, 102])
+def test_dicts_then_lists_around_the_limit(dicts, total):
+    """Short texts whose lists open late, where the position of the first `[` bounds them."""
+    dicts = min(dicts, total)
+    lists = total - dicts
+    text = '{"":' * dicts + "[" * lists + "]" * lists + "}" * dicts
+    if lists == 0:
+        text = '{"":' * (dicts - 1) + "{}" + "}" * (dicts - 1)
+    if total > 100:
+        with pytest.raises(OutputError, match="nests deeper than 100"):
+            parse(Any, text)
+    else:
+        assert parse(Any, text) == orjson.loads(text)

@@ -34,7 +34,9 @@ SHALLOW_LEN = 2 * MAX_DEPTH + 1
 
 # On a path of d nested containers each list takes two characters and each dict
 # but the innermost five (`{"":` and `}`), so a text of n characters holding l
-# `[` nests at most (n + 3 + 3 * l) / 5 levels: one count clears short answers.
+# `[` nests at most (n + 3 + 3 * l) / 5 levels. Each `[` has its `]` after it,
+# so l is at most half the text from the first `[` on: one `find` clears most
+# short answers, one count most of the rest.
 _SHORT = 5 * MAX_DEPTH - 3
 
 # Up to about this size an answer rarely holds enough brackets to need the write,
@@ -49,6 +51,10 @@ def shallow(value: Any, text: str) -> Any:
     size = len(text)
     if size <= SHALLOW_LEN:
         return value
+    if size <= _SHORT:  # no `[`, or all of them late, bounds the lists without a count
+        first = text.find("[")
+        if size + (0 if first < 0 else 3 * (size - first) // 2) <= _SHORT:
+            return value
     if size < _COUNT_BELOW:
         lists = text.count("[")
         if size + 3 * lists <= _SHORT or lists + text.count("{") <= MAX_DEPTH:
