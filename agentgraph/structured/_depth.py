@@ -5,8 +5,9 @@ lenient parser, validation and the context codec do. Tests that cost far less
 than the parse let most answers through, cheapest first:
 
 1. A text of at most `SHALLOW_LEN` characters cannot hold that many levels.
-2. Under 8 KB, one count of `[` (a dict level takes five characters, a list
-   level two) or of all opening brackets usually shows it cannot either.
+2. A dict level takes five characters and a list level two, so up to about
+   500 characters the position of the first `[` usually shows it cannot
+   either; under 8 KB, a count of `[`, or of all opening brackets.
 3. orjson writes the value inside `_WRAPPER`, lists nested so that its own
    limit on writing leaves the value exactly `MAX_DEPTH` levels. Writing costs
    a fraction of parsing (a fifth to a third on answers of records) and
