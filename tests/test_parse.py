@@ -279,6 +279,38 @@ def test_bad_arguments_are_typed_errors():
         parse(set[int], "[1]")
 
 
+class Text(str):
+    """A str subclass: parsed by the general path, not the untyped one."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": [1, 2.5, "x", null, true]}',
+        "  [1, 2]  ",
+        '"only a string"',
+        "```json\n{'a': 1,}\n```",
+        'Sure: {"a": 1} and that is all',
+        '{"a": 1} {"b": 2}',
+        "[1, 2",
+        "no JSON here",
+        "[" * 150 + "]" * 150,
+    ],
+)
+def test_untyped_parse_answers_as_the_general_path(text):
+    """`parse(Any, ...)` has a path of its own; a str subclass takes the general one."""
+
+    def outcome(answer: str) -> object:
+        try:
+            return ("value", parse(Any, answer))
+        except OutputError as exc:
+            return ("error", str(exc), exc.errors, exc.attempts, exc.position)
+
+    assert outcome(text) == outcome(Text(text))
+    with pytest.raises(TypeError, match="from str, not bytes"):
+        parse(Any, text.encode())  # type: ignore[arg-type]
+
+
 PIECES = st.one_of(
     st.text(max_size=6),
     JSON.map(lambda v: orjson.dumps(v).decode()),

@@ -55,14 +55,13 @@ import attrs
 import orjson
 
 from .._errors import OutputError
-from .._limits import MAX_DEPTH
+from ._depth import shallow
 from ._syntax import WS as _WS
 from ._syntax import Fail
 from ._tokens import Scanner
 
-__all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "shallow", "single")
+__all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "single")
 
-_MAX_DEPTH = MAX_DEPTH  # the one limit the codec and validation share, so any value fits both
 # Characters the search may scan per character of text. Attempts never overlap, so
 # real input stays near 1; this bounds any input.
 _SEARCH_BUDGET = 4
@@ -135,46 +134,6 @@ def repair_json(text: str, *, partial: bool = False, nonfinite: bool = False) ->
     except orjson.JSONDecodeError:
         pass
     return single(text, readings(text, partial=partial, nonfinite=nonfinite))
-
-
-def shallow(value: Any, text: str) -> Any:
-    """`value` (parsed by orjson from `text`), or `OutputError` if it nests past `MAX_DEPTH`.
-
-    Counting brackets first keeps this free for ordinary answers; past that,
-    the depth is read from the text's brackets with C-speed scans, not by
-    walking the parsed value.
-    """
-    if len(text) <= _MAX_DEPTH or text.count("[") + text.count("{") <= _MAX_DEPTH:
-        return value
-    if _too_deep(text):
-        raise OutputError(f"the JSON nests deeper than {_MAX_DEPTH} levels", attempts=[text])
-    return value
-
-
-_ESCAPE = re.compile(rb"\\.", re.S)
-_NOT_BRACKET_OR_QUOTE = bytes(c for c in range(256) if c not in b'[]{}"')
-_INNERMOST = re.compile(rb"\[\]|\{\}")
-
-
-def _too_deep(text: str) -> bool:
-    """True when valid JSON `text` nests deeper than `MAX_DEPTH` containers.
-
-    On the UTF-8 bytes (where no multi-byte character holds an ASCII byte):
-    escapes go first, so an escaped quote cannot end a string; then all but
-    brackets and quotes; then the strings; then each pass removes the
-    innermost pairs, so a value `MAX_DEPTH` deep is gone after that many.
-    """
-    data = text.encode()
-    if b"\\" in data:
-        data = _ESCAPE.sub(b"", data)
-    kept = data.translate(None, _NOT_BRACKET_OR_QUOTE).replace(b'""', b"")
-    if b'"' in kept:  # a string that holds brackets
-        kept = b"".join(kept.split(b'"')[::2])
-    for _ in range(_MAX_DEPTH):
-        kept = _INNERMOST.sub(b"", kept)
-        if not kept:
-            return False
-    return True
 
 
 def readings(text: str, *, partial: bool = False, nonfinite: bool = False) -> list[Repaired]:

@@ -30,6 +30,7 @@ import orjson
 from .._errors import OutputError
 from .._limits import MAX_DEPTH
 from ._compile import cache_key, shape_of
+from ._depth import SHALLOW_LEN, shallow
 from ._lenient import (
     _FENCE_CLOSE,
     _FENCE_OPEN,
@@ -37,7 +38,6 @@ from ._lenient import (
     Repaired,
     ambiguous,
     readings,
-    shallow,
     single,
 )
 from ._schema import invalid_error
@@ -52,6 +52,7 @@ T = TypeVar("T")
 _CLOSER = {"{": "}", "[": "]"}
 _HOLDERS = QUOTES + "/#"  # what may open a string or a comment that holds the rest
 _MISSING: Any = object()
+_loads = orjson.loads  # one lookup less on the path of every untyped answer
 
 
 def _shortcut(text: str) -> Any:
@@ -184,6 +185,13 @@ def resolve(
         pass
     else:
         return data, check(shape, data, strict=strict, raw=text), ()
+    return _resolve_repaired(shape, text, strict=strict, nonfinite=nonfinite)
+
+
+def _resolve_repaired(
+    shape: Shape, text: str, *, strict: bool, nonfinite: bool
+) -> tuple[Any, Any, tuple[str, ...]]:
+    """`resolve` for a text orjson has refused."""
     found = _repair(text, nonfinite)
     if len(found) == 1:
         reading = found[0]
@@ -275,6 +283,12 @@ def parse(tp: Any, text: str, *, strict: bool = False, nonfinite: bool = False) 
             every problem as `path: message`.
         UnsupportedType: `tp` has no JSON form.
     """
+    if tp is Any and type(text) is str:  # nothing to validate: orjson and the depth guard
+        try:
+            value = _loads(text)
+        except orjson.JSONDecodeError:
+            return _resolve_repaired(_shape(Any), text, strict=strict, nonfinite=nonfinite)[1]
+        return value if len(text) <= SHALLOW_LEN else shallow(value, text)
     try:
         shape = _SHAPES[cache_key(tp)]
     except (KeyError, TypeError):
