@@ -24,7 +24,6 @@ from ._graph import Graph, GraphBuilder
 from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
-from ._redact import masked
 from ._retry import RetryPolicy
 from ._runtime import Emit, Interrupt, StepCallback, _Run
 from ._runtime import RunHandle as RunHandle
@@ -382,6 +381,7 @@ def _dispatcher(sinks: tuple[Sink, ...], stream: Emit | None, *, fail: bool) -> 
         kept = list(active)
         kept.remove(sink)
         active = tuple(kept)
+        from ._redact import masked  # its patterns compile when a sink first fails
         # No traceback: its lines could show what the sink was writing.
         _log.error(
             "trace sink %r failed and was detached; the run goes on: %s",
