@@ -382,6 +382,7 @@ def _dispatcher(sinks: tuple[Sink, ...], stream: Emit | None, *, fail: bool) -> 
         kept.remove(sink)
         active = tuple(kept)
         from ._redact import masked  # its patterns compile when a sink first fails
+
         # No traceback: its lines could show what the sink was writing.
         _log.error(
             "trace sink %r failed and was detached; the run goes on: %s",

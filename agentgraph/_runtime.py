@@ -505,21 +505,22 @@ class Runtime:
             await _checkpoint(index)
         path = (*self.path, node.name)
         fanout = branch or self.fanout
-        # A plain function that takes no runtime, in a run without a journal, gets
-        # none: its step builds a `Runtime` only if it fails (to retry or report).
-        plain = type(node) is FunctionNode and node.plain and run.journal is None
+        # A `@node` function without a timeout is called by the step itself (no
+        # wrapper coroutine); if it takes no runtime and the run has no journal, it
+        # gets none: its step builds a `Runtime` only if it fails (to retry or report).
+        fn = node if type(node) is FunctionNode and node.timeout is None else None
+        plain = fn is not None and fn.plain and run.journal is None
         rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
         if run.emit is not None:
             await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
         started = perf_counter()
         try:
-            if plain:
-                # Called here rather than through `run`: no wrapper coroutine per step.
-                result = node.fn(ctx)  # type: ignore[attr-defined]  # a FunctionNode
-                if node.is_async:  # type: ignore[attr-defined]
+            if fn is not None:
+                result = fn.fn(ctx, rt) if fn.wants_runtime else fn.fn(ctx)
+                if fn.is_async:
                     result = await result
                 if not isinstance(result, AgentContext):
-                    raise node.not_a_context(result)  # type: ignore[attr-defined]
+                    raise fn.not_a_context(result)
                 out: AgentContext[Out] = result
             else:
                 assert rt is not None
