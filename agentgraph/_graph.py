@@ -408,28 +408,17 @@ def _router_failed(
     return RoutingError(reason, context=ctx, step=step, path=where)
 
 
+@attrs.frozen(slots=True)
 class _Pending:
     """A route waiting on an awaitable a router returned; `resolve` finishes it."""
 
-    __slots__ = ("_chosen", "_ctx", "_graph", "_node", "_path", "_position", "_step")
-
-    def __init__(
-        self,
-        graph: Graph[Any, Any],
-        node: Node[Any, Any],
-        ctx: AgentContext[Any],
-        step: int,
-        path: tuple[str, ...],
-        position: int,
-        chosen: Any,
-    ) -> None:
-        self._graph = graph
-        self._node = node
-        self._ctx = ctx
-        self._step = step
-        self._path = path
-        self._position = position
-        self._chosen = chosen
+    _graph: Graph[Any, Any]
+    _node: Node[Any, Any]
+    _ctx: AgentContext[Any]
+    _step: int
+    _path: tuple[str, ...]
+    _position: int
+    _chosen: Any
 
     async def settle(self) -> tuple[Node[Any, Any], int]:
         """The route, once every awaitable on the way is in."""
