@@ -210,11 +210,6 @@ class FunctionNode(Node[In, Out]):
     fn: Callable[..., Any]
     is_async: bool = attrs.field(kw_only=True)
     wants_runtime: bool = attrs.field(kw_only=True)
-    plain: bool = attrs.field(init=False, eq=False, repr=False)
-    """Takes the context alone and has no timeout: a step may call `fn` directly."""
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "plain", not self.wants_runtime and self.timeout is None)
 
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         result = self.fn(ctx, rt) if self.wants_runtime else self.fn(ctx)

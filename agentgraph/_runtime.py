@@ -509,7 +509,7 @@ class Runtime:
         # wrapper coroutine); if it takes no runtime and the run has no journal, it
         # gets none: its step builds a `Runtime` only if it fails (to retry or report).
         fn = node if type(node) is FunctionNode and node.timeout is None else None
-        plain = fn is not None and fn.plain and run.journal is None
+        plain = fn is not None and not fn.wants_runtime and run.journal is None
         rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
         if run.emit is not None:
             await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
