@@ -39,7 +39,9 @@ def _on_step_noop(step: object, node: object, ctx: object) -> None:
     return None
 
 
-def _agentgraph_chain(length: int, yielding: bool) -> RunOnce:
+def agentgraph_chain(length: int, yielding: bool = False) -> Graph[int, int]:
+    """`length` nodes in a row, each adding one to the input (after one yield if `yielding`)."""
+
     def make(i: int) -> Node[int, int]:
         if yielding:
 
@@ -61,7 +63,11 @@ def _agentgraph_chain(length: int, yielding: bool) -> RunOnce:
         for i in range(length):
             last = last.edge_to(make(i))
         last.edge_to(g.finish)
-    graph = g.build()
+    return g.build()
+
+
+def _agentgraph_chain(length: int, yielding: bool) -> RunOnce:
+    graph = agentgraph_chain(length, yielding)
     runner = GraphRunner(on_step=_on_step_noop)
     start = AgentContext(0)
 

@@ -29,8 +29,9 @@ from time import perf_counter, thread_time
 from typing import Any
 
 from _common import load_average, publish, python, versions
+from _engine_overhead_frameworks import agentgraph_chain
 
-from agentgraph import AgentContext, Event, GraphBuilder, GraphRunner, Message, Node, node
+from agentgraph import AgentContext, Event, GraphRunner, Message
 from agentgraph.tracing import JsonlSink, TraceRecorder
 
 HEADING = "## Tracing, import and fork overheads"
@@ -41,19 +42,7 @@ RUNNING = "from agentgraph import AgentContext, GraphBuilder, GraphRunner, node"
 
 
 def _chain() -> Any:
-    def make(i: int) -> Node[int, int]:
-        @node(name=f"n{i}")
-        async def step(ctx: AgentContext[int]) -> AgentContext[int]:
-            return ctx.with_input(ctx.input + 1)
-
-        return step
-
-    with GraphBuilder[int, int]("chain") as g:
-        last: Node[Any, int] = g.start
-        for i in range(CHAIN):
-            last = last.edge_to(make(i))
-        last.edge_to(g.finish)
-    return g.build()
+    return agentgraph_chain(CHAIN)
 
 
 def _noop(event: Event) -> None:

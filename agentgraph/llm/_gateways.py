@@ -38,20 +38,12 @@ def _client(
     retry: ProviderRetry | None,
     provider: str,
 ) -> OpenAIModel | OpenAIResponsesModel:
-    if api == "responses":
-        return OpenAIResponsesModel(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            headers=headers,
-            http_client=http_client,
-            timeout=timeout,
-            retry=retry,
-            provider=provider,
-        )
-    if api != "chat":
+    if api not in ("chat", "responses"):
         raise ProviderConfigError(f"api is 'chat' or 'responses', not {api!r}", provider=provider)
-    return OpenAIModel(
+    kind: type[OpenAIModel | OpenAIResponsesModel] = (
+        OpenAIResponsesModel if api == "responses" else OpenAIModel
+    )
+    return kind(
         model,
         api_key=api_key,
         base_url=base_url,
