@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import anyio.to_thread
 import attrs
 
-from .._context import AgentContext
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
+from ._lease import LEASE_TERM, Lease, RunBusy, owner_is_gone
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
-from ._store import BlobWrite, LeaseRelease, StoreBase, blob_digest, fork
+from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
 
 if TYPE_CHECKING:
     import psycopg
@@ -67,7 +66,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresStore(StoreBase):
+class PostgresStore(WriterStore):
     """Checkpoints in PostgreSQL, for runs of many processes and machines sharing one database.
 
     Works like `SQLiteStore`: `write` only queues; one writer thread commits
@@ -125,15 +124,8 @@ class PostgresStore(StoreBase):
         parts.pop("password", None)
         where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
         self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
-        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
-        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
+        super().__init__(f"Postgres store {self._name!r}")
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None  # the database failed: no more writes
-        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
-        self._closed = False
-        self._lock = threading.Lock()
-        self._urgent = threading.Event()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._name!r})"
@@ -148,26 +140,6 @@ class PostgresStore(StoreBase):
         self._usable()
         self._queue.put(records)
 
-    async def flush(self, run_id: str | None = None) -> None:
-        """Wait until every queued record is committed; raise if the writer failed.
-
-        Also raises for a write of `run_id` (of any run when None) that the
-        database refused since the last such flush.
-        """
-        await self._barrier()
-        with self._lock:
-            if run_id is None:
-                refused = next(iter(self._rejected.items()), None)
-                self._rejected.clear()
-            else:
-                error = self._rejected.pop(run_id, None)
-                refused = None if error is None else (run_id, error)
-        if refused is not None and isinstance(refused[1], LeaseLost):
-            raise LeaseLost(refused[1].run_id, refused[1].why) from None
-        if refused is not None:
-            where = f"Postgres store {self._name!r} refused records of run {refused[0]!r}"
-            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
-
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued), or None."""
         return await self._call(lambda conn: read_log(conn, run_id), "be read")
@@ -175,12 +147,6 @@ class PostgresStore(StoreBase):
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
         return await self._call(read_ids, "be read")
-
-    async def fork(
-        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
-    ) -> str:
-        """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
-        return await fork(self, run_id, step, context=context)
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
@@ -191,10 +157,6 @@ class PostgresStore(StoreBase):
             self._fences[run_id] = lease.fence
         self._queue.put(threading.Event())  # wake the writer: it renews the lease from now on
         return lease
-
-    def held(self, run_id: str) -> Lease | None:
-        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
-        return self._held.get(run_id)
 
     def release(self, lease: Lease) -> None:
         """Give `lease` back once what is queued before it is committed."""
@@ -218,7 +180,7 @@ class PostgresStore(StoreBase):
         """The bytes stored under `digest`; `CheckpointError` when there are none."""
         data = await self._call(lambda conn: read_blob(conn, digest), "be read")
         if data is None:
-            raise CheckpointError(f"no blob {digest!r} in Postgres store {self._name!r}")
+            raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data
 
     def close(self) -> None:
@@ -266,10 +228,10 @@ class PostgresStore(StoreBase):
     def _raise(self) -> None:
         if self._error is not None:
             raise CheckpointError(
-                f"Postgres store {self._name!r} stopped storing records: "
+                f"{self._label} stopped storing records: "
                 f"{type(self._error).__name__}: {self._error}"
             ) from self._error
-        raise CheckpointError(f"Postgres store {self._name!r} is closed")
+        raise CheckpointError(f"{self._label} is closed")
 
     def _start(self) -> None:
         with self._lock:
@@ -330,10 +292,9 @@ class PostgresStore(StoreBase):
     def _failure(self) -> CheckpointError:
         error = self._error
         if error is None:
-            return CheckpointError(f"Postgres store {self._name!r} is closed")
+            return CheckpointError(f"{self._label} is closed")
         return CheckpointError(
-            f"Postgres store {self._name!r} stopped storing records: "
-            f"{type(error).__name__}: {error}"
+            f"{self._label} stopped storing records: {type(error).__name__}: {error}"
         )
 
     def _drain(self) -> None:
@@ -402,9 +363,7 @@ class PostgresStore(StoreBase):
             if conn.broken or conn.closed:
                 raise  # the database is gone: the store stops
             failed = f"{type(exc).__name__}: {exc}"
-            call.error = CheckpointError(
-                f"Postgres store {self._name!r} cannot {call.what}: {failed}"
-            )
+            call.error = CheckpointError(f"{self._label} cannot {call.what}: {failed}")
             call.error.__cause__ = exc
         call.done.set()
 

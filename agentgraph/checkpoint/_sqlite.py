@@ -16,11 +16,10 @@ import anyio.to_thread
 import attrs
 import orjson
 
-from .._context import AgentContext
 from .._errors import CheckpointError
 from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
-from ._store import BlobWrite, LeaseRelease, StoreBase, blob_digest, fork
+from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
 
 __all__ = ("SQLiteStore",)
 
@@ -88,7 +87,7 @@ _Op = LeaseRelease | BlobWrite
 _Item = Sequence[Record] | _Op | threading.Event | None  # ..., a flush barrier, or close
 
 
-class SQLiteStore(StoreBase):
+class SQLiteStore(WriterStore):
     """Checkpoints in an SQLite database (stdlib `sqlite3`, WAL mode), off the event loop.
 
     `write` only queues: one writer thread commits what has queued up, waiting
@@ -133,19 +132,12 @@ class SQLiteStore(StoreBase):
             )
         if not lease_term > 0:
             raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
+        super().__init__(f"SQLite store {self.path!r}")
         self.synchronous = synchronous
         self.lease_term = lease_term
-        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
-        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None  # the database failed: no more writes
-        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
-        self._closed = False
-        self._lock = threading.Lock()
         self._setup = threading.Lock()
         self._ready = False
-        self._urgent = threading.Event()
 
     # -- the protocol -------------------------------------------------------------------
     def write(self, records: Sequence[Record]) -> None:
@@ -156,26 +148,6 @@ class SQLiteStore(StoreBase):
             self._start()
         self._queue.put(records)
 
-    async def flush(self, run_id: str | None = None) -> None:
-        """Wait until every queued record is committed; raise if the writer failed.
-
-        Also raises for a write of `run_id` (of any run when None) that the
-        database refused since the last such flush.
-        """
-        await self._barrier()
-        with self._lock:
-            if run_id is None:
-                refused = next(iter(self._rejected.items()), None)
-                self._rejected.clear()
-            else:
-                error = self._rejected.pop(run_id, None)
-                refused = None if error is None else (run_id, error)
-        if refused is not None and isinstance(refused[1], LeaseLost):
-            raise LeaseLost(refused[1].run_id, refused[1].why) from None
-        if refused is not None:
-            where = f"SQLite store {self.path!r} refused records of run {refused[0]!r}"
-            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
-
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued), or None."""
         await self._barrier()
@@ -185,12 +157,6 @@ class SQLiteStore(StoreBase):
         """Every run in the store, oldest first."""
         await self._barrier()
         return await anyio.to_thread.run_sync(self._reading, self._read_ids)
-
-    async def fork(
-        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
-    ) -> str:
-        """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
-        return await fork(self, run_id, step, context=context)
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
@@ -206,10 +172,6 @@ class SQLiteStore(StoreBase):
         self._start()  # the writer renews it
         self._urgent.set()
         return lease
-
-    def held(self, run_id: str) -> Lease | None:
-        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
-        return self._held.get(run_id)
 
     def release(self, lease: Lease) -> None:
         """Give `lease` back once what is queued before it is committed."""
@@ -237,7 +199,7 @@ class SQLiteStore(StoreBase):
         await self._barrier()
         data = await anyio.to_thread.run_sync(self._reading, self._read_blob, digest)
         if data is None:
-            raise CheckpointError(f"no blob {digest!r} in SQLite store {self.path!r}")
+            raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data
 
     def close(self) -> None:
@@ -275,10 +237,10 @@ class SQLiteStore(StoreBase):
     def _raise(self) -> None:
         if self._error is not None:
             raise CheckpointError(
-                f"SQLite store {self.path!r} stopped storing records: "
+                f"{self._label} stopped storing records: "
                 f"{type(self._error).__name__}: {self._error}"
             ) from self._error
-        raise CheckpointError(f"SQLite store {self.path!r} is closed")
+        raise CheckpointError(f"{self._label} is closed")
 
     def _start(self) -> None:
         with self._lock:
@@ -455,7 +417,7 @@ class SQLiteStore(StoreBase):
             return read(*args)
         except sqlite3.Error as exc:
             failed = f"{type(exc).__name__}: {exc}"
-            raise CheckpointError(f"SQLite store {self.path!r} cannot {what}: {failed}") from exc
+            raise CheckpointError(f"{self._label} cannot {what}: {failed}") from exc
 
     def _read(self, run_id: str) -> RunLog | None:
         conn = sqlite3.connect(self.path)

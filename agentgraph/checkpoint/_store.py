@@ -27,7 +27,7 @@ from .._errors import CheckpointError
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
-from ._lease import Lease, RunBusy
+from ._lease import Lease, LeaseLost, RunBusy
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
 from ._resume import open_replay, open_resume, open_run
 
@@ -201,6 +201,59 @@ class StoreBase:
         raise CheckpointError(
             f"{type(self).__name__} keeps no blobs: implement put_blob and get_blob"
         )
+
+
+class WriterStore(StoreBase):
+    """What the stores with a writer thread share: the leases taken here, the writes
+    refused by run until a flush reports them, and `flush`, `held` and `fork`.
+
+    `label` names the store in errors ("SQLite store 'runs.db'"); a subclass
+    implements `_barrier`, which waits until what is queued is committed.
+    """
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
+        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None  # the database failed: no more writes
+        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
+        self._closed = False
+        self._lock = threading.Lock()
+        self._urgent = threading.Event()
+
+    async def _barrier(self) -> None:
+        raise NotImplementedError
+
+    async def flush(self, run_id: str | None = None) -> None:
+        """Wait until every queued record is committed; raise if the writer failed.
+
+        Also raises for a write of `run_id` (of any run when None) that the
+        database refused since the last such flush.
+        """
+        await self._barrier()
+        with self._lock:
+            if run_id is None:
+                refused = next(iter(self._rejected.items()), None)
+                self._rejected.clear()
+            else:
+                error = self._rejected.pop(run_id, None)
+                refused = None if error is None else (run_id, error)
+        if refused is not None and isinstance(refused[1], LeaseLost):
+            raise LeaseLost(refused[1].run_id, refused[1].why) from None
+        if refused is not None:
+            where = f"{self._label} refused records of run {refused[0]!r}"
+            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
+
+    def held(self, run_id: str) -> Lease | None:
+        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
+        return self._held.get(run_id)
+
+    async def fork(
+        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+    ) -> str:
+        """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
+        return await fork(_storage(self), run_id, step, context=context)
 
 
 def blob_digest(data: bytes) -> str:
