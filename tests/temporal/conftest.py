@@ -1,6 +1,8 @@
 """A Temporal dev server for the session: the registry's binary, on loopback, in memory,
 always stopped at the end."""
 
+import asyncio
+import concurrent.futures
 import os
 import socket
 import subprocess
@@ -51,11 +53,27 @@ def temporal_address():
         yield from _serve(command, port, log)
 
 
+def _answers(address: str) -> bool:
+    """True once the server's frontend answers a client (it listens before it is healthy)."""
+    from temporalio.client import Client
+
+    async def probe() -> None:
+        await Client.connect(address)
+
+    # In a thread of its own: the test runner's event loop may live in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except Exception:
+            return False
+    return True
+
+
 def _serve(command, port, log):
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
     try:
         deadline = time.monotonic() + STARTUP
-        while not _listening(port):
+        while not (_listening(port) and _answers(f"127.0.0.1:{port}")):
             if server.poll() is not None or time.monotonic() > deadline:
                 log.seek(0)
                 pytest.fail(f"the Temporal dev server did not start: {log.read()[-2000:]!r}")
