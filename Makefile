@@ -6,7 +6,7 @@ RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long apt-update browser postgres demo demo-rag quickstart bench bench-rag
-.PHONY: lint typecheck clean demo-batch bench-scale
+.PHONY: lint typecheck clean demo-batch bench-scale docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
-test: lint typecheck browser postgres
+test: lint typecheck browser postgres docs
 	$(BIN)/python -m pytest -q
+
+# The documentation site, built offline into site/ (git-ignored); --strict fails on a broken
+# link or an unresolved reference. `mkdocs serve` previews it.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The multi-process lease and kill trials at full size (the default run does 10 seeds per
 # event loop and store: SQLite and Postgres).
@@ -140,6 +145,11 @@ demo-web: $(VENV)/.web
 web-screenshot: $(STAMP) browser
 	AGENTGRAPH_WEB_SCREENSHOT=docs/web-page.png $(BIN)/python -m pytest -q \
 		tests/web/test_page.py -k approves
+
+# The pictures of the documentation's home page and a guide page, made by the browser test.
+.PHONY: docs-screenshot
+docs-screenshot: $(STAMP) browser docs
+	AGENTGRAPH_DOCS_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/web/test_docs_site.py
 
 bench-web: $(VENV)/.bench
 	$(BIN)/python benchmarks/web.py

@@ -1,53 +1,167 @@
-"""Every Python block in the README runs, in order, in one namespace."""
+"""The documentation: every Python block of every page runs, and the site builds strictly.
 
+A page's blocks run in order; a block starts a fresh namespace unless the line just
+before it says "(continues the previous block)". Blocks that talk to a model provider
+through `model_from_string` reach the loopback fake server through the environment.
+"""
+
+import os
 import re
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
+import pytest
+
 import agentgraph
+from agentgraph.testing import FakeServer
+from tests.test_public_api import public_modules
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
+DOCS = ROOT / "docs"
 CONTINUES = "(continues the previous block)"
+FAKE_ANSWER = "Paris is the capital of France."
 
 
 def python_blocks(path: Path) -> list[tuple[str, bool]]:
     """Each Python block, and whether the text just before it says it continues the last one."""
     text = path.read_text()
     found: list[tuple[str, bool]] = []
-    for match in re.finditer(r"```python\n(.*?)```", text, flags=re.S):
-        before = text[: match.start()].rsplit("```", 1)[-1]
-        found.append((match.group(1), CONTINUES in before.strip().splitlines()[-1]))
+    for match in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+        before = text[: match.start()].rsplit("```", 1)[-1].strip().splitlines()
+        found.append((match.group(1), bool(before) and CONTINUES in before[-1]))
     return found
 
 
-def test_readme_blocks_run_on_their_own_or_where_they_say_they_continue(capsys):
-    blocks = python_blocks(ROOT / "README.md")
-    assert len(blocks) >= 5 and not blocks[0][1]
+def pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+
+
+def page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.fixture(scope="module")
+def fake_provider():
+    with FakeServer(default=FAKE_ANSWER) as server:
+        yield server
+
+
+@pytest.fixture
+def provider_env(fake_provider, monkeypatch):
+    """`model_from_string("openai:...")` in a block talks to the loopback fake server."""
+    fake_provider.reset()
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_provider.openai_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-docs-example")
+    return fake_provider
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("page", pages(), ids=page_id)
+def test_every_python_block_runs_alone_or_where_it_says_it_continues(page, provider_env, capsys):
+    blocks = python_blocks(page)
+    if not blocks:
+        assert "```python" not in page.read_text(), f"{page_id(page)}: a block was not found"
+        return
+    assert not blocks[0][1], f"{page_id(page)}: the first block cannot continue another"
     namespace: dict[str, object] = {}
     for number, (block, continues) in enumerate(blocks, 1):
         if not continues:
-            namespace = {"__name__": f"readme_block_{number}"}
-        exec(compile(block, f"README.md block {number}", "exec"), namespace)
+            namespace = {"__name__": f"docs_block_{number}"}
+        exec(compile(block, f"{page_id(page)} block {number}", "exec"), namespace)
+
+
+def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
+    assert len(python_blocks(ROOT / "README.md")) >= 5
+    for page in pages():
+        for block, _ in python_blocks(page):
+            first = block.lstrip().splitlines()[0] if block.strip() else ""
+            assert not first.startswith(("$ ", "pip ", "make ")), f"{page_id(page)}: {first}"
+
+
+def test_the_model_from_string_block_reached_the_fake_server(provider_env, capsys):
+    blocks = python_blocks(DOCS / "get-started.md")
+    [block] = [b for b, _ in blocks if "model_from_string" in b]
+    exec(compile(block, "get-started.md", "exec"), {"__name__": "docs_block"})
+    assert FAKE_ANSWER in capsys.readouterr().out
+    [request] = provider_env.requests
+    assert request.body["model"] == "gpt-4o-mini"
+
+
+# -- the site ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def built_site(tmp_path_factory) -> Path:
+    site = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return site
+
+
+def inventory(site: Path) -> dict[str, str]:
+    """The objects inventory the site publishes: each object's name and its page."""
+    data = (site / "objects.inv").read_bytes()
+    _, _, body = data.partition(b"zlib.\n")
+    found = {}
+    for line in zlib.decompress(body).decode().splitlines():
+        name, _role, _priority, location, *_ = line.split(" ")
+        found[name] = location
+    return found
+
+
+@pytest.mark.timeout(240)
+def test_the_site_builds_strictly_and_every_public_name_has_a_reference_entry(built_site):
+    entries = inventory(built_site)
+    missing = [
+        f"{module}.{name}"
+        for module in public_modules()
+        for name in importlib_all(module)
+        if f"{module}.{name}" not in entries
+    ]
+    assert missing == []
+    for module in public_modules():
+        assert entries[module].startswith("reference/"), module
+    assert (built_site / "index.html").is_file()
+    assert (built_site / "guides" / "models" / "index.html").is_file()
+
+
+def importlib_all(module: str) -> tuple[str, ...]:
+    import importlib
+
+    return tuple(importlib.import_module(module).__all__)
+
+
+def test_each_public_namespace_has_a_reference_page():
+    directives = {
+        line.removeprefix(":::").strip()
+        for page in (DOCS / "reference").glob("*.md")
+        for line in page.read_text().splitlines()
+        if line.startswith(":::")
+    }
+    assert directives == set(public_modules())
 
 
 def test_docstring_examples_compile():
     """Docstring examples are fragments; at least make sure they parse."""
     import ast
     import importlib
+    import textwrap
 
     for package in ("agentgraph", "agentgraph.llm", "agentgraph.nodes", "agentgraph.tools"):
         module = importlib.import_module(package)
         for name in module.__all__:
             doc = getattr(getattr(module, name), "__doc__", None) or ""
             for block in re.findall(r"```python\n(.*?)```", doc, flags=re.S):
-                compile(_dedent(block), name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-
-
-def _dedent(block: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(block)
+                compile(textwrap.dedent(block), name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def test_public_names_are_honest():

@@ -25,8 +25,8 @@ class GigaChatEmbedder:
     Args:
         model: `Embeddings` or `EmbeddingsGigaR`.
         batch_size: texts per request.
-        credentials, scope, access_token, base_url, auth_url, verify, headers,
-            http_client, timeout, retry, provider: as for `GigaChatModel`.
+        credentials, scope, access_token, base_url, auth_url: as for `GigaChatModel`.
+        verify, headers, http_client, timeout, retry, provider: as for `GigaChatModel`.
     """
 
     __slots__ = ("_batch_size", "_client", "_dimensions")
