@@ -362,6 +362,16 @@ async def test_http_server_that_is_gone_gives_an_error_result_not_a_crash(http_s
     assert re.search("could not reconnect|lost again", outcome.message.content)
 
 
+@pytest.mark.parametrize("depth", [0, 150, 400])
+def test_a_stdio_label_keeps_the_script_name_wherever_the_checkout_lives(depth):
+    folder = "/" + "/".join(["d" * 9] * (depth // 10)) if depth else ""
+    script = f"{folder}/tests/mcp_tools/server.py"
+    tools = MCPTools.stdio("/usr/local/bin/python3.11", script, "--port", "8000", allow=["a"])
+    assert len(script) >= depth
+    assert tools.label.startswith("python3.11 ") and len(tools.label) <= 80
+    assert "mcp_tools/server.py --port 8000" in tools.label
+
+
 def test_credentials_stay_out_of_labels_and_reprs():
     secret = "Bearer s3cret"
     tools = MCPTools.http(
