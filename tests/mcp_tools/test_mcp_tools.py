@@ -23,7 +23,7 @@ from agentgraph import (
     ToolFinished,
 )
 from agentgraph.checkpoint import MemoryStore
-from agentgraph.mcp import MCPConnectionError, MCPToolError, MCPTools
+from agentgraph.mcp import CALL_TIMEOUT, MCPConnectionError, MCPToolError, MCPTools
 from agentgraph.nodes import react_agent, tool_use
 from agentgraph.testing import ScriptedModel
 from agentgraph.tools import run_tool_calls
@@ -63,7 +63,7 @@ async def test_the_allowed_tools_are_listed_with_the_servers_schemas():
         add = mcp_tools.tools[0]
         assert add.spec.parameters == listed["add"].input_schema
         assert add.spec.description == "Add two integers."
-        assert add.retry_safe and add.timeout is None
+        assert add.retry_safe and add.timeout == CALL_TIMEOUT == 300.0
         assert set(mcp_tools.hidden) == {"pid", "fail", "slow", "crash", "delete_everything"}
 
 
