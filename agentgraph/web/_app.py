@@ -258,9 +258,12 @@ def agui_app(
     user message is the input; the client's own tools and context entries are
     not used, since the graph's nodes hold their tools). A client that
     disconnects cancels its run,
-    which ends `GraphCancelled`; with a `store` it can be resumed, and an
+    which ends `GraphCancelled`; with a `store` it continues when a request
+    carries a `resume` entry naming it without a `payload`, and an
     interrupted run (a tool call waiting for approval) continues when the
-    next request carries a `resume` entry answering its interrupt. Everything
+    next request carries a `resume` entry answering its interrupt. Every
+    answer is one whole AG-UI run (a start, then a finish or an error) or a
+    4xx refusal. Everything
     sent is redacted (`redact` adds a hook to the built-in masking).
     """
     runs = _runs(graph, runner, store, redact)

@@ -256,7 +256,7 @@ class Runs:
             live.active = ()
             # Only this start's or resume's events count: an earlier segment's start
             # is not this one's.
-            kinds = [item.get("type") for item in live.channel.log[live.mark :]]
+            kinds = [str(item.get("type")) for item in live.channel.log[live.mark :]]
             for event in translator.framing(kinds, ending, status=live.status, output=live.output):
                 live.channel.publish(event.model_dump(mode="json", by_alias=True))
             live.channel.close()
