@@ -6,7 +6,7 @@ RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long apt-update browser postgres demo demo-rag quickstart bench bench-rag
-.PHONY: lint typecheck clean demo-batch bench-scale docs
+.PHONY: lint typecheck clean demo-batch bench-scale docs js
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
-test: lint typecheck browser postgres docs
+test: lint typecheck browser postgres js docs
 	$(BIN)/python -m pytest -q
 
 # The documentation site, built offline into site/ (git-ignored); --strict fails on a broken
@@ -57,6 +57,20 @@ APT_MISSING := $(strip $(if $(wildcard /usr/bin/chromium),,chromium) \
 
 apt-update:
 	@if [ -n "$(APT_MISSING)" ] && [ "$$(id -u)" = 0 ]; then apt-get update -qq; fi
+
+# The npm packages the protocol tests drive (the official AG-UI client, the MCP reference
+# server), pinned with their lock file in tests/js: `npm ci` when they are missing or the
+# lock file changed. Tests never fetch anything; without npm they skip outside CI.
+JS_STAMP := tests/js/node_modules/.installed
+
+js: $(JS_STAMP)
+
+$(JS_STAMP): tests/js/package.json tests/js/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/js && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.installed; \
+	else \
+		echo "npm is missing: the AG-UI client and MCP reference server tests will skip"; \
+	fi
 
 # Headless Chromium for the HTML trace page test: installed once, and only when
 # we may (as root); without it that test is skipped and says why.

@@ -102,8 +102,8 @@ class OnceCall:
 class ToolsCall:
     """`await call(pending)` runs tool calls with `tools` (what `Journal.tools` is handed).
 
-    `run` runs them here; `tools`, `limit`, `timeout` and `context` say what it
-    runs, for a journal that runs them elsewhere.
+    `run` runs them here; `tools`, `limit`, `timeout`, `context` and
+    `max_result_chars` say what it runs, for a journal that runs them elsewhere.
     """
 
     tools: Sequence[Tool[..., Any]]
@@ -111,6 +111,7 @@ class ToolsCall:
     timeout: float | None
     context: AgentContext[Any] | None
     run: ToolRunner
+    max_result_chars: int | None = None
 
     def __call__(self, pending: Sequence[ToolCall]) -> Awaitable[list[ToolAnswer]]:
         return self.run(pending)

@@ -19,6 +19,7 @@ import anyio.lowlevel
 import attrs
 import orjson
 
+from ._clip import MAX_RESULT_CHARS
 from ._context import AgentContext
 from ._errors import NodeFailed, NodeTimeout, RunError, StepLimitExceeded, UsageLimitExceeded
 from ._events import (
@@ -341,20 +342,28 @@ class Runtime:
         limit: int = 8,
         timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, passed on
         context: AgentContext[Any] | None = None,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> list[ToolAnswer]:
         """Run `calls` with `tools` only (see `run_tool_calls`); answers in call order.
 
         Each answer is reported as a `ToolFinished` event. In a run with a
-        journal, answers are recorded; a resumed or replayed step gets the
-        recorded ones, and a call to a tool that is not safe to retry is made
-        durable before it runs (finding it in flight on resume is a `ResumeError`).
+        journal, answers are recorded as the model reads them (clipped to
+        `max_result_chars`, `MAX_RESULT_CHARS` unless given), so a resumed or
+        replayed step gets exactly those; a call to a tool that is not safe to
+        retry is made durable before it runs (finding it in flight on resume
+        is a `ResumeError`).
         """
 
         from .tools._execute import run_tool_calls  # loaded with the first tool call
 
         async def run(pending: Sequence[ToolCall]) -> list[ToolAnswer]:
             outcomes = await run_tool_calls(
-                tools, pending, limit=limit, timeout=timeout, context=context
+                tools,
+                pending,
+                limit=limit,
+                timeout=timeout,
+                context=context,
+                max_result_chars=max_result_chars,
             )
             return [(o.call, o.message, o.duration) for o in outcomes]
 
@@ -365,9 +374,8 @@ class Runtime:
             answers = await run(calls)
         else:
             unsafe = frozenset(t.name for t in tools if not t.retry_safe)
-            answers = await journal.tools(
-                self, calls, unsafe, ToolsCall(tools, limit, timeout, context, run)
-            )
+            effect = ToolsCall(tools, limit, timeout, context, run, max_result_chars)
+            answers = await journal.tools(self, calls, unsafe, effect)
         emit = self._run.emit
         if emit is not None:  # the events are built only for a listener
             for call, message, duration in answers:

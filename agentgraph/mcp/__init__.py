@@ -15,9 +15,11 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 from .._errors import MCPConnectionError as MCPConnectionError
 from .._errors import MCPToolError as MCPToolError
+from ._toolset import CALL_TIMEOUT as CALL_TIMEOUT
 from ._toolset import MCPTools as MCPTools
 
 __all__ = (
+    "CALL_TIMEOUT",
     "MCPConnectionError",
     "MCPToolError",
     "MCPTools",

@@ -44,7 +44,9 @@ class RemoteCall:
         try:
             result = await client.call_tool(self.remote, arguments)
         except Exception as exc:
-            expired = _is_expired(exc, self.toolset.over_http)
+            expired = _is_expired(exc, self.toolset.over_http) or (
+                isinstance(exc, MCPError) and self.toolset.session_refused(client)
+            )
             if not (expired or _is_loss(exc)):
                 raise _refused(label, self.remote, exc) from exc
             connection.lost(client)
@@ -91,7 +93,8 @@ def _is_expired(exc: Exception, over_http: bool) -> bool:
     A stateful server answers a request whose session it does not know with
     HTTP 404 and a JSON-RPC "invalid request" error (servers word it "Session
     not found", the SDK "Session terminated"); an invalid request is never run,
-    so a new session may send it again, whatever the tool.
+    so a new session may send it again, whatever the tool. Servers that answer
+    400 instead are told by the response itself (`MCPTools.session_refused`).
     """
     return over_http and isinstance(exc, MCPError) and exc.code == mcp.types.INVALID_REQUEST
 

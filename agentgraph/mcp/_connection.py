@@ -14,11 +14,12 @@ from contextlib import AbstractAsyncContextManager
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp
 
 from .._errors import MCPConnectionError
 
-__all__ = ("Connection",)
+__all__ = ("Connection", "Sessions")
 
 Opener = Callable[[], AbstractAsyncContextManager[mcp.Client]]
 
@@ -129,6 +130,41 @@ class Connection:
             return
         if scope.cancelled_caught and not connected:
             raise TimeoutError(f"no answer within {self._connect_timeout:g}s")
+
+
+_ERROR_BODY = 64 * 1024  # an unknown-session answer is a line of JSON, never more
+
+
+class Sessions:
+    """Whether the HTTP server refused this connection's session, from its own responses.
+
+    A server that restarted no longer knows the session: the specification
+    has it answer 404, the reference server answers 400 with an error naming
+    the session, and the SDK reports either as whichever JSON-RPC error it
+    makes of the body (-32600, -32000, or -32603 when the body has no id).
+    The HTTP status and body are what say it, so they are read here, as the
+    responses arrive, before the SDK turns them into an error.
+    """
+
+    __slots__ = ("refused",)
+
+    def __init__(self) -> None:
+        self.refused = False
+
+    async def watch(self, response: httpx2.Response) -> None:
+        if response.status_code not in (400, 404):
+            return
+        if "mcp-session-id" not in response.request.headers:
+            return  # no session was asked for: not a refused one
+        if response.status_code == 404:
+            self.refused = True
+            return
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > _ERROR_BODY:
+            return
+        body = await response.aread()
+        if b"session" in body[:_ERROR_BODY].lower():
+            self.refused = True
 
 
 def _describe(error: BaseException) -> str:

@@ -21,21 +21,27 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from .._clip import check_max_result_chars
 from .._errors import MCPConnectionError, ToolError
 from ..llm._messages import ToolSpec
 from ..structured._schema import TOOL_NAME
 from ..tools._tool import Tool
 from ._calls import RemoteCall, list_tools
-from ._connection import Connection
+from ._connection import Connection, Sessions
+from ._labels import label_of
 from ._schema import SchemaArguments
 
-__all__ = ("MCPTools",)
+__all__ = ("CALL_TIMEOUT", "MCPTools")
 
 ServerTarget = str | mcp.StdioServerParameters | Server[Any] | MCPServer
 """What `MCPTools` connects to: a streamable-HTTP URL, a command run over stdio,
 or a server object served in this process."""
 
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP over HTTP
+
+CALL_TIMEOUT = 300.0
+"""Seconds one MCP tool call may take unless `timeout=` says otherwise: a server
+whose answer never comes (or that the SDK drops) cannot hold a run forever."""
 
 
 @attrs.frozen
@@ -72,13 +78,17 @@ class MCPTools:
         allow: the server's names of the tools the model may call.
         prefix: put before each name the model sees, to keep tools of
             several servers apart (`prefix="files_"` shows `read` as `files_read`).
-        timeout: seconds one call may take (None: the tool-use node's default).
+        timeout: seconds one call may take: `CALL_TIMEOUT` (5 minutes) unless
+            given; None leaves it to the tool-use node's `timeout` (by default
+            none: a call may then wait for ever).
         connect_timeout: seconds to start, connect and list the tools.
         unsafe: tools with side effects that must not be repeated.
         name: the server's label in errors (defaults to the URL or command).
         mode: how to agree on the protocol version, as the SDK's `mcp.Client`
             takes it: "auto" (ask the server, falling back to the initialize
             handshake) or "legacy" (the handshake only).
+        max_result_chars: the most characters of one result the model reads
+            (None: the tool-use node's bound, `MAX_RESULT_CHARS` by default).
     """
 
     def __init__(
@@ -87,11 +97,12 @@ class MCPTools:
         *,
         allow: Collection[str],
         prefix: str = "",
-        timeout: float | None = None,
+        timeout: float | None = CALL_TIMEOUT,
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
         mode: str = "auto",
+        max_result_chars: int | None = None,
     ) -> None:
         if isinstance(allow, str) or isinstance(unsafe, str):
             raise TypeError("allow and unsafe take a collection of tool names, not one string")
@@ -109,14 +120,18 @@ class MCPTools:
         outside = sorted(set(unsafe) - set(allow))
         if outside:
             raise ValueError(f"unsafe names tools that allow does not: {outside}")
-        self._target: ServerTarget | _HTTP = server
-        self.label = name if name is not None else _label(server)
+        self._target: ServerTarget | _HTTP = (
+            _HTTP(server, {}) if isinstance(server, str) else server
+        )
+        self.max_result_chars = check_max_result_chars("MCPTools", max_result_chars)
+        self.label = name if name is not None else label_of(server)
         self.allow = frozenset(allow)
         self.prefix = prefix
         self.timeout = timeout
         self.unsafe = frozenset(unsafe)
         self.connect_timeout = connect_timeout
         self._connection = Connection(self.label, self._open, connect_timeout)
+        self._sessions: dict[int, Sessions] = {}  # by id() of each open HTTP client
         self._stack: AsyncExitStack | None = None
         self._tools: tuple[Tool[..., Any], ...] = ()
         self.hidden: tuple[str, ...] = ()
@@ -132,11 +147,12 @@ class MCPTools:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         prefix: str = "",
-        timeout: float | None = None,
+        timeout: float | None = CALL_TIMEOUT,
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
         mode: str = "auto",
+        max_result_chars: int | None = None,
     ) -> MCPTools:
         """The tools of a server started as `command *args`, spoken to over stdin and stdout.
 
@@ -155,6 +171,7 @@ class MCPTools:
             unsafe=unsafe,
             name=name,
             mode=mode,
+            max_result_chars=max_result_chars,
         )
 
     @classmethod
@@ -165,11 +182,12 @@ class MCPTools:
         allow: Collection[str],
         headers: Mapping[str, str] | None = None,
         prefix: str = "",
-        timeout: float | None = None,
+        timeout: float | None = CALL_TIMEOUT,
         connect_timeout: float = 30.0,
         unsafe: Collection[str] = (),
         name: str | None = None,
         mode: str = "auto",
+        max_result_chars: int | None = None,
     ) -> MCPTools:
         """The tools of a server at `url` (streamable HTTP), with `headers` on every request."""
         tools = cls(
@@ -181,6 +199,7 @@ class MCPTools:
             unsafe=unsafe,
             name=name,
             mode=mode,
+            max_result_chars=max_result_chars,
         )
         if headers:
             tools._target = _HTTP(url, dict(headers))
@@ -196,7 +215,12 @@ class MCPTools:
 
     @property
     def over_http(self) -> bool:
-        return isinstance(self._target, str | _HTTP)
+        return isinstance(self._target, _HTTP)
+
+    def session_refused(self, client: mcp.Client) -> bool:
+        """Whether the HTTP server said it no longer knows `client`'s session (it restarted)."""
+        sessions = self._sessions.get(id(client))
+        return sessions is not None and sessions.refused
 
     @property
     def connections(self) -> int:
@@ -239,10 +263,18 @@ class MCPTools:
         target = self._target
         mode = self._mode_here()
         if isinstance(target, _HTTP):
-            async with httpx2.AsyncClient(headers=target.headers, timeout=_HTTP_TIMEOUT) as http:
+            sessions = Sessions()
+            hooks = {"response": [sessions.watch]}
+            async with httpx2.AsyncClient(
+                headers=target.headers, timeout=_HTTP_TIMEOUT, event_hooks=hooks
+            ) as http:
                 transport = streamable_http_client(target.url, http_client=http)
                 async with mcp.Client(transport, client_info=info, mode=mode) as client:
-                    yield client
+                    self._sessions[id(client)] = sessions
+                    try:
+                        yield client
+                    finally:
+                        self._sessions.pop(id(client), None)
         elif isinstance(target, mcp.StdioServerParameters):
             with _server_stderr() as errlog:
                 transport = stdio_client(target, errlog=errlog)
@@ -309,18 +341,22 @@ class MCPTools:
             retry_safe=item.name not in self.unsafe,
             is_async=True,
             arguments=arguments,
+            max_result_chars=self.max_result_chars,
         )
 
     async def call(self, tool: str, arguments: Mapping[str, Any]) -> str:
         """Call the server's tool `tool` (its own name) and return the text of its result.
 
-        The connection rules of the tools apply (one reconnection after a loss).
+        The connection rules of the tools apply (one reconnection after a loss),
+        and so does `timeout`; the text is whole (no `max_result_chars` here).
 
         Raises:
             MCPToolError: the server answered with an error, or refused the call.
             MCPConnectionError: the server could not be reached.
+            TimeoutError: no answer within `timeout` seconds.
         """
-        return await RemoteCall(self, tool, tool not in self.unsafe)(**arguments)
+        with anyio.fail_after(self.timeout):
+            return await RemoteCall(self, tool, tool not in self.unsafe)(**arguments)
 
     def __repr__(self) -> str:
         return f"<MCPTools {self.label!r}>"
@@ -352,11 +388,3 @@ def _has_fd(stream: TextIO | None) -> bool:
         return stream is not None and stream.fileno() >= 0
     except (AttributeError, OSError, ValueError):
         return False
-
-
-def _label(server: ServerTarget) -> str:
-    if isinstance(server, str):
-        return server.split("?", 1)[0].rsplit("@", 1)[-1]
-    if isinstance(server, mcp.StdioServerParameters):
-        return " ".join([os.path.basename(server.command), *server.args])[:80]
-    return server.name

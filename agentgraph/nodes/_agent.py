@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from .._clip import MAX_RESULT_CHARS, check_max_result_chars
 from .._context import AgentContext, Settings
 from .._events import ToolFinished
 from .._graph import Graph, GraphBuilder
@@ -44,6 +45,7 @@ class ToolUse(Node[Message, Message]):
     limit: int = 8
     call_timeout: float | None = None
     approve: frozenset[str] = frozenset()
+    max_result_chars: int | None = MAX_RESULT_CHARS
 
     async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
         calls = ctx.input.tool_calls
@@ -55,7 +57,12 @@ class ToolUse(Node[Message, Message]):
             await rt.emit(ToolFinished(rt.step, rt.path, call, message, duration))
         answered = iter(
             await rt.call_tools(
-                self.tools, allowed, limit=self.limit, timeout=self.call_timeout, context=ctx
+                self.tools,
+                allowed,
+                limit=self.limit,
+                timeout=self.call_timeout,
+                context=ctx,
+                max_result_chars=self.max_result_chars,
             )
         )
         results = [refused[i] if i in refused else next(answered) for i in range(len(calls))]
@@ -82,6 +89,7 @@ def tool_use(
     limit: int = 8,
     timeout: float | None = None,
     approve: Collection[str] = (),
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> ToolUse:
     """A node that executes the tool calls of the last assistant message.
 
@@ -91,6 +99,9 @@ def tool_use(
         timeout: seconds per call, for tools without a timeout of their own.
         approve: names of tools whose calls wait for approval (`rt.interrupt`);
             needs a run with a checkpoint store.
+        max_result_chars: the most characters of one result the model reads,
+            for tools without a bound of their own (None: no bound); a longer
+            result keeps its start and end and says what was cut between.
     """
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
@@ -100,8 +111,15 @@ def tool_use(
         raise ValueError(f"approve names tools this node does not have: {unknown}")
     # Tools with side effects make the whole node unsafe to repeat.
     retry_safe = all(t.retry_safe for t in tools)
+    check_max_result_chars("tool_use", max_result_chars)
     return ToolUse(
-        tuple(tools), limit, timeout, frozenset(approve), name=name, retry_safe=retry_safe
+        tuple(tools),
+        limit,
+        timeout,
+        frozenset(approve),
+        max_result_chars,
+        name=name,
+        retry_safe=retry_safe,
     )
 
 

@@ -1,6 +1,7 @@
 """Typed tools: `@tool` turns a function into something the model can call, and
 `execute_calls` carries out the model's calls safely."""
 
+from .._clip import MAX_RESULT_CHARS as MAX_RESULT_CHARS
 from ..structured._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ._execute import ToolFailure as ToolFailure
 from ._execute import ToolOutcome as ToolOutcome
@@ -10,6 +11,7 @@ from ._tool import Tool as Tool
 from ._tool import tool as tool
 
 __all__ = (
+    "MAX_RESULT_CHARS",
     "RAW_ARGUMENTS",
     "Tool",
     "ToolFailure",

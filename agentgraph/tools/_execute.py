@@ -3,7 +3,9 @@
 Every way a call can go wrong (a tool that was not given, arguments that are
 not JSON or do not validate, a tool that raises or runs out of time, a result
 that cannot be encoded) becomes a tool message with `is_error=True` that tells
-the model what happened, so it can recover. Cancellation is never caught.
+the model what happened, so it can recover. Every message is bounded
+(`max_result_chars`), so no tool can hand the model more than it can read.
+Cancellation is never caught.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import anyio.to_thread
 import attrs
 import orjson
 
+from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
 from .._context import AgentContext
 from .._errors import ToolError
 from .._json import to_data
@@ -67,7 +70,11 @@ class _Calls:
     """The tools one batch of calls may use, and how to run one call."""
 
     def __init__(
-        self, tools: Sequence[Tool[..., Any]], timeout: float | None, context: Any
+        self,
+        tools: Sequence[Tool[..., Any]],
+        timeout: float | None,
+        context: Any,
+        max_result_chars: int | None,
     ) -> None:
         table: dict[str, Tool[..., Any]] = {}
         for item in tools:
@@ -80,8 +87,21 @@ class _Calls:
         self.table = table
         self.timeout = timeout
         self.context = context
+        self.max_result_chars = max_result_chars
 
     async def run(self, call: ToolCall) -> ToolOutcome:
+        outcome = await self._run(call)
+        item = self.table.get(call.name)
+        limit = self.max_result_chars
+        if item is not None and item.max_result_chars is not None:
+            limit = item.max_result_chars
+        message = outcome.message
+        clipped = clip_result(message.content, limit)
+        if clipped is message.content:
+            return outcome
+        return attrs.evolve(outcome, message=attrs.evolve(message, content=clipped))
+
+    async def _run(self, call: ToolCall) -> ToolOutcome:
         start = time.perf_counter()
         item = self.table.get(call.name)
         if item is None:
@@ -196,6 +216,7 @@ async def run_tool_calls(
     limit: int = 8,
     timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, not one for the batch
     context: AgentContext[Any] | None = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[ToolOutcome]:
     """Run `calls` with `tools` only, at most `limit` at a time; outcomes in call order.
 
@@ -205,13 +226,18 @@ async def run_tool_calls(
         limit: how many calls may run at once.
         timeout: seconds a call may take, for tools without a timeout of their own.
         context: the agent context, for tools that take one.
+        max_result_chars: the most characters of one result (or error) the
+            model reads, for tools without a bound of their own; a longer one
+            keeps its start and end with a note saying what was cut between.
+            None: no bound.
 
     Raises:
         ToolError: two tools share a name, or a tool needs `context` and none was given.
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    runner = _Calls(tools, timeout, context)
+    check_max_result_chars("run_tool_calls", max_result_chars)
+    runner = _Calls(tools, timeout, context, max_result_chars)
     if len(calls) == 1:
         return [await runner.run(calls[0])]
     slots: list[ToolOutcome | None] = [None] * len(calls)
@@ -235,7 +261,15 @@ async def execute_calls(
     limit: int = 8,
     timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, not one for the batch
     context: AgentContext[Any] | None = None,
+    max_result_chars: int | None = MAX_RESULT_CHARS,
 ) -> list[Message]:
     """Run `calls` like `run_tool_calls` and return just the tool messages, in call order."""
-    outcomes = await run_tool_calls(tools, calls, limit=limit, timeout=timeout, context=context)
+    outcomes = await run_tool_calls(
+        tools,
+        calls,
+        limit=limit,
+        timeout=timeout,
+        context=context,
+        max_result_chars=max_result_chars,
+    )
     return [outcome.message for outcome in outcomes]

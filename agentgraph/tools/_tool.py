@@ -20,6 +20,7 @@ from typing import (
 
 import attrs
 
+from .._clip import check_max_result_chars
 from .._context import AgentContext
 from .._errors import ToolError, UnsupportedType
 from .._json import to_data
@@ -64,6 +65,8 @@ class Tool(Generic[P, R]):
             fields are then the tool's parameters.
         on_invalid: turns the problems with a call's arguments into the text the
             model reads (the tool's own words); None for the standard message.
+        max_result_chars: the most characters of one result the model reads
+            (None: the caller's bound, `MAX_RESULT_CHARS` by default).
     """
 
     fn: Callable[P, R]
@@ -76,6 +79,7 @@ class Tool(Generic[P, R]):
     """The validator of the arguments (compiled with the spec)."""
     single: str | None = attrs.field(default=None, kw_only=True)
     on_invalid: Callable[[Sequence[str]], str] | None = attrs.field(default=None, kw_only=True)
+    max_result_chars: int | None = attrs.field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:
@@ -87,6 +91,11 @@ class Tool(Generic[P, R]):
     def with_timeout(self, seconds: float | None) -> Tool[P, R]:
         """Return a copy whose calls are limited to `seconds`."""
         return attrs.evolve(self, timeout=_check_timeout(self.name, seconds))
+
+    def with_max_result_chars(self, chars: int | None) -> Tool[P, R]:
+        """Return a copy whose results the model reads up to `chars` characters of."""
+        bound = check_max_result_chars(f"tool {self.name!r}", chars)
+        return attrs.evolve(self, max_result_chars=bound)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name!r}>"
@@ -104,6 +113,7 @@ def tool(
     on_invalid: Callable[[Sequence[str]], str] | None = None,
     unpack: bool = False,
     examples: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    max_result_chars: int | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     fn: Callable[..., Any] | None = None,
@@ -116,6 +126,7 @@ def tool(
     on_invalid: Callable[[Sequence[str]], str] | None = None,
     unpack: bool = False,
     examples: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    max_result_chars: int | None = None,
 ) -> Any:
     """Make a tool from a typed function, sync or async.
 
@@ -130,6 +141,8 @@ def tool(
     an instance. `on_invalid(problems)` words the answer to a call whose
     arguments do not validate. `examples` are `(request, arguments)` pairs
     shown to providers that take them (GigaChat's `few_shot_examples`).
+    `max_result_chars` bounds what the model reads of one result (by default
+    the tool node's bound, `MAX_RESULT_CHARS`).
 
     ```python
     @tool
@@ -152,6 +165,8 @@ def tool(
         if examples:
             spec = attrs.evolve(made.spec, examples=tuple(examples))
             made = attrs.evolve(made, spec=spec)
+        if max_result_chars is not None:
+            made = made.with_max_result_chars(max_result_chars)
         return made if on_invalid is None else attrs.evolve(made, on_invalid=on_invalid)
 
     return make if fn is None else make(fn)

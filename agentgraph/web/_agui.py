@@ -108,7 +108,7 @@ class AguiTranslator:
         state = self._clean(dict(ctx.state), "state")
         return state if isinstance(state, dict) else {}
 
-    def _close(self) -> list[BaseEvent]:
+    def close(self) -> list[BaseEvent]:
         """End every message and step still open (a run that stopped midway)."""
         out: list[BaseEvent] = []
         for index in list(self._texts):
@@ -215,7 +215,7 @@ class AguiTranslator:
         ]
 
     def _run_finished(self, event: RunFinished) -> list[BaseEvent]:
-        out = self._close()
+        out = self.close()
         error = event.error
         if error is None:
             result = self._clean(event.context.input, "output")
@@ -223,21 +223,53 @@ class AguiTranslator:
                 RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=result)
             )
         elif isinstance(error, Interrupted):
-            out.append(self._interrupted(error))
+            out.append(self.interrupted(error))
         elif isinstance(error, GraphCancelled):
-            out.append(
-                RunFinishedEvent(
-                    thread_id=self.thread_id,
-                    run_id=self.run_id,
-                    outcome=RunFinishedCancelledOutcome(),
-                )
-            )
+            out.append(self.cancelled())
         else:
             message = self._redactor.text(f"{type(error).__name__}: {error}", "error")
             out.append(RunErrorEvent(message=message, code=type(error).__name__))
         return out
 
-    def _interrupted(self, error: Interrupted) -> RunFinishedEvent:
+    def framing(
+        self, kinds: Sequence[str], ending: BaseException | None, *, status: str, output: Any
+    ) -> list[BaseEvent]:
+        """What a run's events (`kinds`, in order) lack to be one whole AG-UI run.
+
+        A run that fails before it begins (a resume the record refuses, a busy
+        lease) sent nothing; one stopped from outside may have left steps open.
+        `status` is how the run ended ("ok" with `output`, "interrupted",
+        "failed", "cancelled", or "running" when its caller's scope was
+        cancelled); `ending` is what it raised.
+        """
+        out: list[BaseEvent] = []
+        if "RUN_STARTED" not in kinds:
+            out.append(RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id))
+        if kinds and kinds[-1] in ("RUN_FINISHED", "RUN_ERROR"):
+            return out
+        out.extend(self.close())
+        if isinstance(ending, Interrupted):
+            out.append(self.interrupted(ending))
+        elif status == "failed":
+            code = type(ending).__name__
+            message = self._redactor.text(f"{code}: {ending}", "error")
+            out.append(RunErrorEvent(message=message, code=code))
+        elif status == "ok":
+            out.append(
+                RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=output)
+            )
+        else:
+            out.append(self.cancelled())
+        return out
+
+    def cancelled(self) -> RunFinishedEvent:
+        """The end of a run that was cancelled (it can be resumed from its store)."""
+        return RunFinishedEvent(
+            thread_id=self.thread_id, run_id=self.run_id, outcome=RunFinishedCancelledOutcome()
+        )
+
+    def interrupted(self, error: Interrupted) -> RunFinishedEvent:
+        """The end of a run that waits for an answer: its question as an AG-UI interrupt."""
         question = error.question
         call = question if isinstance(question, ToolCall) else None
         shown = self._clean(question, "question")

@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import orjson
-from ag_ui.core import RunAgentInput
+from ag_ui.core import RunAgentInput, RunErrorEvent, RunStartedEvent
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -65,6 +65,21 @@ def _sse(live: LiveRun, start: int, on_exit: Callable[[], object] | None = None)
     return _EventStream(body(), media_type="text/event-stream", headers=headers)
 
 
+def _failed_run(run_input: RunAgentInput, error: Exception, redactor: Redactor) -> Response:
+    """An AG-UI run that could not begin, as the start and error events a client expects."""
+    message = redactor.text(f"{type(error).__name__}: {error}", "error")
+    events = (
+        RunStartedEvent(thread_id=run_input.thread_id, run_id=run_input.run_id),
+        RunErrorEvent(message=message, code=type(error).__name__),
+    )
+
+    async def body() -> AsyncIterator[bytes]:
+        for event in events:
+            yield b"data: " + orjson.dumps(event.model_dump(mode="json", by_alias=True)) + b"\n\n"
+
+    return StreamingResponse(body(), media_type="text/event-stream")
+
+
 def _refuse(reason: str, status: int = 422) -> JSONResponse:
     return JSONResponse({"error": reason}, status_code=status)
 
@@ -118,6 +133,8 @@ class _Endpoints:
             live = await self._agui_run(run_input)
         except RunInputError as exc:
             return _refuse(str(exc))
+        except Exception as exc:  # the store failed: still one whole AG-UI run, ending in error
+            return _failed_run(run_input, exc, self.runs.redactor)
         runs = self.runs
         return _sse(live, live.mark, lambda: runs.cancel(live.id))
 
@@ -127,7 +144,11 @@ class _Endpoints:
             if len(run_input.resume) != 1:
                 raise RunInputError("a run waits for one answer at a time; send one resume entry")
             entry = run_input.resume[0]
-            answer = entry.payload if entry.status == "resolved" else False
+            # Without a payload there is no answer: a cancelled run goes on from its
+            # last step, and an interrupted one asks its question again.
+            answer: Any = NO_ANSWER if entry.payload is None else entry.payload
+            if entry.status != "resolved":
+                answer = False
             return await runs.resume(
                 entry.interrupt_id,
                 answer,
@@ -237,9 +258,12 @@ def agui_app(
     user message is the input; the client's own tools and context entries are
     not used, since the graph's nodes hold their tools). A client that
     disconnects cancels its run,
-    which ends `GraphCancelled`; with a `store` it can be resumed, and an
+    which ends `GraphCancelled`; with a `store` it continues when a request
+    carries a `resume` entry naming it without a `payload`, and an
     interrupted run (a tool call waiting for approval) continues when the
-    next request carries a `resume` entry answering its interrupt. Everything
+    next request carries a `resume` entry answering its interrupt. Every
+    answer is one whole AG-UI run (a start, then a finish or an error) or a
+    4xx refusal. Everything
     sent is redacted (`redact` adds a hook to the built-in masking).
     """
     runs = _runs(graph, runner, store, redact)

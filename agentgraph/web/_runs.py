@@ -19,7 +19,6 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 import attrs
-from ag_ui.core import RunErrorEvent, RunStartedEvent
 from anyio.abc import TaskGroup
 
 from .._context import AgentContext
@@ -241,25 +240,25 @@ class Runs:
         runner: GraphRunner,
         go: Callable[[GraphRunner], Awaitable[Any]],
     ) -> None:
+        ending: BaseException | None = None
         try:
             out = await go(runner)
             live.status, live.output = "ok", self._clean(out.input, "output")
         except Interrupted as stopped:
             live.status, live.question = "interrupted", self._clean(stopped.question, "question")
-        except GraphCancelled:
-            live.status = "cancelled"
+            ending = stopped
+        except GraphCancelled as cancelled:
+            live.status, ending = "cancelled", cancelled
         except Exception as error:
-            live.status = "failed"
+            live.status, ending = "failed", error
             live.error = self.redactor.text(f"{type(error).__name__}: {error}", "error")
-            if not any(item.get("type") == "RUN_STARTED" for item in live.channel.log):
-                # It failed before it began (a resume the record refuses, a busy lease).
-                for event in (
-                    RunStartedEvent(thread_id=live.thread_id, run_id=translator.run_id),
-                    RunErrorEvent(message=live.error, code=type(error).__name__),
-                ):
-                    live.channel.publish(event.model_dump(mode="json", by_alias=True))
         finally:
             live.active = ()
+            # Only this start's or resume's events count: an earlier segment's start
+            # is not this one's.
+            kinds = [str(item.get("type")) for item in live.channel.log[live.mark :]]
+            for event in translator.framing(kinds, ending, status=live.status, output=live.output):
+                live.channel.publish(event.model_dump(mode="json", by_alias=True))
             live.channel.close()
             live.done.set()
 

@@ -49,11 +49,14 @@ class HttpServer:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.process: subprocess.Popen[bytes] | None = None
 
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        """The server's command line and environment (None: this process's)."""
+        return [sys.executable, SCRIPT, "http", str(self.port)], None
+
     def start(self) -> None:
+        command, env = self.command()
         self.process = subprocess.Popen(
-            [sys.executable, SCRIPT, "http", str(self.port)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:

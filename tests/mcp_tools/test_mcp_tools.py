@@ -23,7 +23,7 @@ from agentgraph import (
     ToolFinished,
 )
 from agentgraph.checkpoint import MemoryStore
-from agentgraph.mcp import MCPConnectionError, MCPToolError, MCPTools
+from agentgraph.mcp import CALL_TIMEOUT, MCPConnectionError, MCPToolError, MCPTools
 from agentgraph.nodes import react_agent, tool_use
 from agentgraph.testing import ScriptedModel
 from agentgraph.tools import run_tool_calls
@@ -63,7 +63,7 @@ async def test_the_allowed_tools_are_listed_with_the_servers_schemas():
         add = mcp_tools.tools[0]
         assert add.spec.parameters == listed["add"].input_schema
         assert add.spec.description == "Add two integers."
-        assert add.retry_safe and add.timeout is None
+        assert add.retry_safe and add.timeout == CALL_TIMEOUT == 300.0
         assert set(mcp_tools.hidden) == {"pid", "fail", "slow", "crash", "delete_everything"}
 
 
@@ -360,6 +360,16 @@ async def test_http_server_that_is_gone_gives_an_error_result_not_a_crash(http_s
     assert outcome.error == "raised" and isinstance(outcome.exception, MCPConnectionError)
     # Reconnecting fails, or (without a handshake to make) the call on the new connection.
     assert re.search("could not reconnect|lost again", outcome.message.content)
+
+
+@pytest.mark.parametrize("depth", [0, 150, 400])
+def test_a_stdio_label_keeps_the_script_name_wherever_the_checkout_lives(depth):
+    folder = "/" + "/".join(["d" * 9] * (depth // 10)) if depth else ""
+    script = f"{folder}/tests/mcp_tools/server.py"
+    tools = MCPTools.stdio("/usr/local/bin/python3.11", script, "--port", "8000", allow=["a"])
+    assert len(script) >= depth
+    assert tools.label.startswith("python3.11 ") and len(tools.label) <= 80
+    assert "mcp_tools/server.py --port 8000" in tools.label
 
 
 def test_credentials_stay_out_of_labels_and_reprs():

@@ -248,6 +248,53 @@ def test_a_client_that_leaves_cancels_its_run_which_can_resume(tmp_path):
         assert view["output"] == "go before after"
 
 
+def cancel_by_leaving(client: httpx.Client, run_id: str) -> None:
+    with client.stream("POST", "agui", json=run_input(run_id, user("go"))) as response:
+        read_until_step(sse(response.iter_lines()), "wait")
+    assert wait_for(client, run_id, "cancelled")["status"] == "cancelled"
+
+
+def test_a_run_cancelled_by_its_client_resumes_over_agui_with_no_payload(tmp_path):
+    graph, gate = gated()
+    with serving(graph, tmp_path) as server, httpx.Client(base_url=server.url) as client:
+        cancel_by_leaving(client, "run-l")
+        gate["closed"] = False
+        entry = {"interruptId": "run-l", "status": "resolved"}
+        events = agui_run(client, run_input("run-l-2", resume=[entry]))
+    check_sequence(events)
+    assert events[0]["runId"] == "run-l-2"
+    assert events[-1]["type"] == "RUN_FINISHED" and events[-1]["result"] == "go before after"
+    assert [e["stepName"] for e in events if e["type"] == "STEP_STARTED"] == ["wait"]
+
+
+def test_a_resume_that_cannot_start_is_a_whole_run_ending_in_its_error(tmp_path):
+    graph, _ = gated()
+    with serving(graph, tmp_path) as server, httpx.Client(base_url=server.url) as client:
+        cancel_by_leaving(client, "run-e")
+        # An answer for a run that asked nothing: refused by the record, after the
+        # earlier (cancelled) segment's events, which must not stand in for this start.
+        entry = {"interruptId": "run-e", "status": "resolved", "payload": True}
+        events = agui_run(client, run_input("run-e-2", resume=[entry]))
+    check_sequence(events)
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[0]["runId"] == "run-e-2"
+    assert "no question is waiting" in events[-1]["message"]
+
+
+class BrokenStore(MemoryStore):
+    async def load(self, run_id: str):
+        raise OSError("the disk is gone")
+
+
+def test_a_store_that_fails_before_a_run_begins_still_gives_a_whole_run():
+    app = agui_app(stateful(), store=BrokenStore())
+    entry = {"interruptId": "x", "status": "resolved"}
+    with WebServer(app) as server, httpx.Client(base_url=server.url) as client:
+        events = agui_run(client, run_input("x-2", resume=[entry]), url="")
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[-1]["code"] == "OSError" and "the disk is gone" in events[-1]["message"]
+
+
 def test_a_watcher_that_leaves_does_not_cancel(tmp_path):
     graph, gate = gated()
     with serving(graph, tmp_path) as server, httpx.Client(base_url=server.url) as client:

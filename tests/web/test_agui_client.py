@@ -1,0 +1,83 @@
+"""The AG-UI endpoint driven by the protocol's official TypeScript client, `@ag-ui/client`.
+
+A short Node script (tests/js/agui_client.mjs) runs each scenario against a
+server started here on a loopback port and prints what the client saw; the
+client checks every stream itself (one start, one end, events in order).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from agentgraph import AgentContext, Graph, GraphBuilder, node
+from tests.npm import JS, need_npm_package
+
+from .support import ANSWER, agent, serving
+
+
+def drive(url: str, scenario: str) -> dict[str, Any]:
+    node_bin, _ = need_npm_package("@ag-ui/client")
+    done = subprocess.run(
+        [node_bin, str(JS / "agui_client.mjs"), url, scenario],
+        capture_output=True,
+        timeout=45,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return orjson.loads(done.stdout)
+
+
+def waits_the_first_time() -> Graph[str, str]:
+    """`before`, then `wait`, which hangs on its first run (until cancelled) and passes after."""
+    tries: list[int] = []
+
+    @node(name="before")
+    async def before(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.with_input(ctx.input + " before")
+
+    @node(name="wait")
+    async def wait(ctx: AgentContext[str]) -> AgentContext[str]:
+        tries.append(1)
+        if len(tries) == 1:
+            await anyio.sleep_forever()
+        return ctx.with_input(ctx.input + " after")
+
+    with GraphBuilder[str, str]("waits") as g:
+        g.start.edge_to(before).edge_to(wait).edge_to(g.finish)
+    return g.build()
+
+
+def test_the_official_client_approves_a_tool_call_and_the_run_goes_on(tmp_path: Path):
+    with serving(agent(), tmp_path) as server:
+        seen = drive(server.url + "agui", "approval")
+    first, second = seen["first"], seen["second"]
+    assert "rejected" not in first and "rejected" not in second, seen
+    assert first["events"][0] == "RUN_STARTED" and first["events"][-1] == "RUN_FINISHED"
+    assert first["outcome"] == "interrupt"
+    assert seen["interrupt"]["reason"] == "tool_approval"
+    assert second["outcome"] == "success" and second["result"] == ANSWER
+    assert "TOOL_CALL_RESULT" in second["events"]
+
+
+def test_the_official_client_resumes_a_run_it_left_and_reads_why_a_resume_failed(
+    tmp_path: Path,
+):
+    with serving(waits_the_first_time(), tmp_path) as server:
+        seen = drive(server.url + "agui", "disconnect")
+    assert seen["cancelled"] is True
+    assert "STEP_STARTED" in seen["left"]["events"]
+    # An answer for a run that asked nothing: a whole run, ending in the reason.
+    unasked = seen["unasked"]
+    assert unasked["events"] == ["RUN_STARTED", "RUN_ERROR"], unasked
+    assert "no question is waiting" in unasked["error"]["message"]
+    # No payload: the cancelled run goes on from its last step and finishes.
+    resumed = seen["resumed"]
+    assert "rejected" not in resumed, resumed
+    assert resumed["events"][0] == "RUN_STARTED" and resumed["events"][-1] == "RUN_FINISHED"
+    assert resumed["outcome"] == "success" and resumed["result"] == "go before after"
+    assert seen["finally"] == "ok"
