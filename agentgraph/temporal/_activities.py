@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from .._clip import MAX_RESULT_CHARS
 from .._context import AgentContext
 from .._errors import ProviderError, UsageError
 from .._journal import ToolAnswer
@@ -92,10 +93,13 @@ class Activities:
         call: ToolCall,
         timeout: float | None,  # noqa: ASYNC109 - each call's limit, passed on
         context: AgentContext[Any] | None,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
     ) -> ToolAnswer:
         tools = [self._lookup("tools", name) for name in allowed]
         async with _beating():
-            (outcome,) = await run_tool_calls(tools, [call], timeout=timeout, context=context)
+            (outcome,) = await run_tool_calls(
+                tools, [call], timeout=timeout, context=context, max_result_chars=max_result_chars
+            )
         return outcome.call, outcome.message, outcome.duration
 
     @activity.defn(name=EMBED)

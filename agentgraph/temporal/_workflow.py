@@ -225,7 +225,7 @@ class WorkflowJournal:
             async with gate:
                 answer: ToolAnswer = await _activity(
                     TOOL,
-                    [allowed, call, run.timeout, context],
+                    [allowed, call, run.timeout, context, run.max_result_chars],
                     policy.options(retry_safe=call.name not in unsafe),
                 )
                 return answer

@@ -18,9 +18,11 @@ from agentgraph import (
     StepLimitExceeded,
     UsageError,
     node,
+    tool,
 )
 from agentgraph.checkpoint import MemoryStore
 from agentgraph.llm import ChatRequest
+from agentgraph.nodes import chat, tool_use
 from agentgraph.temporal import (
     ActivityPolicy,
     RunFailed,
@@ -301,3 +303,29 @@ async def test_a_run_past_its_timeout_raises_graph_timeout_with_the_last_context
             await TemporalRunner(client, task_queue=queue).run(graph, AgentContext("go"))
     assert caught.value.step == 1 and caught.value.timeout == 0.5
     assert caught.value.context.history.last().content == "first done"
+
+
+@tool
+def shout(n: int) -> str:
+    """A result far longer than the tool node lets the model read."""
+    return "x" * n
+
+
+def bounded_graph():
+    model = ScriptedModel(ScriptedModel.tool_call("shout", call_id="c0", n=5_000))
+    with GraphBuilder[str, object]("bounded") as g:
+        asks = chat(model, name="asks")
+        g.start.edge_to(asks).edge_to(tool_use([shout], max_result_chars=1_000)).edge_to(g.finish)
+    return g.build(), model
+
+
+async def test_a_tool_nodes_result_bound_holds_in_the_activity_too(client, queue):
+    graph, model = bounded_graph()
+    ctx = AgentContext("shout")
+    async with worker(client, task_queue=queue, graphs=[graph], models=[model], tools=[shout]):
+        out = await TemporalRunner(client, task_queue=queue).run(graph, ctx)
+    local = await GraphRunner().run(bounded_graph()[0], ctx)
+    (result,) = [m for m in out.history if m.role == "tool"]
+    assert 1_000 <= len(result.content) < 1_500
+    assert "of this result's 5,000 characters" in result.content
+    assert out == local
