@@ -33,6 +33,7 @@ from ._items import MemoryHit as MemoryHit
 from ._items import Namespace as Namespace
 from ._journaled import JournaledMemory as JournaledMemory
 from ._journaled import journaled as journaled
+from ._postgres import PostgresMemory as PostgresMemory
 from ._sqlite import SQLiteMemory as SQLiteMemory
 from ._tools import memory_tools as memory_tools
 
@@ -52,6 +53,7 @@ __all__ = (
     "MemoryHit",
     "MemoryInputError",
     "Namespace",
+    "PostgresMemory",
     "SQLiteMemory",
     "journaled",
     "memory_tools",

@@ -180,6 +180,11 @@ class MemoryBase:
         check_limit(limit)
         if filter is not None and not (isinstance(filter, Mapping) or callable(filter)):
             raise MemoryInputError("filter", f"is a mapping or a predicate, not {type(filter)}")
+        if isinstance(filter, Mapping):
+            try:
+                orjson.dumps(dict(filter))
+            except TypeError as exc:
+                raise MemoryInputError("filter", f"holds values that are not JSON: {exc}") from exc
         if query is not None and not isinstance(query, str):
             raise MemoryInputError("query", f"is a string or None, not {type(query).__name__}")
         now = self.clock()
