@@ -9,10 +9,9 @@ committed the write, so the checkpoint store never records it.
 import argparse
 import os
 import signal
+import time
 
 import anyio
-
-import time
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, RunBusy, Runtime, node
 from agentgraph.checkpoint import SQLiteStore

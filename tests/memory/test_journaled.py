@@ -2,7 +2,6 @@
 
 import signal
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
