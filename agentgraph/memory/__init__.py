@@ -38,13 +38,13 @@ from ._sqlite import SQLiteMemory as SQLiteMemory
 from ._tools import memory_tools as memory_tools
 
 __all__ = (
-    "MAX_KEY",
     "Filter",
     "Hit",
     "InMemoryMemory",
     "Item",
     "JournaledMemory",
     "LongTermMemoryError",
+    "MAX_KEY",
     "Memory",
     "MemoryBackendError",
     "MemoryBase",

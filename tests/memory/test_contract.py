@@ -200,3 +200,25 @@ async def test_bad_input_is_a_typed_error_and_stores_nothing(make_memory, call, 
     with pytest.raises(MemoryInputError, match=what):
         await call(memory)
     assert await memory.list_namespaces() == []
+
+
+async def test_a_damaged_row_is_a_typed_error_naming_the_item(tmp_path):
+    import sqlite3
+
+    from agentgraph.memory import MemoryDataError, SQLiteMemory
+
+    memory = SQLiteMemory(tmp_path / "m.db")
+    await memory.put(USER, "ok", {"text": "fine"})
+    await memory.put(USER, "bad", {"text": "soon broken"})
+    memory.close()
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        conn.execute("UPDATE memory_items SET value = ? WHERE key = 'bad'", (b"[1, 2",))
+    memory = SQLiteMemory(tmp_path / "m.db")
+    assert (await memory.get(USER, "ok")).value == {"text": "fine"}
+    with pytest.raises(MemoryDataError, match="'bad' in \\('user', '42'\\) is damaged"):
+        await memory.get(USER, "bad")
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        conn.execute("UPDATE memory_items SET value = ? WHERE key = 'bad'", (b"[1, 2]",))
+    with pytest.raises(MemoryDataError, match="is a list, not an object"):
+        await memory.search(USER)
+    memory.close()
