@@ -101,10 +101,10 @@ class PostgresMemory(MemoryBase):
         connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(embedder=embedder, index=index, clock=clock)
-        psycopg = _psycopg()
+        pg = _psycopg()
         try:
-            parts = psycopg.conninfo.conninfo_to_dict(conninfo)
-        except psycopg.ProgrammingError as exc:
+            parts = pg.conninfo.conninfo_to_dict(conninfo)
+        except pg.ProgrammingError as exc:
             raise ValueError(f"not a PostgreSQL connection string: {exc}") from None
         if not _SCHEMA_NAME.fullmatch(schema):
             raise ValueError(
@@ -144,7 +144,7 @@ class PostgresMemory(MemoryBase):
         return await anyio.to_thread.run_sync(self._locked, action, work)
 
     def _locked(self, action: str, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        psycopg = _psycopg()
+        pg = _psycopg()
         with self._lock:
             if self._closed:
                 raise MemoryBackendError(repr(self), action, RuntimeError("the store is closed"))
@@ -153,7 +153,7 @@ class PostgresMemory(MemoryBase):
                     self._conn = self._connect()
                 with self._conn.transaction():
                     return work(self._conn)
-            except psycopg.Error as exc:
+            except pg.Error as exc:
                 if self._conn is not None and self._conn.broken:
                     self._conn = None  # the next call connects again
                 raise MemoryBackendError(repr(self), action, exc) from exc
