@@ -112,6 +112,10 @@ bench: $(VENV)/.bench
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py
 
+.PHONY: bench-memory
+bench-memory: $(VENV)/.bench
+	$(BIN)/python benchmarks/memory.py
+
 # Durable runs on Temporal: the SDK and the server binaries from the registry. The demo
 # and the benchmark start a dev server themselves (in memory, on loopback) and stop it.
 .PHONY: demo-temporal bench-temporal

@@ -29,6 +29,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.checkpoint",
         "agentgraph.llm",
         "agentgraph.mcp",
+        "agentgraph.memory",
         "agentgraph.nodes",
         "agentgraph.rag",
         "agentgraph.ray",

@@ -1,0 +1,106 @@
+"""`InMemoryMemory`: a memory store in a dict, for tests and single-process agents."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import anyio.lowlevel
+
+from ..llm._embedder import Embedder
+from ._base import Clock, Found, MemoryBase, Row
+from ._items import Item, Namespace, terms
+
+__all__ = ("InMemoryMemory",)
+
+
+class InMemoryMemory(MemoryBase):
+    """Keeps items in this process only; they are gone when it ends.
+
+    ```python
+    memory = InMemoryMemory()
+    await memory.put(("user", "42"), "diet", {"text": "vegetarian"})
+    ```
+    Searches compare against every item under the prefix (exact, no index).
+    See `MemoryBase` for the arguments.
+    """
+
+    def __init__(
+        self,
+        *,
+        embedder: Embedder | None = None,
+        index: Sequence[str] | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        super().__init__(embedder=embedder, index=index, clock=clock)
+        self._items: dict[tuple[Namespace, str], Found] = {}
+        self._effects: dict[str, object] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def _write(
+        self,
+        ns: Namespace,
+        rows: list[Row],
+        now: float,
+        expires: float | None,
+        effect: str | None,
+    ) -> list[Item]:
+        await anyio.lowlevel.checkpoint()
+        if effect is not None and effect in self._effects:
+            done: list[Item] = self._effects[effect]  # type: ignore[assignment]
+            return done
+        items = []
+        for row in rows:
+            old = self._live(ns, row.key, now)
+            version, created = (1, now) if old is None else (old.version + 1, old.created)
+            item = Item(ns, row.key, row.value, version, created, now, expires)
+            self._items[(ns, row.key)] = Found(item, row.text, row.vector)
+            items.append(item)
+        if effect is not None:
+            self._effects[effect] = items
+        return items
+
+    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
+        await anyio.lowlevel.checkpoint()
+        return self._live(ns, key, now)
+
+    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
+        await anyio.lowlevel.checkpoint()
+        if effect is not None and effect in self._effects:
+            return bool(self._effects[effect])
+        there = self._live(ns, key, now) is not None
+        self._items.pop((ns, key), None)
+        if effect is not None:
+            self._effects[effect] = there
+        return there
+
+    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
+        await anyio.lowlevel.checkpoint()
+        depth = len(prefix)
+        return [
+            found
+            for (ns, _), found in self._items.items()
+            if ns[:depth] == prefix and _alive(found.item, now)
+        ]
+
+    async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
+        wanted = set(words)
+        out = []
+        for found in await self._scan(prefix, now, vectors=False):
+            matched = len(wanted.intersection(terms(found.text)))
+            if matched:
+                out.append(Found(found.item, found.text, None, matched / len(wanted)))
+        return out
+
+    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
+        return {found.item.namespace for found in await self._scan(prefix, now, vectors=False)}
+
+    def _live(self, ns: Namespace, key: str, now: float) -> Item | None:
+        found = self._items.get((ns, key))
+        return None if found is None or not _alive(found.item, now) else found.item
+
+
+def _alive(item: Item, now: float) -> bool:
+    return item.expires is None or item.expires > now

@@ -1,0 +1,323 @@
+"""`SQLiteMemory`: a memory store in one SQLite file that several processes share.
+
+Writes run in `BEGIN IMMEDIATE` transactions on a WAL-mode database, so
+processes take turns writing while readers go on; keyword search uses an
+FTS5 table kept beside the items (same rowids), and semantic search scores
+every vector under the prefix with numpy (exact, no index).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from ..llm._embedder import Embedder
+from ._base import Clock, Found, MemoryBase, Row, effect_result, items_result
+from ._errors import MemoryBackendError, MemoryDataError
+from ._items import Item, Namespace, decode_value, join_namespace, split_namespace
+
+__all__ = ("SQLiteMemory",)
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memory_items (
+    ns TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB,
+    version INTEGER NOT NULL,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    expires REAL,
+    UNIQUE (ns, key)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_words USING fts5(text, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS memory_effects (
+    effect TEXT PRIMARY KEY,
+    result BLOB NOT NULL,
+    at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+_COLUMNS = "ns, key, value, text, version, created, updated, expires"
+_LIVE = "(expires IS NULL OR expires > ?)"
+_BUSY = 30.0
+"""Seconds a write waits for another process's transaction before failing."""
+
+
+def _under(prefix: Namespace) -> tuple[str, list[Any]]:
+    """The SQL condition (and its parameters) for namespaces under `prefix`.
+
+    A stored namespace ends in a separator that no label holds, so the rows
+    under a prefix are one range of strings: from the prefix to the prefix
+    with its last separator raised by one.
+    """
+    if not prefix:
+        return "1", []
+    low = join_namespace(prefix)
+    return "ns >= ? AND ns < ?", [low, low[:-1] + chr(ord(low[-1]) + 1)]
+
+
+class SQLiteMemory(MemoryBase):
+    """Items in one SQLite file; several processes may use the same file at once.
+
+    ```python
+    memory = SQLiteMemory("memory.db", embedder=embedder)
+    await memory.put(("user", "42"), "diet", {"text": "vegetarian"})
+    await memory.aclose()
+    ```
+    Every call runs in a worker thread on this object's connection. See
+    `MemoryBase` for `embedder`, `index` and `clock`.
+
+    Raises:
+        FileNotFoundError: the folder for the file does not exist.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        embedder: Embedder | None = None,
+        index: Sequence[str] | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        super().__init__(embedder=embedder, index=index, clock=clock)
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise FileNotFoundError(f"the folder for the memory file {self.path} does not exist")
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteMemory({str(self.path)!r})"
+
+    async def __aenter__(self) -> SQLiteMemory:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """Close the connection (blocks while a call runs; `aclose` from async code)."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    async def aclose(self) -> None:
+        await anyio.to_thread.run_sync(self.close)
+
+    # -- the connection -----------------------------------------------------------------
+    async def _run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        return await anyio.to_thread.run_sync(self._locked, action, work)
+
+    def _locked(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._closed:
+                raise MemoryBackendError(repr(self), action, RuntimeError("the store is closed"))
+            try:
+                if self._conn is None:
+                    self._conn = self._connect()
+                return work(self._conn)
+            except sqlite3.Error as exc:
+                raise MemoryBackendError(repr(self), action, exc) from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=_BUSY
+        )
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            with _write(conn):
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- the hooks ----------------------------------------------------------------------
+    async def _write(
+        self,
+        ns: Namespace,
+        rows: list[Row],
+        now: float,
+        expires: float | None,
+        effect: str | None,
+    ) -> list[Item]:
+        stored = join_namespace(ns)
+
+        def work(conn: sqlite3.Connection) -> list[Item]:
+            with _write(conn):
+                done = _applied(conn, effect)
+                if done is not None:
+                    result: list[Item] = effect_result(done, effect or "")
+                    return result
+                items = [_put_row(conn, ns, stored, row, now, expires) for row in rows]
+                if effect is not None:
+                    conn.execute(
+                        "INSERT INTO memory_effects VALUES (?, ?, ?)",
+                        (effect, items_result(items), now),
+                    )
+                return items
+
+        return await self._run("store items", work)
+
+    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
+        def work(conn: sqlite3.Connection) -> Item | None:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_items WHERE ns = ? AND key = ? AND {_LIVE}",
+                (join_namespace(ns), key, now),
+            ).fetchone()
+            return None if row is None else _item(row)
+
+        return await self._run("read an item", work)
+
+    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
+        def work(conn: sqlite3.Connection) -> bool:
+            with _write(conn):
+                done = _applied(conn, effect)
+                if done is not None:
+                    return bool(effect_result(done, effect or ""))
+                found = conn.execute(
+                    "SELECT rowid, expires FROM memory_items WHERE ns = ? AND key = ?",
+                    (join_namespace(ns), key),
+                ).fetchone()
+                there = found is not None and (found[1] is None or found[1] > now)
+                if found is not None:
+                    conn.execute("DELETE FROM memory_items WHERE rowid = ?", (found[0],))
+                    conn.execute("DELETE FROM memory_words WHERE rowid = ?", (found[0],))
+                if effect is not None:
+                    conn.execute(
+                        "INSERT INTO memory_effects VALUES (?, ?, ?)",
+                        (effect, b"true" if there else b"false", now),
+                    )
+                return there
+
+        return await self._run("delete an item", work)
+
+    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
+        where, params = _under(prefix)
+        vector = "vector" if vectors else "NULL"
+
+        def work(conn: sqlite3.Connection) -> list[Found]:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {where} AND {_LIVE}",
+                (*params, now),
+            ).fetchall()
+            return [Found(_item(row), row[3], row[8]) for row in rows]
+
+        return await self._run("search items", work)
+
+    async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
+        where, params = _under(prefix)
+        match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+        columns = ", ".join(f"i.{c.strip()}" for c in _COLUMNS.split(","))
+
+        def work(conn: sqlite3.Connection) -> list[Found]:
+            rows = conn.execute(
+                f"SELECT {columns}, bm25(memory_words) FROM memory_words "
+                "JOIN memory_items AS i ON i.rowid = memory_words.rowid "
+                f"WHERE memory_words MATCH ? AND {where.replace('ns', 'i.ns')} "
+                f"AND (i.expires IS NULL OR i.expires > ?)",
+                (match, *params, now),
+            ).fetchall()
+            # bm25 is lower for better matches: negated, higher is better as everywhere else.
+            return [Found(_item(row), row[3], None, -float(row[8])) for row in rows]
+
+        return await self._run("search items", work)
+
+    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
+        where, params = _under(prefix)
+
+        def work(conn: sqlite3.Connection) -> set[Namespace]:
+            rows = conn.execute(
+                f"SELECT DISTINCT ns FROM memory_items WHERE {where} AND {_LIVE}", (*params, now)
+            ).fetchall()
+            return {split_namespace(ns, "") for (ns,) in rows}
+
+        return await self._run("list namespaces", work)
+
+
+class _write:
+    """`with _write(conn):` one IMMEDIATE transaction: committed, or rolled back on error."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _applied(conn: sqlite3.Connection, effect: str | None) -> bytes | None:
+    if effect is None:
+        return None
+    found = conn.execute("SELECT result FROM memory_effects WHERE effect = ?", (effect,))
+    row = found.fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def _put_row(
+    conn: sqlite3.Connection,
+    ns: Namespace,
+    stored: str,
+    row: Row,
+    now: float,
+    expires: float | None,
+) -> Item:
+    old = conn.execute(
+        "SELECT rowid, version, created, expires FROM memory_items WHERE ns = ? AND key = ?",
+        (stored, row.key),
+    ).fetchone()
+    if old is not None and (old[3] is None or old[3] > now):
+        version, created = old[1] + 1, old[2]
+    else:
+        version, created = 1, now
+    values = (row.raw, row.text, row.vector, version, created, now, expires)
+    if old is None:
+        rowid = conn.execute(
+            "INSERT INTO memory_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (stored, row.key, *values),
+        ).lastrowid
+    else:
+        rowid = old[0]
+        conn.execute(
+            "UPDATE memory_items SET value = ?, text = ?, vector = ?, version = ?, created = ?, "
+            "updated = ?, expires = ? WHERE rowid = ?",
+            (*values, rowid),
+        )
+        conn.execute("DELETE FROM memory_words WHERE rowid = ?", (rowid,))
+    if row.text:
+        conn.execute("INSERT INTO memory_words (rowid, text) VALUES (?, ?)", (rowid, row.text))
+    return Item(ns, row.key, row.value, version, created, now, expires)
+
+
+def _item(row: Sequence[Any]) -> Item:
+    ns_text, key = row[0], row[1]
+    if not isinstance(key, str) or not isinstance(ns_text, str):
+        raise MemoryDataError(str(ns_text), str(key), "its namespace or key is not text")
+    ns = split_namespace(ns_text, key)
+    value = decode_value(row[2], ns, key)
+    version, created, updated, expires = row[4], row[5], row[6], row[7]
+    if not isinstance(version, int) or not isinstance(created, float | int):
+        raise MemoryDataError(ns, key, "its version or timestamps are not numbers")
+    if not isinstance(updated, float | int) or not (
+        expires is None or isinstance(expires, float | int)
+    ):
+        raise MemoryDataError(ns, key, "its timestamps are not numbers")
+    return Item(ns, key, value, version, float(created), float(updated), expires)

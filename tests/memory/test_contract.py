@@ -1,0 +1,224 @@
+"""One contract, every memory store: InMemoryMemory, SQLiteMemory and PostgresMemory."""
+
+import pytest
+
+from agentgraph.memory import (
+    MAX_KEY,
+    Item,
+    Memory,
+    MemoryEmbedError,
+    MemoryHit,
+    MemoryInputError,
+)
+from agentgraph.rag import Hit
+from tests.rag.support import WordEmbedder
+
+pytestmark = pytest.mark.anyio
+
+USER = ("user", "42")
+
+
+class Failing(WordEmbedder):
+    async def embed(self, texts):
+        raise ConnectionError("embedding server down")
+
+
+async def test_put_get_versions_and_timestamps(make_memory, clock):
+    memory = make_memory(clock=clock)
+    assert isinstance(memory, Memory)
+    first = await memory.put(USER, "diet", {"text": "vegetarian", "tags": ("food",)})
+    assert (first.version, first.created, first.updated, first.expires) == (1, 1000.0, 1000.0, None)
+    clock.now = 1010.0
+    second = await memory.put(USER, "diet", {"text": "vegan"})
+    assert (second.version, second.created, second.updated) == (2, 1000.0, 1010.0)
+    got = await memory.get(USER, "diet")
+    assert got == Item(USER, "diet", {"text": "vegan"}, 2, 1000.0, 1010.0, None)
+    assert await memory.get(USER, "other") is None
+    assert await memory.get(("user", "43"), "diet") is None
+    first_again = await memory.put(USER, "tags", {"tags": ("a", ("b", 1.5)), "n": None})
+    assert dict(first_again.value) == {"tags": ["a", ["b", 1.5]], "n": None}
+    assert (await memory.get(USER, "tags")).value == {"tags": ["a", ["b", 1.5]], "n": None}
+
+
+async def test_delete(make_memory):
+    memory = make_memory()
+    await memory.put(USER, "a", {"text": "x"})
+    assert await memory.delete(USER, "a") is True
+    assert await memory.get(USER, "a") is None
+    assert await memory.delete(USER, "a") is False
+    again = await memory.put(USER, "a", {"text": "y"})
+    assert again.version == 1
+
+
+async def test_ttl_expires_by_the_injected_clock(make_memory, clock):
+    memory = make_memory(clock=clock)
+    item = await memory.put(USER, "short", {"text": "soon gone"}, ttl=60)
+    await memory.put(USER, "long", {"text": "stays"})
+    assert item.expires == 1060.0
+    clock.now = 1059.0
+    assert (await memory.get(USER, "short")).key == "short"
+    clock.now = 1060.0
+    assert await memory.get(USER, "short") is None
+    assert [h.id for h in await memory.search(USER)] == ["long"]
+    assert [h.id for h in await memory.search(USER, "soon")] == []
+    reborn = await memory.put(USER, "short", {"text": "back"})
+    assert (reborn.version, reborn.created) == (1, 1060.0)
+    await memory.put(("gone",), "k", {"text": "x"}, ttl=1)
+    clock.now = 2000.0
+    assert await memory.list_namespaces() == [USER]
+
+
+async def test_namespace_prefixes_are_label_wise(make_memory):
+    memory = make_memory()
+    await memory.put(("user", "42"), "a", {"text": "forty-two"})
+    await memory.put(("user", "42", "facts"), "b", {"text": "deeper"})
+    await memory.put(("user", "420"), "c", {"text": "four hundred twenty"})
+    await memory.put(("team",), "d", {"text": "team"})
+    assert sorted(h.id for h in await memory.search(("user", "42"))) == ["a", "b"]
+    assert sorted(h.id for h in await memory.search(())) == ["a", "b", "c", "d"]
+    assert await memory.list_namespaces() == [
+        ("team",),
+        ("user", "42"),
+        ("user", "42", "facts"),
+        ("user", "420"),
+    ]
+    assert await memory.list_namespaces(("user",), max_depth=2) == [
+        ("user", "42"),
+        ("user", "420"),
+    ]
+    assert await memory.list_namespaces(("user",), limit=1) == [("user", "42")]
+
+
+async def test_listing_is_newest_first_and_filters_on_value_fields(make_memory, clock):
+    memory = make_memory(clock=clock)
+    for i, kind in enumerate(["food", "place", "food"]):
+        clock.now = 1000.0 + i
+        await memory.put(USER, f"k{i}", {"text": f"fact {i}", "kind": kind, "n": i})
+    hits = await memory.search(USER)
+    assert [h.id for h in hits] == ["k2", "k1", "k0"]
+    assert all(isinstance(h, MemoryHit) and isinstance(h, Hit) and h.score == 0.0 for h in hits)
+    assert [h.id for h in await memory.search(USER, filter={"kind": "food"})] == ["k2", "k0"]
+    assert [h.id for h in await memory.search(USER, filter=lambda v: v["n"] >= 1)] == ["k2", "k1"]
+    assert [h.id for h in await memory.search(USER, limit=1)] == ["k2"]
+    assert await memory.search(USER, filter={"kind": True}) == []
+
+
+async def test_keyword_search_without_an_embedder(make_memory):
+    memory = make_memory()
+    await memory.put(USER, "diet", {"text": "The user is vegetarian and hates mushrooms"})
+    await memory.put(USER, "city", {"text": "The user lives in Lyon"})
+    await memory.put(USER, "pet", {"text": "Has a cat named Mushroom", "kind": "pet"})
+    await memory.put(USER, "silent", {"n": 1})
+    hits = await memory.search(USER, "vegetarian mushrooms")
+    assert hits[0].id == "diet"
+    assert {h.id for h in hits} == {"diet"}
+    assert hits[0].text == "The user is vegetarian and hates mushrooms"
+    assert [h.id for h in await memory.search(USER, "LYON")] == ["city"]
+    assert [h.id for h in await memory.search(USER, "cat lyon", filter={"kind": "pet"})] == ["pet"]
+    assert await memory.search(USER, "...") == []
+    assert await memory.search(USER, "zebra") == []
+
+
+async def test_semantic_search_embeds_on_put_in_one_batch(make_memory):
+    embedder = WordEmbedder()
+    memory = make_memory(embedder=embedder, index=["text"])
+    await memory.put_many(
+        USER,
+        {
+            "diet": {"text": "vegetarian food only please"},
+            "city": {"text": "lives in the city of Lyon"},
+            "quiet": {"other": "not indexed"},
+        },
+    )
+    assert embedder.calls == [["vegetarian food only please", "lives in the city of Lyon"]]
+    hits = await memory.search(USER, "what food does the user eat", limit=2)
+    assert [h.id for h in hits] == ["diet", "city"]
+    assert hits[0].score > hits[1].score > 0
+    assert [h.id for h in await memory.search(USER, "lyon city", filter={"text": "x"})] == []
+    assert [h.id for h in await memory.search(("user",), "Lyon city", limit=1)] == ["city"]
+
+
+async def test_an_effect_id_is_applied_once(make_memory):
+    memory = make_memory()
+    first = await memory.put(USER, "k", {"text": "one"}, effect="run/1.1.1")
+    again = await memory.put(USER, "k", {"text": "one"}, effect="run/1.1.1")
+    assert first == again and again.version == 1
+    assert (await memory.get(USER, "k")).version == 1
+    assert (await memory.put(USER, "k", {"text": "two"}, effect="run/1.1.2")).version == 2
+    assert await memory.delete(USER, "k", effect="run/1.1.3") is True
+    await memory.put(USER, "k", {"text": "three"})
+    assert await memory.delete(USER, "k", effect="run/1.1.3") is True  # recorded, not redone
+    assert (await memory.get(USER, "k")).value == {"text": "three"}
+
+
+async def test_a_failing_embedder_stores_nothing(make_memory):
+    memory = make_memory(embedder=Failing())
+    with pytest.raises(MemoryEmbedError, match="embedding server down") as caught:
+        await memory.put_many(USER, {"a": {"text": "x"}, "b": {"text": "y"}}, effect="e")
+    assert caught.value.keys == ("a", "b")
+    assert isinstance(caught.value.__cause__, ConnectionError)
+    assert await memory.search(()) == []
+    assert await memory.list_namespaces() == []
+
+
+class Wrong(WordEmbedder):
+    async def embed(self, texts):
+        return [[0.0, 0.0] for _ in texts]
+
+
+async def test_an_embedder_answering_zero_vectors_stores_nothing(make_memory):
+    memory = make_memory(embedder=Wrong())
+    with pytest.raises(MemoryEmbedError, match="zero vector"):
+        await memory.put(USER, "a", {"text": "x"})
+    assert await memory.get(USER, "a") is None
+
+
+@pytest.mark.parametrize(
+    ("call", "what"),
+    [
+        (lambda m: m.put((), "k", {}), "namespace is empty"),
+        (lambda m: m.put("user", "k", {}), "namespace is a tuple of strings"),
+        (lambda m: m.put(("user", 42), "k", {}), r"namespace\[1\] is a string, not int"),
+        (lambda m: m.put(("user", ""), "k", {}), r"namespace\[1\] is an empty string"),
+        (lambda m: m.put(("a\x1fb",), "k", {}), "control character"),
+        (lambda m: m.put(USER, "", {}), "key is an empty string"),
+        (lambda m: m.put(USER, "k" * (MAX_KEY + 1), {}), f"at most {MAX_KEY}"),
+        (lambda m: m.put(USER, 7, {}), "key is a string, not int"),
+        (lambda m: m.put(USER, "k", ["a"]), "is a JSON object"),
+        (lambda m: m.put(USER, "k", {"when": {1, 2}}), r"\['when'\] is a set, not JSON data"),
+        (lambda m: m.put(USER, "k", {"x": float("nan")}), "nan, which JSON cannot hold"),
+        (lambda m: m.put(USER, "k", {1: "a"}), "JSON keys are strings"),
+        (lambda m: m.put(USER, "k", {"a": 1}, ttl=0), "ttl is a positive number"),
+        (lambda m: m.search(USER, limit=0), "limit is a positive integer"),
+        (lambda m: m.search(USER, 5), "query is a string"),
+        (lambda m: m.search(USER, filter=3), "filter is a mapping or a predicate"),
+        (lambda m: m.search(USER, filter={"a": {1}}), "filter holds values that are not JSON"),
+    ],
+)
+async def test_bad_input_is_a_typed_error_and_stores_nothing(make_memory, call, what):
+    memory = make_memory()
+    with pytest.raises(MemoryInputError, match=what):
+        await call(memory)
+    assert await memory.list_namespaces() == []
+
+
+async def test_a_damaged_row_is_a_typed_error_naming_the_item(tmp_path):
+    import sqlite3
+
+    from agentgraph.memory import MemoryDataError, SQLiteMemory
+
+    memory = SQLiteMemory(tmp_path / "m.db")
+    await memory.put(USER, "ok", {"text": "fine"})
+    await memory.put(USER, "bad", {"text": "soon broken"})
+    memory.close()
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        conn.execute("UPDATE memory_items SET value = ? WHERE key = 'bad'", (b"[1, 2",))
+    memory = SQLiteMemory(tmp_path / "m.db")
+    assert (await memory.get(USER, "ok")).value == {"text": "fine"}
+    with pytest.raises(MemoryDataError, match="'bad' in \\('user', '42'\\) is damaged"):
+        await memory.get(USER, "bad")
+    with sqlite3.connect(tmp_path / "m.db") as conn:
+        conn.execute("UPDATE memory_items SET value = ? WHERE key = 'bad'", (b"[1, 2]",))
+    with pytest.raises(MemoryDataError, match="is a list, not an object"):
+        await memory.search(USER)
+    memory.close()

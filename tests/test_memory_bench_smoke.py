@@ -1,0 +1,24 @@
+"""The memory benchmark runs end to end at a tiny size; its figures are checked for sanity only."""
+
+import anyio
+import pytest
+
+from tests.helpers import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from load_benchmark("memory")
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_case_produces_sane_figures(bench, store):
+    result = anyio.run(lambda: bench.run_case(store, 50, lookups=5, searches=2))
+    assert (result["store"], result["items"]) == (store, 50)
+    assert result["put_per_s"] > 0 and result["get_us"] > 0
+    assert result["filter_ms"] > 0 and result["search_ms"] > 0
+
+
+def test_unknown_store_is_refused(bench):
+    with pytest.raises(ValueError, match="unknown store"):
+        anyio.run(lambda: bench.run_case("redis", 10))
