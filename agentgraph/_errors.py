@@ -47,7 +47,11 @@ AgentGraphError
 ```
 
 Run errors carry the last good context (`.context`), the node path (`.path`) and
-the step index (`.step`). Every message is built in the constructor.
+the step index (`.step`). Every message is built in the constructor, and
+masked there: secrets (keys, tokens, the values of secret-named environment
+variables) in what agentgraph composes, a provider's or a node's words
+included, never reach `str`, `repr` or a traceback line. The user's own
+exception stays the `__cause__`, as raised.
 The root lives in `_errors_root`, provider errors in `_errors_provider` and the
 toolkit's (tools, output, stores, traces) in `_errors_toolkit`; all are named here.
 """
@@ -72,6 +76,7 @@ from ._errors_provider import ServerError as ServerError
 from ._errors_provider import UnsupportedSetting as UnsupportedSetting
 from ._errors_root import AgentGraphError as AgentGraphError
 from ._errors_root import _rebuild as _rebuild  # pickles made before the split name it here
+from ._errors_root import masked
 from ._errors_toolkit import DimensionMismatch as DimensionMismatch
 from ._errors_toolkit import MCPConnectionError as MCPConnectionError
 from ._errors_toolkit import MCPToolError as MCPToolError
@@ -140,7 +145,7 @@ class GraphDefinitionError(AgentGraphError, ValueError):
 
     def __init__(self, graph: str, problem: str) -> None:
         self.graph = graph
-        self.problem = problem
+        self.problem = masked(problem)
         super().__init__(f"graph {graph!r}: {problem}")
 
 
@@ -150,7 +155,7 @@ class EdgeOutsideBuilder(GraphDefinitionError, RuntimeError):
     def __init__(self, node: str) -> None:
         self.node = node
         self.graph = ""
-        self.problem = (
+        self.problem = masked(
             f"{node}.edge_to(...) was called outside a builder block; "
             "write edges inside `with GraphBuilder(...) as g:`"
         )
@@ -176,7 +181,7 @@ class ContextDecodingError(AgentGraphError, ValueError):
     """Serialized context data that cannot be rebuilt (broken, or naming a missing class)."""
 
     def __init__(self, reason: str) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(f"cannot rebuild a context from this data: {reason}")
 
 
@@ -211,7 +216,7 @@ class UsageLimitExceeded(RunError):
     def __init__(
         self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(
             f"usage limit reached at {_path(path)} (step {step}): {reason}",
             context=context,
@@ -221,7 +226,11 @@ class UsageLimitExceeded(RunError):
 
 
 class NodeFailed(RunError):
-    """A node raised. The original error is `__cause__`; `.context` is the node's input."""
+    """A node raised. The original error is `__cause__`; `.context` is the node's input.
+
+    The message repeats the original's with secrets masked; the original
+    (`__cause__`, `.error`) is the node's own exception, untouched.
+    """
 
     def __init__(
         self,
@@ -250,7 +259,7 @@ class RoutingError(RunError):
     def __init__(
         self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(
             f"routing after {_path(path)} (step {step}) failed: {reason}",
             context=context,
@@ -308,8 +317,9 @@ class CheckpointError(AgentGraphError, LookupError):
 class Interrupted(RunError):
     """A node asked for outside input; the run stopped and can be resumed with the answer.
 
-    `.question` is what the node asked, `.context` the node's input context and
-    `.run_id` the run to pass to `GraphRunner.resume(..., answer=...)`.
+    `.question` is what the node asked (as asked; the message masks secrets in
+    it), `.context` the node's input context and `.run_id` the run to pass to
+    `GraphRunner.resume(..., answer=...)`.
     """
 
     def __init__(
@@ -344,7 +354,7 @@ class ResumeError(RunError):
         step: int,
         path: Sequence[str] = (),
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         self.run_id = run_id
         super().__init__(
             f"cannot resume run {run_id!r} after step {step}: {reason}",
@@ -367,7 +377,7 @@ class RunBusy(ResumeError):
         self.expires = expires
         self.run_id = run_id
         left = max(0.0, expires - time.time())
-        self.reason = (
+        self.reason = masked(
             f"another runner holds it ({owner}); its lease lapses in {left:.1f} s "
             "unless renewed, which its runner does while it is alive"
         )
@@ -390,8 +400,8 @@ class ReplayDiverged(RunError):
         step: int,
         path: Sequence[str],
     ) -> None:
-        self.what = what
-        self.diff = diff
+        self.what = masked(what)
+        self.diff = masked(diff)
         detail = f"\n{diff}" if diff else ""
         super().__init__(
             f"replay diverged at {_path(path)} (step {step}): {what}{detail}",
@@ -421,5 +431,5 @@ class LeaseLost(CheckpointError):
 
     def __init__(self, run_id: str, why: str) -> None:
         self.run_id = run_id
-        self.why = why
+        self.why = masked(why)
         super().__init__(f"run {run_id!r} is no longer ours to run: {why}")

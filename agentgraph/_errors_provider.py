@@ -28,6 +28,12 @@ class ProviderError(AgentGraphError):
     `.attempts` is how many requests the client made before giving up; when the
     client already retried (`attempts > 1`) the runner does not retry the node
     again, so attempts never multiply.
+
+    The message (and so `str`, `repr` and the traceback) has secrets masked,
+    the provider's own words included. `.body` is the error body as received
+    (parsed JSON, or the start of the text), with only the client's own key
+    masked: a server may echo other secrets there, so log the error, not its
+    body.
     """
 
     retryable: bool = False

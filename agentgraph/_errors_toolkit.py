@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._errors_root import AgentGraphError
+from ._errors_root import AgentGraphError, masked
 
 __all__ = (
     "DimensionMismatch",
@@ -26,7 +26,7 @@ class UnsupportedType(AgentGraphError, TypeError):
 
     def __init__(self, annotation: Any, reason: str) -> None:
         self.annotation = annotation
-        self.reason = reason
+        self.reason = masked(reason)
         if isinstance(annotation, str):
             name = annotation
         elif isinstance(annotation, type):
@@ -49,7 +49,7 @@ class MCPConnectionError(ToolError, ConnectionError):
     def __init__(self, server: str, problem: str) -> None:
         super().__init__(f"MCP server {server!r}: {problem}")
         self.server = server
-        self.problem = problem
+        self.problem = masked(problem)
 
 
 class MCPToolError(ToolError):
@@ -62,14 +62,15 @@ class MCPToolError(ToolError):
         super().__init__(f"MCP server {server!r}, tool {tool!r}: {detail}")
         self.server = server
         self.tool = tool
-        self.detail = detail
+        self.detail = masked(detail)
 
 
 class OutputError(AgentGraphError, ValueError):
     """Structured output that could not be parsed or stayed invalid after every attempt.
 
-    `.attempts` holds the raw text of each attempt; `.errors` the validation
-    problems of the last one, as `path: message` strings.
+    `.attempts` holds the raw text of each attempt, as the model wrote it (not
+    masked, unlike the message); `.errors` the validation problems of the last
+    one, as `path: message` strings.
     """
 
     def __init__(
@@ -94,7 +95,7 @@ class TraceFormatError(AgentGraphError, ValueError):
     def __init__(self, source: str, reason: str, *, line: int | None = None) -> None:
         self.source = source
         self.line = line
-        self.reason = reason
+        self.reason = masked(reason)
         where = source if line is None else f"{source}, line {line}"
         super().__init__(f"cannot read trace {where}: {reason}")
 
@@ -107,7 +108,7 @@ class RunInputError(AgentGraphError, ValueError):
     """
 
     def __init__(self, reason: str) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(f"cannot run this request: {reason}")
 
 
@@ -118,7 +119,7 @@ class VectorStoreError(AgentGraphError, ValueError):
     """
 
     def __init__(self, reason: str, *, path: str | None = None) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         self.path = path
         where = f"vector store {path}" if path else "vector store"
         super().__init__(f"{where}: {reason}")
