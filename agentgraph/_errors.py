@@ -52,6 +52,18 @@ masked there: secrets (keys, tokens, the values of secret-named environment
 variables) in what agentgraph composes, a provider's or a node's words
 included, never reach `str`, `repr` or a traceback line. The user's own
 exception stays the `__cause__`, as raised.
+
+Store failures: a checkpoint store that fails in a run (a write refused, a
+full disk, a database gone) ends the run with `CheckpointError` (`LeaseLost`
+when the run passed to another runner), whichever effect met it (`call_model`,
+`stream_model`, `call_tools`, `once`, `embed`, `interrupt`), at a step's
+commit or at the run's end, in nested graphs and fan-outs alike. It is never
+wrapped in `NodeFailed`, never retried (whatever a retry policy says) and never
+taken by an error transition: a run whose record cannot be written stops. A
+store that raises something else is reported as `CheckpointError` too, with
+the store's exception as `__cause__`. It says where the run was (`.context`,
+`.step`, `.path`), like a run error.
+
 The root lives in `_errors_root`, provider errors in `_errors_provider` and the
 toolkit's (tools, output, stores, traces) in `_errors_toolkit`; all are named here.
 """
@@ -308,7 +320,19 @@ class UsageError(AgentGraphError, TypeError):
 
 
 class CheckpointError(AgentGraphError, LookupError):
-    """A checkpoint store cannot serve a request: an unknown run or step, or a broken record."""
+    """A checkpoint store cannot serve a request: an unknown run or step, a broken record,
+    or a store that failed (a full disk, a lost database).
+
+    Raised in a run, it ends the run as itself (see "Store failures" in this
+    module's docstring) and says where the run was: `.context` is the input of
+    the step whose effect failed (its output, when its commit failed; the final
+    context, when the last flush failed), `.step` that step's run-wide index
+    and `.path` its node path. Raised outside a run, they are None, None, ().
+    """
+
+    context: AgentContext[Any] | None = None
+    step: int | None = None
+    path: tuple[str, ...] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
