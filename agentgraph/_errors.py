@@ -62,7 +62,8 @@ wrapped in `NodeFailed`, never retried (whatever a retry policy says) and never
 taken by an error transition: a run whose record cannot be written stops. A
 store that raises something else is reported as `CheckpointError` too, with
 the store's exception as `__cause__`. It says where the run was (`.context`,
-`.step`, `.path`), like a run error.
+`.step`, `.path`), like a run error. A `CheckpointError` a node raises itself
+(from a store it reads, say) ends the run the same way.
 
 The root lives in `_errors_root`, provider errors in `_errors_provider` and the
 toolkit's (tools, output, stores, traces) in `_errors_toolkit`; all are named here.
