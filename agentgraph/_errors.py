@@ -47,14 +47,58 @@ AgentGraphError
 ```
 
 Run errors carry the last good context (`.context`), the node path (`.path`) and
-the step index (`.step`). Every message is built in the constructor.
+the step index (`.step`). Every message is built in the constructor, and
+masked there: secrets (keys, tokens, the values of secret-named environment
+variables) in what agentgraph composes, a provider's or a node's words
+included, never reach `str`, `repr` or a traceback line. The user's own
+exception stays the `__cause__`, as raised.
+
+Store failures: a checkpoint store that fails in a run (a write refused, a
+full disk, a database gone) ends the run with `CheckpointError` (`LeaseLost`
+when the run passed to another runner), whichever effect met it (`call_model`,
+`stream_model`, `call_tools`, `once`, `embed`, `interrupt`), at a step's
+commit or at the run's end, in nested graphs and fan-outs alike. It is never
+wrapped in `NodeFailed`, never retried (whatever a retry policy says) and never
+taken by an error transition: a run whose record cannot be written stops. A
+store that raises something else is reported as `CheckpointError` too, with
+the store's exception as `__cause__`. It says where the run was (`.context`,
+`.step`, `.path`), like a run error. A `CheckpointError` a node raises itself
+(from a store it reads, say) ends the run the same way.
+
+The root lives in `_errors_root`, provider errors in `_errors_provider` and the
+toolkit's (tools, output, stores, traces) in `_errors_toolkit`; all are named here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from ._errors_provider import AuthenticationError as AuthenticationError
+from ._errors_provider import BadRequestError as BadRequestError
+from ._errors_provider import NotFoundError as NotFoundError
+from ._errors_provider import ProviderConfigError as ProviderConfigError
+from ._errors_provider import ProviderConnectionError as ProviderConnectionError
+from ._errors_provider import ProviderError as ProviderError
+from ._errors_provider import ProviderStatusError as ProviderStatusError
+from ._errors_provider import ProviderTimeout as ProviderTimeout
+from ._errors_provider import RateLimitError as RateLimitError
+from ._errors_provider import ResponseFormatError as ResponseFormatError
+from ._errors_provider import ServerError as ServerError
+from ._errors_provider import UnsupportedSetting as UnsupportedSetting
+from ._errors_root import AgentGraphError as AgentGraphError
+from ._errors_root import _rebuild as _rebuild  # pickles made before the split name it here
+from ._errors_root import masked
+from ._errors_toolkit import DimensionMismatch as DimensionMismatch
+from ._errors_toolkit import MCPConnectionError as MCPConnectionError
+from ._errors_toolkit import MCPToolError as MCPToolError
+from ._errors_toolkit import OutputError as OutputError
+from ._errors_toolkit import RunInputError as RunInputError
+from ._errors_toolkit import ToolError as ToolError
+from ._errors_toolkit import TraceFormatError as TraceFormatError
+from ._errors_toolkit import UnsupportedType as UnsupportedType
+from ._errors_toolkit import VectorStoreError as VectorStoreError
 
 if TYPE_CHECKING:
     from ._context import AgentContext
@@ -109,33 +153,12 @@ def _path(path: Sequence[str]) -> str:
     return "/".join(path) or "<root>"
 
 
-def _rebuild(cls: type[AgentGraphError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
-    # OSError (under TimeoutError and ConnectionError) lays instances out its own way.
-    make = OSError.__new__ if issubclass(cls, OSError) else Exception.__new__
-    error = make(cls)
-    error.args = args
-    error.__dict__.update(state)
-    return error
-
-
-class AgentGraphError(Exception):
-    """Root of every error agentgraph raises.
-
-    Errors pickle with their attributes (for transport between your own
-    processes; never unpickle data you did not write).
-    """
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # The constructors take keyword-only context: rebuild from the state instead.
-        return _rebuild, (type(self), self.args, self.__dict__)
-
-
 class GraphDefinitionError(AgentGraphError, ValueError):
     """A graph that cannot be built: raised by `GraphBuilder`, never during a run."""
 
     def __init__(self, graph: str, problem: str) -> None:
         self.graph = graph
-        self.problem = problem
+        self.problem = masked(problem)
         super().__init__(f"graph {graph!r}: {problem}")
 
 
@@ -145,7 +168,7 @@ class EdgeOutsideBuilder(GraphDefinitionError, RuntimeError):
     def __init__(self, node: str) -> None:
         self.node = node
         self.graph = ""
-        self.problem = (
+        self.problem = masked(
             f"{node}.edge_to(...) was called outside a builder block; "
             "write edges inside `with GraphBuilder(...) as g:`"
         )
@@ -171,7 +194,7 @@ class ContextDecodingError(AgentGraphError, ValueError):
     """Serialized context data that cannot be rebuilt (broken, or naming a missing class)."""
 
     def __init__(self, reason: str) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(f"cannot rebuild a context from this data: {reason}")
 
 
@@ -206,7 +229,7 @@ class UsageLimitExceeded(RunError):
     def __init__(
         self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(
             f"usage limit reached at {_path(path)} (step {step}): {reason}",
             context=context,
@@ -216,7 +239,11 @@ class UsageLimitExceeded(RunError):
 
 
 class NodeFailed(RunError):
-    """A node raised. The original error is `__cause__`; `.context` is the node's input."""
+    """A node raised. The original error is `__cause__`; `.context` is the node's input.
+
+    The message repeats the original's with secrets masked; the original
+    (`__cause__`, `.error`) is the node's own exception, untouched.
+    """
 
     def __init__(
         self,
@@ -245,7 +272,7 @@ class RoutingError(RunError):
     def __init__(
         self, reason: str, *, context: AgentContext[Any], step: int, path: Sequence[str]
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         super().__init__(
             f"routing after {_path(path)} (step {step}) failed: {reason}",
             context=context,
@@ -294,7 +321,19 @@ class UsageError(AgentGraphError, TypeError):
 
 
 class CheckpointError(AgentGraphError, LookupError):
-    """A checkpoint store cannot serve a request: an unknown run or step, or a broken record."""
+    """A checkpoint store cannot serve a request: an unknown run or step, a broken record,
+    or a store that failed (a full disk, a lost database).
+
+    Raised in a run, it ends the run as itself (see "Store failures" in this
+    module's docstring) and says where the run was: `.context` is the input of
+    the step whose effect failed (its output, when its commit failed; the final
+    context, when the last flush failed), `.step` that step's run-wide index
+    and `.path` its node path. Raised outside a run, they are None, None, ().
+    """
+
+    context: AgentContext[Any] | None = None
+    step: int | None = None
+    path: tuple[str, ...] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -303,8 +342,9 @@ class CheckpointError(AgentGraphError, LookupError):
 class Interrupted(RunError):
     """A node asked for outside input; the run stopped and can be resumed with the answer.
 
-    `.question` is what the node asked, `.context` the node's input context and
-    `.run_id` the run to pass to `GraphRunner.resume(..., answer=...)`.
+    `.question` is what the node asked (as asked; the message masks secrets in
+    it), `.context` the node's input context and `.run_id` the run to pass to
+    `GraphRunner.resume(..., answer=...)`.
     """
 
     def __init__(
@@ -339,7 +379,7 @@ class ResumeError(RunError):
         step: int,
         path: Sequence[str] = (),
     ) -> None:
-        self.reason = reason
+        self.reason = masked(reason)
         self.run_id = run_id
         super().__init__(
             f"cannot resume run {run_id!r} after step {step}: {reason}",
@@ -362,7 +402,7 @@ class RunBusy(ResumeError):
         self.expires = expires
         self.run_id = run_id
         left = max(0.0, expires - time.time())
-        self.reason = (
+        self.reason = masked(
             f"another runner holds it ({owner}); its lease lapses in {left:.1f} s "
             "unless renewed, which its runner does while it is alive"
         )
@@ -385,8 +425,8 @@ class ReplayDiverged(RunError):
         step: int,
         path: Sequence[str],
     ) -> None:
-        self.what = what
-        self.diff = diff
+        self.what = masked(what)
+        self.diff = masked(diff)
         detail = f"\n{diff}" if diff else ""
         super().__init__(
             f"replay diverged at {_path(path)} (step {step}): {what}{detail}",
@@ -407,218 +447,6 @@ class NodeTimeout(AgentGraphError, TimeoutError):
         super().__init__(f"node {node!r} exceeded its timeout of {timeout:g}s")
 
 
-class ProviderError(AgentGraphError):
-    """A model provider failed. `.retryable` says whether trying again can help.
-
-    `.attempts` is how many requests the client made before giving up; when the
-    client already retried (`attempts > 1`) the runner does not retry the node
-    again, so attempts never multiply.
-    """
-
-    retryable: bool = False
-    attempts: int = 1
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        provider: str = "",
-        status: int | None = None,
-        body: Any = None,
-        retry_after: float | None = None,
-        retryable: bool | None = None,
-        code: str | None = None,
-        request_id: str | None = None,
-    ) -> None:
-        self.provider = provider
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after
-        self.code = code
-        self.request_id = request_id
-        if retryable is not None:
-            self.retryable = retryable
-        prefix = f"{provider}: " if provider else ""
-        suffix = f" (HTTP {status})" if status is not None else ""
-        super().__init__(f"{prefix}{message}{suffix}")
-
-
-class ProviderConnectionError(ProviderError, ConnectionError):
-    """The provider could not be reached, or the connection broke. Retryable."""
-
-    retryable = True
-
-
-class ProviderTimeout(ProviderError, TimeoutError):
-    """The provider did not answer in time. Retryable."""
-
-    retryable = True
-
-
-class ProviderStatusError(ProviderError):
-    """The provider answered with an error status or sent an error inside a stream."""
-
-
-class AuthenticationError(ProviderStatusError):
-    """The credentials were refused (401/403)."""
-
-
-class NotFoundError(ProviderStatusError):
-    """The endpoint or the model does not exist."""
-
-
-class BadRequestError(ProviderStatusError, ValueError):
-    """The request was refused as malformed (400/422); retrying cannot help."""
-
-
-class RateLimitError(ProviderStatusError):
-    """429. Retryable unless the quota is exhausted or the request can never fit."""
-
-    retryable = True
-
-
-class ServerError(ProviderStatusError):
-    """5xx or 529 overload. Retryable."""
-
-    retryable = True
-
-
-class ResponseFormatError(ProviderError, ValueError):
-    """A response that does not follow the provider's wire format."""
-
-
-class ProviderConfigError(ProviderError, ValueError):
-    """A model string or client configuration that cannot work (unknown provider, no key)."""
-
-
-class UnsupportedSetting(AgentGraphError, ValueError):
-    """A setting the model does not support, refused under the `fail` capability policy."""
-
-    def __init__(self, model: str, setting: str, reason: str = "") -> None:
-        self.model = model
-        self.setting = setting
-        detail = f": {reason}" if reason else ""
-        super().__init__(f"model {model!r} does not support {setting}{detail}")
-
-
-class UnsupportedType(AgentGraphError, TypeError):
-    """A type annotation that has no JSON Schema (or none in the requested mode)."""
-
-    def __init__(self, annotation: Any, reason: str) -> None:
-        self.annotation = annotation
-        self.reason = reason
-        if isinstance(annotation, str):
-            name = annotation
-        elif isinstance(annotation, type):
-            name = annotation.__qualname__
-        else:
-            name = repr(annotation)
-        super().__init__(f"cannot describe {name} as JSON: {reason}")
-
-
-class ToolError(AgentGraphError):
-    """A tool could not be defined, or a tool call could not be carried out."""
-
-
-class MCPConnectionError(ToolError, ConnectionError):
-    """An MCP server could not be started or reached, or its connection was lost.
-
-    `.server` names the server (its label); the transport's own error is `__cause__`.
-    """
-
-    def __init__(self, server: str, problem: str) -> None:
-        super().__init__(f"MCP server {server!r}: {problem}")
-        self.server = server
-        self.problem = problem
-
-
-class MCPToolError(ToolError):
-    """An MCP server answered a tool call with an error (`isError`, or a protocol error).
-
-    `.server` and `.tool` name where it happened; `.detail` is the server's own text.
-    """
-
-    def __init__(self, server: str, tool: str, detail: str) -> None:
-        super().__init__(f"MCP server {server!r}, tool {tool!r}: {detail}")
-        self.server = server
-        self.tool = tool
-        self.detail = detail
-
-
-class OutputError(AgentGraphError, ValueError):
-    """Structured output that could not be parsed or stayed invalid after every attempt.
-
-    `.attempts` holds the raw text of each attempt; `.errors` the validation
-    problems of the last one, as `path: message` strings.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        attempts: Sequence[str] = (),
-        errors: Sequence[str] = (),
-        position: int | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.attempts = tuple(attempts)
-        self.errors = tuple(errors)
-        self.position = position
-        self.details = dict(details or {})
-        super().__init__(message)
-
-
-class TraceFormatError(AgentGraphError, ValueError):
-    """A trace file (JSON lines) that cannot be read: `.source`, `.line` (from 1) and `.reason`."""
-
-    def __init__(self, source: str, reason: str, *, line: int | None = None) -> None:
-        self.source = source
-        self.line = line
-        self.reason = reason
-        where = source if line is None else f"{source}, line {line}"
-        super().__init__(f"cannot read trace {where}: {reason}")
-
-
-class RunInputError(AgentGraphError, ValueError):
-    """A request to start or resume a run that cannot become one: `.reason` says why.
-
-    Raised for what a client sends (an AG-UI `RunAgentInput`, a page's form)
-    before anything runs.
-    """
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        super().__init__(f"cannot run this request: {reason}")
-
-
-class VectorStoreError(AgentGraphError, ValueError):
-    """A vector store that cannot be opened (corrupt file) or a record it cannot take.
-
-    `.path` is the store's file, when it has one; `.reason` says what is wrong.
-    """
-
-    def __init__(self, reason: str, *, path: str | None = None) -> None:
-        self.reason = reason
-        self.path = path
-        where = f"vector store {path}" if path else "vector store"
-        super().__init__(f"{where}: {reason}")
-
-
-class DimensionMismatch(VectorStoreError):
-    """A vector (or a store file) whose length is not the store's dimension."""
-
-    def __init__(
-        self, expected: int, got: int, *, what: str = "vector", path: str | None = None
-    ) -> None:
-        self.expected = expected
-        self.got = got
-        super().__init__(
-            f"{what} has {got} dimensions where {expected} were expected; use the same "
-            "embedding model (and dimensions) the store was built with",
-            path=path,
-        )
-
-
 class LeaseLost(CheckpointError):
     """The run's lease lapsed or passed to another runner: this runner must stop.
 
@@ -628,5 +456,5 @@ class LeaseLost(CheckpointError):
 
     def __init__(self, run_id: str, why: str) -> None:
         self.run_id = run_id
-        self.why = why
+        self.why = masked(why)
         super().__init__(f"run {run_id!r} is no longer ours to run: {why}")

@@ -126,9 +126,25 @@ def is_secret_name(name: str) -> bool:
 def masked(text: str) -> str:
     """`text` with every built-in secret shape and secret environment value masked.
 
-    For what leaves the process outside a trace: printed errors, log lines.
+    For what leaves the process outside a trace: errors as they are built,
+    printed errors, log lines.
     """
-    return Redactor().mask(text)
+    return _plain().mask(text)
+
+
+_shared: tuple[dict[Any, Any], Redactor] | None = None
+
+
+def _plain() -> Redactor:
+    """A redactor with no hook, rebuilt only when the environment changed since the last."""
+    global _shared
+    # CPython's own mapping behind os.environ compares without decoding every entry: a
+    # look costs a microsecond, where reading the secrets again costs twenty.
+    raw = getattr(os.environ, "_data", None)
+    found = _shared
+    if found is None or not isinstance(raw, dict) or found[0] != raw:
+        found = _shared = ({} if not isinstance(raw, dict) else dict(raw), Redactor())
+    return found[1]
 
 
 def _environment_secrets() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import anyio
 import attrs
 
 from ._context import AgentContext
-from ._errors import GraphCancelled, GraphTimeout, Interrupted, UsageError
+from ._errors import CheckpointError, GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, RunFinished, RunStarted
 from ._gate import ModelGate
 from ._graph import Graph, GraphBuilder
@@ -25,7 +25,7 @@ from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
 from ._retry import RetryPolicy
-from ._runtime import Emit, Interrupt, StepCallback, _Run
+from ._runtime import Emit, Interrupt, StepCallback, _Run, placed
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
 from ._usage import Meter, UsageLimits
@@ -337,7 +337,11 @@ class GraphRunner:
             meters = () if run.limits is None else (Meter(run.limits),)
             out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
             if run.journal is not None:
-                await run.journal.finish()
+                try:
+                    await run.journal.finish()
+                except CheckpointError as error:
+                    placed(error, out, run.steps, (graph.name,))
+                    raise
         except Interrupt as signal:
             raise await _interrupted(run, signal) from None
         except anyio.get_cancelled_exc_class():

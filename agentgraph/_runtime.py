@@ -21,7 +21,14 @@ import orjson
 
 from ._clip import MAX_RESULT_CHARS
 from ._context import AgentContext
-from ._errors import NodeFailed, NodeTimeout, RunError, StepLimitExceeded, UsageLimitExceeded
+from ._errors import (
+    CheckpointError,
+    NodeFailed,
+    NodeTimeout,
+    RunError,
+    StepLimitExceeded,
+    UsageLimitExceeded,
+)
 from ._events import (
     Event,
     ModelRequested,
@@ -453,7 +460,7 @@ class Runtime:
                         RouteChosen(step, self.path, source.name, target.name, position, dynamic)
                     )
                 if journal is not None and source is not graph.start:
-                    journal.commit(self, source, target, current, local)
+                    self._commit(journal, source, target, current, (step, local))
             if target is graph.finish:
                 return current
             local += 1
@@ -478,7 +485,7 @@ class Runtime:
         if route is None:
             raise failed
         target, position, failure = route
-        step, local = where
+        step = where[0]
         out = given.with_input(failure)
         run = self._run
         if run.emit is not None:
@@ -487,8 +494,24 @@ class Runtime:
             )
             await run.emit(chosen)
         if run.journal is not None:
-            run.journal.commit(self, source, target, out, local)
+            self._commit(run.journal, source, target, out, where)
         return target, out
+
+    def _commit(
+        self,
+        journal: Journal,
+        source: Node[Any, Any],
+        target: Node[Any, Any],
+        out: AgentContext[Any],
+        where: tuple[int, int],
+    ) -> None:
+        """Commit `source`'s step (run-wide and local numbers `where`) and where it goes next."""
+        step, local = where
+        try:
+            journal.commit(self, source, target, out, local)
+        except CheckpointError as error:  # the step ran; its record is what failed
+            placed(error, out, step, (*self.path, source.name))
+            raise
 
     async def execute(
         self,
@@ -583,7 +606,7 @@ class Runtime:
             if (
                 policy is None
                 or not node.retry_safe
-                or isinstance(error, StepLimitExceeded | OverLimit)
+                or isinstance(error, StepLimitExceeded | OverLimit | CheckpointError)
             ):
                 raise error
 
@@ -626,9 +649,20 @@ class Runtime:
             await run.emit(NodeFailedEvent(index, self.path, attempts, final))
         if isinstance(final, RunError):
             raise final
+        if isinstance(final, CheckpointError):  # the run's record failed, not the node
+            raise placed(final, ctx, index, self.path)
         raise NodeFailed(
             context=ctx, step=index, path=self.path, attempts=attempts, error=final
         ) from final
+
+
+def placed(
+    error: CheckpointError, context: AgentContext[Any], step: int, path: tuple[str, ...]
+) -> CheckpointError:
+    """`error` saying where the run was when its store failed, unless a deeper step said so."""
+    if error.context is None:
+        error.context, error.step, error.path = context, step, path
+    return error
 
 
 async def _checkpoint(index: int) -> None:
@@ -784,7 +818,7 @@ def _guarded(
     def retry_on(error: BaseException) -> bool:
         nonlocal failed
         failed += 1
-        if not isinstance(error, Exception) or isinstance(error, OverLimit):
+        if not isinstance(error, Exception) or isinstance(error, OverLimit | CheckpointError):
             return False
         cause = root_error(error)
         if rule is None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from .._context import AgentContext
-from .._errors import ContextEncodingError, NodeFailed, ReplayDiverged
+from .._errors import CheckpointError, ContextEncodingError, NodeFailed, ReplayDiverged
 from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
 from .._redact import masked
@@ -30,7 +30,7 @@ from ._codec import ContextEncoder, diff_data
 from ._effects import record_model, recorded_model, run_tools
 from ._frames import Frame, StepState, state_of, take
 from ._lease import Lease, LeaseLost
-from ._records import Effect, StepRecord
+from ._records import Effect, Record, StepRecord
 
 if TYPE_CHECKING:
     from .._graph import Graph
@@ -211,7 +211,29 @@ class StoreJournal:
             time.time(),
             perf_counter() - step.started,
         )
-        self.store.write((record,))
+        self._write((record,))
+
+    def _write(self, records: Sequence[Record]) -> None:
+        try:
+            self.store.write(records)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # a store of one's own that raised its database's error
+            raise self._failed("write", exc) from exc
+
+    async def _flush(self) -> None:
+        try:
+            await self.store.flush(run_id=self.run_id)
+        except CheckpointError:
+            raise
+        except Exception as exc:
+            raise self._failed("store", exc) from exc
+
+    def _failed(self, what: str, exc: Exception) -> CheckpointError:
+        return CheckpointError(
+            f"{type(self.store).__name__} could not {what} records of run {self.run_id!r}: "
+            f"{type(exc).__name__}: {exc}"
+        )
 
     def _check(
         self,
@@ -264,7 +286,7 @@ class StoreJournal:
             )
         # The release goes in with the last records, so the run is free once they are.
         self.close()
-        await self.store.flush(run_id=self.run_id)
+        await self._flush()
 
     async def settle(self, stopped: Interrupt | None = None) -> None:
         """The run stopped early: make what it committed durable; a store error is logged."""
@@ -301,12 +323,12 @@ class StoreJournal:
         if self.replaying:
             return
         self._effects[(key, kind)] = value
-        self.store.write((Effect(self.run_id, key, kind, value),))
+        self._write((Effect(self.run_id, key, kind, value),))
 
     async def flush(self) -> None:
         """Wait until every record so far is durable."""
         if not self.replaying:
-            await self.store.flush(run_id=self.run_id)
+            await self._flush()
 
     def diverged(self, rt: Runtime, what: str, diff: str = "") -> ReplayDiverged:
         """The error for a replayed step that asked for something the record lacks."""

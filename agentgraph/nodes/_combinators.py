@@ -9,7 +9,7 @@ import anyio
 import attrs
 
 from .._context import AgentContext
-from .._errors import StepLimitExceeded
+from .._errors import CheckpointError, StepLimitExceeded
 from .._node import Node
 from .._runtime import Interrupt
 
@@ -71,7 +71,8 @@ def _raise_one(group: BaseExceptionGroup[BaseException], failed: dict[int, BaseE
       BaseException such as KeyboardInterrupt.
     - Otherwise real errors win over interrupts (the question is asked again on
       resume); a group of one error is unwrapped, and so is a step limit hit by
-      several branches at once; several distinct errors stay a group.
+      several branches at once; a store failure (`CheckpointError`) wins over
+      the rest; several distinct errors stay a group.
     - Only interrupts: the one from the first branch, so the question asked is
       deterministic; the others are asked on later resumes.
     """
@@ -82,6 +83,9 @@ def _raise_one(group: BaseExceptionGroup[BaseException], failed: dict[int, BaseE
     if fatal is not None:  # KeyboardInterrupt, SystemExit and the like end everything
         raise _first_leaf(fatal) from None
     errors = [e for _, e in sorted(failed.items()) if isinstance(e, Exception)]
+    stored = [e for e in errors if isinstance(e, CheckpointError)]
+    if stored:  # the run's record failed: the run stops with that, whatever else failed
+        raise stored[0]
     if errors:
         if len(errors) == 1 or all(isinstance(e, StepLimitExceeded) for e in errors):
             raise errors[0]

@@ -219,7 +219,9 @@ class BatchWorker:
             try:
                 return await self._fresh(row, store)
             except CheckpointError as error:
-                if await storage.load(row["run_id"]) is None:
+                # Only a run id taken before this run started is a race; a store that
+                # failed during the run (`.context` set) ends the row like any failure.
+                if error.context is not None or await storage.load(row["run_id"]) is None:
                     raise
                 raise _Raced() from error
         if self._finished(log):
