@@ -111,7 +111,12 @@ class SQLiteStore(WriterStore):
         if self._thread is not None:
             await self._barrier()  # a release queued here goes first
         take = functools.partial(self._reading, self._take, run_id, owner, what="lease runs")
-        lease = await anyio.to_thread.run_sync(take)
+        self._claim(owner)
+        try:
+            lease = await anyio.to_thread.run_sync(take)
+        except BaseException:
+            self._unclaim(owner)
+            raise
         with self._lock:
             self._held[run_id] = lease
             self._fences[run_id] = lease.fence
@@ -127,7 +132,12 @@ class SQLiteStore(WriterStore):
             self._held.pop(lease.run_id, None)
             if self._thread is None or self._closed:
                 self._fences.pop(lease.run_id, None)
-                return
+                unwritten = True
+            else:
+                unwritten = False
+        if unwritten:
+            self._unclaim(lease.owner)
+            return
         self._queue.put(LeaseRelease(lease))
 
     def put_blob(self, data: bytes) -> str:
@@ -157,6 +167,7 @@ class SQLiteStore(WriterStore):
             self._queue.put(None)
             self._urgent.set()
             thread.join()
+        self._stop()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
@@ -210,7 +221,7 @@ class SQLiteStore(WriterStore):
         try:
             conn = self._connect()
         except Exception as exc:  # reported by the next write or flush
-            self._error = exc
+            self._stop(exc)
         ids: dict[str, int] = {}
         while True:
             batch = self._gather()
@@ -218,7 +229,7 @@ class SQLiteStore(WriterStore):
                 try:
                     self._store(conn, batch, ids)
                 except Exception as exc:
-                    self._error = exc
+                    self._stop(exc)
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -272,6 +283,7 @@ class SQLiteStore(WriterStore):
                 with self._lock:
                     if self._fences.get(lease.run_id) == lease.fence:
                         del self._fences[lease.run_id]
+                self._unclaim(lease.owner)
         self._renew(conn)
 
     def _renew_in(self) -> float | None:
@@ -300,6 +312,8 @@ class SQLiteStore(WriterStore):
                     self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
                 else:  # taken over: the run sees it at its next look, and stops
                     del self._held[lease.run_id]
+            if not renewed:
+                self._unclaim(lease.owner)
 
     def _take(self, run_id: str, owner: str) -> Lease:
         """Take `run_id`'s lease in one immediate transaction (the lease check and the write)."""
