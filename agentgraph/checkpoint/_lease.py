@@ -17,20 +17,23 @@ leases they hold (`hold`, `let_go`) until they give them back or stop.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import threading
 from collections import Counter
+from typing import Any
 
 import attrs
 
-from .._errors import LeaseLost, RunBusy
+from .._errors import CheckpointError, LeaseLost, RunBusy
 
 __all__ = (
     "LEASE_TERM",
     "Lease",
     "LeaseLost",
     "RunBusy",
+    "checked_lease",
     "hold",
     "let_go",
     "new_owner",
@@ -49,6 +52,25 @@ class Lease:
     owner: str
     fence: int
     expires: float
+
+
+def checked_lease(run_id: str, owner: Any, fence: Any, expires: Any) -> tuple[str, int, float]:
+    """A lease row as a store read it, when whole: an owner, a fencing number, a finite expiry.
+
+    Raises:
+        CheckpointError: the row is damaged; names the run.
+    """
+    whole = (
+        isinstance(owner, str)
+        and isinstance(fence, int)
+        and not isinstance(fence, bool)
+        and isinstance(expires, int | float)
+        and math.isfinite(expires)
+    )
+    if not whole:
+        how = f"owner {owner!r}, fence {fence!r}, expires {expires!r}"
+        raise CheckpointError(f"run {run_id!r}: its lease is damaged: {how}")
+    return owner, fence, float(expires)
 
 
 def new_owner() -> str:

@@ -22,7 +22,7 @@ import anyio.to_thread
 import attrs
 
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, RunBusy, owner_is_gone
+from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
@@ -429,9 +429,9 @@ def _take(conn: psycopg.Connection[Any], run_id: str, owner: str, term: float) -
         (run_id,),
     ).fetchone()
     assert row is not None, "the row was inserted above, or was there"
-    held_by, fence, expires, now = row
-    local = time.time()
-    # A lease of a process on this machine that died is free at once.
+    held_by, fence, expires = checked_lease(run_id, *row[:3])
+    now, local = row[3], time.time()
+    # A lease nobody can renew (its owner is gone) is free at once.
     if expires > now and not owner_is_gone(held_by):
         raise RunBusy(run_id, held_by, local + (expires - now))
     conn.execute(

@@ -15,7 +15,7 @@ import anyio.to_thread
 import attrs
 
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, RunBusy, owner_is_gone
+from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
 from ._records import Record, RunLog
 from ._sqlite_sql import SCHEMA, commit, read_blob, read_ids, read_log
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
@@ -326,10 +326,13 @@ class SQLiteStore(WriterStore):
                     "SELECT owner, fence, expires FROM leases WHERE run_id = ?", (run_id,)
                 ).fetchone()
                 now = time.time()
-                # A lease of a process on this machine that died is free at once.
-                if row is not None and row[2] > now and not owner_is_gone(row[0]):
-                    raise RunBusy(run_id, row[0], row[2])
-                lease = Lease(run_id, owner, (row[1] if row else 0) + 1, now + self.lease_term)
+                held_by, fence, expires = (
+                    ("", 0, 0.0) if row is None else checked_lease(run_id, *row)
+                )
+                # A lease nobody can renew (its owner is gone) is free at once.
+                if expires > now and not owner_is_gone(held_by):
+                    raise RunBusy(run_id, held_by, expires)
+                lease = Lease(run_id, owner, fence + 1, now + self.lease_term)
                 conn.execute(
                     "INSERT INTO leases (run_id, owner, fence, expires) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, "

@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 
 from .._errors import CheckpointError
+from ._codec import BlobDamaged
 from ._lease import LeaseLost
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord
+from ._records import Effect, Record, RunLog, RunRecord, StepRecord, damaged
 from ._store import BlobWrite
 
 __all__ = ("SCHEMA", "commit", "read_blob", "read_ids", "read_log")
@@ -234,11 +235,22 @@ def read_log(conn: sqlite3.Connection, run_id: str) -> RunLog | None:
     return RunLog(
         RunRecord(run_id, *fields),
         tuple(
-            StepRecord(run_id, seq, step, tuple(orjson.loads(path)), *rest)
-            for seq, step, path, *rest in steps
+            StepRecord(run_id, seq, step, _path(run_id, i, path), *rest)
+            for i, (seq, step, path, *rest) in enumerate(steps, 1)
         ),
         tuple(Effect(run_id, *e) for e in effects),
     )
+
+
+def _path(run_id: str, number: int, stored: Any) -> tuple[Any, ...]:
+    """A step's path, kept as a JSON list (its parts are checked with the rest of the log)."""
+    try:
+        path = orjson.loads(stored)
+    except (orjson.JSONDecodeError, TypeError) as exc:
+        raise damaged(run_id, f"step record {number}", f"its path is not JSON ({exc})") from exc
+    if not isinstance(path, list):
+        raise damaged(run_id, f"step record {number}", f"its path is {stored!r}, not a list")
+    return tuple(path)
 
 
 def read_ids(conn: sqlite3.Connection) -> tuple[str, ...]:
@@ -247,4 +259,10 @@ def read_ids(conn: sqlite3.Connection) -> tuple[str, ...]:
 
 def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
     row = conn.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
-    return None if row is None else bytes(row[0])
+    if row is None:
+        return None
+    if not isinstance(row[0], bytes):  # SQLite keeps any type in any column
+        raise BlobDamaged(
+            f"blob {digest!r} is damaged: it holds {type(row[0]).__name__}, not bytes"
+        )
+    return row[0]

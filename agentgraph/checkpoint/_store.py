@@ -29,7 +29,7 @@ from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
 from ._lease import Lease, LeaseLost, RunBusy, hold, let_go
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
+from ._records import Effect, Record, RunLog, RunRecord, StepRecord, checked, effect_step
 from ._resume import open_replay, open_resume, open_run
 
 if TYPE_CHECKING:
@@ -401,6 +401,7 @@ async def fork(
     log = await store.load(run_id)
     if log is None:
         raise CheckpointError(f"no run {run_id!r} in the store")
+    checked(log)
     cut = next((i for i, r in enumerate(log.steps) if r.step == step), None)
     if cut is None:
         committed = ", ".join(str(r.step) for r in log.steps) or "none"
