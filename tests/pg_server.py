@@ -138,6 +138,14 @@ class PostgresServer:
             *["-l", str(self.root / "server.log"), "-w", "-t", str(TIMEOUT)],
         )
 
+    def restart(self) -> None:
+        """Stop the server (ending every connection) and start it again on the same port."""
+        self._run(
+            str(self.bin / "pg_ctl"),
+            *["restart", "-D", str(self.data), "-m", "fast"],
+            *["-l", str(self.root / "server.log"), "-w", "-t", str(TIMEOUT)],
+        )
+
     def _stop(self) -> None:
         atexit.unregister(self._stop)
         try:

@@ -33,6 +33,7 @@ from ..llm._content import Document, Image, Part
 from ..llm._messages import Message, ToolCall, Usage, check_parts
 
 __all__ = (
+    "BlobDamaged",
     "BlobPut",
     "ContextEncoder",
     "decode_context",
@@ -42,6 +43,11 @@ __all__ = (
     "full_context",
     "load_blobs",
 )
+
+
+class BlobDamaged(CheckpointError):
+    """A store holds a blob under a digest, but not the bytes it was stored with."""
+
 
 BlobPut = Callable[[bytes], str]
 """A store's `put_blob`: keeps bytes under their digest, returns the digest."""
@@ -116,19 +122,22 @@ async def load_blobs(store: Any, encoded: Iterable[bytes]) -> dict[str, bytes]:
     left out here and refused only if a message needs it when decoded.
 
     Raises:
-        CheckpointError: a blob's bytes do not match its digest (changed after
-            it was stored).
+        BlobDamaged: a blob's bytes do not match its digest (changed after it
+            was stored), or the store says the blob is damaged.
     """
     digests = {m.group(1).decode() for data in encoded for m in _BLOB.finditer(data)}
     blobs: dict[str, bytes] = {}
     for digest in sorted(digests):
         try:
             data = await store.get_blob(digest)
+        except BlobDamaged:
+            raise
         except CheckpointError:
             continue
-        if hashlib.sha256(data).hexdigest() != digest:
-            raise CheckpointError(
-                f"blob {digest!r} does not match its digest: it changed after it was stored"
+        if not isinstance(data, bytes) or hashlib.sha256(data).hexdigest() != digest:
+            raise BlobDamaged(
+                f"blob {digest!r} does not match its digest: it is damaged "
+                "(its bytes changed after it was stored)"
             )
         blobs[digest] = data
     return blobs
@@ -265,6 +274,8 @@ def decode_context(
     whole run shares message storage the way the run did.
     """
     fields = orjson.loads(data)
+    if not isinstance(fields, dict):
+        raise ValueError(f"a stored context is JSON {type(fields).__name__}, not an object")
     before = base if base is not None else _NOTHING
     if "H" in fields:
         history = History(decode_message(m, types, blobs) for m in fields["H"])

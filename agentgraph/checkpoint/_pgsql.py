@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
 from ._lease import LeaseLost
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord
+from ._records import Effect, Record, RunLog, RunRecord, StepRecord, damaged
 
 if TYPE_CHECKING:
     import psycopg
@@ -226,9 +226,9 @@ def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:
     effects = conn.execute(
         "SELECT key, kind, value FROM effects WHERE run = %s ORDER BY position", (rid,)
     ).fetchall()
-    for seq, _, path, *_rest in steps:
+    for number, (_, _, path, *_rest) in enumerate(steps, 1):
         if not all(isinstance(part, str) for part in path):
-            raise CheckpointError(f"step {seq} of run {run_id!r} has a damaged path: {path!r}")
+            raise damaged(run_id, f"step record {number}", f"its path holds {path!r}")
     return RunLog(
         RunRecord(run_id, *fields),
         tuple(StepRecord(run_id, s, step, tuple(path), *rest) for s, step, path, *rest in steps),

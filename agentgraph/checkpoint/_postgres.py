@@ -22,7 +22,7 @@ import anyio.to_thread
 import attrs
 
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, RunBusy, owner_is_gone
+from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
@@ -151,7 +151,12 @@ class PostgresStore(WriterStore):
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
         term = self.lease_term
-        lease = await self._call(lambda conn: _take(conn, run_id, owner, term), "lease runs")
+        self._claim(owner)
+        try:
+            lease = await self._call(lambda conn: _take(conn, run_id, owner, term), "lease runs")
+        except BaseException:
+            self._unclaim(owner)
+            raise
         with self._lock:
             self._held[run_id] = lease
             self._fences[run_id] = lease.fence
@@ -166,7 +171,12 @@ class PostgresStore(WriterStore):
             self._held.pop(lease.run_id, None)
             if self._thread is None or self._closed:
                 self._fences.pop(lease.run_id, None)
-                return
+                unwritten = True
+            else:
+                unwritten = False
+        if unwritten:
+            self._unclaim(lease.owner)
+            return
         self._queue.put(LeaseRelease(lease))
 
     def put_blob(self, data: bytes) -> str:
@@ -191,6 +201,7 @@ class PostgresStore(WriterStore):
             self._queue.put(None)
             self._urgent.set()
             thread.join()
+        self._stop()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
@@ -263,7 +274,7 @@ class PostgresStore(WriterStore):
         try:
             conn = self._connect()
         except Exception as exc:  # reported by the next write, flush or call
-            self._error = exc
+            self._stop(exc)
         ids: dict[str, int] = {}
         try:
             while True:
@@ -272,7 +283,7 @@ class PostgresStore(WriterStore):
                     try:
                         self._store(conn, batch, ids)
                     except Exception as exc:
-                        self._error = exc
+                        self._stop(exc)
                 self._answer(batch)
                 if None in batch:
                     return
@@ -352,6 +363,7 @@ class PostgresStore(WriterStore):
         with self._lock:
             if self._fences.get(lease.run_id) == lease.fence:
                 del self._fences[lease.run_id]
+        self._unclaim(lease.owner)
 
     def _run_call(self, conn: psycopg.Connection[Any], call: _Call[Any]) -> None:
         try:
@@ -393,6 +405,8 @@ class PostgresStore(WriterStore):
                     self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
                 else:  # taken over: the run sees it at its next look, and stops
                     del self._held[lease.run_id]
+            if not renewed:
+                self._unclaim(lease.owner)
 
 
 def _restore(
@@ -415,9 +429,9 @@ def _take(conn: psycopg.Connection[Any], run_id: str, owner: str, term: float) -
         (run_id,),
     ).fetchone()
     assert row is not None, "the row was inserted above, or was there"
-    held_by, fence, expires, now = row
-    local = time.time()
-    # A lease of a process on this machine that died is free at once.
+    held_by, fence, expires = checked_lease(run_id, *row[:3])
+    now, local = row[3], time.time()
+    # A lease nobody can renew (its owner is gone) is free at once.
     if expires > now and not owner_is_gone(held_by):
         raise RunBusy(run_id, held_by, local + (expires - now))
     conn.execute(

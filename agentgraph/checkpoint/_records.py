@@ -17,7 +17,17 @@ import orjson
 
 from .._errors import CheckpointError
 
-__all__ = ("Effect", "Record", "RunLog", "RunRecord", "StepRecord", "effect_step")
+__all__ = (
+    "EFFECT_VALUES",
+    "Effect",
+    "Record",
+    "RunLog",
+    "RunRecord",
+    "StepRecord",
+    "checked",
+    "damaged",
+    "effect_step",
+)
 
 _NUMBER = 8
 """Bytes a fixed-width store spends on one number column (SQLite REAL, a Postgres bigint)."""
@@ -217,3 +227,99 @@ def _parse(line: bytes) -> tuple[str, dict[str, Any]]:
         if name in fields:
             fields[name] = orjson.dumps(fields[name])
     return kind, fields
+
+
+_NONE = type(None)
+_SHAPES: dict[type[Any], dict[str, tuple[type[Any], ...]]] = {
+    RunRecord: {
+        "run_id": (str,),
+        "graph": (str,),
+        "structure": (bytes,),
+        "context": (bytes,),
+        "created": (int, float),
+        "parent": (str, _NONE),
+        "parent_step": (int, _NONE),
+    },
+    StepRecord: {
+        "run_id": (str,),
+        "seq": (int,),
+        "step": (int,),
+        "path": (tuple,),
+        "node": (str,),
+        "next": (str,),
+        "local": (int,),
+        "steps": (int,),
+        "context": (bytes,),
+        "at": (int, float),
+        "duration": (int, float),
+    },
+    Effect: {"run_id": (str,), "key": (str,), "kind": (str,), "value": (bytes,)},
+}
+"""The type of every field of every record kind, as a store must give it back."""
+
+EFFECT_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "model": ("request", "response"),
+        "intent": ("call",),
+        "result": ("m", "d"),
+        "value": ("v",),
+        "interrupt": ("v",),
+        "answer": ("v",),
+    }
+)
+"""The keys of the JSON object each kind of effect keeps."""
+
+
+def damaged(run_id: str, what: str, how: str) -> CheckpointError:
+    """The error for a record of `run_id` that a store gave back damaged."""
+    return CheckpointError(f"run {run_id!r}: {what} is damaged: {how}")
+
+
+def checked(log: RunLog) -> RunLog:
+    """`log` when every record in it is whole, read before anything is built from it.
+
+    Contexts are checked when they are decoded (`decode_contexts`), blobs against
+    their digest when they are fetched (`load_blobs`).
+
+    Raises:
+        CheckpointError: a record is damaged; names the run, the record and the damage.
+    """
+    rid = log.run.run_id
+    _fields(log.run, rid, "the run record")
+    _object(log.run.structure, rid, "the run record's graph structure")
+    for i, record in enumerate(log.steps, 1):
+        _fields(record, rid, f"step record {i}")
+        if not all(isinstance(part, str) for part in record.path):
+            raise damaged(rid, f"step record {i}", f"its path holds {record.path!r}")
+    for effect in log.effects:
+        what = f"effect {effect.key!r} ({effect.kind!r})"
+        _fields(effect, rid, what)
+        keys = EFFECT_VALUES.get(effect.kind)
+        if keys is None:
+            raise damaged(rid, what, f"no effect is of kind {effect.kind!r}")
+        missing = [key for key in keys if key not in _object(effect.value, rid, what)]
+        if missing:
+            raise damaged(rid, what, f"its value lacks {', '.join(missing)}")
+    forked_at = log.run.parent_step
+    if forked_at is not None and all(r.step != forked_at for r in log.steps):
+        how = f"it was forked at step {forked_at}, which none of its step records is"
+        raise damaged(rid, "the run record", how)
+    return log
+
+
+def _fields(record: Record, run_id: str, what: str) -> None:
+    for name, types in _SHAPES[type(record)].items():
+        value = getattr(record, name)
+        if not isinstance(value, types) or isinstance(value, bool):
+            shown = repr(value) if len(repr(value)) <= 60 else f"{repr(value)[:57]}..."
+            raise damaged(run_id, what, f"its {name} is {type(value).__name__} {shown}")
+
+
+def _object(data: bytes, run_id: str, what: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise damaged(run_id, what, f"not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise damaged(run_id, what, f"JSON {type(value).__name__}, not an object")
+    return value

@@ -17,7 +17,7 @@ from ._codec import decode_context, full_context, load_blobs
 from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
-from ._records import Effect, RunLog, RunRecord, StepRecord
+from ._records import Effect, RunLog, RunRecord, StepRecord, checked
 
 if TYPE_CHECKING:
     from ._store import CheckpointStore
@@ -95,16 +95,22 @@ def decode_contexts(
     `log_blobs`).
     """
     files = blobs or {}
-    contexts = [decode_context(log.run.context, None, types, files)]
+    contexts: list[AgentContext[Any]] = []
     try:
+        contexts.append(decode_context(log.run.context, None, types, files))
         for record in log.steps:
             contexts.append(decode_context(record.context, contexts[-1], types, files))
     except ContextDecodingError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        what = f"step record {len(contexts)}" if contexts else "the run record's initial context"
         raise CheckpointError(
-            f"run {log.run.run_id!r}: step record {len(contexts)} cannot be decoded: {exc}"
+            f"run {log.run.run_id!r}: {what} cannot be decoded: {type(exc).__name__}: {exc}"
         ) from exc
+    except CheckpointError as exc:  # a blob a message names
+        if str(exc).startswith(f"run {log.run.run_id!r}:"):
+            raise
+        raise CheckpointError(f"run {log.run.run_id!r}: {exc}") from exc
     return contexts
 
 
@@ -205,14 +211,17 @@ async def log_blobs(store: CheckpointStore, log: RunLog) -> dict[str, bytes]:
         CheckpointError: a blob is missing, or its bytes no longer match its digest.
     """
     records = (log.run.context, *(r.context for r in log.steps), *(e.value for e in log.effects))
-    return await load_blobs(store, records)
+    try:
+        return await load_blobs(store, records)
+    except CheckpointError as exc:
+        raise CheckpointError(f"run {log.run.run_id!r}: {exc}") from exc
 
 
 async def _load(store: CheckpointStore, run_id: str) -> RunLog:
     log = await store.load(run_id)
     if log is None:
         raise CheckpointError(f"no run {run_id!r} in the store")
-    return log
+    return checked(log)
 
 
 def _pending(log: RunLog) -> list[Effect]:

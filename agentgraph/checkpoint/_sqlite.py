@@ -2,84 +2,30 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 import attrs
-import orjson
 
 from .._errors import CheckpointError
-from ._lease import LEASE_TERM, Lease, LeaseLost, RunBusy, owner_is_gone
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord
+from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
+from ._records import Record, RunLog
+from ._sqlite_sql import SCHEMA, commit, read_blob, read_ids, read_log
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
 
 __all__ = ("SQLiteStore",)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL UNIQUE,
-    graph TEXT NOT NULL,
-    structure BLOB NOT NULL,
-    context BLOB NOT NULL,
-    created REAL NOT NULL,
-    parent TEXT,
-    parent_step INTEGER
-);
-CREATE TABLE IF NOT EXISTS steps (
-    run INTEGER NOT NULL,
-    seq INTEGER NOT NULL,
-    step INTEGER NOT NULL,
-    path TEXT NOT NULL,
-    node TEXT NOT NULL,
-    next TEXT NOT NULL,
-    local INTEGER NOT NULL,
-    steps INTEGER NOT NULL,
-    context BLOB NOT NULL,
-    at REAL NOT NULL,
-    duration REAL NOT NULL,
-    PRIMARY KEY (run, seq)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS effects (
-    run INTEGER NOT NULL,
-    key TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    value BLOB NOT NULL,
-    UNIQUE (run, key, kind)
-);
-CREATE TABLE IF NOT EXISTS leases (
-    run_id TEXT PRIMARY KEY,
-    owner TEXT NOT NULL,
-    fence INTEGER NOT NULL,
-    expires REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS blobs (
-    digest TEXT PRIMARY KEY,
-    data BLOB NOT NULL
-) WITHOUT ROWID;
-"""
-
-_INSERT_RUN = (
-    "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-_INSERT_STEP = "INSERT INTO steps VALUES "
-_INSERT_EFFECT = "INSERT OR REPLACE INTO effects (run, key, kind, value) VALUES "
 _GATHER = 0.005
 """Seconds the writer lets records gather before a commit, unless a flush is waiting."""
 _BUSY = 10.0
 """Seconds a connection waits for another's write lock before it gives up."""
-_ROWS = 500
-"""Rows per INSERT statement: well under SQLite's limit of 32,766 parameters."""
-
 _T = TypeVar("_T")
 
 
@@ -151,12 +97,12 @@ class SQLiteStore(WriterStore):
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued), or None."""
         await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._read, run_id)
+        return await anyio.to_thread.run_sync(self._reading, self._with, read_log, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
         await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._read_ids)
+        return await anyio.to_thread.run_sync(self._reading, self._with, read_ids)
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
@@ -165,7 +111,12 @@ class SQLiteStore(WriterStore):
         if self._thread is not None:
             await self._barrier()  # a release queued here goes first
         take = functools.partial(self._reading, self._take, run_id, owner, what="lease runs")
-        lease = await anyio.to_thread.run_sync(take)
+        self._claim(owner)
+        try:
+            lease = await anyio.to_thread.run_sync(take)
+        except BaseException:
+            self._unclaim(owner)
+            raise
         with self._lock:
             self._held[run_id] = lease
             self._fences[run_id] = lease.fence
@@ -181,7 +132,12 @@ class SQLiteStore(WriterStore):
             self._held.pop(lease.run_id, None)
             if self._thread is None or self._closed:
                 self._fences.pop(lease.run_id, None)
-                return
+                unwritten = True
+            else:
+                unwritten = False
+        if unwritten:
+            self._unclaim(lease.owner)
+            return
         self._queue.put(LeaseRelease(lease))
 
     def put_blob(self, data: bytes) -> str:
@@ -197,7 +153,8 @@ class SQLiteStore(WriterStore):
     async def get_blob(self, digest: str) -> bytes:
         """The bytes stored under `digest`; `CheckpointError` when there are none."""
         await self._barrier()
-        data = await anyio.to_thread.run_sync(self._reading, self._read_blob, digest)
+        read = functools.partial(self._with, read_blob, digest)
+        data: bytes | None = await anyio.to_thread.run_sync(self._reading, read)
         if data is None:
             raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data
@@ -210,6 +167,7 @@ class SQLiteStore(WriterStore):
             self._queue.put(None)
             self._urgent.set()
             thread.join()
+        self._stop()
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
@@ -263,7 +221,7 @@ class SQLiteStore(WriterStore):
         try:
             conn = self._connect()
         except Exception as exc:  # reported by the next write or flush
-            self._error = exc
+            self._stop(exc)
         ids: dict[str, int] = {}
         while True:
             batch = self._gather()
@@ -271,7 +229,7 @@ class SQLiteStore(WriterStore):
                 try:
                     self._store(conn, batch, ids)
                 except Exception as exc:
-                    self._error = exc
+                    self._stop(exc)
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
@@ -313,7 +271,7 @@ class SQLiteStore(WriterStore):
         if writes or blobs:
             with self._lock:
                 fences = dict(self._fences)
-            self._refuse(_commit(conn, writes, blobs, ids, fences))
+            self._refuse(commit(conn, writes, blobs, ids, fences))
         for item in batch:
             if isinstance(item, LeaseRelease):
                 lease = item.lease
@@ -325,6 +283,7 @@ class SQLiteStore(WriterStore):
                 with self._lock:
                     if self._fences.get(lease.run_id) == lease.fence:
                         del self._fences[lease.run_id]
+                self._unclaim(lease.owner)
         self._renew(conn)
 
     def _renew_in(self) -> float | None:
@@ -353,6 +312,8 @@ class SQLiteStore(WriterStore):
                     self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
                 else:  # taken over: the run sees it at its next look, and stops
                     del self._held[lease.run_id]
+            if not renewed:
+                self._unclaim(lease.owner)
 
     def _take(self, run_id: str, owner: str) -> Lease:
         """Take `run_id`'s lease in one immediate transaction (the lease check and the write)."""
@@ -365,10 +326,13 @@ class SQLiteStore(WriterStore):
                     "SELECT owner, fence, expires FROM leases WHERE run_id = ?", (run_id,)
                 ).fetchone()
                 now = time.time()
-                # A lease of a process on this machine that died is free at once.
-                if row is not None and row[2] > now and not owner_is_gone(row[0]):
-                    raise RunBusy(run_id, row[0], row[2])
-                lease = Lease(run_id, owner, (row[1] if row else 0) + 1, now + self.lease_term)
+                held_by, fence, expires = (
+                    ("", 0, 0.0) if row is None else checked_lease(run_id, *row)
+                )
+                # A lease nobody can renew (its owner is gone) is free at once.
+                if expires > now and not owner_is_gone(held_by):
+                    raise RunBusy(run_id, held_by, expires)
+                lease = Lease(run_id, owner, fence + 1, now + self.lease_term)
                 conn.execute(
                     "INSERT INTO leases (run_id, owner, fence, expires) VALUES (?, ?, ?, ?) "
                     "ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, "
@@ -395,7 +359,7 @@ class SQLiteStore(WriterStore):
             for attempt in range(50):
                 try:
                     conn.execute("PRAGMA journal_mode=WAL")
-                    conn.executescript(_SCHEMA)
+                    conn.executescript(SCHEMA)
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) or attempt == 49:
@@ -403,194 +367,18 @@ class SQLiteStore(WriterStore):
                     time.sleep(0.01 * (attempt + 1))
             self._ready = True
 
-    def _read_blob(self, digest: str) -> bytes | None:
+    # -- reading ------------------------------------------------------------------------
+    def _with(self, read: Callable[..., _T], *args: Any) -> _T:
+        """`read(conn, *args)` on a connection of its own."""
         conn = sqlite3.connect(self.path)
         try:
-            row = conn.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+            return read(conn, *args)
         finally:
             conn.close()
-        return None if row is None else bytes(row[0])
 
-    # -- reading ------------------------------------------------------------------------
     def _reading(self, read: Callable[..., _T], *args: Any, what: str = "be read") -> _T:
         try:
             return read(*args)
         except sqlite3.Error as exc:
             failed = f"{type(exc).__name__}: {exc}"
             raise CheckpointError(f"{self._label} cannot {what}: {failed}") from exc
-
-    def _read(self, run_id: str) -> RunLog | None:
-        conn = sqlite3.connect(self.path)
-        try:
-            row = conn.execute(
-                "SELECT id, graph, structure, context, created, parent, parent_step "
-                "FROM runs WHERE run_id = ?",
-                (run_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            rid, *fields = row
-            steps = conn.execute(
-                "SELECT seq, step, path, node, next, local, steps, context, at, duration "
-                "FROM steps WHERE run = ? ORDER BY seq",
-                (rid,),
-            ).fetchall()
-            effects = conn.execute(
-                "SELECT key, kind, value FROM effects WHERE run = ? ORDER BY rowid", (rid,)
-            ).fetchall()
-        finally:
-            conn.close()
-        return RunLog(
-            RunRecord(run_id, *fields),
-            tuple(
-                StepRecord(run_id, seq, step, tuple(orjson.loads(path)), *rest)
-                for seq, step, path, *rest in steps
-            ),
-            tuple(Effect(run_id, *e) for e in effects),
-        )
-
-    def _read_ids(self) -> tuple[str, ...]:
-        conn = sqlite3.connect(self.path)
-        try:
-            return tuple(r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY id"))
-        finally:
-            conn.close()
-
-
-_REFUSED = (sqlite3.IntegrityError, CheckpointError)  # one write's records are refused
-
-
-def _commit(
-    conn: sqlite3.Connection,
-    writes: Sequence[Sequence[Record]],
-    blobs: Sequence[BlobWrite],
-    ids: dict[str, int],
-    fences: dict[str, int],
-) -> list[tuple[Sequence[Record], Exception]]:
-    """Commit `writes` and `blobs` in one transaction; return the writes refused, with errors.
-
-    A write of a run whose lease this store took is refused when the run's
-    fencing number in the database is no longer the one taken (another
-    runner has the run now). All other writes go in together first (few
-    statements); only when the database refuses one are they inserted again
-    one by one, each in a savepoint, so that a refused write takes no other
-    write down with it.
-    """
-    refused: list[tuple[Sequence[Record], Exception]] = []
-    with _transaction(conn, ids):
-        lost = _lost_leases(conn, {r.run_id for w in writes for r in w} & fences.keys(), fences)
-        if lost:
-            kept = []
-            for records in writes:
-                gone = lost.intersection(r.run_id for r in records)
-                if gone:
-                    refused.append((records, LeaseLost(min(gone), "another runner took it over")))
-                else:
-                    kept.append(records)
-            writes = kept
-        _insert_blobs(conn, blobs)
-        try:
-            conn.execute("SAVEPOINT together")
-            _insert_records(conn, [r for records in writes for r in records], ids)
-            conn.execute("RELEASE together")
-            return refused
-        except _REFUSED:
-            conn.execute("ROLLBACK TO together")
-            conn.execute("RELEASE together")
-        for records in writes:
-            conn.execute("SAVEPOINT write")
-            known = dict(ids)
-            try:
-                _insert_records(conn, records, ids)
-            except _REFUSED as error:
-                conn.execute("ROLLBACK TO write")
-                ids.clear()
-                ids.update(known)
-                refused.append((records, error))
-            conn.execute("RELEASE write")
-    return refused
-
-
-def _lost_leases(conn: sqlite3.Connection, runs: set[str], fences: dict[str, int]) -> set[str]:
-    """The runs among `runs` whose fencing number in the database is not the one taken."""
-    lost = set()
-    for run_id in runs:
-        row = conn.execute("SELECT fence FROM leases WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None or row[0] != fences[run_id]:
-            lost.add(run_id)
-    return lost
-
-
-def _insert_blobs(conn: sqlite3.Connection, blobs: Sequence[BlobWrite]) -> None:
-    for blob in blobs:
-        conn.execute(
-            "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (blob.digest, blob.data)
-        )
-
-
-@contextlib.contextmanager
-def _transaction(conn: sqlite3.Connection, ids: dict[str, int]) -> Iterator[None]:
-    """BEGIN ... COMMIT, or ROLLBACK and forget the run ids cached meanwhile."""
-    known = dict(ids)
-    conn.execute("BEGIN IMMEDIATE")  # the write lock first: its wait honours the busy timeout
-    try:
-        yield
-        conn.execute("COMMIT")
-    except Exception:
-        # SQLite rolls back by itself after some errors (a full disk); the error that
-        # got us here is the one to report, not a failed ROLLBACK.
-        if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        ids.clear()
-        ids.update(known)
-        raise
-
-
-def _insert_records(
-    conn: sqlite3.Connection, records: Sequence[Record], ids: dict[str, int]
-) -> None:
-    steps: list[tuple[Any, ...]] = []
-    effects: list[tuple[Any, ...]] = []
-    for r in records:
-        if isinstance(r, RunRecord):
-            started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
-            try:
-                cursor = conn.execute(_INSERT_RUN, (*started, r.parent_step))
-            except sqlite3.IntegrityError as error:
-                raise CheckpointError(f"run {r.run_id!r} is already in the store") from error
-            assert cursor.lastrowid is not None
-            ids[r.run_id] = cursor.lastrowid
-        elif isinstance(r, StepRecord):
-            run, path = _run(conn, ids, r.run_id), orjson.dumps(r.path).decode()
-            row = (r.seq, r.step, path, r.node, r.next, r.local, r.steps, r.context)
-            steps.append((run, *row, r.at, r.duration))
-        else:
-            effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
-    _insert(conn, _INSERT_STEP, steps)
-    _insert(conn, _INSERT_EFFECT, effects)
-
-
-def _run(conn: sqlite3.Connection, ids: dict[str, int], run_id: str) -> int:
-    found = ids.get(run_id)
-    if found is None:
-        row = conn.execute("SELECT id FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            raise CheckpointError(f"a record for run {run_id!r}, which never started")
-        found = ids[run_id] = int(row[0])
-    return found
-
-
-def _insert(conn: sqlite3.Connection, head: str, rows: list[tuple[Any, ...]]) -> None:
-    """Insert `rows` with few statements.
-
-    sqlite3 lets go of the GIL around each statement it steps; with one row per
-    statement, the event loop would hand the GIL back and forth once per step.
-    """
-    if not rows:
-        return
-    one = "(" + ", ".join("?" * len(rows[0])) + ")"
-    for start in range(0, len(rows), _ROWS):
-        chunk = rows[start : start + _ROWS]
-        values = [value for row in chunk for value in row]
-        conn.execute(head + ", ".join([one] * len(chunk)), values)

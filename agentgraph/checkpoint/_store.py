@@ -15,6 +15,7 @@ import math
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
@@ -27,8 +28,8 @@ from .._errors import CheckpointError
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
-from ._lease import Lease, LeaseLost, RunBusy
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord, effect_step
+from ._lease import Lease, LeaseLost, RunBusy, hold, let_go
+from ._records import Effect, Record, RunLog, RunRecord, StepRecord, checked, effect_step
 from ._resume import open_replay, open_resume, open_run
 
 if TYPE_CHECKING:
@@ -209,6 +210,12 @@ class WriterStore(StoreBase):
 
     `label` names the store in errors ("SQLite store 'runs.db'"); a subclass
     implements `_barrier`, which waits until what is queued is committed.
+
+    The owners of the leases taken here are registered with this process's
+    live owners (`_lease.hold`) from before the take until the release is
+    written, the lease is lost, or the store stops (`_stop`): a lease whose
+    release could not be written is then free at once for the other stores
+    of this process.
     """
 
     def __init__(self, label: str) -> None:
@@ -221,6 +228,30 @@ class WriterStore(StoreBase):
         self._closed = False
         self._lock = threading.Lock()
         self._urgent = threading.Event()
+        self._owners: Counter[str] = Counter()  # the owners registered by this store
+
+    def _claim(self, owner: str) -> None:
+        """Register `owner` before its lease is taken: nobody here may think it gone."""
+        with self._lock:
+            self._owners[owner] += 1
+        hold(owner)
+
+    def _unclaim(self, owner: str) -> None:
+        """`owner`'s lease was released, lost or never taken."""
+        with self._lock:
+            if self._owners[owner] <= 0:
+                return
+            self._owners[owner] -= 1
+        let_go(owner)
+
+    def _stop(self, error: BaseException | None = None) -> None:
+        """The store closed, or (`error`) its database failed: it holds no lease any more."""
+        if error is not None and self._error is None:
+            self._error = error
+        with self._lock:
+            owners, self._owners = self._owners, Counter()
+        for owner in owners.elements():
+            let_go(owner)
 
     async def _barrier(self) -> None:
         raise NotImplementedError
@@ -370,6 +401,7 @@ async def fork(
     log = await store.load(run_id)
     if log is None:
         raise CheckpointError(f"no run {run_id!r} in the store")
+    checked(log)
     cut = next((i for i, r in enumerate(log.steps) if r.step == step), None)
     if cut is None:
         committed = ", ".join(str(r.step) for r in log.steps) or "none"

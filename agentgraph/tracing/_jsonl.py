@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -25,6 +24,7 @@ from .._events import (
     RunStarted,
 )
 from .._redact import Redaction, Redactor
+from .._writers import Lane
 from ._records import Recorder, Stamped
 from ._tree import Trace, TraceBuilder
 
@@ -40,8 +40,6 @@ __all__ = (
 # Events that end or begin a step: the file is flushed after each, so a crash
 # loses at most the records of the step in progress.
 _FLUSH_ON = (RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished)
-
-_IDLE = 1.0  # seconds the writer thread waits for more after the file was closed
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
@@ -76,12 +74,13 @@ class JsonlSink:
     ```
     The file is created (or emptied, unless `append=True`) here, so a path that
     cannot be written fails at once. The event loop only stamps each event with
-    its time and run; a writer thread turns the events into records (converted
-    and redacted), writes them and flushes the lines of each step as the step
-    begins and ends, so the loop never waits for that work or for the disk. A
-    run's end waits until all its lines are written and the file is closed (it
-    is reopened for the next run). Use the sink as a context manager (or call
-    `close`) to write what is left when a run is abandoned mid-way.
+    its time and run; a writer thread (one of a few all sinks share) turns the
+    events into records (converted and redacted), writes them and flushes the
+    lines of each step as the step begins and ends, so the loop never waits for
+    that work or for the disk. A run's end waits until all its lines are written
+    and the file is closed (it is reopened for the next run). Use the sink as a
+    context manager (or call `close`) to write what is left when a run is
+    abandoned mid-way.
 
     Records are made from the events after the event was sent, in the writer
     thread (where a redaction hook is called too): a value a node changes in
@@ -157,31 +156,27 @@ class JsonlSink:
 
 
 class _Writer:
-    """The file and the thread that records events and writes them, in the order sent.
+    """The file, and the lane of the shared writer threads that records events and writes them.
 
-    The thread starts with the first events sent and ends once the file is
-    closed and nothing came for `_IDLE` seconds, so an idle sink holds no
-    thread and runs in a row do not each start one. An error there (a full disk) is
-    kept for `check` to raise where the sink is called, so the runner detaches
-    the sink (or ends the run) as it does for any failing sink.
+    Events are recorded and written in the order sent, on one of a few threads
+    shared by every sink of the process (`agentgraph._writers`), so a sink holds
+    no thread of its own, however often sinks are opened and closed. An error
+    there (a full disk) is kept for `check` to raise where the sink is called,
+    so the runner detaches the sink (or ends the run) as it does for any
+    failing sink.
     """
 
     def __init__(self, path: Path, recorder: Recorder, *, append: bool) -> None:
         self._path = path
         self._recorder = recorder
         self._file: IO[bytes] | None = open(path, "ab" if append else "wb")  # noqa: SIM115
-        self._queue: queue.SimpleQueue[list[Stamped] | tuple[bool, Callable[[], object]]] = (
-            queue.SimpleQueue()
-        )
-        self._thread: threading.Thread | None = None
-        self._start = threading.Lock()
-        self.error: Exception | None = None  # set by the thread, raised by `check`
+        self._lane: Lane[list[Stamped] | tuple[bool, Callable[[], object]]] = Lane(self._handle)
+        self.error: Exception | None = None  # set by the writer, raised by `check`
 
     def send(self, events: list[Stamped]) -> None:
         """Queue `events` to be recorded, written and flushed; returns at once."""
         if events:
-            self._queue.put(events)
-            self._ensure_thread()
+            self._lane.send(events)
 
     def settle(self, close: bool) -> None:
         """Wait until everything sent is written and flushed; then close the file if `close`."""
@@ -190,53 +185,34 @@ class _Writer:
         done.wait()
 
     def settle_soon(self, close: bool, then: Callable[[], object]) -> None:
-        """`settle` without waiting: the thread calls `then` once it is done."""
-        self._queue.put((close, then))
-        self._ensure_thread()
+        """`settle` without waiting: the writer calls `then` once it is done."""
+        self._lane.send((close, then))
 
     def check(self) -> None:
-        """Raise the error the thread met since the last check, if any."""
+        """Raise the error the writer met since the last check, if any."""
         error, self.error = self.error, None
         if error is not None:
             raise error
 
-    def _ensure_thread(self) -> None:
-        # Called after the put: a thread that is about to end sees the new item and stays.
-        with self._start:
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="agentgraph-jsonl", daemon=True
-                )
-                self._thread.start()
-
-    def _run(self) -> None:
-        while True:
+    def _handle(self, item: list[Stamped] | tuple[bool, Callable[[], object]]) -> None:
+        if isinstance(item, list):
             try:
-                item = self._queue.get(timeout=None if self._file is not None else _IDLE)
-            except queue.Empty:
-                with self._start:
-                    if self._queue.empty():
-                        self._thread = None
-                        return
-                continue
-            if isinstance(item, list):
-                try:
-                    self._write(item)
-                except Exception as exc:
-                    self.error = self.error or exc
-                continue
-            close, then = item
-            try:
-                file = self._file
-                if file is not None and close:
-                    self._file = None
-                    file.close()  # flushes first, and closes even when that fails
-                elif file is not None:
-                    file.flush()
+                self._write(item)
             except Exception as exc:
                 self.error = self.error or exc
-            with contextlib.suppress(Exception):  # an event loop that has ended
-                then()
+            return
+        close, then = item
+        try:
+            file = self._file
+            if file is not None and close:
+                self._file = None
+                file.close()  # flushes first, and closes even when that fails
+            elif file is not None:
+                file.flush()
+        except Exception as exc:
+            self.error = self.error or exc
+        with contextlib.suppress(Exception):  # an event loop that has ended
+            then()
 
     def _write(self, events: list[Stamped]) -> None:
         build = self._recorder._build
@@ -244,7 +220,7 @@ class _Writer:
         if self._file is None:
             self._file = open(self._path, "ab")  # noqa: SIM115
         self._file.writelines(lines)
-        if self._queue.empty():
+        if not self._lane.pending():
             self._file.flush()
 
 

@@ -278,7 +278,7 @@ async def test_a_hostile_context_row_is_refused_on_resume_without_running_code(
 @pytest.mark.parametrize(
     ("update", "error", "message"),
     [
-        ("UPDATE steps SET path = ARRAY[NULL]::text[]", CheckpointError, "damaged path"),
+        ("UPDATE steps SET path = ARRAY[NULL]::text[]", CheckpointError, "is damaged: its path"),
         ("UPDATE steps SET context = '\\x00ff'::bytea", CheckpointError, "cannot be decoded"),
         ("UPDATE runs SET graph = 'other'", ResumeError, "recorded with graph 'other'"),
     ],

@@ -345,15 +345,15 @@ async def test_a_file_that_cannot_be_written_detaches_the_sink_or_ends_the_run(c
 
 
 async def test_the_writer_thread_ends_when_the_sink_goes_idle(tmp_path, monkeypatch):
-    from agentgraph.tracing import _jsonl
+    from agentgraph import _writers
 
-    monkeypatch.setattr(_jsonl, "_IDLE", 0.01)
+    monkeypatch.setattr(_writers, "IDLE", 0.01)
     sink = JsonlSink(tmp_path / "t.jsonl")
     for start in (1, 2):
         await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(start))
     assert [t.input for t in load_traces(tmp_path / "t.jsonl")] == [1, 2]
     with anyio.fail_after(10):
-        while any(t.name == "agentgraph-jsonl" for t in threading.enumerate()):
+        while any(t.name == "agentgraph-writer" for t in threading.enumerate()):
             await anyio.sleep(0.01)
     await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(3))  # starts one again
     assert [t.input for t in load_traces(tmp_path / "t.jsonl")] == [1, 2, 3]
