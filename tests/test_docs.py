@@ -21,14 +21,50 @@ def python_blocks(path: Path) -> list[tuple[str, bool]]:
     return found
 
 
-def test_readme_blocks_run_on_their_own_or_where_they_say_they_continue(capsys):
+def test_readme_blocks_run_on_their_own_or_where_they_say_they_continue(capsys, monkeypatch):
     blocks = python_blocks(ROOT / "README.md")
     assert len(blocks) >= 5 and not blocks[0][1]
+    models, inputs = _record_models_and_inputs(monkeypatch)
     namespace: dict[str, object] = {}
     for number, (block, continues) in enumerate(blocks, 1):
         if not continues:
             namespace = {"__name__": f"readme_block_{number}"}
+        models.clear()
+        inputs.clear()
         exec(compile(block, f"README.md block {number}", "exec"), namespace)
+        for model in models:
+            if model.requests:
+                sent = "\n".join(m.content for m in model.requests[0].messages)
+                assert any(text in sent for text in inputs), (number, inputs, sent)
+
+
+def _record_models_and_inputs(monkeypatch) -> tuple[list, list[str]]:
+    """Keep every scripted model a block makes and what every run it starts is given.
+
+    A model's first request must hold the input of a run of its block (or, for
+    a run that starts from a conversation, a message of it): the examples show
+    what the model is sent, so what the run was given must reach it.
+    """
+    from agentgraph import GraphRunner
+    from agentgraph.testing._scripted import ReplyModel
+
+    models: list = []
+    inputs: list[str] = []
+    make, run = ReplyModel.__init__, GraphRunner.run
+
+    def keep(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        models.append(self)
+
+    def note(self, graph, ctx, **kwargs):
+        if isinstance(ctx.input, str):
+            inputs.append(ctx.input)
+        inputs.extend(m.content for m in ctx.history if m.role == "user" and m.content)
+        return run(self, graph, ctx, **kwargs)
+
+    monkeypatch.setattr(ReplyModel, "__init__", keep)
+    monkeypatch.setattr(GraphRunner, "run", note)
+    return models, inputs
 
 
 def test_docstring_examples_compile():
