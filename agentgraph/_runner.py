@@ -86,7 +86,8 @@ class GraphRunner:
         retry: the policy for nodes that set none; transient errors only by default.
         max_steps: node executions allowed per run, nested ones included.
         timeout: seconds for the whole run; `GraphTimeout` when it elapses.
-        on_step: a callback, or several, called after every step.
+        on_step: a callback, or several, called after every step, with the context
+            it returned; a subgraph's call comes after those of the steps inside it.
         sinks: callables (sync or async) that receive every event of every run.
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`

@@ -103,7 +103,10 @@ def test_quickstart_example_runs(capsys):
     import runpy
 
     runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
-    assert "settled at 2 after 3 halvings" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "settled at 2 after 3 halvings" in out
+    steps = [int(line.split()[0]) for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert steps == list(range(1, 12))  # in the order they ran
 
 
 def test_calculator_agent_example_runs_offline(capsys):
