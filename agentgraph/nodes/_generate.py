@@ -66,6 +66,7 @@ from ..structured._compile import shape_of
 from ..structured._composites import ObjectShape
 from ..structured._parse import parse_repaired
 from ..structured._schema import json_schema, prompt_fragment
+from ._chat import as_model
 from ._partial import Partial, PartialStream
 from ._sections import Section, SectionSource, as_sections, render_sections
 
@@ -378,7 +379,7 @@ def generate(
     tp: type[T],
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -395,7 +396,7 @@ def generate(
 def generate(
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -413,7 +414,7 @@ def generate(
     tp: Any,
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -430,7 +431,7 @@ def generate(
     tp: Any = TEXT,
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -451,7 +452,7 @@ def generate(
     Args:
         tp: the type of the answer: any type `json_schema` accepts.
         instruction: the task, or a function of the context returning it.
-        model: the model to ask.
+        model: the model to ask, or a `"provider:model"` string (see `model_from_string`).
         context: the sections to show: `Section`s, or a mapping of label to
             source (a state key or a function of the context).
         attempts: answers to ask for in all; each failed one is sent back with
@@ -482,25 +483,12 @@ def generate(
             raise ValueError("the instruction must not be empty")
     elif not callable(instruction):
         raise TypeError(f"instruction is a str or a function, not {type(instruction).__name__}")
-    if not isinstance(model, ChatModel):
-        raise TypeError(f"model must be a ChatModel, not {type(model).__name__}")
+    model = as_model(model, f"generate {name!r}")
     if tp is str:  # a `str` answer is free text: nothing to parse
         tp = TEXT
     if tp is not TEXT:
         shape_of(tp)  # an unsupported type fails here, not at the first run
-    if tp is TEXT:
-        if native:
-            raise ValueError("native structured output needs a type; free text has none")
-        output = None
-    elif native is None:
-        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
-        output = native_output(tp) if native else None
-    elif native:
-        output = native_output(tp)
-        if output is None:
-            raise UnsupportedType(tp, "native structured output needs a class at the root")
-    else:
-        output = None
+    output = _output(tp, native, model)
     sections = as_sections(context)
     shown = _input_section(input)
     if shown is not None and shown not in sections:
@@ -523,6 +511,23 @@ def generate(
         shown,
         name=name,
     )
+
+
+def _output(tp: Any, native: bool | None, model: ChatModel) -> OutputSchema | None:
+    """The schema sent natively for `tp`, or None when the prompt carries the contract."""
+    if tp is TEXT:
+        if native:
+            raise ValueError("native structured output needs a type; free text has none")
+        return None
+    if native is None:
+        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
+        return native_output(tp) if native else None
+    if not native:
+        return None
+    output = native_output(tp)
+    if output is None:
+        raise UnsupportedType(tp, "native structured output needs a class at the root")
+    return output
 
 
 def _node_input(ctx: AgentContext[Any]) -> Any:

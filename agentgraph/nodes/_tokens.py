@@ -35,7 +35,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def tiktoken_counter(encoding: Any = "cl100k_base") -> TokenCounter:
-    """A counter on a tiktoken encoding (the `tokens` extra: `pip install agentgraph-engine[tokens]`).
+    """A counter on a tiktoken encoding (the extra: `pip install 'agentgraph-engine[tokens]'`).
 
     Args:
         encoding: an encoding name, loaded now, or a `tiktoken.Encoding`.

@@ -15,7 +15,8 @@ try:
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
-        f"agentgraph.web needs the web extra ({exc.name} is missing): pip install 'agentgraph-engine[web]'"
+        f"agentgraph.web needs the web extra ({exc.name} is missing): "
+        "pip install 'agentgraph-engine[web]'"
     ) from exc
 
 from .._errors import RunInputError as RunInputError

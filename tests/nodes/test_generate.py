@@ -20,6 +20,7 @@ from agentgraph import (
     NodeFailed,
     OutputAttempt,
     OutputError,
+    ProviderConfigError,
     RetryPolicy,
     Section,
     ServerError,
@@ -160,7 +161,9 @@ async def test_a_mapping_of_sections_reads_state_keys_and_functions():
     assert (
         model.requests[0]
         .messages[0]
-        .content.startswith("## Context\n\n### Input\nabc\n\n### Notes\nn\n\n### Size\n3\n\n## Task")
+        .content.startswith(
+            "## Context\n\n### Input\nabc\n\n### Notes\nn\n\n### Size\n3\n\n## Task"
+        )
     )
 
 
@@ -430,8 +433,10 @@ def test_bad_options_are_refused_when_the_node_is_built():
         generate(Verdict, instruction=" ", model=model)
     with pytest.raises(TypeError, match="instruction is a str or a function"):
         generate(Verdict, instruction=3, model=model)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="must be a ChatModel"):
-        generate(Verdict, instruction="Go.", model="gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(ProviderConfigError, match="write 'provider:model'"):
+        generate(Verdict, instruction="Go.", model="gpt-4o")
+    with pytest.raises(TypeError, match="must be a ChatModel or a 'provider:model' string"):
+        generate(Verdict, instruction="Go.", model=42)  # type: ignore[arg-type]
     with pytest.raises(UnsupportedType):
         generate(set[int], instruction="Go.", model=model)
     with pytest.raises(ValueError, match="two context sections are labelled 'A'"):
