@@ -172,5 +172,12 @@ docs-screenshot: $(STAMP) browser docs
 bench-web: $(VENV)/.bench
 	$(BIN)/python benchmarks/web.py
 
+# The sdist and the wheel of the agentgraph-engine distribution, in dist/.
+.PHONY: dist
+dist: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet 'build>=1.2'
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache

@@ -54,6 +54,9 @@ from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
 from .llm import Usage as Usage
 
+__version__ = "0.1.0"
+"""The version of the `agentgraph-engine` distribution (the import package is `agentgraph`)."""
+
 if _typing.TYPE_CHECKING:
     from ._events import ContextEntry as ContextEntry
     from ._events import Event as Event
@@ -97,6 +100,7 @@ if _typing.TYPE_CHECKING:
     from .nodes import generate as generate
     from .nodes import map_each as map_each
     from .nodes import parallel as parallel
+    from .nodes import react_agent as react_agent
     from .nodes import stream_structured as stream_structured
     from .structured import Guide as Guide
     from .structured import describe as describe
@@ -169,6 +173,7 @@ _LAZY = {
     "parallel": ".nodes",
     "parse": ".structured",
     "prompt_fragment": ".structured",
+    "react_agent": ".nodes",
     "stream_structured": ".nodes",
     "tool": ".tools",
     "tools_for_union": ".structured",
@@ -295,6 +300,7 @@ __all__ = (
     "parallel",
     "parse",
     "prompt_fragment",
+    "react_agent",
     "stream_structured",
     "tool",
     "tools_for_union",

@@ -88,6 +88,7 @@ class GraphBuilder(Generic[In, Out]):
         self._edges: dict[Node[Any, Any], list[Transition]] = {}
         self._errors: dict[Node[Any, Any], list[ErrorTransition]] = {}
         self._order: dict[Node[Any, Any], None] = {}
+        self._copies: list[tuple[Node[Any, Any], Node[Any, Any], str]] = []
         self._token: Token[Any] | None = None
 
     def __enter__(self) -> GraphBuilder[In, Out]:
@@ -146,13 +147,21 @@ class GraphBuilder(Generic[In, Out]):
         transition = ErrorTransition(handler) if when is None else ErrorTransition(handler, when)
         self._errors.setdefault(source, []).append(transition)
 
+    def add_copy(self, original: Node[Any, Any], copy: Node[Any, Any], how: str) -> None:
+        """Note a settings copy made in the block (`with_retry`, ...), for `build()`'s checks."""
+        self._copies.append((original, copy, how))
+
     def build(self) -> Graph[In, Out]:
         """Validate and return an immutable `Graph`; raise `GraphDefinitionError` if unsound."""
         edges = {node: tuple(ts) for node, ts in self._edges.items()}
         errors = {node: tuple(ts) for node, ts in self._errors.items()}
         self._order.setdefault(self.start)
         self._order.setdefault(self.finish)
-        _validate(self.name, self.start, self.finish, edges, tuple(self._order), errors)
+        # Loaded on first build, so that importing the package stays cheap.
+        from ._checks import Copy, validate
+
+        copies = [Copy(*copy) for copy in self._copies]
+        validate(self.name, self.start, self.finish, edges, tuple(self._order), errors, copies)
         nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
         return Graph(
             name=self.name,
@@ -168,78 +177,6 @@ class GraphBuilder(Generic[In, Out]):
             types=self.types,
             usage_limits=self.usage_limits,
         )
-
-
-def _validate(
-    name: str,
-    start: Node[Any, Any],
-    finish: Node[Any, Any],
-    edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
-    members: tuple[Node[Any, Any], ...],
-    errors: Mapping[Node[Any, Any], tuple[ErrorTransition, ...]],
-) -> None:
-    if not edges.get(start):
-        raise GraphDefinitionError(name, "start has no outgoing edge")
-    for source, transitions in edges.items():
-        for t in transitions:
-            if t.targets is not None and not t.targets:
-                raise GraphDefinitionError(
-                    name, f"the router after {source.name!r} declares an empty targets list"
-                )
-    _check_shadowed(name, edges)
-    reachable = _reachable(start, edges, members, errors)
-    if finish not in reachable:
-        raise GraphDefinitionError(name, "finish cannot be reached from start")
-    for member in members:
-        if member not in reachable:
-            raise GraphDefinitionError(name, f"node {member.name!r} cannot be reached from start")
-        if member is not finish and not edges.get(member):
-            raise GraphDefinitionError(
-                name, f"node {member.name!r} has no outgoing edge, so a run would dead-end there"
-            )
-
-
-def _check_shadowed(name: str, edges: Mapping[Node[Any, Any], tuple[Transition, ...]]) -> None:
-    """Refuse a transition that can never fire: a plain edge before it always does."""
-    for source, transitions in edges.items():
-        for position, t in enumerate(transitions[:-1]):
-            if t.target is None:
-                continue
-            later = transitions[position + 1]
-            what = repr(later.target.name) if later.target is not None else "a router"
-            raise GraphDefinitionError(
-                name,
-                f"{source.name!r} has a plain edge to {t.target.name!r}, which always "
-                f"fires, so its later transition to {what} never can. A node's "
-                "transitions are tried in order: to choose between next nodes, give it "
-                "one router (edge_to(lambda ctx: ..., targets=(...))); to run a node "
-                "twice in a chain, use two nodes (node.with_name(...) makes a copy)",
-            )
-
-
-def _reachable(
-    start: Node[Any, Any],
-    edges: Mapping[Node[Any, Any], tuple[Transition, ...]],
-    members: tuple[Node[Any, Any], ...],
-    errors: Mapping[Node[Any, Any], tuple[ErrorTransition, ...]],
-) -> set[Node[Any, Any]]:
-    """Nodes reachable from start; a router without declared targets may reach any node."""
-    seen: set[Node[Any, Any]] = set()
-    todo = [start]
-    while todo:
-        node = todo.pop()
-        if node in seen:
-            continue
-        seen.add(node)
-        for t in edges.get(node, ()):
-            if t.target is not None:
-                todo.append(t.target)
-            elif t.targets is not None:
-                todo.extend(t.targets)
-            else:
-                todo.extend(m for m in members if m is not start)
-        todo.extend(t.target for t in errors.get(node, ()))
-    return seen
 
 
 _SHOWN = 200

@@ -6,12 +6,12 @@ import abc
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
 from ._context import AgentContext
-from ._errors import EdgeOutsideBuilder
+from ._errors import EdgeOutsideBuilder, UsageError
 
 if TYPE_CHECKING:
     from ._failure import Failure
@@ -46,6 +46,8 @@ class _EdgeSink(Protocol):
         when: Callable[[Failure, BaseException], bool] | None,
     ) -> None: ...
 
+    def add_copy(self, original: Node[Any, Any], copy: Node[Any, Any], how: str) -> None: ...
+
 
 # The builder whose `with` block is open in this context (contextvars keep
 # concurrent tasks and threads apart).
@@ -66,7 +68,9 @@ class Node(Generic[In, Out], abc.ABC):
     """True for graphs and combinators: they retry only under a policy of their own,
     since their children already retried and nested defaults would multiply attempts."""
 
-    name: str = attrs.field(kw_only=True)
+    name: str = attrs.field(
+        kw_only=True, default=attrs.Factory(lambda self: _no_name(self), takes_self=True)
+    )
     retry: RetryPolicy | None = attrs.field(default=None, kw_only=True)
     timeout: float | None = attrs.field(default=None, kw_only=True)
     retry_safe: bool = attrs.field(default=True, kw_only=True)
@@ -74,6 +78,10 @@ class Node(Generic[In, Out], abc.ABC):
     @abc.abstractmethod
     async def run(self, ctx: AgentContext[In], rt: Runtime) -> AgentContext[Out]:
         """Do the node's work. `rt` is the run this step belongs to."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_run(cls)
 
     def data_types(self) -> tuple[type[Any], ...]:
         """Classes this node puts into contexts, which a resumed run may decode.
@@ -92,11 +100,12 @@ class Node(Generic[In, Out], abc.ABC):
         """
         from ._retry import RetryPolicy
 
-        return attrs.evolve(self, retry=policy if policy is not None else RetryPolicy(**options))
+        copy = attrs.evolve(self, retry=policy if policy is not None else RetryPolicy(**options))
+        return self._copied(copy, "with_retry")
 
     def with_timeout(self, seconds: float | None) -> Node[In, Out]:
         """Return a copy whose every attempt is limited to `seconds`."""
-        return attrs.evolve(self, timeout=seconds)
+        return self._copied(attrs.evolve(self, timeout=seconds), "with_timeout")
 
     def with_name(self, name: str) -> Node[In, Out]:
         """Return a copy named `name`."""
@@ -104,7 +113,15 @@ class Node(Generic[In, Out], abc.ABC):
 
     def unsafe_to_retry(self) -> Node[In, Out]:
         """Return a copy that is never retried (for steps with side effects)."""
-        return attrs.evolve(self, retry_safe=False)
+        return self._copied(attrs.evolve(self, retry_safe=False), "unsafe_to_retry")
+
+    def _copied(self, copy: Node[In, Out], how: str) -> Node[In, Out]:
+        # Inside a builder block, the builder keeps the copy so that `build()` can
+        # say when the copy, a new node, was never wired or the original was.
+        builder = ACTIVE_BUILDER.get()
+        if builder is not None:
+            builder.add_copy(self, copy, how)
+        return copy
 
     # -- wiring -------------------------------------------------------------------
     @overload
@@ -131,7 +148,7 @@ class Node(Generic[In, Out], abc.ABC):
         /,
         *,
         targets: Sequence[Node[Any, Any]] | None = None,
-    ) -> Node[Any, Any] | None:
+    ) -> Any:
         """Add a transition from this node, tried in the order transitions are added.
 
         A static edge names the next node and returns it, so chains read left to
@@ -147,10 +164,10 @@ class Node(Generic[In, Out], abc.ABC):
             builder.add_edge(self, target, None, None)
             return target
         if not callable(target):
-            raise TypeError(f"edge_to takes a Node or a router, not {type(target).__name__}")
+            raise UsageError(f"edge_to takes a Node or a router, not {type(target).__name__}")
         _check_router(target)
         builder.add_edge(self, None, target, None if targets is None else tuple(targets))
-        return None
+        return _AfterRouter(self.name, target)
 
     def on_error(
         self,
@@ -195,12 +212,81 @@ def _check_router(router: Callable[..., Any]) -> None:
         ]
     except (TypeError, ValueError):  # no signature to read (a builtin): trust it
         return
+    name = getattr(router, "__name__", "the function")
     if len(params) == 2:
-        name = getattr(router, "__name__", "the function")
-        raise TypeError(
+        raise UsageError(
             f"edge_to got {name}, a function of (ctx, runtime): that is a step, not a router. "
             f"Decorate it with @node to make it a node"
         )
+    if _returns_context(router):
+        raise UsageError(
+            f"edge_to got {name}, a plain function that returns an AgentContext: that is a "
+            "step, not a router (a router returns the next node). Decorate it with @node"
+        )
+
+
+def _returns_context(fn: Callable[..., Any]) -> bool:
+    """True when `fn` is annotated to return an `AgentContext` (or an awaitable of one)."""
+    try:
+        annotation = inspect.signature(fn).return_annotation
+    except (TypeError, ValueError):
+        return False
+    if isinstance(annotation, str):  # postponed annotations: read the text
+        text = annotation.replace(" ", "")
+        for wrapper in ("Awaitable[", "Coroutine[Any,Any,"):
+            text = text.removeprefix(wrapper)
+        return text.startswith(("AgentContext", "agentgraph.AgentContext"))
+    origin = getattr(annotation, "__origin__", annotation)
+    return isinstance(origin, type) and issubclass(origin, AgentContext)
+
+
+class _AfterRouter:
+    """What `edge_to(router)` returns: there is no node after a router to chain from."""
+
+    __slots__ = ("_router", "_source")
+
+    def __init__(self, source: str, router: Callable[..., Any]) -> None:
+        self._source = source
+        self._router = router
+
+    def edge_to(self, *args: Any, **kwargs: Any) -> NoReturn:
+        name = getattr(self._router, "__name__", "the router")
+        raise UsageError(
+            f"{self._source}.edge_to({name}) took {name} as a router (a function of ctx "
+            "returning the next node), so there is no node to chain the next edge from. "
+            f"If {name} is a step, decorate it with @node; if it is a router, start the next "
+            "edge from one of its targets"
+        )
+
+    def __repr__(self) -> str:
+        return f"<router edge from {self._source!r}>"
+
+
+def _no_name(node: Node[Any, Any]) -> str:
+    cls = type(node).__name__
+    raise UsageError(
+        f"{cls}(...) needs a name: pass name=, e.g. {cls}(..., name={cls.lower()!r}); "
+        "the name is the node's place in traces and checkpoints"
+    )
+
+
+def _check_run(cls: type[Any]) -> None:
+    """Refuse, as the class is made, a `run` that cannot take `(ctx, rt)`."""
+    run = cls.__dict__.get("run")
+    if run is None or getattr(run, "__isabstractmethod__", False):
+        return
+    try:
+        params = list(inspect.signature(run).parameters.values())
+    except (TypeError, ValueError):
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in params) or len(positional) >= 3:
+        return
+    raise UsageError(
+        f"{cls.__name__}.run must take (self, ctx, rt), not {len(positional)} positional "
+        "parameters: write `async def run(self, ctx, rt)`; rt is the run's Runtime (leave "
+        "it unused if the node does not need it)"
+    )
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)

@@ -10,7 +10,8 @@ import os
 import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -86,7 +87,8 @@ class GraphRunner:
         retry: the policy for nodes that set none; transient errors only by default.
         max_steps: node executions allowed per run, nested ones included.
         timeout: seconds for the whole run; `GraphTimeout` when it elapses.
-        on_step: a callback, or several, called after every step.
+        on_step: a callback, or several, called after every step, with the context
+            it returned; a subgraph's call comes after those of the steps inside it.
         sinks: callables (sync or async) that receive every event of every run.
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`
@@ -182,8 +184,7 @@ class GraphRunner:
         journal = await _source(store).open_replay(graph, run_id, types)
         return await self._drive(graph, journal.initial, handle, None, run_id, journal)
 
-    @asynccontextmanager
-    async def stream(
+    def stream(
         self,
         graph: Node[In, Out],
         ctx: AgentContext[In],
@@ -191,7 +192,7 @@ class GraphRunner:
         handle: RunHandle | None = None,
         store: JournalSource | None = None,
         run_id: str | None = None,
-    ) -> AsyncIterator[ObjectReceiveStream[Event]]:
+    ) -> AbstractAsyncContextManager[ObjectReceiveStream[Event]]:
         """Run `graph` in a task and yield its events as they happen.
 
         ```python
@@ -201,8 +202,20 @@ class GraphRunner:
         ```
         The first event is `RunStarted` (with the run's id), the last
         `RunFinished`. A failed run re-raises its error when the block exits;
-        leaving the block early cancels the run.
+        leaving the block early cancels the run. `async for` straight over
+        `runner.stream(...)` raises `UsageError`: the block is what owns the run.
         """
+        return _EventStream(self._stream(graph, ctx, handle, store, run_id))
+
+    @asynccontextmanager
+    async def _stream(
+        self,
+        graph: Node[In, Out],
+        ctx: AgentContext[In],
+        handle: RunHandle | None,
+        store: JournalSource | None,
+        run_id: str | None,
+    ) -> AsyncIterator[ObjectReceiveStream[Event]]:
         graph = as_graph(graph)
         _check_input(ctx)
         send, receive = anyio.create_memory_object_stream[Event](0)
@@ -532,3 +545,28 @@ def _maybe_async(callback: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
         getattr(callback, "__call__", None)  # noqa: B004
     )
+
+
+class _EventStream(AbstractAsyncContextManager["ObjectReceiveStream[Event]"]):
+    """`runner.stream(...)`: entered with `async with`, never iterated itself."""
+
+    def __init__(self, inner: AbstractAsyncContextManager[ObjectReceiveStream[Event]]) -> None:
+        self._inner = inner
+
+    async def __aenter__(self) -> ObjectReceiveStream[Event]:
+        return await self._inner.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+    def __aiter__(self) -> Any:
+        raise UsageError(
+            "runner.stream(...) is not iterated itself: it runs the graph inside an "
+            "`async with` block, so write `async with runner.stream(graph, ctx) as events:` "
+            "and then `async for event in events:`"
+        )

@@ -1,4 +1,4 @@
-"""A small graph: a dynamic edge, a nested subgraph and a step callback.
+"""A small graph: a dynamic edge, a nested subgraph and the run's step events.
 
 Run it with `make demo` (or `python examples/quickstart.py`).
 """
@@ -7,7 +7,18 @@ from __future__ import annotations
 
 import anyio
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Message, Node, StepInfo, node
+from agentgraph import (
+    AgentContext,
+    Event,
+    Graph,
+    GraphBuilder,
+    GraphRunner,
+    Message,
+    Node,
+    NodeFinished,
+    NodeStarted,
+    node,
+)
 
 
 @node
@@ -51,15 +62,25 @@ with GraphBuilder[str, str]("quickstart") as g:
 graph = g.build()
 
 
-def print_step(step: StepInfo, node: Node[object, object], ctx: AgentContext[object]) -> None:
-    indent = "  " * step.depth
-    print(f"{step.index:>3} {indent}{'/'.join(step.path[1:])}: {ctx.input!r}")
+def print_step(event: Event) -> None:
+    """Print the steps in the order they ran: a subgraph as it starts, a node with its output.
+
+    A step ends after the steps inside it, so a subgraph's `NodeFinished` (and
+    its `on_step` call) comes after its children's; its number, given when it
+    started, comes before theirs.
+    """
+    if isinstance(event, NodeStarted) and isinstance(event.node, Graph):
+        print(f"{event.index:>3} {'  ' * event.depth}{'/'.join(event.path[1:])}")
+    elif isinstance(event, NodeFinished) and not isinstance(event.node, Graph):
+        step = event.step
+        where = "/".join(step.path[1:])
+        print(f"{step.index:>3} {'  ' * step.depth}{where}: {event.context.input!r}")
 
 
 async def main() -> None:
     print(graph.to_mermaid())
     text = "the quick brown fox jumps over the lazy dog and then some more words to count"
-    runner = GraphRunner(on_step=print_step)
+    runner = GraphRunner(sinks=[print_step])
     result = await runner.run(graph, AgentContext(text))
     print(result.input)
 

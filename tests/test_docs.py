@@ -59,17 +59,57 @@ def provider_env(fake_provider, monkeypatch):
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("page", pages(), ids=page_id)
-def test_every_python_block_runs_alone_or_where_it_says_it_continues(page, provider_env, capsys):
+def test_every_python_block_runs_alone_or_where_it_says_it_continues(
+    page, provider_env, capsys, monkeypatch
+):
+    """Each block runs, and each scripted model it makes is sent what its runs were given."""
     blocks = python_blocks(page)
     if not blocks:
         assert "```python" not in page.read_text(), f"{page_id(page)}: a block was not found"
         return
     assert not blocks[0][1], f"{page_id(page)}: the first block cannot continue another"
+    models, inputs = _record_models_and_inputs(monkeypatch)
     namespace: dict[str, object] = {}
     for number, (block, continues) in enumerate(blocks, 1):
         if not continues:
             namespace = {"__name__": f"docs_block_{number}"}
+        models.clear()
+        inputs.clear()
         exec(compile(block, f"{page_id(page)} block {number}", "exec"), namespace)
+        for model in models:
+            if model.requests:
+                sent = "\n".join(m.content for m in model.requests[0].messages)
+                assert any(text in sent for text in inputs), (number, inputs, sent)
+
+
+def _record_models_and_inputs(monkeypatch) -> tuple[list, list[str]]:
+    """Keep every scripted model a block makes and what every run it starts is given.
+
+    A model's first request must hold the input of a run of its block (or, for
+    a run that starts from a conversation, a message of it): the examples show
+    what the model is sent, so what the run was given must reach it.
+    """
+    from agentgraph import AgentContext, GraphRunner
+    from agentgraph.testing._scripted import ReplyModel
+
+    models: list = []
+    inputs: list[str] = []
+    make, run = ReplyModel.__init__, GraphRunner.run
+
+    def keep(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        models.append(self)
+
+    def note(self, graph, ctx, **kwargs):
+        if isinstance(ctx, AgentContext):  # a block may show what passing anything else does
+            if isinstance(ctx.input, str):
+                inputs.append(ctx.input)
+            inputs.extend(m.content for m in ctx.history if m.role == "user" and m.content)
+        return run(self, graph, ctx, **kwargs)
+
+    monkeypatch.setattr(ReplyModel, "__init__", keep)
+    monkeypatch.setattr(GraphRunner, "run", note)
+    return models, inputs
 
 
 def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
@@ -181,7 +221,10 @@ def test_quickstart_example_runs(capsys):
     import runpy
 
     runpy.run_path(str(ROOT / "examples" / "quickstart.py"), run_name="__main__")
-    assert "settled at 2 after 3 halvings" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "settled at 2 after 3 halvings" in out
+    steps = [int(line.split()[0]) for line in out.splitlines() if line[:3].strip().isdigit()]
+    assert steps == list(range(1, 12))  # in the order they ran
 
 
 def test_calculator_agent_example_runs_offline(capsys):

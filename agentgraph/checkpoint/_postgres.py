@@ -61,7 +61,7 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise ImportError(
-            "PostgresStore needs psycopg: pip install 'agentgraph[postgres]'"
+            "PostgresStore needs psycopg: pip install 'agentgraph-engine[postgres]'"
         ) from None
     return psycopg
 

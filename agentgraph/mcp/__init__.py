@@ -1,7 +1,7 @@
 """Tools from Model Context Protocol servers: `MCPTools` connects to one server
 (stdio, streamable HTTP, or in process) and exposes the tools you allow as `Tool`s.
 
-Needs the `mcp` extra: `pip install 'agentgraph[mcp]'`. A namespace of its own,
+Needs the `mcp` extra: `pip install 'agentgraph-engine[mcp]'`. A namespace of its own,
 above `tools/` (it builds `Tool`s and runs under the same executor), so that
 `agentgraph.tools` never imports the SDK and a missing extra fails here, clearly.
 """
@@ -10,7 +10,7 @@ try:
     import mcp as _mcp  # noqa: F401 - checked here to name the extra
 except ImportError as _exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "agentgraph.mcp needs the official MCP SDK: pip install 'agentgraph[mcp]'"
+        "agentgraph.mcp needs the official MCP SDK: pip install 'agentgraph-engine[mcp]'"
     ) from _exc
 
 from .._errors import MCPConnectionError as MCPConnectionError

@@ -9,13 +9,13 @@ journal: a replay is served what the run read and writes nothing, and a
 resumed step never writes twice. `memory_tools` gives an agent `remember`,
 `recall` and `forget` in a namespace the graph fixes, never the model.
 
-Needs numpy (`pip install 'agentgraph[rag]'`); `PostgresMemory` also psycopg.
+Needs numpy (`pip install 'agentgraph-engine[rag]'`); `PostgresMemory` also psycopg.
 """
 
 import importlib.util as _util
 
 if _util.find_spec("numpy") is None:
-    raise ImportError("agentgraph.memory needs numpy: pip install 'agentgraph[rag]'")
+    raise ImportError("agentgraph.memory needs numpy: pip install 'agentgraph-engine[rag]'")
 
 from ..rag._rows import Filter as Filter
 from ..rag._store import Hit as Hit

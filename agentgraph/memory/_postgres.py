@@ -69,7 +69,7 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise ImportError(
-            "PostgresMemory needs psycopg: pip install 'agentgraph[postgres]'"
+            "PostgresMemory needs psycopg: pip install 'agentgraph-engine[postgres]'"
         ) from None
     return psycopg
 

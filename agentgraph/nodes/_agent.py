@@ -9,13 +9,14 @@ import attrs
 
 from .._clip import MAX_RESULT_CHARS, check_max_result_chars
 from .._context import AgentContext, Settings
+from .._errors import UsageError
 from .._events import ToolFinished
 from .._graph import Graph, GraphBuilder
 from .._node import Node
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatModel
 from ..tools._tool import Tool
-from ._chat import chat, user_turn
+from ._chat import as_model, chat, user_turn
 
 if TYPE_CHECKING:
     from .._runner import Runtime
@@ -103,6 +104,7 @@ def tool_use(
             for tools without a bound of their own (None: no bound); a longer
             result keeps its start and end and says what was cut between.
     """
+    check_tools(tools, f"tool_use {name!r}")
     names = [t.name for t in tools]
     if len(set(names)) != len(names):
         raise ValueError(f"tool names must be unique, got {names}")
@@ -145,8 +147,23 @@ def tool_turns(ctx: AgentContext[Any]) -> int:
     return turns
 
 
+def check_tools(tools: Sequence[Any], where: str) -> None:
+    """Refuse, at construction, an entry of `tools=` that is not a `Tool`, naming the fix."""
+    if isinstance(tools, Tool | str) or not isinstance(tools, Sequence | set | frozenset):
+        raise UsageError(
+            f"{where}: tools= takes a list of @tool functions, not {type(tools).__name__}"
+        )
+    for entry in tools:
+        if isinstance(entry, Tool):
+            continue
+        what = getattr(entry, "__name__", None)
+        shown = f"{type(entry).__name__} {what!r}" if what else type(entry).__name__
+        fix = "decorate it with @tool" if callable(entry) else "pass @tool functions"
+        raise UsageError(f"{where}: tools= got {shown}, which is not a tool: {fix}")
+
+
 def react_agent(
-    model: ChatModel,
+    model: ChatModel | str,
     tools: Sequence[Tool[..., Any]],
     *,
     system_prompt: str | None = None,
@@ -168,6 +185,9 @@ def react_agent(
     `GraphRunner.resume(..., answer=True)` runs the call while any other answer
     refuses it. Approval needs a run with a checkpoint store.
 
+    `model` is a `ChatModel` or a `"provider:model"` string (see
+    `model_from_string`): `react_agent("openai:gpt-4o-mini", [add])`.
+
     `stream=True` streams the model's answers, reporting their text as it
     arrives (`ModelStreamed` events).
 
@@ -176,6 +196,8 @@ def react_agent(
     """
     if max_turns < 1:
         raise ValueError("max_turns must be at least 1")
+    model = as_model(model, f"react_agent {name!r}")
+    check_tools(tools, f"react_agent {name!r}")
     specs = tuple(t.spec for t in tools)
     prepare = _Prepare(system_prompt, name="user_turn") if system_prompt else user_turn()
     think = chat(model, name="chat", settings=settings, tools=specs, stream=stream)

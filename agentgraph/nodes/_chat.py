@@ -111,8 +111,43 @@ def _first_turn(ctx: AgentContext[Any], name: str) -> AgentContext[Any]:
     )
 
 
+def as_model(model: ChatModel | str, where: str) -> ChatModel:
+    """`model` itself, or the model a `"provider:model"` string names (as `model_from_string`).
+
+    Raises:
+        UsageError: `model` is neither.
+        ProviderConfigError: the string names an unknown provider or lacks a key.
+    """
+    if isinstance(model, str):
+        from ..llm._resolve import model_from_string
+
+        return model_from_string(model)
+    if not isinstance(model, ChatModel):
+        raise UsageError(
+            f"{where}: model must be a ChatModel or a 'provider:model' string such as "
+            f"'openai:gpt-4o-mini', not {type(model).__name__}"
+        )
+    return model
+
+
+def check_tool_specs(tools: Sequence[Any], where: str) -> tuple[ToolSpec, ...]:
+    """`tools` as specs; anything else is refused with the fix."""
+    for entry in tools:
+        if not isinstance(entry, ToolSpec):
+            fix = (
+                "pass tool.spec for a @tool function (tool_use() runs the tools)"
+                if hasattr(entry, "spec")
+                else "decorate functions with @tool and pass their .spec"
+            )
+            raise UsageError(
+                f"{where}: tools= takes ToolSpec entries (what the model is shown), "
+                f"not {type(entry).__name__}: {fix}"
+            )
+    return tuple(tools)
+
+
 def chat(
-    model: ChatModel,
+    model: ChatModel | str,
     *,
     name: str = "chat",
     settings: Settings | None = None,
@@ -122,9 +157,13 @@ def chat(
 ) -> Chat:
     """A node that calls `model` once. `settings` override the context's, field by field.
 
+    `model` is a `ChatModel` or a `"provider:model"` string (see `model_from_string`).
+
     With `stream=True` the answer is streamed (its text reported as it arrives).
     """
-    return Chat(model, settings, tuple(tools), tool_choice, stream, name=name)
+    where = f"chat {name!r}"
+    specs = check_tool_specs(tools, where)
+    return Chat(as_model(model, where), settings, specs, tool_choice, stream, name=name)
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)

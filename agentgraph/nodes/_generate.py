@@ -19,6 +19,9 @@ review = generate(
 The request has four layers, kept apart: the agent's identity (the context's
 system prompt, as the system message), then one user message holding the
 selected context sections, the instruction, and the output contract. The
+node's input is the first section, labelled `Input` (text as it is, other
+values as JSON): `input=False` leaves it out, and `input=Section(...)` names,
+clips and places it (listed in `context=` too, it sits at that place). The
 contract is `prompt_fragment(T)`, or, when the model takes a schema natively, a
 short statement that the answer is JSON of that type while the schema itself
 travels in `ChatRequest.output`.
@@ -63,6 +66,7 @@ from ..structured._compile import shape_of
 from ..structured._composites import ObjectShape
 from ..structured._parse import parse_repaired
 from ..structured._schema import json_schema, prompt_fragment
+from ._chat import as_model
 from ._partial import Partial, PartialStream
 from ._sections import Section, SectionSource, as_sections, render_sections
 
@@ -194,6 +198,8 @@ class Generate(Node[Any, T]):
     stream: bool = False
     contract: str = ""
     debug: bool = False
+    input_section: Section | None = None
+    """The section showing the node's input (also in `sections`), or None when it is not sent."""
 
     def data_types(self) -> tuple[type[Any], ...]:
         return (self.output_type,) if isinstance(self.output_type, type) else ()
@@ -205,7 +211,10 @@ class Generate(Node[Any, T]):
 
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[T]:
         instruction = self._instruction(ctx)
-        context, entries = render_sections(self.sections, ctx)
+        sections = self.sections
+        if ctx.input is None and self.input_section is not None:
+            sections = tuple(s for s in sections if s is not self.input_section)
+        context, entries = render_sections(sections, ctx)
         messages = [Message.system(ctx.system_prompt)] if ctx.system_prompt else []
         messages.append(Message.user(_compose(context, instruction, self.contract)))
         if self.debug:
@@ -370,7 +379,7 @@ def generate(
     tp: type[T],
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -380,13 +389,14 @@ def generate(
     native: bool | None = None,
     stream: bool = False,
     debug: bool = False,
+    input: bool | Section = True,
     name: str = "generate",
 ) -> Generate[T]: ...
 @overload
 def generate(
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -396,6 +406,7 @@ def generate(
     native: bool | None = None,
     stream: bool = False,
     debug: bool = False,
+    input: bool | Section = True,
     name: str = "generate",
 ) -> Generate[str]: ...
 @overload
@@ -403,7 +414,7 @@ def generate(
     tp: Any,
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -413,13 +424,14 @@ def generate(
     native: bool | None = None,
     stream: bool = False,
     debug: bool = False,
+    input: bool | Section = True,
     name: str = "generate",
 ) -> Generate[Any]: ...
 def generate(
     tp: Any = TEXT,
     *,
     instruction: Instruction,
-    model: ChatModel,
+    model: ChatModel | str,
     context: Sequence[Section] | Mapping[str, SectionSource] = (),
     attempts: int = 1,
     strict: bool = False,
@@ -429,6 +441,7 @@ def generate(
     native: bool | None = None,
     stream: bool = False,
     debug: bool = False,
+    input: bool | Section = True,
     name: str = "generate",
 ) -> Generate[Any]:
     """A node that asks `model` for an instance of `tp` (see the module docs).
@@ -439,7 +452,7 @@ def generate(
     Args:
         tp: the type of the answer: any type `json_schema` accepts.
         instruction: the task, or a function of the context returning it.
-        model: the model to ask.
+        model: the model to ask, or a `"provider:model"` string (see `model_from_string`).
         context: the sections to show: `Section`s, or a mapping of label to
             source (a state key or a function of the context).
         attempts: answers to ask for in all; each failed one is sent back with
@@ -452,6 +465,11 @@ def generate(
             Streamed answers are recorded like any other model call.
         debug: print the assembled prompt and each raw answer to standard
             error (secrets masked), while developing a prompt.
+        input: send the node's input as a section of the prompt (the first,
+            labelled `Input`; not when the input is None). `False` leaves it
+            out; a `Section` reading the input names it and may clip it
+            (`Section("Diff", lambda ctx: ctx.input, budget=8000)`), and when
+            the same section is in `context=` it is shown at that place.
         name: the node's name.
 
     Raises:
@@ -465,28 +483,22 @@ def generate(
             raise ValueError("the instruction must not be empty")
     elif not callable(instruction):
         raise TypeError(f"instruction is a str or a function, not {type(instruction).__name__}")
-    if not isinstance(model, ChatModel):
-        raise TypeError(f"model must be a ChatModel, not {type(model).__name__}")
+    model = as_model(model, f"generate {name!r}")
+    if tp is str:  # a `str` answer is free text: nothing to parse
+        tp = TEXT
     if tp is not TEXT:
         shape_of(tp)  # an unsupported type fails here, not at the first run
-    if tp is TEXT:
-        if native:
-            raise ValueError("native structured output needs a type; free text has none")
-        output = None
-    elif native is None:
-        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
-        output = native_output(tp) if native else None
-    elif native:
-        output = native_output(tp)
-        if output is None:
-            raise UnsupportedType(tp, "native structured output needs a class at the root")
-    else:
-        output = None
+    output = _output(tp, native, model)
+    sections = as_sections(context)
+    shown = _input_section(input)
+    if shown is not None and shown not in sections:
+        sections = (shown, *sections)
+        as_sections(sections)  # its label must differ from the others'
     return Generate(
         model,
         tp,
         instruction,
-        as_sections(context),
+        sections,
         attempts,
         strict,
         temperature,
@@ -496,5 +508,43 @@ def generate(
         stream,
         _contract(tp, output),
         debug,
+        shown,
         name=name,
     )
+
+
+def _output(tp: Any, native: bool | None, model: ChatModel) -> OutputSchema | None:
+    """The schema sent natively for `tp`, or None when the prompt carries the contract."""
+    if tp is TEXT:
+        if native:
+            raise ValueError("native structured output needs a type; free text has none")
+        return None
+    if native is None:
+        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
+        return native_output(tp) if native else None
+    if not native:
+        return None
+    output = native_output(tp)
+    if output is None:
+        raise UnsupportedType(tp, "native structured output needs a class at the root")
+    return output
+
+
+def _node_input(ctx: AgentContext[Any]) -> Any:
+    return ctx.input
+
+
+_node_input.__qualname__ = "ctx.input"  # what the trace names as the section's source
+
+INPUT = Section("Input", _node_input)
+"""The section `generate` shows the node's input in by default."""
+
+
+def _input_section(spec: bool | Section) -> Section | None:
+    if isinstance(spec, Section):
+        return spec
+    if spec is True:
+        return INPUT
+    if spec is False:
+        return None
+    raise TypeError(f"input= is True, False or a Section, not {type(spec).__name__}")

@@ -24,7 +24,7 @@ from .._events import Summarized
 from .._node import Node
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest
-from ._chat import _merge_settings
+from ._chat import _merge_settings, as_model
 from ._tokens import (
     TokenCounter,
     count_context_tokens,
@@ -257,7 +257,7 @@ class Summarize(Node[T, T]):
 
 
 def summarize(
-    model: ChatModel,
+    model: ChatModel | str,
     *,
     context_window: int,
     threshold: float = 0.8,
@@ -273,7 +273,8 @@ def summarize(
     """A node that summarizes older history when the context nears the model's window.
 
     Args:
-        model: the model that writes the summary (the request carries no tools).
+        model: the model that writes the summary (the request carries no tools), or
+            a `"provider:model"` string (see `model_from_string`).
         context_window: the model's context window, in tokens.
         threshold: the fraction of the window the system prompt plus history
             must pass before anything happens.
@@ -286,7 +287,7 @@ def summarize(
         message: builds the message that replaces the summarized history.
     """
     return Summarize(
-        model,
+        as_model(model, f"summarize {name!r}"),
         context_window,
         threshold,
         strategy,

@@ -35,7 +35,7 @@ def estimate_tokens(text: str) -> int:
 
 
 def tiktoken_counter(encoding: Any = "cl100k_base") -> TokenCounter:
-    """A counter on a tiktoken encoding (the `tokens` extra: `pip install agentgraph[tokens]`).
+    """A counter on a tiktoken encoding (the extra: `pip install 'agentgraph-engine[tokens]'`).
 
     Args:
         encoding: an encoding name, loaded now, or a `tiktoken.Encoding`.
@@ -52,7 +52,7 @@ def tiktoken_counter(encoding: Any = "cl100k_base") -> TokenCounter:
         tiktoken = importlib.import_module("tiktoken")
     except ImportError as exc:
         raise ImportError(
-            "tiktoken_counter needs tiktoken: pip install 'agentgraph[tokens]'"
+            "tiktoken_counter needs tiktoken: pip install 'agentgraph-engine[tokens]'"
         ) from exc
     if isinstance(encoding, str):
         try:

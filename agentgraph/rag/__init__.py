@@ -1,13 +1,13 @@
 """Retrieval: a vector store, ingestion with chunking, and a local embedder.
 
-Needs numpy (`pip install agentgraph[rag]`); the local embedder also needs the
+Needs numpy (`pip install agentgraph-engine[rag]`); the local embedder also needs the
 `rag-local` extra. The `retrieve` node lives in `agentgraph.nodes`.
 """
 
 import importlib.util as _util
 
 if _util.find_spec("numpy") is None:
-    raise ImportError("agentgraph.rag needs numpy: pip install 'agentgraph[rag]'")
+    raise ImportError("agentgraph.rag needs numpy: pip install 'agentgraph-engine[rag]'")
 
 from .._errors import DimensionMismatch as DimensionMismatch
 from .._errors import VectorStoreError as VectorStoreError

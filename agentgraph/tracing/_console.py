@@ -49,7 +49,9 @@ def _has_rich() -> bool:
 
 def _use_rich(style: Style) -> bool:
     if style == "rich" and not _has_rich():
-        raise ImportError("style='rich' needs the rich package: pip install 'agentgraph[rich]'")
+        raise ImportError(
+            "style='rich' needs the rich package: pip install 'agentgraph-engine[rich]'"
+        )
     return style == "rich" or (style == "auto" and _has_rich())
 
 

@@ -83,7 +83,7 @@ class OtelSink:
             from opentelemetry import trace
         except ImportError as exc:
             raise ImportError(
-                "OtelSink needs OpenTelemetry: pip install 'agentgraph[otel]'"
+                "OtelSink needs OpenTelemetry: pip install 'agentgraph-engine[otel]'"
             ) from exc
         self._tracer: Tracer = trace.get_tracer("agentgraph", tracer_provider=tracer_provider)
         self._trace = trace

@@ -5,7 +5,7 @@ front-ends use: POST a `RunAgentInput`, read the run's events (steps, text
 as it streams, tool calls and results, state snapshots and JSON Patch
 deltas, interrupts) as server-sent events. `dev_app(graph, store=...)` adds
 the page `python -m agentgraph serve` shows. Both need the `web` extra
-(`pip install 'agentgraph[web]'`); everything they send is redacted.
+(`pip install 'agentgraph-engine[web]'`); everything they send is redacted.
 """
 
 try:
@@ -15,7 +15,8 @@ try:
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only without the extra
     raise ImportError(
-        f"agentgraph.web needs the web extra ({exc.name} is missing): pip install 'agentgraph[web]'"
+        f"agentgraph.web needs the web extra ({exc.name} is missing): "
+        "pip install 'agentgraph-engine[web]'"
     ) from exc
 
 from .._errors import RunInputError as RunInputError

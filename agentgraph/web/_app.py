@@ -160,7 +160,8 @@ class _Endpoints:
 
     async def index(self, request: Request) -> Response:
         graph = self.runs.graph
-        return HTMLResponse(page(self.title, diagram_svg(diagram_from_graph(graph))))
+        svg = diagram_svg(diagram_from_graph(graph))
+        return HTMLResponse(page(self.title, svg, offline=_scripted(graph)))
 
     async def list_runs(self, request: Request) -> Response:
         return JSONResponse({"graph": self.runs.graph.name, "runs": await self.runs.listing()})
@@ -212,6 +213,17 @@ class _Endpoints:
         if not self.runs.cancel(run_id):
             return _refuse(f"no running run {run_id!r}", 404)
         return JSONResponse({"id": run_id})
+
+
+def _scripted(node: Any, depth: int = 0) -> bool:
+    """True when a node of the graph (subgraphs included) asks a scripted test model."""
+    model = getattr(node, "model", None)
+    if model is not None and type(model).__module__.startswith("agentgraph.testing"):
+        return True
+    if depth > 20:  # nesting that deep is a cycle of references, not a graph
+        return False
+    children = getattr(node, "members", None) or getattr(node, "branches", None) or ()
+    return any(_scripted(child, depth + 1) for child in children)
 
 
 def _pictures(graph: Graph[Any, Any], trace: Trace) -> dict[str, Any]:

@@ -32,6 +32,12 @@ button.danger { border-color: #d64545; color: #b02a2a; }
 #runs li { padding: 4px 6px; border-radius: 5px; cursor: pointer; font-size: 13px;
   display: flex; justify-content: space-between; gap: 6px; }
 #runs li:hover { background: #eef3fb; } #runs li.current { background: #dde8f7; }
+#runs li { flex-direction: column; } #runs .row { display: flex; justify-content: space-between;
+  gap: 6px; } #runs .input { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+#offline { background: #fff4d6; border-bottom: 1px solid #e6c36a; padding: 6px 24px;
+  font-size: 13px; }
+#run-question { white-space: pre-wrap; margin: 6px 0; }
+#cancel[hidden], #run-question[hidden] { display: none; }
 #runs .rid { font-family: ui-monospace, "DejaVu Sans Mono", monospace; overflow: hidden;
   text-overflow: ellipsis; }
 .muted { color: #6b7380; font-size: 12px; }
@@ -66,6 +72,20 @@ _SCRIPT = (
     });
   }
   function say(text) { $("notice").textContent = text || ""; }
+  // Run ids share a per-process prefix: show its start and the part that differs.
+  function shortId(id) {
+    var m = /^([0-9a-f]{16})([0-9a-f]{16})$/.exec(id);
+    return m ? m[1].slice(0, 6) + "\u2026" + (m[2].replace(/^0+(?=.)/, "")) : id;
+  }
+  function clock(seconds) {
+    if (typeof seconds !== "number") return "";
+    var d = new Date(seconds * 1000);
+    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+  function shown(value) {
+    if (value === undefined || value === null) return "";
+    return typeof value === "string" ? value : JSON.stringify(value);
+  }
   function loadRuns() {
     return call("GET", "api/runs").then(function (data) {
       var list = $("runs");
@@ -73,8 +93,12 @@ _SCRIPT = (
       data.runs.forEach(function (r) {
         var li = el("li", r.id === view.run ? "current" : "");
         li.setAttribute("data-run", r.id);
-        li.appendChild(el("span", "rid", r.id));
-        li.appendChild(el("span", "muted", r.status + " · " + r.source));
+        li.setAttribute("title", r.id);
+        var top = el("span", "row");
+        top.appendChild(el("span", "rid", shortId(r.id)));
+        top.appendChild(el("span", "muted", clock(r.started) + " · " + r.status));
+        li.appendChild(top);
+        li.appendChild(el("span", "input muted", shown(r.input) || "(" + r.source + ")"));
         li.addEventListener("click", function () { openRun(r.id); });
         list.appendChild(li);
       });
@@ -119,7 +143,11 @@ _SCRIPT = (
       $("run-status").className = "badge " + (status === "ok" ? "ok" : status === "failed"
         ? "failed" : "running");
       $("run-status").textContent = status;
-      $("run-id").textContent = "run " + id;
+      $("run-id").textContent = "run " + shortId(id);
+      $("run-id").setAttribute("title", id);
+      $("run-question").textContent = shown(data.input);
+      $("run-question").hidden = !shown(data.input);
+      $("cancel").hidden = status !== "running";
       $("run-error").textContent = data.error || "";
       var output = data.output !== undefined && data.output !== null ? data.output
         : (status === "ok" ? data.trace_output : null);
@@ -204,13 +232,25 @@ _SCRIPT = (
 )
 
 
-def page(title: str, graph_svg: str) -> str:
-    """The page for a graph whose picture (not yet marked by any run) is `graph_svg`."""
+def page(title: str, graph_svg: str, *, offline: bool = False) -> str:
+    """The page for a graph whose picture (not yet marked by any run) is `graph_svg`.
+
+    `offline` puts up a banner saying the model is the offline scripted one, so
+    its canned answers are not taken for a real model's.
+    """
+    banner = (
+        '<div id="offline">The model is the offline scripted one: its answers are canned. '
+        "Set a real model (for example <code>--model openai:gpt-4o-mini</code>) to talk to one."
+        "</div>"
+        if offline
+        else ""
+    )
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_CSS}{_PAGE_CSS}</style></head><body>"
         f'<div class="top"><h1>{escape(title)}</h1><span class="muted" id="notice"></span></div>'
+        f"{banner}"
         '<div class="wrap"><aside>'
         '<h2>Start a run</h2><form id="start-form">'
         '<textarea id="run-input" name="input" placeholder="The input (a user message)">'
@@ -218,7 +258,8 @@ def page(title: str, graph_svg: str) -> str:
         '<h2>Runs</h2><ul id="runs"></ul></aside><main>'
         '<p class="status-line"><span class="badge running" id="run-status">no run</span>'
         '<span id="run-id" class="muted"></span>'
-        '<button class="danger" id="cancel" type="button">Cancel run</button></p>'
+        '<button class="danger" id="cancel" type="button" hidden>Cancel run</button></p>'
+        '<p id="run-question" hidden></p>'
         '<p class="error" id="run-error"></p>'
         '<div id="interrupt" hidden><strong>Waiting for you</strong><p id="question"></p>'
         '<input id="reason" placeholder="reason (when rejecting)"> '

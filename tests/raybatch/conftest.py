@@ -27,7 +27,7 @@ def ray_cluster():
         import ray
         from ray.cluster_utils import Cluster
     except ImportError as error:
-        _unavailable(f"install the ray extra (pip install 'agentgraph[ray]'): {error}")
+        _unavailable(f"install the ray extra (pip install 'agentgraph-engine[ray]'): {error}")
     if ray.is_initialized():  # a run_batch before this fixture started Ray on its own
         ray.shutdown()
     try:

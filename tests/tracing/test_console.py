@@ -113,7 +113,7 @@ async def test_concurrent_runs_share_one_live_display():
 
 async def test_without_rich_auto_is_plain_and_rich_is_an_error(monkeypatch):
     monkeypatch.setattr(console_module, "_has_rich", lambda: False)
-    with pytest.raises(ImportError, match=r"agentgraph\[rich\]"):
+    with pytest.raises(ImportError, match=r"agentgraph-engine\[rich\]"):
         ConsoleSink(io.StringIO(), style="rich")
     out = io.StringIO()
     sink = ConsoleSink(out)

@@ -171,7 +171,7 @@ def test_without_opentelemetry_the_sink_says_which_extra(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", refuse)
-    with pytest.raises(ImportError, match=r"agentgraph\[otel\]"):
+    with pytest.raises(ImportError, match=r"agentgraph-engine\[otel\]"):
         OtelSink()
 
 

@@ -61,5 +61,5 @@ except ImportError as exc:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.splitlines() == [
         "▸ run g",
-        "OtelSink needs OpenTelemetry: pip install 'agentgraph[otel]'",
+        "OtelSink needs OpenTelemetry: pip install 'agentgraph-engine[otel]'",
     ]

@@ -115,3 +115,36 @@ def test_past_runs_open_from_the_store_and_from_a_trace_file(tmp_path):
         page.wait_for_selector(f"body[data-run='{traces[0].run}']", state="attached")
         page.wait_for_function("document.body.getAttribute('data-steps') === '2'")
         assert page.locator("#graph-box g.box.status-ran[data-node='count']").count() == 1
+
+
+def test_runs_are_told_apart_and_the_page_says_the_model_is_scripted(tmp_path):
+    need_chromium()
+    graph, gate = gated()
+    with serving(graph, tmp_path) as server, browser(tmp_path / "profile") as (page, _):
+        open_page(page, server.url)
+        # gated() asks no model: no banner.
+        assert page.locator("#offline").count() == 0
+        assert page.locator("#cancel").is_hidden()  # nothing runs yet
+        first = start_run(page, "the first question")
+        page.wait_for_selector("#graph-box g.box.active[data-node='wait']")
+        assert page.locator("#cancel").is_visible()
+        assert page.inner_text("#run-question") == "the first question"
+        gate["closed"] = False
+        page.wait_for_selector("body[data-status='ok']", state="attached")
+        assert page.locator("#cancel").is_hidden()
+        page.fill("#run-input", "the second question")
+        page.click("#start")
+        page.wait_for_function(f"document.body.getAttribute('data-run') !== '{first}'")
+        second = page.get_attribute("body", "data-run")
+        page.wait_for_selector(f"body[data-run='{second}'][data-status='ok']", state="attached")
+        page.wait_for_function("document.querySelectorAll('#runs li').length === 2")
+        rows = [page.inner_text(f"#runs li[data-run='{rid}']") for rid in (first, second)]
+        assert "the first question" in rows[0] and "the second question" in rows[1]
+        # The part of the id that differs is shown, with the time the run started.
+        assert first[-1] in rows[0].split()[0] and second[-1] in rows[1].split()[0]
+        assert rows[0].split()[0] != rows[1].split()[0]
+        assert ":" in rows[0]  # hh:mm:ss
+
+    with serving(agent(), tmp_path) as server, browser(tmp_path / "profile2") as (page, _):
+        open_page(page, server.url)
+        assert "offline scripted" in page.inner_text("#offline")
