@@ -42,8 +42,10 @@ AgentGraphError
 ├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
 │   └── DimensionMismatch                   a vector whose length is not the store's dimension
 ├── OutputError (ValueError)                structured output that stayed invalid
+│   └── JudgeError                          an LLM judge gave no usable verdict
 ├── RunInputError (ValueError)              a run request from outside (AG-UI) that cannot run
-└── TraceFormatError (ValueError)           a trace file that cannot be read
+├── TraceFormatError (ValueError)           a trace file that cannot be read
+└── DatasetError (ValueError)               an evaluation dataset or report that cannot be read
 ```
 
 Run errors carry the last good context (`.context`), the node path (`.path`) and
@@ -66,6 +68,7 @@ __all__ = (
     "CheckpointError",
     "ContextDecodingError",
     "ContextEncodingError",
+    "DatasetError",
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
@@ -73,6 +76,7 @@ __all__ = (
     "GraphDefinitionError",
     "GraphTimeout",
     "Interrupted",
+    "JudgeError",
     "LeaseLost",
     "MCPConnectionError",
     "MCPToolError",
@@ -566,6 +570,28 @@ class OutputError(AgentGraphError, ValueError):
         self.position = position
         self.details = dict(details or {})
         super().__init__(message)
+
+
+class JudgeError(OutputError):
+    """An LLM judge gave no usable verdict; `.usage` is what its attempts spent."""
+
+    def __init__(self, message: str, *, usage: Any = None) -> None:
+        self.usage = usage
+        super().__init__(message)
+
+
+class DatasetError(AgentGraphError, ValueError):
+    """A dataset (or report) file that cannot be read: `.source`, `.line` (from 1), `.reason`.
+
+    An evaluator spec that names no known evaluator is one too, naming the spec.
+    """
+
+    def __init__(self, source: str, reason: str, *, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.reason = reason
+        where = source if line is None else f"{source}, line {line}"
+        super().__init__(f"cannot read dataset {where}: {reason}")
 
 
 class TraceFormatError(AgentGraphError, ValueError):
