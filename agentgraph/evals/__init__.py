@@ -32,6 +32,7 @@ from ._dataset import Case as Case
 from ._dataset import Dataset as Dataset
 from ._evaluate import evaluate as evaluate
 from ._evaluate import run_cost as run_cost
+from ._evaluate import score_runs as score_runs
 from ._foreign import read_pydantic_evals as read_pydantic_evals
 from ._judge import Judge as Judge
 from ._judge import Judgement as Judgement
@@ -94,6 +95,7 @@ __all__ = (
     "read_pydantic_evals",
     "render_report",
     "run_cost",
+    "score_runs",
     "to_junit",
     "tool_calls",
     "write_junit",

@@ -28,7 +28,7 @@ from ._dataset import Case, Dataset
 from ._report import Report, RunResult
 from ._score import EvaluatorLike, Outcome, Score, run_evaluator
 
-__all__ = ("evaluate", "run_cost")
+__all__ = ("evaluate", "run_cost", "score_runs")
 
 Progress = Callable[[int, int], None]
 """Told `(done, total)` after every run."""
@@ -114,11 +114,7 @@ async def evaluate(
         nonlocal done
         async with limiter:
             outcome = await _run(base, graph, case, rep, store, prices)
-            scores: list[Score] = []
-            if outcome.error is None:
-                for evaluator in (*shared, *case.evaluators):
-                    scores.extend(await run_evaluator(evaluator, outcome))
-            results[index] = _result(outcome, scores, redactor)
+            results[index] = await _scored(outcome, shared, redactor)
         done += 1
         if tell is not None:
             tell(done, len(jobs))
@@ -127,6 +123,38 @@ async def evaluate(
         for index, (case, rep) in enumerate(jobs):
             tg.start_soon(one, index, case, rep)
     return Report(dataset.name, [r for r in results if r is not None], repeat)
+
+
+async def score_runs(
+    outcomes: Sequence[Outcome],
+    evaluators: Sequence[EvaluatorLike] = (),
+    *,
+    name: str = "runs",
+    redact: Redaction | Redactor | None = None,
+) -> Report:
+    """Score runs made elsewhere (on Ray, say) as `evaluate` scores its own.
+
+    Each `Outcome` holds what its run left behind; the evaluators that need
+    events (trajectories) see only what the outcome carries. The repeat count
+    is the most runs any case has.
+    """
+    redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
+    results = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.case.name] = counts.get(outcome.case.name, 0) + 1
+    return Report(name, results, max(counts.values(), default=1))
+
+
+async def _scored(
+    outcome: Outcome, evaluators: Sequence[EvaluatorLike], redactor: Redactor
+) -> RunResult:
+    """The outcome's result: a failed run is not scored (its error says enough)."""
+    scores: list[Score] = []
+    if outcome.error is None:
+        for evaluator in (*evaluators, *outcome.case.evaluators):
+            scores.extend(await run_evaluator(evaluator, outcome))
+    return _result(outcome, scores, redactor)
 
 
 async def _run(

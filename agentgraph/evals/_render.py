@@ -72,7 +72,7 @@ def render_report(
         return
     if style == "rich":
         raise ImportError("style='rich' needs rich: pip install 'agentgraph[rich]'")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     out.write(title + "\n")
     out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")
     for row in rows:
@@ -95,7 +95,7 @@ def _rich_table(
     for row in rows:
         table.add_row(*row)
     # Off a terminal, rich would fit the table into 80 columns and cut the names.
-    wide = sum(max(len(h), *(len(r[i]) for r in rows)) + 3 for i, h in enumerate(headers)) + 4
+    wide = sum(max([len(h), *(len(r[i]) for r in rows)]) + 3 for i, h in enumerate(headers)) + 4
     terminal = out.isatty() if hasattr(out, "isatty") else False
     console = Console(file=out, highlight=False, width=None if terminal else max(wide, 80))
     console.print(table)
