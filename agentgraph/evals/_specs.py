@@ -96,7 +96,9 @@ _JUDGE = {"rubric": "rubric", "include_input": "include_input"}
 _JUDGE_IGNORED = frozenset({"model", "model_settings", "score", "assertion"})
 
 
-def split_spec(spec: Any, where: str) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+def split_spec(
+    spec: Any, where: str, line: int | None = None
+) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """A spec's name, positional arguments and keyword arguments."""
     if isinstance(spec, str):
         return spec, (), {}
@@ -106,7 +108,9 @@ def split_spec(spec: Any, where: str) -> tuple[str, tuple[Any, ...], dict[str, A
             if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
                 return name, (), dict(value)
             return name, (value,), {}
-    raise DatasetError(where, f"an evaluator spec is a name or {{name: arguments}}, not {spec!r}")
+    raise DatasetError(
+        where, f"an evaluator spec is a name or {{name: arguments}}, not {spec!r}", line=line
+    )
 
 
 def evaluator_from_spec(
@@ -122,7 +126,7 @@ def evaluator_from_spec(
     Raises:
         DatasetError: the name is no known evaluator, or the arguments do not fit it.
     """
-    name, args, kwargs = split_spec(spec, where)
+    name, args, kwargs = split_spec(spec, where, line)
     if dialect == "pydantic-evals":
         cls, args, kwargs = _pydantic(name, args, kwargs, where, line, judge_model)
     elif name in _OWN:
