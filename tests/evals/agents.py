@@ -47,3 +47,12 @@ def cases() -> list[Case]:
         Case("mul", "What is 4 * 5?", expected="The answer is 20."),
         Case("div", "What is 7 / 2?", expected="The answer is 3.5."),
     ]
+
+
+def evaluators():
+    from agentgraph.evals import Contains, EqualsExpected, Trajectory
+
+    return [EqualsExpected(), Contains("answer"), Trajectory(["calculate"], order="exact")]
+
+
+EVALUATORS = evaluators()

@@ -76,7 +76,7 @@ async def test_an_answer_that_never_parses_is_an_error_score_after_its_attempts(
 
 async def test_a_score_off_the_scale_is_refused():
     judge = Judge(ScriptedModel('{"reason": "r", "score": 3, "passed": true}'), RUBRIC)
-    with pytest.raises(JudgeError, match="off the scale 0..1") as caught:
+    with pytest.raises(JudgeError, match=r"off the scale 0\.\.1") as caught:
         await judge.judge("anything")
     assert caught.value.usage.requests == 1
 

@@ -148,7 +148,11 @@ RUNS = {
         [("calculate", {"op": "div", "a": 1, "b": 0})],
         [("calculate", {"op": "add", "a": 1, "b": 1})],
     ],
-    "backwards": [[("fetch", {"url": "u"})], [("search", {"query": "q"})], [("fetch", {"url": "v"})]],
+    "backwards": [
+        [("fetch", {"url": "u"})],
+        [("search", {"query": "q"})],
+        [("fetch", {"url": "v"})],
+    ],
 }
 
 TRAJECTORIES = [
@@ -197,9 +201,11 @@ async def test_trajectories_arguments_and_counts_agree(run):
             for failed in (False, True):
                 mine = Trajectory(expected, order=order, include_failed=failed).evaluate(ours)
                 reference = pe.TrajectoryMatch(expected, order=order, include_failed=failed)
-                assert float(mine.value) == pytest.approx(
-                    reference.evaluate_sync(theirs).value
-                ), (expected, order, failed)
+                assert float(mine.value) == pytest.approx(reference.evaluate_sync(theirs).value), (
+                    expected,
+                    order,
+                    failed,
+                )
     for tool_name, wanted, mode, occurrence in ARGUMENTS:
         mine = ToolArguments(tool_name, wanted, mode=mode, occurrence=occurrence).evaluate(ours)
         reference = pe.ArgumentCorrectness(
