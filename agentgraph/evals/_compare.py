@@ -54,13 +54,19 @@ class Comparison:
         """The per-case changes with this verdict."""
         return tuple(c for c in self.changes if c.verdict == verdict)
 
-    def render(self, out: TextIO) -> None:
-        """Write what changed (cases that stayed the same are counted, not listed)."""
+    def render(self, out: TextIO, *, detail: bool = False) -> None:
+        """Write the overall changes, then each case whose pass rate moved.
+
+        With `detail`, every score of every case that moved is listed.
+        The last line counts the per-case changes of every score.
+        """
         for change in self.overall:
             out.write(f"{change.score}: {_shown(change)} ({change.verdict})\n")
-        moved = [c for c in self.changes if c.verdict != "same"]
-        for change in moved:
-            out.write(f"  {change.case} / {change.score}: {_shown(change)} ({change.verdict})\n")
+        for change in self.changes:
+            if change.verdict != "same" and (detail or change.score == "passed"):
+                out.write(
+                    f"  {change.case} / {change.score}: {_shown(change)} ({change.verdict})\n"
+                )
         out.write(
             f"{len(self.of('better'))} better, {len(self.of('worse'))} worse, "
             f"{len(self.of('same'))} the same\n"

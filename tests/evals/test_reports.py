@@ -132,8 +132,14 @@ def test_compare_says_what_got_better_worse_or_stayed():
     assert overall["f1"] == (0.75, 1.0, "better")
     out = io.StringIO()
     comparison.render(out)
+    assert out.getvalue().splitlines()[-3:] == [
+        "  a / passed: 0.500 -> 1.000 (better)",
+        "  b / passed: 1.000 -> 0.000 (worse)",
+        "3 better, 2 worse, 1 the same",
+    ]
+    out = io.StringIO()
+    comparison.render(out, detail=True)
     assert "  b / equals: 1.000 -> 0.000 (worse)" in out.getvalue()
-    assert out.getvalue().endswith("3 better, 2 worse, 1 the same\n")
 
 
 def test_the_gate_fails_below_a_threshold_or_the_baseline():
