@@ -193,7 +193,7 @@ def _plain(value: Any) -> Any:
 
 def _result(outcome: Outcome, scores: list[Score], redactor: Redactor) -> RunResult:
     error = outcome.error
-    text = None if error is None else f"{type(error).__name__}: {error}"
+    text = error if error is None or isinstance(error, str) else f"{type(error).__name__}: {error}"
     shown = redactor.record(
         {"output": _plain(outcome.output), "error": text, "reasons": [s.reason for s in scores]}
     )

@@ -96,7 +96,8 @@ class Outcome:
         usage: the agent's model usage.
         duration: seconds the run took.
         cost: what the run's model calls cost, when prices were given (else None).
-        error: the run's error, when it did not reach finish.
+        error: the run's error, when it did not reach finish (or its text, for
+            runs made elsewhere: `Type: message`).
         run_id: the run's id.
         repeat: which repetition of the case this is (from 0).
     """
@@ -107,7 +108,7 @@ class Outcome:
     usage: Usage = attrs.field(factory=Usage)
     duration: float = 0.0
     cost: float | None = None
-    error: BaseException | None = None
+    error: BaseException | str | None = None
     run_id: str = ""
     repeat: int = 0
 

@@ -5,6 +5,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import orjson
+
 from agentgraph.evals import Report, compare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +42,17 @@ def test_the_evals_example_scores_compares_and_writes_its_reports(tmp_path):
     assert len(suite.findall("testcase")) == 150
     assert int(suite.attrib["failures"]) == sum(not r.passed for r in report.results)
     assert "compared with the baseline:" in out and "gate: passed" in out
+
+
+def test_the_batch_example_scores_its_dataset_with_evaluate_when_run_here(tmp_path):
+    out = tmp_path / "results.jsonl"
+    command = [sys.executable, str(ROOT / "examples" / "batch_eval.py"), "--local"]
+    command += ["--questions", "40", "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
+    assert len(lines) == 40 and all(line["status"] == "finished" for line in lines)
+    right = sum(line["correct"] for line in lines)
+    divisions = sum("/" in line["question"] for line in lines)
+    assert 40 - divisions <= right < 40  # every tool answer right, rounded divisions mostly not
+    assert f"accuracy: {right / 40:.1%} ({right} of 40)" in done.stdout
