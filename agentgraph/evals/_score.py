@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ("Evaluator", "Outcome", "Score", "ScoreValue", "evaluator_name", "run_evaluator")
 
+_MISSING = object()
+
 ScoreValue = bool | int | float | str
 """A score's value: a verdict (bool), a number, or a label (str)."""
 
@@ -111,6 +113,14 @@ class Outcome:
     error: BaseException | str | None = None
     run_id: str = ""
     repeat: int = 0
+    _memo: dict[Any, Any] = attrs.field(factory=dict, init=False, eq=False, repr=False)
+
+    def memo(self, key: Any, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per outcome and key: what several evaluators derive from the events."""
+        found = self._memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._memo[key] = compute()
+        return found
 
     @property
     def output(self) -> Any:
@@ -124,7 +134,9 @@ class Outcome:
         """How many steps the run took."""
         from .._events import NodeFinished
 
-        return sum(1 for event in self.events if isinstance(event, NodeFinished))
+        return int(
+            self.memo("steps", lambda: sum(isinstance(e, NodeFinished) for e in self.events))
+        )
 
 
 @runtime_checkable
@@ -150,8 +162,9 @@ EvaluatorLike = Evaluator | Callable[[Outcome], Any]
 
 def evaluator_name(evaluator: EvaluatorLike) -> str:
     """The name an evaluator's scores go by: its `name`, or the function's name."""
-    if isinstance(evaluator, Evaluator):
-        return evaluator.name
+    name = getattr(evaluator, "name", None)
+    if isinstance(name, str) and hasattr(evaluator, "evaluate"):
+        return name
     return getattr(evaluator, "__name__", None) or type(evaluator).__name__
 
 
@@ -160,17 +173,18 @@ async def run_evaluator(evaluator: EvaluatorLike, outcome: Outcome) -> tuple[Sco
 
     Cancellation is not caught: it is not the evaluator's failure.
     """
-    name = evaluator_name(evaluator)
     try:
-        if isinstance(evaluator, Evaluator):
-            result = evaluator.evaluate(outcome)
-        else:
-            result = evaluator(outcome)
+        # `evaluate` looked up directly: an isinstance check against the protocol costs more
+        # than most evaluators do.
+        method = getattr(evaluator, "evaluate", None)
+        result = method(outcome) if method is not None else evaluator(outcome)  # type: ignore[operator]
+        if type(result) is Score:  # what the built-in evaluators return: no more to ask
+            return (result,)
         if inspect.isawaitable(result):
             result = await _awaited(result)
-        return _scores(name, result)
+        return _scores(evaluator_name(evaluator), result)
     except Exception as exc:
-        return (Score.failed(name, exc),)
+        return (Score.failed(evaluator_name(evaluator), exc),)
 
 
 async def _awaited(result: Awaitable[Any]) -> Any:

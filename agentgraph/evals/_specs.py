@@ -216,6 +216,8 @@ def evaluator_to_spec(evaluator: Any) -> Any:
         )
     arguments: dict[str, Any] = {}
     for field in attrs.fields(cls):
+        if not field.init:
+            continue
         value = getattr(evaluator, field.name)
         if field.default is not attrs.NOTHING and value == field.default:
             continue

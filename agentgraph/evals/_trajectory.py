@@ -41,16 +41,36 @@ def tool_calls(events: Iterable[Event], *, include_failed: bool = False) -> tupl
     A call whose result was an error (the tool raised, its arguments were
     invalid, it was refused) counts only with `include_failed`.
     """
+    return tuple(call for call, failed in _all_calls(events) if include_failed or not failed)
+
+
+def _all_calls(events: Iterable[Event]) -> list[tuple[ToolCall, bool]]:
+    """Every tool call in the model's order, and whether its result was an error."""
     asked: dict[str, int] = {}
-    found: list[tuple[int, int, int, ToolCall]] = []
+    found: list[tuple[int, int, int, ToolCall, bool]] = []
     for seq, event in enumerate(events):
-        if isinstance(event, ModelResponded):
-            asked = {c.id: i for i, c in enumerate(event.response.message.tool_calls)}
-        elif isinstance(event, ToolFinished) and (include_failed or not event.result.is_error):
+        kind = type(event)
+        if kind is ModelResponded:
+            asked = {c.id: i for i, c in enumerate(event.response.message.tool_calls)}  # type: ignore[union-attr]
+        elif kind is ToolFinished:
+            call, failed = event.call, event.result.is_error  # type: ignore[union-attr]
             # Calls of one response finish in any order; the model's order is the trajectory.
-            found.append((event.index, asked.get(event.call.id, len(asked)), seq, event.call))
-    found.sort(key=lambda item: item[:3])
-    return tuple(item[3] for item in found)
+            found.append((event.index, asked.get(call.id, len(asked)), seq, call, failed))  # type: ignore[union-attr]
+    found.sort(key=_position)
+    return [(item[3], item[4]) for item in found]
+
+
+def _position(item: tuple[int, int, int, ToolCall, bool]) -> tuple[int, int, int]:
+    return item[0], item[1], item[2]
+
+
+def _calls(outcome: Outcome, include_failed: bool) -> tuple[ToolCall, ...]:
+    every: list[tuple[ToolCall, bool]] = outcome.memo(
+        "tool_calls", lambda: _all_calls(outcome.events)
+    )
+    if include_failed:
+        return tuple(call for call, _ in every)
+    return tuple(call for call, failed in every if not failed)
 
 
 def model_requests(events: Iterable[Event]) -> int:
@@ -86,7 +106,7 @@ class Call:
     arguments: Mapping[str, Any] | None = None
 
 
-def _lcs(actual: Sequence[ToolCall], expected: Sequence[Call], same: Any) -> int:
+def _lcs(actual: Sequence[Any], expected: Sequence[Any], same: Any) -> int:
     previous = [0] * (len(expected) + 1)
     for a in actual:
         current = [0]
@@ -140,9 +160,19 @@ class Trajectory:
     threshold: float | None = attrs.field(default=None, kw_only=True)
     name: str = attrs.field(default="trajectory", kw_only=True)
 
+    _wanted: tuple[Call, ...] = attrs.field(init=False, eq=False, repr=False)
+    _names: tuple[str, ...] | None = attrs.field(init=False, eq=False, repr=False)
+
     def __attrs_post_init__(self) -> None:
         if self.order not in ("exact", "in_order", "any_order"):
             raise ValueError(f"order is 'exact', 'in_order' or 'any_order', not {self.order!r}")
+        wanted = tuple(c if isinstance(c, Call) else Call(c) for c in self.expected)
+        object.__setattr__(self, "_wanted", wanted)
+        # Names alone compare as plain strings, the common case and the cheap one.
+        names = (
+            None if any(c.arguments is not None for c in wanted) else tuple(c.name for c in wanted)
+        )
+        object.__setattr__(self, "_names", names)
 
     def _same(self, call: ToolCall, want: Call) -> bool:
         if call.name != want.name:
@@ -152,16 +182,27 @@ class Trajectory:
         )
 
     def evaluate(self, outcome: Outcome) -> Score:
-        actual = tool_calls(outcome.events, include_failed=self.include_failed)
-        expected = [c if isinstance(c, Call) else Call(c) for c in self.expected]
+        actual = _calls(outcome, self.include_failed)
+        expected = self._wanted
         names = [c.name for c in actual]
         shown = f"(expected: {[c.name for c in expected]!r}, actual: {names!r})"
         if self.order == "exact":
-            ok = len(actual) == len(expected) and all(map(self._same, actual, expected))
+            if self._names is not None:
+                ok = tuple(names) == self._names
+            else:
+                ok = len(actual) == len(expected) and all(map(self._same, actual, expected))
             return Score.of(self.name, ok, f"{'matches' if ok else 'differs'} {shown}")
         if not actual and not expected:
             return Score.of(self.name, 1.0, "no calls expected or made", threshold=self.threshold)
-        if self.order == "any_order":
+        if self._names is not None and self.order == "any_order":
+            pool, hits = list(self._names), 0
+            for name in names:  # the multiset intersection; trajectories are short
+                if name in pool:
+                    pool.remove(name)
+                    hits += 1
+        elif self._names is not None:
+            hits = _lcs(names, self._names, str.__eq__)
+        elif self.order == "any_order":
             hits = _overlap(actual, expected, self._same)
         else:
             hits = _lcs(actual, expected, self._same)
@@ -181,11 +222,7 @@ class ToolArguments:
     name: str = attrs.field(default="tool_arguments", kw_only=True)
 
     def evaluate(self, outcome: Outcome) -> Score:
-        calls = [
-            c
-            for c in tool_calls(outcome.events, include_failed=self.include_failed)
-            if c.name == self.tool
-        ]
+        calls = [c for c in _calls(outcome, self.include_failed) if c.name == self.tool]
         if not calls:
             return Score.of(self.name, False, f"no call of tool {self.tool!r} was recorded")
         at = {"first": 0, "last": len(calls) - 1}.get(str(self.occurrence), self.occurrence)
@@ -206,7 +243,7 @@ class MaxToolCalls:
     name: str = attrs.field(default="max_tool_calls", kw_only=True)
 
     def evaluate(self, outcome: Outcome) -> Score:
-        made = len(tool_calls(outcome.events, include_failed=self.include_failed))
+        made = len(_calls(outcome, self.include_failed))
         return Score.of(self.name, made <= self.limit, f"{made} tool call(s), limit {self.limit}")
 
 
@@ -218,6 +255,6 @@ class MaxModelRequests:
     name: str = attrs.field(default="max_model_requests", kw_only=True)
 
     def evaluate(self, outcome: Outcome) -> Score:
-        sent = model_requests(outcome.events)
+        sent: int = outcome.memo("model_requests", lambda: model_requests(outcome.events))
         why = f"{sent} model request(s), limit {self.limit}"
         return Score.of(self.name, sent <= self.limit, why)
