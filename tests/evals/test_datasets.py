@@ -135,3 +135,16 @@ def test_unknown_pydantic_evals_specs_name_themselves(tmp_path):
     path.write_text("cases:\n- inputs: 1\nreport_evaluators:\n- ConfusionMatrixEvaluator\n")
     with pytest.raises(DatasetError, match="report evaluator 'ConfusionMatrixEvaluator'"):
         Dataset.from_pydantic_evals(path)
+
+
+def test_the_package_imports_neither_pydantic_evals_nor_yaml_nor_rich():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agentgraph.evals\n"
+        "names = ('pydantic_evals', 'pydantic', 'yaml', 'rich')\n"
+        "print(sorted(m for m in names if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "[]", done.stderr
