@@ -148,3 +148,10 @@ async def test_a_datasets_own_evaluators_score_every_case():
     assert report.name == "one"
     assert [s.name for s in report.results[0].scores] == ["contains", "equals_expected"]
     assert report.usage == sum((r.usage for r in report.results), Usage())
+
+
+async def test_the_progress_bar_counts_runs_on_standard_error(capsys):
+    await evaluate(agent(), cases(), repeat=2, progress=True, concurrency=1)
+    err = capsys.readouterr().err
+    assert err.startswith("\rreact_agent [#####.........................] 1/6")
+    assert err.endswith("\rreact_agent [##############################] 6/6\n")
