@@ -108,6 +108,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/llm_path.py
 	$(BIN)/python benchmarks/llm_profile.py
 	$(BIN)/python benchmarks/durability.py
+	$(BIN)/python benchmarks/evals.py
 
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py

@@ -7,7 +7,8 @@ AgentGraphError
 ├── ContextEncodingError (TypeError)        a context value that cannot be serialized
 ├── ContextDecodingError (ValueError)       a serialized context that cannot be rebuilt
 ├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
-│   └── LeaseLost                           the run's lease lapsed or passed to another runner
+│   ├── LeaseLost                           the run's lease lapsed or passed to another runner
+│   └── BlobDamaged                         a stored blob whose bytes fail their digest (checkpoint)
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
 │   ├── UsageLimitExceeded                  a model call would pass a `UsageLimits` limit
@@ -20,8 +21,11 @@ AgentGraphError
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
-│   └── ReplayDiverged                      a replay asked for what the record does not hold
+│   ├── ReplayDiverged                      a replay asked for what the record does not hold
+│   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
+├── ActivityFailed                          an effect's Temporal activity failed for good (temporal)
+├── ScriptExhausted (AssertionError)        a scripted model ran out of replies (testing)
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
 ├── ProviderError                           a model provider failed; see `.retryable`
 │   ├── ProviderConnectionError (ConnectionError)
@@ -42,8 +46,15 @@ AgentGraphError
 ├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
 │   └── DimensionMismatch                   a vector whose length is not the store's dimension
 ├── OutputError (ValueError)                structured output that stayed invalid
+│   └── JudgeError                          an LLM judge gave no usable verdict (evals)
 ├── RunInputError (ValueError)              a run request from outside (AG-UI) that cannot run
-└── TraceFormatError (ValueError)           a trace file that cannot be read
+├── TraceFormatError (ValueError)           a trace file that cannot be read
+├── DatasetError (ValueError)               an evaluation dataset or report that cannot be read
+└── LongTermMemoryError                     a memory store refused or failed a request (memory)
+    ├── MemoryInputError (ValueError)       a namespace, key, value or limit that cannot be stored
+    ├── MemoryEmbedError (RuntimeError)     the embedder failed during a put: nothing was stored
+    ├── MemoryDataError (ValueError)        a stored row that cannot be read back (damaged)
+    └── MemoryBackendError (OSError)        the memory database itself failed
 ```
 
 Run errors carry the last good context (`.context`), the node path (`.path`) and
@@ -90,7 +101,9 @@ from ._errors_provider import UnsupportedSetting as UnsupportedSetting
 from ._errors_root import AgentGraphError as AgentGraphError
 from ._errors_root import _rebuild as _rebuild  # pickles made before the split name it here
 from ._errors_root import masked
+from ._errors_toolkit import DatasetError as DatasetError
 from ._errors_toolkit import DimensionMismatch as DimensionMismatch
+from ._errors_toolkit import JudgeError as JudgeError
 from ._errors_toolkit import MCPConnectionError as MCPConnectionError
 from ._errors_toolkit import MCPToolError as MCPToolError
 from ._errors_toolkit import OutputError as OutputError
@@ -110,6 +123,7 @@ __all__ = (
     "CheckpointError",
     "ContextDecodingError",
     "ContextEncodingError",
+    "DatasetError",
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
@@ -117,6 +131,7 @@ __all__ = (
     "GraphDefinitionError",
     "GraphTimeout",
     "Interrupted",
+    "JudgeError",
     "LeaseLost",
     "MCPConnectionError",
     "MCPToolError",

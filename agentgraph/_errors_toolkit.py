@@ -9,7 +9,9 @@ from typing import Any
 from ._errors_root import AgentGraphError, masked
 
 __all__ = (
+    "DatasetError",
     "DimensionMismatch",
+    "JudgeError",
     "MCPConnectionError",
     "MCPToolError",
     "OutputError",
@@ -87,6 +89,28 @@ class OutputError(AgentGraphError, ValueError):
         self.position = position
         self.details = dict(details or {})
         super().__init__(message)
+
+
+class JudgeError(OutputError):
+    """An LLM judge gave no usable verdict; `.usage` is what its attempts spent."""
+
+    def __init__(self, message: str, *, usage: Any = None) -> None:
+        self.usage = usage
+        super().__init__(message)
+
+
+class DatasetError(AgentGraphError, ValueError):
+    """A dataset (or report) file that cannot be read: `.source`, `.line` (from 1), `.reason`.
+
+    An evaluator spec that names no known evaluator is one too, naming the spec.
+    """
+
+    def __init__(self, source: str, reason: str, *, line: int | None = None) -> None:
+        self.source = source
+        self.line = line
+        self.reason = masked(reason)
+        where = source if line is None else f"{source}, line {line}"
+        super().__init__(f"cannot read dataset {where}: {reason}")
 
 
 class TraceFormatError(AgentGraphError, ValueError):

@@ -196,7 +196,8 @@ def test_docstring_examples_compile():
     import importlib
     import textwrap
 
-    for package in ("agentgraph", "agentgraph.llm", "agentgraph.nodes", "agentgraph.tools"):
+    packages = ("agentgraph", "agentgraph.evals", "agentgraph.llm", "agentgraph.nodes")
+    for package in (*packages, "agentgraph.tools"):
         module = importlib.import_module(package)
         for name in module.__all__:
             doc = getattr(getattr(module, name), "__doc__", None) or ""
@@ -213,7 +214,7 @@ def test_public_names_are_honest():
     # Subpackages are attributes of the package once anything imported them; the
     # integrations (their extras) are imported only by their users and their tests.
     modules = {"checkpoint", "llm", "nodes", "rag", "structured", "tracing", "tools", "testing"}
-    modules |= {"mcp", "memory", "ray", "temporal", "web"}
+    modules |= {"evals", "mcp", "memory", "ray", "temporal", "web"}
     assert public - modules - set(agentgraph.__all__) == set()
 
 

@@ -8,11 +8,24 @@ import pytest
 
 from agentgraph import AgentContext, AgentGraphError, _errors
 
-CLASSES = {
-    name: cls
-    for name, cls in vars(_errors).items()
-    if inspect.isclass(cls) and issubclass(cls, AgentGraphError)
-}
+
+def _public_errors() -> dict[str, type]:
+    """Every error class of the errors module and of every public namespace."""
+    import importlib
+
+    from tests.test_public_api import public_modules
+
+    found = dict(vars(_errors))
+    for module in public_modules():
+        found.update(vars(importlib.import_module(module)))
+    return {
+        name: cls
+        for name, cls in found.items()
+        if inspect.isclass(cls) and issubclass(cls, AgentGraphError)
+    }
+
+
+CLASSES = _public_errors()
 
 
 def drawn_tree() -> dict[str, tuple[str | None, tuple[str, ...]]]:

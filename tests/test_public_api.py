@@ -27,6 +27,7 @@ def test_the_public_namespaces_are_the_architecture():
     assert public_modules() == [
         "agentgraph",
         "agentgraph.checkpoint",
+        "agentgraph.evals",
         "agentgraph.llm",
         "agentgraph.mcp",
         "agentgraph.memory",

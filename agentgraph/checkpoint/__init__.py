@@ -7,6 +7,7 @@ again from its record, and `fork(store, run_id, step)` starts a new run from
 any committed step.
 """
 
+from ._codec import BlobDamaged as BlobDamaged
 from ._journal import StoreJournal as StoreJournal
 from ._lease import LEASE_TERM as LEASE_TERM
 from ._lease import Lease as Lease
@@ -24,6 +25,7 @@ from ._store import StoreBase as StoreBase
 from ._store import fork as fork
 
 __all__ = (
+    "BlobDamaged",
     "CheckpointStore",
     "Effect",
     "LEASE_TERM",

@@ -1,0 +1,209 @@
+"""Deterministic evaluators of the output and of what the run spent.
+
+Each is one small frozen class with a `name` (the scores' name, overridable)
+and an `evaluate(outcome)` that returns `Score`s. `Equals`, `EqualsExpected`,
+`Contains` and `IsInstance` score as pydantic-evals' evaluators of the same
+names do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import attrs
+
+from .._errors import OutputError
+from .._json import to_data
+from ..structured._schema import validate
+from ._score import Outcome, Score
+
+__all__ = (
+    "Contains",
+    "Equals",
+    "EqualsExpected",
+    "IsInstance",
+    "MaxCost",
+    "MaxDuration",
+    "MaxSteps",
+    "MaxTokens",
+    "ValidatesAs",
+)
+
+
+def _short(value: Any, limit: int = 100) -> str:
+    text = repr(value)
+    if len(text) > limit:
+        text = text[: limit // 2] + "..." + text[-limit // 2 :]
+    return text
+
+
+@attrs.frozen
+class Equals:
+    """The output equals `value`."""
+
+    value: Any
+    name: str = attrs.field(default="equals", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        ok = outcome.output == self.value
+        why = None if ok else f"output {_short(outcome.output)} != {_short(self.value)}"
+        return Score.of(self.name, ok, why)
+
+
+@attrs.frozen
+class EqualsExpected:
+    """The output equals the case's `expected`; no score when the case expects nothing."""
+
+    name: str = attrs.field(default="equals_expected", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> tuple[Score, ...]:
+        expected = outcome.case.expected
+        if expected is None:
+            return ()
+        ok = outcome.output == expected
+        why = None if ok else f"output {_short(outcome.output)} != expected {_short(expected)}"
+        return (Score.of(self.name, ok, why),)
+
+
+def _as_dict(value: Any) -> dict[Any, Any] | None:
+    if isinstance(value, dict):
+        return value
+    if attrs.has(type(value)) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        data: dict[Any, Any] = to_data(value)
+        return data
+    return None
+
+
+@attrs.frozen
+class Contains:
+    """The output contains `value`.
+
+    Text contains a substring (`case_sensitive` applies to text only; with
+    `as_strings`, both sides are compared as text); a mapping or a record
+    (attrs class, dataclass) contains every key and value of a mapping
+    `value`, or `value` as a key; anything else contains it as `in` says.
+    """
+
+    value: Any
+    case_sensitive: bool = attrs.field(default=True, kw_only=True)
+    as_strings: bool = attrs.field(default=False, kw_only=True)
+    name: str = attrs.field(default="contains", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        output = outcome.output
+        if self.as_strings or (isinstance(self.value, str) and isinstance(output, str)):
+            text, part = str(output), str(self.value)
+            if not self.case_sensitive:
+                text, part = text.lower(), part.lower()
+            why = None if part in text else f"{_short(text)} does not contain {_short(part)}"
+            return Score.of(self.name, why is None, why)
+        try:
+            why = self._problem(output)
+        except (TypeError, ValueError) as exc:
+            why = f"containment check failed: {exc}"
+        return Score.of(self.name, why is None, why)
+
+    def _problem(self, output: Any) -> str | None:
+        record = _as_dict(output)
+        if record is None:
+            return None if self.value in output else f"{_short(output)} does not contain it"
+        if not isinstance(self.value, dict):
+            return None if self.value in record else f"{_short(record)} has no such key"
+        for key, want in self.value.items():
+            if key not in record:
+                return f"output has no key {_short(key, 30)}"
+            if record[key] != want:
+                return f"key {_short(key, 30)}: {_short(record[key])} != {_short(want)}"
+        return None
+
+
+@attrs.frozen
+class IsInstance:
+    """The output's class, or one of its bases, is named `type_name` (name or qualified name)."""
+
+    type_name: str
+    name: str = attrs.field(default="is_instance", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        kind = type(outcome.output)
+        for cls in kind.__mro__:
+            if self.type_name in (cls.__name__, cls.__qualname__):
+                return Score.of(self.name, True)
+        return Score.of(self.name, False, f"output is of type {kind.__qualname__}")
+
+
+@attrs.frozen
+class ValidatesAs:
+    """The output is a valid `tp` (any type `agentgraph.structured.validate` takes).
+
+    An instance of a class `tp` passes as it is; other output (plain data)
+    must validate, with coercions unless `strict`.
+    """
+
+    tp: Any
+    strict: bool = attrs.field(default=False, kw_only=True)
+    name: str = attrs.field(default="validates_as", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        output = outcome.output
+        if isinstance(self.tp, type) and isinstance(output, self.tp):
+            return Score.of(self.name, True)
+        try:
+            validate(self.tp, output, strict=self.strict)
+        except OutputError as exc:
+            return Score.of(self.name, False, "; ".join(exc.errors) or str(exc))
+        return Score.of(self.name, True)
+
+
+@attrs.frozen
+class MaxSteps:
+    """The run took at most `limit` steps."""
+
+    limit: int
+    name: str = attrs.field(default="max_steps", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        steps = outcome.steps
+        return Score.of(self.name, steps <= self.limit, f"{steps} steps, limit {self.limit}")
+
+
+@attrs.frozen
+class MaxTokens:
+    """The agent's model calls used at most `limit` tokens (input plus output)."""
+
+    limit: int
+    name: str = attrs.field(default="max_tokens", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        used = outcome.usage.total_tokens
+        return Score.of(self.name, used <= self.limit, f"{used} tokens, limit {self.limit}")
+
+
+@attrs.frozen
+class MaxCost:
+    """The agent's model calls cost at most `limit` (needs `evaluate(..., prices=...)`)."""
+
+    limit: float
+    name: str = attrs.field(default="max_cost", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        if outcome.cost is None:
+            return Score.failed(
+                self.name, "the run's cost is unknown: pass prices= for every model it called"
+            )
+        cost = outcome.cost
+        return Score.of(self.name, cost <= self.limit, f"cost {cost:.6g}, limit {self.limit:g}")
+
+
+@attrs.frozen
+class MaxDuration:
+    """The run took at most `seconds`."""
+
+    seconds: float
+    name: str = attrs.field(default="max_duration", kw_only=True)
+
+    def evaluate(self, outcome: Outcome) -> Score:
+        took = outcome.duration
+        ok = took <= self.seconds
+        return Score.of(self.name, ok, f"{took:.3f} s, limit {self.seconds:g} s")

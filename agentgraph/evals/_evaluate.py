@@ -1,0 +1,214 @@
+"""`evaluate`: run a graph over a dataset, `repeat` times per case, and score every run.
+
+Each run is an ordinary run of the graph on the runner given (its sinks,
+limits and store included); the events it sends are kept for the
+evaluators. A run that fails is a result with an error, never a failed
+evaluation, and an evaluator that raises is a score with an error.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TextIO
+
+import anyio
+
+from .._errors import ContextEncodingError
+from .._events import Event, ModelResponded, RunFinished
+from .._journal import JournalSource
+from .._json import to_data
+from .._node import Node
+from .._redact import Redaction, Redactor
+from .._runner import GraphRunner, new_run_id
+from .._usage import Price
+from ..llm._messages import Usage
+from ._dataset import Case, Dataset
+from ._report import Report, RunResult
+from ._score import EvaluatorLike, Outcome, Score, run_evaluator
+
+__all__ = ("evaluate", "run_cost", "score_runs")
+
+Progress = Callable[[int, int], None]
+"""Told `(done, total)` after every run."""
+
+
+def run_cost(events: Sequence[Event], prices: Mapping[str, Price]) -> float | None:
+    """What a run's model calls cost at `prices` (by model name); None if one is unpriced."""
+    cost = 0.0
+    for event in events:
+        if isinstance(event, ModelResponded):
+            price = prices.get(event.model)
+            if price is None:
+                return None
+            cost += price.of(event.response.usage)
+    return cost
+
+
+class _Bar:
+    """A one-line progress bar on standard error."""
+
+    def __init__(self, name: str, out: TextIO) -> None:
+        self.name = name
+        self.out = out
+
+    def __call__(self, done: int, total: int) -> None:
+        filled = 30 * done // max(total, 1)
+        end = "\n" if done == total else ""
+        bar = "#" * filled + "." * (30 - filled)
+        self.out.write(f"\r{self.name} [{bar}] {done}/{total}{end}")
+        self.out.flush()
+
+
+def _progress(progress: bool | Progress | None, name: str) -> Progress | None:
+    if callable(progress):
+        return progress
+    if progress is None:
+        progress = sys.stderr.isatty()
+    return _Bar(name, sys.stderr) if progress else None
+
+
+async def evaluate(
+    graph: Node[Any, Any],
+    dataset: Dataset | Sequence[Case],
+    evaluators: Sequence[EvaluatorLike] = (),
+    *,
+    repeat: int = 1,
+    concurrency: int = 8,
+    runner: GraphRunner | None = None,
+    store: JournalSource | None = None,
+    prices: Mapping[str, Price] | None = None,
+    progress: bool | Progress | None = None,
+    redact: Redaction | Redactor | None = None,
+) -> Report:
+    """Run `graph` on every case `repeat` times, at most `concurrency` runs at once, and score them.
+
+    Args:
+        graph: the graph (or node) to evaluate.
+        dataset: the cases; a `Dataset`'s own evaluators score every case too.
+        evaluators: evaluators for every case (objects with `evaluate`, or functions).
+        repeat: runs per case (pass@k and pass^k are given for every k up to it).
+        concurrency: runs in flight at once.
+        runner: the runner to use (its policy, sinks and limits); a plain one by default.
+        store: a checkpoint store every run is recorded in (under its run id).
+        prices: model prices by name, for each run's cost (and `MaxCost`).
+        progress: show a progress bar on standard error (default: when it is a
+            terminal), or a function told `(done, total)` after every run.
+        redact: a hook or `Redactor` masking more than secrets in the report.
+    """
+    if repeat < 1 or concurrency < 1:
+        raise ValueError(f"repeat and concurrency are at least 1, not {repeat} and {concurrency}")
+    if not isinstance(dataset, Dataset):
+        dataset = Dataset(dataset, name=getattr(graph, "name", "dataset"))
+    base = runner or GraphRunner()
+    redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
+    jobs = [(case, r) for case in dataset.cases for r in range(repeat)]
+    results: list[RunResult | None] = [None] * len(jobs)
+    shared = (*dataset.evaluators, *evaluators)
+    tell = _progress(progress, dataset.name)
+    limiter = anyio.CapacityLimiter(concurrency)
+    done = 0
+
+    async def one(index: int, case: Case, rep: int) -> None:
+        nonlocal done
+        async with limiter:
+            outcome = await _run(base, graph, case, rep, store, prices)
+            results[index] = await _scored(outcome, shared, redactor)
+        done += 1
+        if tell is not None:
+            tell(done, len(jobs))
+
+    async with anyio.create_task_group() as tg:
+        for index, (case, rep) in enumerate(jobs):
+            tg.start_soon(one, index, case, rep)
+    return Report(dataset.name, [r for r in results if r is not None], repeat)
+
+
+async def score_runs(
+    outcomes: Sequence[Outcome],
+    evaluators: Sequence[EvaluatorLike] = (),
+    *,
+    name: str = "runs",
+    redact: Redaction | Redactor | None = None,
+) -> Report:
+    """Score runs made elsewhere (on Ray, say) as `evaluate` scores its own.
+
+    Each `Outcome` holds what its run left behind; the evaluators that need
+    events (trajectories) see only what the outcome carries. The repeat count
+    is the most runs any case has.
+    """
+    redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
+    results = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
+    counts: dict[str, int] = {}
+    for outcome in outcomes:
+        counts[outcome.case.name] = counts.get(outcome.case.name, 0) + 1
+    return Report(name, results, max(counts.values(), default=1))
+
+
+async def _scored(
+    outcome: Outcome, evaluators: Sequence[EvaluatorLike], redactor: Redactor
+) -> RunResult:
+    """The outcome's result: a failed run is not scored (its error says enough)."""
+    scores: list[Score] = []
+    if outcome.error is None:
+        for evaluator in (*evaluators, *outcome.case.evaluators):
+            scores.extend(await run_evaluator(evaluator, outcome))
+    return _result(outcome, scores, redactor)
+
+
+async def _run(
+    base: GraphRunner,
+    graph: Node[Any, Any],
+    case: Case,
+    rep: int,
+    store: JournalSource | None,
+    prices: Mapping[str, Price] | None,
+) -> Outcome:
+    events: list[Event] = []
+    # A sink of its own per run: the runner's sinks see every run, this one only the run's.
+    runner = base.evolve(sinks=(*base.sinks, events.append))
+    run_id = new_run_id()
+    error: BaseException | None = None
+    started = time.perf_counter()
+    try:
+        context = await runner.run(graph, case.context(), store=store, run_id=run_id)
+    except Exception as exc:
+        error = exc
+        context = next(
+            (e.context for e in reversed(events) if isinstance(e, RunFinished)), case.context()
+        )
+    took = time.perf_counter() - started
+    cost = None if prices is None else run_cost(events, prices)
+    usage = context.usage if context is not None else Usage()
+    return Outcome(case, context, tuple(events), usage, took, cost, error, run_id, rep)
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return to_data(value)
+    except ContextEncodingError:
+        return repr(value)
+
+
+def _result(outcome: Outcome, scores: list[Score], redactor: Redactor) -> RunResult:
+    error = outcome.error
+    text = error if error is None or isinstance(error, str) else f"{type(error).__name__}: {error}"
+    shown = redactor.record(
+        {"output": _plain(outcome.output), "error": text, "reasons": [s.reason for s in scores]}
+    )
+    masked = [
+        s if s.reason is None else Score(s.name, s.value, reason, s.passed, s.error, s.usage)
+        for s, reason in zip(scores, shown["reasons"], strict=True)
+    ]
+    return RunResult(
+        outcome.case.name,
+        outcome.repeat,
+        shown["output"],
+        tuple(masked),
+        outcome.usage,
+        outcome.cost,
+        outcome.duration,
+        outcome.run_id,
+        shown["error"],
+    )

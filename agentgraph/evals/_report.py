@@ -1,0 +1,251 @@
+"""What an evaluation found: one `RunResult` per case and repeat, and their aggregates.
+
+With n runs of a case of which c passed, the unbiased estimators are
+pass@k = 1 - C(n-c, k) / C(n, k) (at least one of k runs passes) and
+pass^k = C(c, k) / C(n, k) (all k runs pass), for every k <= n. A run passes
+when it finished and none of its scores failed (see `Score.passed`).
+A report is plain data: it saves as JSON and loads back, as a baseline.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from .._errors import DatasetError
+from ..llm._messages import Usage
+from ._score import Score
+
+__all__ = ("CaseSummary", "Report", "RunResult", "pass_at_k", "pass_hat_k")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that at least one of `k` runs passes, from `c` passes in `n` runs."""
+    _check(n, c, k)
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The chance that all `k` runs pass (pass^k), from `c` passes in `n` runs."""
+    _check(n, c, k)
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, not n={n}, c={c}, k={k}")
+
+
+@attrs.frozen
+class RunResult:
+    """One run of one case: its output, scores, usage, cost, duration, run id and error.
+
+    `output` is plain JSON data and `error` is `Type: message`; secrets in
+    both, and in score reasons, are masked as in traces.
+    """
+
+    case: str
+    repeat: int
+    output: Any
+    scores: tuple[Score, ...]
+    usage: Usage = attrs.field(factory=Usage)
+    cost: float | None = None
+    duration: float = 0.0
+    run_id: str = ""
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """The run finished and no score failed."""
+        return self.error is None and all(s.passed is not False for s in self.scores)
+
+    def score(self, name: str) -> Score | None:
+        """The score named `name`, if the run has one."""
+        return next((s for s in self.scores if s.name == name), None)
+
+
+@attrs.frozen
+class CaseSummary:
+    """A case over its repeats: runs, passes, pass@k and pass^k (index k-1), mean scores."""
+
+    name: str
+    runs: int
+    passes: int
+    pass_at: tuple[float, ...]
+    pass_hat: tuple[float, ...]
+    means: Mapping[str, float]
+    errors: int
+
+
+def _number(score: Score) -> float | None:
+    value = score.value
+    if isinstance(value, bool | int | float):
+        return float(value)
+    return None
+
+
+def mean_scores(results: Iterable[RunResult]) -> dict[str, float]:
+    """Per score name, the mean of its numeric values (a bool counts 1 or 0; an error 0)."""
+    sums: dict[str, list[float]] = {}
+    for result in results:
+        for score in result.scores:
+            number = 0.0 if score.error is not None else _number(score)
+            if number is not None:
+                sums.setdefault(score.name, []).append(number)
+    return {name: sum(values) / len(values) for name, values in sums.items()}
+
+
+def _results(items: Iterable[RunResult]) -> tuple[RunResult, ...]:
+    return tuple(items)
+
+
+@attrs.frozen
+class Report:
+    """The results of `evaluate`: every run, per case summaries and aggregates."""
+
+    name: str
+    results: tuple[RunResult, ...] = attrs.field(converter=_results)
+    repeat: int = 1
+
+    def cases(self) -> tuple[CaseSummary, ...]:
+        """One summary per case, in the dataset's order."""
+        grouped: dict[str, list[RunResult]] = {}
+        for result in self.results:
+            grouped.setdefault(result.case, []).append(result)
+        summaries = []
+        for name, runs in grouped.items():
+            n, c = len(runs), sum(r.passed for r in runs)
+            summaries.append(
+                CaseSummary(
+                    name,
+                    n,
+                    c,
+                    tuple(pass_at_k(n, c, k) for k in range(1, n + 1)),
+                    tuple(pass_hat_k(n, c, k) for k in range(1, n + 1)),
+                    mean_scores(runs),
+                    sum(r.error is not None for r in runs),
+                )
+            )
+        return tuple(summaries)
+
+    def means(self) -> dict[str, float]:
+        """Per score name, its mean over every run."""
+        return mean_scores(self.results)
+
+    def pass_at(self, k: int) -> float:
+        """pass@k averaged over the cases."""
+        cases = self.cases()
+        return sum(c.pass_at[k - 1] for c in cases) / len(cases) if cases else 0.0
+
+    def pass_hat(self, k: int) -> float:
+        """pass^k averaged over the cases."""
+        cases = self.cases()
+        return sum(c.pass_hat[k - 1] for c in cases) / len(cases) if cases else 0.0
+
+    @property
+    def usage(self) -> Usage:
+        """The agent's model usage over every run."""
+        return sum((r.usage for r in self.results), Usage())
+
+    @property
+    def evaluator_usage(self) -> Usage:
+        """What evaluators themselves spent on models (LLM judges), apart from the agent."""
+        return sum((s.usage for r in self.results for s in r.scores if s.usage), Usage())
+
+    @property
+    def cost(self) -> float | None:
+        """The agent's cost over every run, when every run's cost is known."""
+        costs = [r.cost for r in self.results]
+        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
+
+    def to_data(self) -> dict[str, Any]:
+        """The report as plain JSON data."""
+        return {
+            "name": self.name,
+            "repeat": self.repeat,
+            "results": [_result(r) for r in self.results],
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the report as JSON (for a later `compare` or `--baseline`)."""
+        Path(path).write_bytes(orjson.dumps(self.to_data(), option=orjson.OPT_INDENT_2))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Report:
+        """Read a report `save` wrote.
+
+        Raises:
+            DatasetError: the file cannot be read or is not a report.
+        """
+        source = str(path)
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+            return cls(
+                str(data["name"]),
+                [_from_result(r) for r in data["results"]],
+                int(data.get("repeat", 1)),
+            )
+        except OSError as exc:
+            raise DatasetError(source, exc.strerror or str(exc)) from exc
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise DatasetError(source, f"not a report: {type(exc).__name__}: {exc}") from exc
+
+
+def _result(r: RunResult) -> dict[str, Any]:
+    return {
+        "case": r.case,
+        "repeat": r.repeat,
+        "passed": r.passed,
+        "output": r.output,
+        "scores": [_score(s) for s in r.scores],
+        "usage": attrs.asdict(r.usage),
+        "cost": r.cost,
+        "duration": r.duration,
+        "run_id": r.run_id,
+        "error": r.error,
+    }
+
+
+def _score(s: Score) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": s.name,
+        "value": s.value,
+        "reason": s.reason,
+        "passed": s.passed,
+    }
+    if s.error is not None:
+        data["error"] = s.error
+    if s.usage is not None:
+        data["usage"] = attrs.asdict(s.usage)
+    return data
+
+
+def _from_result(d: Mapping[str, Any]) -> RunResult:
+    scores = tuple(
+        Score(
+            s["name"],
+            s["value"],
+            s.get("reason"),
+            s.get("passed"),
+            s.get("error"),
+            Usage(**s["usage"]) if s.get("usage") else None,
+        )
+        for s in d["scores"]
+    )
+    return RunResult(
+        str(d["case"]),
+        int(d["repeat"]),
+        d.get("output"),
+        scores,
+        Usage(**d.get("usage", {})),
+        d.get("cost"),
+        float(d.get("duration", 0.0)),
+        str(d.get("run_id", "")),
+        d.get("error"),
+    )
