@@ -6,7 +6,9 @@ import pytest
 
 from tests.helpers import load_benchmark
 
-PEERS = {"langgraph": "langgraph", "pydantic-graph": "pydantic_graph"}
+# The modules the peers' benchmarks import (langgraph-checkpoint alone installs a bare
+# `langgraph` namespace without the graph API).
+PEERS = {"langgraph": "langgraph.graph", "pydantic-graph": "pydantic_graph"}
 
 
 @pytest.fixture(scope="module")
