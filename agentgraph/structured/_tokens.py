@@ -18,14 +18,17 @@ from typing import Any
 from .._limits import MAX_DEPTH
 from ._syntax import (
     _BARE,
+    _CASED,
     _COMMENT,
     _CONTROL,
     _CUT_KEY,
+    _DELIMITERS,
     _ESCAPES,
     _INT_MAX,
     _INT_MIN,
     _KEY_AHEAD,
     _LOOKAHEAD,
+    _LOOSE_KEY,
     _LOOSE_NUMBER,
     _NUMBER_TAIL,
     _PYTHON,
@@ -36,6 +39,7 @@ from ._syntax import (
     CUT_LOW,
     HEX4,
     LITERALS,
+    NAMES,
     NONFINITE,
     NUMBER,
     QUOTES,
@@ -81,6 +85,7 @@ class Scanner:
         self.committed = False
         self.comma = False
         self.repairs: dict[str, None] = {}  # ordered, without repeats
+        self.open_comment = -1  # where a comment the end of the text cut off opens
 
     def note(self, repair: str) -> None:
         self.repairs[repair] = None
@@ -125,8 +130,11 @@ class Scanner:
             elif text.startswith("/*", pos, end):
                 close = text.find("*/", pos + 2, end)
                 self.reach = end if close < 0 else close + 2  # what `find` read
-                if close < 0 and not self.partial:
-                    raise Fail(pos, "unclosed comment")
+                if close < 0:
+                    self.open_comment = pos  # the rest of the text is inside it
+                    if not self.partial:
+                        raise Fail(pos, "unclosed comment")
+                    self.note("closed at the end")
                 pos = end if close < 0 else close + 2
                 self.note("comment")
             elif self.partial and pos == end - 1 and text[pos] == "/":
@@ -275,7 +283,11 @@ class Scanner:
             self.note("single quotes")
         elif opener != '"':
             self.note("smart quotes")
+        doubled = self.doubled(pos, where)
+        if doubled is not None:
+            return doubled
         parts: list[str] = []
+        start, inner, unpaired = pos, 0, False
         pos += 1
         while True:
             stop = match_end(run, text, pos, end)
@@ -284,16 +296,49 @@ class Scanner:
             if stop >= end:
                 if not self.partial:
                     raise Fail(end, "unterminated string")
+                self.note("closed at the end")
                 return self.joined(parts), end, False
             if text[stop] in closers:
                 if where == _ROOT or self.ends_string(stop + 1, where):
+                    if unpaired and inner % 2:
+                        raise Fail(start, "a quote inside a string has no pair (ambiguous)")
                     return self.joined(parts), stop + 1, True
                 self.note("inner quote")
+                # One quote with no pair may have ended the string: in a list, before
+                # a word missing its opening quote (`["a" b", "c"]`), or right after
+                # the opening one (`""value"`). In `{"k": "v"alue"}` it can only be text.
+                unpaired = opener != "'" and (where == _ITEMS or stop == start + 1 or unpaired)
+                inner += 1
                 parts.append(text[stop])
                 pos = stop + 1
                 continue
             piece, pos = self.escape(stop)
             parts.append(piece)
+
+    def doubled(self, pos: int, where: int) -> tuple[str, int, bool] | None:
+        """A string written with its quotes doubled (`""text""`, as CSV quotes them), or None.
+
+        `""` before a delimiter is the empty string; a doubled opening whose
+        text does not end in a doubled closing is left to the general reading.
+        """
+        text, end = self.text, self.end
+        quote = text[pos]
+        first = pos + 2
+        if quote not in "\"'" or not text.startswith(quote * 2, pos, end) or first >= end:
+            return None
+        if text[first] in _DELIMITERS or text[first] == quote:
+            return None
+        close = text.find(quote, first, end)
+        if close < 0 or not text.startswith(quote * 2, close, end):
+            return None
+        body = text[first:close]
+        if "\\" in body or "\n" in body:
+            return None
+        if where != _ROOT and not self.ends_string(close + 2, where):
+            return None
+        self.note("doubled quotes")
+        self.reach = max(self.reach, close + 2)
+        return body, close + 2, True
 
     def joined(self, parts: list[str]) -> str:
         value = "".join(parts)
@@ -339,7 +384,12 @@ class Scanner:
         if _COMMENT.match(self.text, next_, self.end) is not None:
             return True
         if where == _MEMBER:
-            return char in QUOTES or char == "}" or self.key_ahead(next_)
+            if char in QUOTES or char == "}" or self.key_ahead(next_):
+                return True
+            if _LOOSE_KEY.match(self.text, next_, self.end) is not None:
+                # `"value", 5: "x"`: the next member, with a key no parser reads, or text?
+                raise Fail(pos - 2, "a quote inside a string comes before ', key:' (ambiguous)")
+            return False
         return char == "]" or self.value_ahead(next_)
 
     def value_ahead(self, pos: int) -> bool:
@@ -351,7 +401,7 @@ class Scanner:
         if word is None:
             return False
         if self.partial and word.end() == self.end:
-            return any(name.startswith(word.group()) for name in (*LITERALS, *NONFINITE))
+            return any(name.startswith(word.group()) for name in NAMES)
         return word.group() in LITERALS or word.group() in NONFINITE
 
     def escape(self, pos: int) -> tuple[str, int]:
@@ -383,6 +433,7 @@ class Scanner:
         stop = match.end() if match else pos
         if self.partial and _NUMBER_TAIL.match(text, stop, self.end):
             # Cut off mid-number (`1.`, `1e+`, `-`): keep what forms a number so far.
+            self.note("closed at the end")
             strict = NUMBER.match(text, pos, stop)
             return (self.to_number(strict.group()) if strict else MISSING), self.end
         if match is None:
@@ -421,6 +472,8 @@ class Scanner:
             if word in LITERALS:
                 if word in _PYTHON:
                     self.note("python literal")
+                elif word in _CASED:
+                    self.note("literal case")
                 return LITERALS[word], match.end()
             special = self.special(word, pos, match.end())
             if special is not MISSING:
@@ -428,7 +481,7 @@ class Scanner:
             if (
                 self.partial
                 and match.end() == self.end
-                and any(name.startswith(word) for name in (*LITERALS, *NONFINITE))
+                and any(name.startswith(word) for name in NAMES)
             ):
                 return MISSING, self.end
         if member:
@@ -446,5 +499,7 @@ class Scanner:
         value = self.text[pos:stop].strip()
         if not value:
             raise Fail(pos, f"unexpected {self.text[pos]!r}")
+        if value[0] == "(":  # a tuple or a group (`()`, `(1, 2)`) is no string
+            raise Fail(pos, f"unexpected {value[0]!r}")
         self.note("unquoted value")
         return value, stop
