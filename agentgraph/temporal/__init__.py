@@ -14,6 +14,13 @@ SDK's native threads are out of Python, which otherwise can abort a program
 that ends right after its last Temporal call (see `_exit`).
 """
 
+import importlib.util as _util
+
+from .._extras import pip_install as _pip_install
+
+if _util.find_spec("temporalio") is None:
+    raise ImportError(f"agentgraph.temporal needs Temporal's SDK: {_pip_install('temporal')}")
+
 from . import _exit as _exit  # registers the exit hook
 from ._client import RunFailed as RunFailed
 from ._client import RunState as RunState
