@@ -104,6 +104,9 @@ def test_stream_partial_and_plain_parse_agree_on_mutated_json(value, indent, edi
         "-Infinity [1, 2]",
         'Infinity\n```json\n{"a": 1}\n```',
         "[" * 101 + "]" * 101,
+        '{"":""","0":null}',  # a quote, then text to the end, is no key the end cut off
+        "/*[]",  # the list is inside the comment, closed or not
+        '"[]',
         '{"key": "value"}, "key2": "value2"}',
         '{"key": "value", 5: "value"}',
         '{""answer"": [{""traits"": ""aged 60+""}]}',
