@@ -282,15 +282,19 @@ class _Finder:
             scanner.repairs, scanner.open_comment = {}, -1
             try:
                 value, after = scanner.value_at(pos)
-                if goes_on(text, after, stop):
-                    raise Fail(after, "the text goes on after the closing bracket")
             except Fail as exc:
                 self.charge(pos)
                 self.failed(exc, pos, True, stop)
                 pos = max(pos + 1, scanner.reach)
                 continue
             self.charge(pos)
-            found.append(Repaired(value, (*how, *scanner.repairs), pos))
+            if goes_on(text, after, stop):  # closed early: no reading, nor any inside it
+                self.failed(
+                    Fail(after, "the text goes on after the closing bracket"), pos, False, stop
+                )
+                self.block(pos, after)
+            else:
+                found.append(Repaired(value, (*how, *scanner.repairs), pos))
             pos = after
 
     def after_brace(self, pos: int) -> bool:

@@ -48,7 +48,7 @@ _DELIMITERS = frozenset(" \t\r\n,:}]")  # what may follow a string's closing quo
 # After a closed object or array, text that carries on its members (`{"a": 1}, "b": 2}`):
 # the bracket closed early, and the value read up to it is not the one written.
 _GOES_ON = re.compile(
-    r"[ \t\r\n]*(?:[\"'\u201c\u201d\u2018\u2019:]"
+    r"[ \t\r\n]*(?:[\"'\u201c\u201d\u2018\u2019]"
     r"|,[ \t\r\n]*(?:[\"'\u201c\u201d\u2018\u2019]|[^\s\"'{}\[\],:][^\"'{}\[\],:\n]{0,200}:))"
 )
 _COMMENT = re.compile(r"//|/\*|#")
