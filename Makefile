@@ -46,9 +46,12 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The multi-process lease and kill trials at full size (the default run does 10 seeds per
-# event loop and store: SQLite and Postgres).
+# event loop and store: SQLite and Postgres), the Temporal example 10 times in a row (once
+# by default), and the lenient parser's prefix fuzz at 5,000 cases (300 by default).
 test-long: $(STAMP)
 	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
+	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
+	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.

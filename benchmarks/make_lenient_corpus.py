@@ -4,7 +4,8 @@ Each line is one case: ``{"id", "kind", "text", "expected", "partial"}``. ``kind
 the answer is broken (the way models break JSON: cut off mid-string, prose around, code
 fences, Python literals, trailing commas, mixed and smart quotes, missing commas,
 unescaped inner quotes, comments, unquoted keys and values, loose numbers, stray text,
-missing values), or is ``refusal`` for an answer whose only right reading is none at all
+missing values; and two shapes from json_repair's own tests, capitalised literals and
+doubled quotes), or is ``refusal`` for an answer whose only right reading is none at all
 (``expected`` is null): a bracket inside a broken value, two different values, NaN, a
 final answer cut off, sets, units after numbers and the like. ``partial`` marks a
 streamed answer read as a prefix (``partial=True``).
@@ -26,6 +27,10 @@ OUT = Path(__file__).resolve().parent / "data" / "lenient_corpus.jsonl"
 SEED = 15
 PER_KIND = 34  # 17 kinds: 578 broken answers
 REFUSALS = 100
+# Shapes found by running json_repair's own tests through the parser, drawn after the
+# rest from a seed of their own so that the cases above stay as they were.
+OUTSIDE_SEED = 16
+OUTSIDE_REFUSALS = 50  # 5 shapes
 
 FIRST = ("Ann", "Bob", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun")
 LAST = ("Smith", "Okafor", "Larsen", "Novak", "Rossi", "Tanaka", "Silva", "Berg")
@@ -261,6 +266,23 @@ def truncated(rng: random.Random, value: Any) -> tuple[str, Any, bool]:
     return text[:cut], kept, True
 
 
+def cased_literals(rng: random.Random, value: Any) -> tuple[str, Any]:
+    """`TRUE`, `FALSE`, `NULL` and `Null`, as some models write JSON's literals."""
+    value = {**value, "verified": rng.choice((True, False, None))}
+
+    def scalar(item: Any) -> str:
+        if item is None:
+            return rng.choice(("NULL", "Null"))
+        return str(item).upper() if isinstance(item, bool) else json.dumps(item)
+
+    return write(value, scalar=scalar), value
+
+
+def doubled_quotes(rng: random.Random, value: Any) -> str:
+    """Every quote doubled, as JSON kept in a CSV cell comes out."""
+    return write(value, key=lambda k: f'""{k}""', string=lambda s: f'""{s}""')
+
+
 def combined(rng: random.Random, value: Any) -> str:
     body = write(value, key=lambda k: k, string=single, scalar=python_scalar, trailing=True)
     return f"{rng.choice(PROSE_BEFORE)}\n```json\n{body}\n```"
@@ -284,6 +306,10 @@ KINDS: dict[str, Callable[[random.Random, Any], Any]] = {
     "control characters": control_characters,
     "truncated mid-string": truncated,
     "combined": combined,
+}
+OUTSIDE_KINDS: dict[str, Callable[[random.Random, Any], Any]] = {
+    "cased literals": cased_literals,
+    "doubled quotes": doubled_quotes,
 }
 
 
@@ -318,10 +344,28 @@ def refusal(rng: random.Random, index: int) -> str:
     return text.replace(f'"{field}": "', f'"{field}": "use {{"verbose": true}}, "', 1)
 
 
-def build() -> list[dict[str, Any]]:
-    rng = random.Random(SEED)
+def outside_refusal(rng: random.Random, index: int) -> str:
+    """The shapes json_repair's tests hold that have no safe reading."""
+    value = payload(rng)
+    text = dump(value)
+    field = _string_field(value)
+    written = json.dumps(value[field], ensure_ascii=False) if field in value else '""'
+    shape = index % 5
+    if shape == 0:  # a bracket closed before the members that follow it
+        return text.replace(', "', '}, "', 1)
+    if shape == 1:  # a key no parser reads after a string: the next member, or text?
+        return text.replace(written, f"{written}, {rng.randint(1, 9)}: {written}", 1)
+    if shape == 2:  # a list item with one quote: a word missing its opening quote, or text?
+        first, second, third = rng.sample(TAGS, 3)
+        return text[:-1] + f', "tags": ["{first}" {second}", "{third}"]}}'
+    if shape == 3:  # a quote doubled at the start only: an empty string, or text?
+        return text.replace(written, '"' + written, 1)
+    return text[:-1] + rng.choice((', "pair": (1, 2)}', ', "empty": ()}'))  # a tuple
+
+
+def broken(rng: random.Random, kinds: dict[str, Callable[[random.Random, Any], Any]]) -> list:
     cases: list[dict[str, Any]] = []
-    for kind, make in KINDS.items():
+    for kind, make in kinds.items():
         for _ in range(PER_KIND):
             value = payload(rng)
             made = make(rng, value)
@@ -332,8 +376,19 @@ def build() -> list[dict[str, Any]]:
             else:
                 text = made
             cases.append({"kind": kind, "text": text, "expected": value, "partial": partial})
+    return cases
+
+
+def build() -> list[dict[str, Any]]:
+    rng = random.Random(SEED)
+    cases = broken(rng, KINDS)
     for index in range(REFUSALS):
         text = refusal(rng, index)
+        cases.append({"kind": "refusal", "text": text, "expected": None, "partial": False})
+    rng = random.Random(OUTSIDE_SEED)
+    cases += broken(rng, OUTSIDE_KINDS)
+    for index in range(OUTSIDE_REFUSALS):
+        text = outside_refusal(rng, index)
         cases.append({"kind": "refusal", "text": text, "expected": None, "partial": False})
     for number, case in enumerate(cases):
         case["id"] = number

@@ -54,6 +54,13 @@ REPAIRS = [
     ('{"a": "x\ny"}', {"a": "x\ny"}, "control character"),
     ("{a: 1}", {"a": 1}, "unquoted key"),
     ("{'a': 1}", {"a": 1}, "single quotes"),
+    # Shapes from json_repair's own tests, once read as other values.
+    ('{"a": TRUE, "b": FALSE, "c": NULL}', {"a": True, "b": False, "c": None}, "literal case"),
+    ("[TRUE, Null]", [True, None], "literal case"),
+    ('{""ask"": [{""who"": ""aged 60+""}]}', {"ask": [{"who": "aged 60+"}]}, "doubled quotes"),
+    ("{''a'': ''x y''}", {"a": "x y"}, "doubled quotes"),
+    ('{"a": "", "b": ["" "x"]}', {"a": "", "b": ["", "x"]}, "missing comma"),
+    ('{"key": "v"alue", "k2": "v2"}', {"key": 'v"alue', "k2": "v2"}, "inner quote"),
 ]
 
 
@@ -89,6 +96,19 @@ REFUSALS = [
     ('{"a": 1, b}', "expected a key"),
     ('{"a": 1,, "b": 2}', "expected a key"),
     ("[1,,2]", "unexpected ','"),
+    # Shapes from json_repair's own tests, once read as other values: a quote that may
+    # end its string early, a bracket that closed early, a tuple.
+    ('{"key": "value", 5: "value"}', "before ', key:' \\(ambiguous\\)"),
+    ('["value1" value2", "value3"]', "no pair"),
+    ('{"bad": ["Lorem", "consectetur" comment" ], "good": ["elit"]}', "no pair"),
+    ('{"key": ""value"}', "no pair"),
+    ('{"key": "value"}, "key2": "value2"}', "goes on after the closing bracket"),
+    ('{"key": "value"}, "key2" "value2"}', "goes on after the closing bracket"),
+    ('Here: {"a": 1}, "b": 2}', "goes on after the closing bracket"),
+    ('{"key": "{\\"k\\":[\\"v\\"],\\"k2\\":"v2"}"}', "goes on after the closing bracket"),
+    ('{"empty": ()}', "unexpected '\\('"),
+    ('{"pair": (1, 2)}', "unexpected '\\('"),
+    ("0/*[]", "unclosed comment"),  # the list is inside the comment
 ]
 
 
@@ -99,6 +119,13 @@ def test_refusals_in_every_mode(text: str, reason: str) -> None:
     assert caught.value.attempts == (text,)
     assert caught.value.position is not None
     assert_agrees(text, 1)  # partial mode and the stream agree, whatever they give
+    with pytest.raises(OutputError):
+        parse(Any, text)  # orjson's shortcuts for prose around JSON take none of these
+
+
+def test_json_closed_early_in_prose_is_refused_by_typed_parsing_too() -> None:
+    with pytest.raises(OutputError, match="goes on after the closing bracket"):
+        parse(dict, 'Here: {"a": 1} "b"')
 
 
 @attrs.frozen

@@ -22,6 +22,7 @@ import anyio.to_thread
 import attrs
 
 from .._errors import CheckpointError
+from .._extras import pip_install
 from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
@@ -60,9 +61,7 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise ImportError(
-            "PostgresStore needs psycopg: pip install 'agentgraph-engine[postgres]'"
-        ) from None
+        raise ImportError(f"PostgresStore needs psycopg: {pip_install('postgres')}") from None
     return psycopg
 
 

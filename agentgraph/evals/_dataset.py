@@ -19,6 +19,7 @@ import orjson
 
 from .._context import AgentContext
 from .._errors import AgentGraphError, DatasetError, UsageError
+from .._extras import pip_install
 from .._json import NO_TYPES, Types, from_data, to_data
 from ._score import EvaluatorLike
 from ._specs import evaluator_from_spec, evaluator_to_spec
@@ -221,9 +222,7 @@ def _yaml() -> Any:
     try:
         import yaml
     except ImportError as exc:
-        raise ImportError(
-            "YAML datasets need PyYAML: pip install 'agentgraph-engine[evals]'"
-        ) from exc
+        raise ImportError(f"YAML datasets need PyYAML: {pip_install('evals')}") from exc
     return yaml
 
 

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
+from .._extras import pip_install
 from ._report import Report
 
 __all__ = ("render_report", "to_junit", "write_junit")
@@ -71,7 +72,7 @@ def render_report(
     if style != "plain" and _rich_table(out, title, headers, rows, _summary(report)):
         return
     if style == "rich":
-        raise ImportError("style='rich' needs rich: pip install 'agentgraph-engine[rich]'")
+        raise ImportError(f"style='rich' needs rich: {pip_install('rich')}")
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     out.write(title + "\n")
     out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")

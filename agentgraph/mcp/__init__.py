@@ -9,9 +9,9 @@ above `tools/` (it builds `Tool`s and runs under the same executor), so that
 try:
     import mcp as _mcp  # noqa: F401 - checked here to name the extra
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "agentgraph.mcp needs the official MCP SDK: pip install 'agentgraph-engine[mcp]'"
-    ) from _exc
+    from .._extras import pip_install as _pip_install
+
+    raise ImportError(f"agentgraph.mcp needs the official MCP SDK: {_pip_install('mcp')}") from _exc
 
 from .._errors import MCPConnectionError as MCPConnectionError
 from .._errors import MCPToolError as MCPToolError

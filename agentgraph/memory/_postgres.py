@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
+from .._extras import pip_install
 from ..llm._embedder import Embedder
 from ._base import Clock, Found, MemoryBase, Row, effect_result, items_result
 from ._errors import MemoryBackendError, MemoryDataError
@@ -68,9 +69,7 @@ def _psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise ImportError(
-            "PostgresMemory needs psycopg: pip install 'agentgraph-engine[postgres]'"
-        ) from None
+        raise ImportError(f"PostgresMemory needs psycopg: {pip_install('postgres')}") from None
     return psycopg
 
 

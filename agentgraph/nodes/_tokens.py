@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from .._context import AgentContext
+from .._extras import pip_install
 from ..llm._messages import Message
 
 __all__ = (
@@ -51,9 +52,7 @@ def tiktoken_counter(encoding: Any = "cl100k_base") -> TokenCounter:
     try:
         tiktoken = importlib.import_module("tiktoken")
     except ImportError as exc:
-        raise ImportError(
-            "tiktoken_counter needs tiktoken: pip install 'agentgraph-engine[tokens]'"
-        ) from exc
+        raise ImportError(f"tiktoken_counter needs tiktoken: {pip_install('tokens')}") from exc
     if isinstance(encoding, str):
         try:
             enc = tiktoken.get_encoding(encoding)

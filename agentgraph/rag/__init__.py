@@ -6,8 +6,10 @@ Needs numpy (`pip install agentgraph-engine[rag]`); the local embedder also need
 
 import importlib.util as _util
 
+from .._extras import pip_install as _pip_install
+
 if _util.find_spec("numpy") is None:
-    raise ImportError("agentgraph.rag needs numpy: pip install 'agentgraph-engine[rag]'")
+    raise ImportError(f"agentgraph.rag needs numpy: {_pip_install('rag')}")
 
 from .._errors import DimensionMismatch as DimensionMismatch
 from .._errors import VectorStoreError as VectorStoreError

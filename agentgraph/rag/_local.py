@@ -11,11 +11,12 @@ from typing import Any
 
 import anyio.to_thread
 
+from .._extras import pip_install
 from ..llm._embed import checked_texts
 
 __all__ = ("LocalEmbedder",)
 
-_EXTRA = "pip install torch==2.13.0 'agentgraph-engine[rag-local]'"
+_EXTRA = pip_install("rag-local", "torch==2.13.0")
 
 
 def _require(module: str) -> None:

@@ -8,7 +8,21 @@ row never fails the batch. With a shared checkpoint store and a batch id, a
 batch run again after a lost driver or worker reads back what finished and
 resumes what was interrupted. `RateLimit`s are shared by every actor through
 one Ray actor that keeps a token bucket per provider.
+
+Needs the `ray` extra (Ray Data and tqdm); without it, importing this package
+is an `ImportError` naming the line that installs it. Ray itself is imported
+only when a batch runs, since how it starts on this machine is set before that.
 """
+
+import importlib.util as _util
+
+from .._extras import pip_install as _pip_install
+
+if _util.find_spec("ray") is None or _util.find_spec("tqdm") is None:
+    _missing = "ray" if _util.find_spec("ray") is None else "tqdm"
+    raise ImportError(
+        f"agentgraph.ray needs the ray extra ({_missing} is missing): {_pip_install('ray')}"
+    )
 
 from ._batch import BatchRow as BatchRow
 from ._batch import run_batch as run_batch

@@ -20,6 +20,7 @@ from .._errors import UsageError
 from .._runner import GraphRunner, new_run_id
 from ..checkpoint._codec import full_context
 from ..llm._messages import Usage
+from ._checks import check_arguments
 from ._limits import Buckets, RateLimit, SharedRateLimits
 from ._progress import Progress
 from ._worker import BatchWorker, StoreFactory, import_graph
@@ -115,26 +116,33 @@ def run_batch(
         ray_remote_args: resources for each actor (`num_cpus`, `resources`, ...).
 
     Raises:
-        UsageError: a bad reference, a store without a batch id, keys that repeat.
+        UsageError: any bad argument, named, before Ray starts: a bad reference, a
+            store without a batch id or one that cannot be pickled for the
+            actors, keys that repeat, a count below 1.
         ContextEncodingError: an input that is not data (see `AgentContext`).
     """
     if address is None and "ray" not in sys.modules:
         local_only()
     import ray
+    import ray.cloudpickle
     import ray.data
 
-    if concurrency < 1 or actors < 1:
-        raise UsageError(f"concurrency and actors are at least 1, not {concurrency}, {actors}")
-    if store is not None and not callable(store):
-        raise UsageError(
-            f"store is a zero-argument callable that opens the store in each actor (such as "
-            f"functools.partial(SQLiteStore, path)), not {type(store).__name__}"
-        )
-    if store is not None and batch_id is None:
-        raise UsageError(
-            "a batch with a store needs a batch_id: the batch id and each row's key fix the "
-            "row's run id, which is how a second run of the batch finds the rows done before"
-        )
+    # Every argument is checked before Ray starts (`_connect`), each refusal naming it.
+    check_arguments(
+        ray.cloudpickle.dumps,
+        graph=graph,
+        store=store,
+        batch_id=batch_id,
+        keys=keys,
+        runner=runner,
+        concurrency=concurrency,
+        actors=actors,
+        rate_limits=rate_limits,
+        lease_wait=lease_wait,
+        address=address,
+        progress=progress,
+        ray_remote_args=ray_remote_args,
+    )
     import_graph(graph)  # a bad reference fails here, before any worker starts
     batch = batch_id or new_run_id()
     rows = _rows(list(inputs), batch, keys)

@@ -6,8 +6,10 @@ tolerant parser run (`_tokens.Scanner`). It repairs, anywhere in the value:
 - trailing commas, and missing commas between members or items;
 - single quotes, smart quotes (U+201C and U+201D, U+2018 and U+2019) and unescaped quotes inside a
   string (`"say "hi" now"`), told apart by what follows each quote;
+- doubled quotes, as JSON kept in a CSV cell has them (`{""name"": ""Ann""}`);
 - unquoted keys and unquoted member values (`{"name": John Smith}`);
-- the Python literals `True`, `False`, `None` and JavaScript's `undefined`;
+- the Python literals `True`, `False`, `None`, JavaScript's `undefined`, and
+  `TRUE`, `FALSE`, `NULL` and `Null`;
 - raw newlines and control characters inside strings;
 - `//`, `/* */` and `#` comments, and stray text between members (`...`);
 - numbers written `.25`, `1.` or `+3`;
@@ -15,10 +17,15 @@ tolerant parser run (`_tokens.Scanner`). It repairs, anywhere in the value:
 
 It refuses, with an `OutputError`: `NaN` and `Infinity` (unless allowed, for
 float fields), words standing where a value must be quoted (`[a, b]`), numbers
-with trailing units (`5px`), leading zeros, a key without its value, anything
-cut off by the end of the text (outside `partial=True`), and ambiguity: two
-different values, or a quote before `:` inside a string (`"typed {"v": 1}"`
-reads both as text and as the start of a key).
+with trailing units (`5px`), tuples (`(1, 2)`), leading zeros, a key without
+its value, anything cut off by the end of the text (outside `partial=True`),
+text after an unclosed comment (all of it is inside the comment), and
+ambiguity: two different values; a quote inside a string before `:`
+(`"typed {"v": 1}"` reads both as text and as the start of a key) or before
+`, <key>:` with a key no parser reads (`"value", 5: "x"`); a quote with no
+pair in a list item (`["a" b", "c"]`) or right after the opening one
+(`""value"`), which may have ended the string; and an object or array
+followed by more of its members (`{"a": 1}, "b": 2}`: the bracket closed early).
 
 Where the value sits in the text is decided in this order:
 
@@ -56,11 +63,11 @@ import orjson
 
 from .._errors import OutputError
 from ._depth import shallow
+from ._syntax import NAMES, Fail, goes_on
 from ._syntax import WS as _WS
-from ._syntax import Fail
 from ._tokens import Scanner
 
-__all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "single")
+__all__ = ("Repaired", "loads_lenient", "readings", "repair_json", "single", "whole_fails")
 
 # Characters the search may scan per character of text. Attempts never overlap, so
 # real input stays near 1; this bounds any input.
@@ -72,7 +79,7 @@ _OPENER = re.compile(r"[\[{]")
 # one right after a `{` (which fails there). Skipping these in C keeps prose full of
 # brackets cheap; an attempt would only have ruled them out one by one.
 _WORD_END = r"(?:[^\W\d]|\$)[\w$]*(?=[^\w$])"
-_NAMES = r"(?:true|false|null|True|False|None|undefined|NaN|Infinity)(?![\w$])"
+_NAMES = rf"(?:{'|'.join(NAMES)})(?![\w$])"
 _VIABLE = re.compile(
     r"\{(?<!\{\{)(?![ \t\n\r]*[{\[\],:])"
     rf"|\[(?<!\{{\[)(?![ \t\n\r]*(?:[}}:,]|(?!{_NAMES}){_WORD_END}))"
@@ -87,7 +94,8 @@ class Repaired:
 
     `repairs` is empty for valid JSON. The names: `code fence`, `prose around`,
     `trailing comma`, `missing comma`, `single quotes`, `smart quotes`,
-    `inner quote`, `unquoted key`, `unquoted value`, `python literal`,
+    `inner quote`, `doubled quotes`, `unquoted key`, `unquoted value`, `python literal`,
+    `literal case`,
     `control character`, `comment`, `stray text`, `number form`,
     `missing value`, `non-finite number`, `closed at the end`.
     """
@@ -143,6 +151,19 @@ def readings(text: str, *, partial: bool = False, nonfinite: bool = False) -> li
         OutputError: there is none.
     """
     return _Finder(text, partial, nonfinite).readings()
+
+
+def whole_fails(text: str) -> bool:
+    """Whether the first rule (the whole text is one value) fails in a stream, the search going on.
+
+    It succeeds on a scalar that fills the text and ends the search on a fatal
+    failure (`NaN [1]`); either way no later rule is reached. The streaming fast
+    path asks before it follows a value that a later rule would find.
+    """
+    try:
+        return not _Finder(text, True, False).whole(0, len(text), [], ())
+    except OutputError:
+        return False
 
 
 def single(text: str, found: list[Repaired]) -> Repaired:
@@ -228,9 +249,11 @@ class _Finder:
         scanner = self.scanner
         scanner.end = stop
         first = _WS.match(self.text, start, stop).end()  # type: ignore[union-attr]
-        scanner.repairs = {}
+        scanner.repairs, scanner.open_comment = {}, -1
         try:
             value, pos = scanner.value_at(scanner.skip(first))
+            if isinstance(value, list | dict) and goes_on(self.text, pos, stop):
+                raise Fail(pos, "the text goes on after the closing bracket")
             pos = scanner.skip(pos)
             if pos < stop and not isinstance(value, list | dict):
                 raise Fail(pos, "unexpected text after the value")
@@ -256,7 +279,7 @@ class _Finder:
             if self.after_brace(pos):
                 pos += 1
                 continue
-            scanner.repairs = {}
+            scanner.repairs, scanner.open_comment = {}, -1
             try:
                 value, after = scanner.value_at(pos)
             except Fail as exc:
@@ -265,7 +288,13 @@ class _Finder:
                 pos = max(pos + 1, scanner.reach)
                 continue
             self.charge(pos)
-            found.append(Repaired(value, (*how, *scanner.repairs), pos))
+            if goes_on(text, after, stop):  # closed early: no reading, nor any inside it
+                self.failed(
+                    Fail(after, "the text goes on after the closing bracket"), pos, False, stop
+                )
+                self.block(pos, after)
+            else:
+                found.append(Repaired(value, (*how, *scanner.repairs), pos))
             pos = after
 
     def after_brace(self, pos: int) -> bool:
@@ -294,10 +323,13 @@ class _Finder:
         An object or array that had read a key and its colon, or an item, was
         JSON: where it would have ended is unknown, so every bracket up to `stop`
         may be inside it. One that failed before that (`{x}`, `[see above]`) was
-        prose, and covers what it read.
+        prose, and covers what it read. A comment that never closes covers
+        the rest of the text.
         """
         if exc.fatal:
             raise self.error(exc) from exc
+        if self.scanner.open_comment >= 0:  # nothing after it is outside the comment
+            self.block(self.scanner.open_comment, stop)
         if opened:
             reach = stop if self.scanner.committed else max(self.scanner.reach, exc.pos)
             self.block(start, reach)

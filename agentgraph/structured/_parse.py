@@ -42,7 +42,7 @@ from ._lenient import (
 )
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
-from ._syntax import QUOTES, NonFinite
+from ._syntax import QUOTES, NonFinite, goes_on
 from ._syntax import WS as _LEAD  # what the lenient parser skips as whitespace
 
 __all__ = ("check", "holds_nonfinite", "load", "parse", "parse_repaired", "resolve")
@@ -95,6 +95,8 @@ def _embedded(text: str, first: int) -> Any:
     if end <= start or "/*" in text[end:]:  # the lenient parser refuses an unclosed comment
         return _MISSING
     if _OPENER.search(text, end) is not None:  # a second value would make it ambiguous
+        return _MISSING
+    if goes_on(text, end + 1, len(text)):  # the lenient parser refuses a bracket closed early
         return _MISSING
     return _orjson(text[start : end + 1])
 

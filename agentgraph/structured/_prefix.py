@@ -21,12 +21,13 @@ from typing import Any
 
 import orjson
 
-from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient
+from .._limits import MAX_DEPTH
+from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient, whole_fails
 from ._syntax import CUT_HEX as _CUT_HEX
 from ._syntax import CUT_LOW as _CUT_LOW
 from ._syntax import HEX4 as _HEX4
 from ._syntax import NUMBER as _NUMBER
-from ._syntax import QUOTES
+from ._syntax import QUOTES, goes_on
 from ._syntax import WS as _LEAD  # the lenient parser's whitespace, a BOM included
 
 __all__ = ("PrefixParser",)
@@ -59,6 +60,14 @@ def _start(text: str) -> int | None:
         return first
     if char in QUOTES:  # a quoted string could still turn out to be the whole answer
         return None
+    start = _later_start(text, first)
+    # The lenient parser reads the whole text first: a value found later counts only
+    # when that first reading fails without ending the search (`NaN [1]` ends it).
+    return start if start is None or whole_fails(text) else None
+
+
+def _later_start(text: str, first: int) -> int | None:
+    """Where the value starts when the text does not: in a code fence, or after prose."""
     fence = _FENCE_OPEN.search(text)
     if fence is not None:
         if _FENCE_CLOSE.search(text, fence.end() - 1):
@@ -133,6 +142,9 @@ class _Scanner:
     def _value_token(self, char: str) -> None:
         pos = self.pos
         if char in "{[":
+            if len(self.closers) >= MAX_DEPTH:  # the lenient parser refuses it
+                self.state = _BROKEN
+                return
             self.closers.append("}" if char == "{" else "]")
             self.cuts.append(pos + 1)
             self._step(_FIRST_KEY if char == "{" else _FIRST_VALUE)
@@ -259,8 +271,11 @@ class PrefixParser:
                 scanner = self._scanner = _Scanner(start)
             scanner.scan(text)
             candidate = scanner.candidate(text)
-            if scanner.state == _DONE and _OPENER.search(text, scanner.token) is not None:
-                candidate = None  # a second value after it would make the answer ambiguous
+            if scanner.state == _DONE and (
+                _OPENER.search(text, scanner.token) is not None  # a second value: ambiguous
+                or goes_on(text, scanner.token, len(text))  # closed early: refused
+            ):
+                candidate = None
             if candidate is not None:
                 try:
                     return orjson.loads(candidate)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ("Fail", "NonFinite", "match_end")
+__all__ = ("Fail", "NonFinite", "goes_on", "match_end")
 
 WS = re.compile(r"[ \t\n\r\ufeff]*")
 NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -33,8 +33,23 @@ _KEY_AHEAD = re.compile(
     r"|[\u2018\u2019](?:[^\u2018\u2019'\\\n]|\\.){0,200}[\u2018\u2019']"
     r"|(?:[^\W\d]|\$)(?:\w|\$){0,200})[ \t\r\n]*:"
 )
+# ... or one the end cut off: a quoted key not closed yet, or closed with its colon to come.
 _CUT_KEY = re.compile(
-    r"(?:[\"'\u201c\u201d\u2018\u2019][^\n]{0,200}|(?:[^\W\d]|\$)(?:\w|\$){0,200})[ \t\r\n]*\Z"
+    r"""(?:"(?:[^"\\\n]|\\.){0,200}[\\"]?|'(?:[^'\\\n]|\\.){0,200}[\\']?"""
+    r"|[\u201c\u201d](?:[^\u201c\u201d\"\\\n]|\\.){0,200}[\\\u201c\u201d\"]?"
+    r"|[\u2018\u2019](?:[^\u2018\u2019'\\\n]|\\.){0,200}[\\\u2018\u2019']?"
+    r"|(?:[^\W\d]|\$)(?:\w|\$){0,200})[ \t\r\n]*\Z"
+)
+# Text that reads as a key before a colon, though no parser reads it as one (`5`, `a b`).
+_LOOSE_KEY = re.compile(
+    r"[^\s\"'\u201c\u201d\u2018\u2019{}\[\],:][^\"'\u201c\u201d\u2018\u2019{}\[\],:\n]{0,200}:"
+)
+_DELIMITERS = frozenset(" \t\r\n,:}]")  # what may follow a string's closing quote
+# After a closed object or array, text that carries on its members (`{"a": 1}, "b": 2}`):
+# the bracket closed early, and the value read up to it is not the one written.
+_GOES_ON = re.compile(
+    r"[ \t\r\n]*(?:[\"'\u201c\u201d\u2018\u2019]"
+    r"|,[ \t\r\n]*(?:[\"'\u201c\u201d\u2018\u2019]|[^\s\"'{}\[\],:][^\"'{}\[\],:\n]{0,200}:))"
 )
 _COMMENT = re.compile(r"//|/\*|#")
 _LOOKAHEAD = 96  # the most a look ahead reads past the offset it starts from
@@ -51,11 +66,14 @@ _QUOTES: dict[str, str] = {
 _RUNS = {q: re.compile(f"[^{re.escape(c)}\\\\]*") for q, c in _QUOTES.items()}
 QUOTES = "".join(_QUOTES)
 
-# JSON's literals, JavaScript's `undefined` and Python's spellings.
+# JSON's literals, JavaScript's `undefined`, Python's spellings and the capitalised ones.
 LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None, "undefined": None}
 LITERALS |= {"True": True, "False": False, "None": None}
+LITERALS |= {"TRUE": True, "FALSE": False, "NULL": None, "Null": None}
 _PYTHON = frozenset({"True", "False", "None", "undefined"})
+_CASED = frozenset({"TRUE", "FALSE", "NULL", "Null"})
 NONFINITE = {"NaN": float("nan"), "Infinity": float("inf")}
+NAMES = (*LITERALS, *NONFINITE)
 _ESCAPES = dict(zip("\"'\\/bfnrt", "\"'\\/\b\f\n\r\t", strict=True))
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson keeps as int
 
@@ -83,3 +101,8 @@ def match_end(pattern: re.Pattern[str], text: str, pos: int, end: int) -> int:
     """Where a pattern that may match nothing stops matching."""
     match = pattern.match(text, pos, end)
     return match.end() if match else pos
+
+
+def goes_on(text: str, pos: int, end: int) -> bool:
+    """Whether the text after a container closed at `pos` carries on its members."""
+    return _GOES_ON.match(text, pos, end) is not None

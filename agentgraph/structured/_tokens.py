@@ -5,10 +5,7 @@ recurses) and notes each repair it makes in `repairs`. It raises `Fail` where
 it cannot go on; `reach` is the furthest offset it looked at, which the search
 for a value in prose charges to its budget and never starts inside.
 
-Where a quote ends a string is decided by what follows it: a quote that cannot
-end the string where it stands (`"say "hi" now"`: a value is never followed by
-a word) is taken as part of the text. A look ahead of a bounded length decides,
-so scanning stays linear.
+Strings (where each ends, what it holds) are read by its base, `_strings.StringReader`.
 """
 
 from __future__ import annotations
@@ -16,26 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from .._limits import MAX_DEPTH
+from ._strings import ITEMS, KEYS, MEMBER, ROOT, StringReader
 from ._syntax import (
     _BARE,
-    _COMMENT,
-    _CONTROL,
-    _CUT_KEY,
-    _ESCAPES,
+    _CASED,
     _INT_MAX,
     _INT_MIN,
-    _KEY_AHEAD,
-    _LOOKAHEAD,
     _LOOSE_NUMBER,
     _NUMBER_TAIL,
     _PYTHON,
-    _QUOTES,
-    _RUNS,
     _STRAY,
-    CUT_HEX,
-    CUT_LOW,
-    HEX4,
     LITERALS,
+    NAMES,
     NONFINITE,
     NUMBER,
     QUOTES,
@@ -50,8 +39,6 @@ __all__ = ("MISSING", "Scanner")
 
 # Parser states: what the next token may be.
 _VALUE, _ITEM, _KEY, _COLON, _AFTER, _DONE = range(6)
-# Where a string stands, which decides what may follow its closing quote.
-_ROOT, _KEYS, _MEMBER, _ITEMS = range(4)
 MISSING: Any = object()
 
 
@@ -65,7 +52,7 @@ class _Obj:
         self.key = ""
 
 
-class Scanner:
+class Scanner(StringReader):
     """A tolerant parser over `text[:end]`; `repairs` names what it repaired."""
 
     def __init__(self, text: str, *, partial: bool, nonfinite: bool) -> None:
@@ -81,9 +68,7 @@ class Scanner:
         self.committed = False
         self.comma = False
         self.repairs: dict[str, None] = {}  # ordered, without repeats
-
-    def note(self, repair: str) -> None:
-        self.repairs[repair] = None
+        self.open_comment = -1  # where a comment the end of the text cut off opens
 
     def value_at(self, pos: int) -> tuple[Any, int]:
         """Parse one value starting at `pos`; return it and the offset after it.
@@ -125,8 +110,11 @@ class Scanner:
             elif text.startswith("/*", pos, end):
                 close = text.find("*/", pos + 2, end)
                 self.reach = end if close < 0 else close + 2  # what `find` read
-                if close < 0 and not self.partial:
-                    raise Fail(pos, "unclosed comment")
+                if close < 0:
+                    self.open_comment = pos  # the rest of the text is inside it
+                    if not self.partial:
+                        raise Fail(pos, "unclosed comment")
+                    self.note("closed at the end")
                 pos = end if close < 0 else close + 2
                 self.note("comment")
             elif self.partial and pos == end - 1 and text[pos] == "/":
@@ -155,7 +143,7 @@ class Scanner:
             self.comma = True
             return _KEY, pos + 1
         if char in QUOTES:
-            value, pos, _ = self.string(pos, _MEMBER if member else _ITEMS if self.stack else _ROOT)
+            value, pos, _ = self.string(pos, MEMBER if member else ITEMS if self.stack else ROOT)
         elif char in "-+." or "0" <= char <= "9":
             value, pos = self.number(pos)
         else:
@@ -171,7 +159,7 @@ class Scanner:
                 self.note("trailing comma")
             return self.close(pos)
         if char in QUOTES:
-            key, pos, closed = self.string(pos, _KEYS)
+            key, pos, closed = self.string(pos, KEYS)
             if not closed:
                 return _COLON, pos
         else:
@@ -185,12 +173,6 @@ class Scanner:
         if isinstance(top, _Obj):
             top.key = key
         return _COLON, pos
-
-    def key_ahead(self, pos: int) -> bool:
-        if _KEY_AHEAD.match(self.text, pos, self.end) is not None:
-            return True
-        # In a stream, a key the end cut off before its colon.
-        return self.partial and _CUT_KEY.match(self.text, pos, self.end) is not None
 
     def cut(self, pos: int) -> bool:
         """Whether a stream may still be writing the token that ends at `pos`."""
@@ -266,123 +248,13 @@ class Scanner:
             self.put(self.pop(), self.end)
         return self.pop()
 
-    def string(self, pos: int, where: int) -> tuple[str, int, bool]:
-        """A quoted string: its value, the offset after it, and whether it closed."""
-        text, end = self.text, self.end
-        opener = text[pos]
-        run, closers = _RUNS[opener], _QUOTES[opener]
-        if opener == "'":
-            self.note("single quotes")
-        elif opener != '"':
-            self.note("smart quotes")
-        parts: list[str] = []
-        pos += 1
-        while True:
-            stop = match_end(run, text, pos, end)
-            parts.append(text[pos:stop])
-            self.reach = max(self.reach, stop)
-            if stop >= end:
-                if not self.partial:
-                    raise Fail(end, "unterminated string")
-                return self.joined(parts), end, False
-            if text[stop] in closers:
-                if where == _ROOT or self.ends_string(stop + 1, where):
-                    return self.joined(parts), stop + 1, True
-                self.note("inner quote")
-                parts.append(text[stop])
-                pos = stop + 1
-                continue
-            piece, pos = self.escape(stop)
-            parts.append(piece)
-
-    def joined(self, parts: list[str]) -> str:
-        value = "".join(parts)
-        if _CONTROL.search(value) is not None:
-            self.note("control character")
-        return value
-
-    def ends_string(self, pos: int, where: int) -> bool:
-        """Whether a quote just before `pos` can close a string standing at `where`."""
-        text, end = self.text, self.end
-        next_ = match_end(WS, text, pos, end)
-        self.reach = max(self.reach, next_)
-        if next_ >= end:
-            return True
-        char = text[next_]
-        if where == _KEYS:
-            return char == ":"
-        if _COMMENT.match(text, next_, end) is not None:
-            return True
-        if char in "}]":
-            return True
-        if char == ",":
-            return self.item_ahead(next_ + 1, where)
-        if text.find("\n", pos, next_) >= 0:
-            return True  # a missing comma at the end of a line
-        if char == ":":
-            # `"note": "typed {"verbose": true}"`: a key inside the text, or the text
-            # ended and a key began? Both read; neither is safe.
-            raise Fail(pos - 1, "a quote inside a string comes before ':' (ambiguous)")
-        if text.find("\n", pos, next_) >= 0:
-            return True  # a missing comma at the end of a line
-        if char in QUOTES:
-            return where == _ITEMS or self.key_ahead(next_)
-        return where == _ITEMS and self.value_ahead(next_)
-
-    def item_ahead(self, pos: int, where: int) -> bool:
-        """Whether what follows a comma at `pos - 1` starts the next member or item."""
-        next_ = match_end(WS, self.text, pos, self.end)
-        self.reach = max(self.reach, next_)
-        if next_ >= self.end or self.text.find("\n", pos, next_) >= 0:
-            return True  # members and items one to a line
-        char = self.text[next_]
-        if _COMMENT.match(self.text, next_, self.end) is not None:
-            return True
-        if where == _MEMBER:
-            return char in QUOTES or char == "}" or self.key_ahead(next_)
-        return char == "]" or self.value_ahead(next_)
-
-    def value_ahead(self, pos: int) -> bool:
-        """Whether an item (in an array) starts at `pos`."""
-        char = self.text[pos]
-        if char in QUOTES or char in "{[-+." or "0" <= char <= "9":
-            return True
-        word = WORD.match(self.text, pos, min(self.end, pos + _LOOKAHEAD))
-        if word is None:
-            return False
-        if self.partial and word.end() == self.end:
-            return any(name.startswith(word.group()) for name in (*LITERALS, *NONFINITE))
-        return word.group() in LITERALS or word.group() in NONFINITE
-
-    def escape(self, pos: int) -> tuple[str, int]:
-        """The backslash escape at `pos`; unknown escapes are kept as written."""
-        if pos + 1 >= self.end:
-            return "", self.end
-        char = self.text[pos + 1]
-        if char != "u":
-            return _ESCAPES.get(char, "\\" + char), pos + 2
-        code = self.hex4(pos + 2)
-        if code is None:
-            cut = CUT_HEX.match(self.text, pos + 2, self.end)
-            return ("", self.end) if cut else ("\\u", pos + 2)
-        if 0xD800 <= code < 0xDC00:
-            low = self.hex4(pos + 8) if self.text.startswith("\\u", pos + 6, self.end) else None
-            if low is not None and 0xDC00 <= low < 0xE000:
-                return chr(0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)), pos + 12
-            if CUT_LOW.match(self.text, pos + 6, self.end):
-                # Do not leave half a surrogate pair in a cut-off string.
-                return "", self.end
-        return chr(code), pos + 6
-
-    def hex4(self, pos: int) -> int | None:
-        return int(m.group(), 16) if (m := HEX4.match(self.text, pos, self.end)) else None
-
     def number(self, pos: int) -> tuple[Any, int]:
         text = self.text
         match = _LOOSE_NUMBER.match(text, pos, self.end)
         stop = match.end() if match else pos
         if self.partial and _NUMBER_TAIL.match(text, stop, self.end):
             # Cut off mid-number (`1.`, `1e+`, `-`): keep what forms a number so far.
+            self.note("closed at the end")
             strict = NUMBER.match(text, pos, stop)
             return (self.to_number(strict.group()) if strict else MISSING), self.end
         if match is None:
@@ -421,6 +293,8 @@ class Scanner:
             if word in LITERALS:
                 if word in _PYTHON:
                     self.note("python literal")
+                elif word in _CASED:
+                    self.note("literal case")
                 return LITERALS[word], match.end()
             special = self.special(word, pos, match.end())
             if special is not MISSING:
@@ -428,7 +302,7 @@ class Scanner:
             if (
                 self.partial
                 and match.end() == self.end
-                and any(name.startswith(word) for name in (*LITERALS, *NONFINITE))
+                and any(name.startswith(word) for name in NAMES)
             ):
                 return MISSING, self.end
         if member:
@@ -446,5 +320,7 @@ class Scanner:
         value = self.text[pos:stop].strip()
         if not value:
             raise Fail(pos, f"unexpected {self.text[pos]!r}")
+        if value[0] == "(":  # a tuple or a group (`()`, `(1, 2)`) is no string
+            raise Fail(pos, f"unexpected {value[0]!r}")
         self.note("unquoted value")
         return value, stop

@@ -8,8 +8,20 @@ embeddings, tool calls, `rt.once`) is an activity, so a run whose worker is
 lost goes on at another worker without repeating a completed call.
 `rt.interrupt(question)` waits for `TemporalRun.answer(...)`, for days if need
 be. Needs the `temporal` extra, and asyncio (Temporal's SDK does not run on trio).
+
+Loading this package makes interpreter exit wait (briefly, bounded) until the
+SDK's native threads are out of Python, which otherwise can abort a program
+that ends right after its last Temporal call (see `_exit`).
 """
 
+import importlib.util as _util
+
+from .._extras import pip_install as _pip_install
+
+if _util.find_spec("temporalio") is None:
+    raise ImportError(f"agentgraph.temporal needs Temporal's SDK: {_pip_install('temporal')}")
+
+from . import _exit as _exit  # registers the exit hook
 from ._client import RunFailed as RunFailed
 from ._client import RunState as RunState
 from ._client import TemporalRun as TemporalRun

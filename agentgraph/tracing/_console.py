@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from .._events import RunFinished
+from .._extras import pip_install
 from .._redact import Redaction, Redactor
 from ._records import Recorder
 from ._text import (
@@ -49,9 +50,7 @@ def _has_rich() -> bool:
 
 def _use_rich(style: Style) -> bool:
     if style == "rich" and not _has_rich():
-        raise ImportError(
-            "style='rich' needs the rich package: pip install 'agentgraph-engine[rich]'"
-        )
+        raise ImportError(f"style='rich' needs the rich package: {pip_install('rich')}")
     return style == "rich" or (style == "auto" and _has_rich())
 
 

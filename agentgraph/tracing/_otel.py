@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import attrs
 import orjson
 
+from .._extras import pip_install
 from .._redact import Redaction, Redactor
 from ._records import Recorder
 
@@ -82,9 +83,7 @@ class OtelSink:
         try:
             from opentelemetry import trace
         except ImportError as exc:
-            raise ImportError(
-                "OtelSink needs OpenTelemetry: pip install 'agentgraph-engine[otel]'"
-            ) from exc
+            raise ImportError(f"OtelSink needs OpenTelemetry: {pip_install('otel')}") from exc
         self._tracer: Tracer = trace.get_tracer("agentgraph", tracer_provider=tracer_provider)
         self._trace = trace
         self.capture_content = capture_content

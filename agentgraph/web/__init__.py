@@ -14,9 +14,10 @@ try:
     import starlette  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only without the extra
+    from .._extras import pip_install
+
     raise ImportError(
-        f"agentgraph.web needs the web extra ({exc.name} is missing): "
-        "pip install 'agentgraph-engine[web]'"
+        f"agentgraph.web needs the web extra ({exc.name} is missing): {pip_install('web')}"
     ) from exc
 
 from .._errors import RunInputError as RunInputError

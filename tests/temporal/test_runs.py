@@ -229,24 +229,6 @@ async def test_recorded_histories_replay_without_nondeterminism(client, queue, t
         await changed.replay_workflow(history)
 
 
-@pytest.mark.timeout(120)
-async def test_the_durable_approval_example_runs(temporal_address):
-    import os
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "TEMPORAL_ADDRESS": temporal_address}
-    command = [sys.executable, str(root / "examples" / "durable_approval.py")]
-    with anyio.fail_after(100):
-        done = await anyio.run_process(command, env=env, check=False)
-    assert done.returncode == 0, done.stderr.decode()[-2000:]
-    out = done.stdout.decode()
-    assert "waiting for approval at step 2: refund" in out
-    assert "answer: Done: refunded 59.90 on order A-1042." in out
-    assert "model calls: 2" in out
-
-
 async def test_waiting_for_a_question_from_a_run_that_never_asks_is_refused(client, queue):
     graph = counter(1)
     async with worker(client, task_queue=queue, graphs=[graph]):
