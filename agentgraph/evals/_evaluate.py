@@ -29,7 +29,7 @@ from ..llm._messages import Usage
 from ._dataset import Case, Dataset
 from ._report import Report, RunResult
 from ._score import EvaluatorLike, Outcome, Score, run_evaluator
-from ._stored import load_log, outcome_from_log, run_ids_of, stored_runs
+from ._stored import load_log, outcome_from_log, run_ids_of, spread, stored_runs
 from ._traced import read_trace_runs
 
 __all__ = ("evaluate", "read_runs", "run_cost", "score_runs")
@@ -207,17 +207,13 @@ async def read_runs(
     chosen = stored_runs(runs, listed)
     known = types or NO_TYPES
     found: list[Outcome | None] = [None] * len(chosen)
-    todo = iter(range(len(chosen)))
 
-    async def worker() -> None:
-        for i in todo:  # one iterator shared: each run is read by one worker
-            run_id, case, repeat = chosen[i]
-            log, blobs = await load_log(store, run_id)
-            found[i] = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
+    async def read(i: int) -> None:
+        run_id, case, repeat = chosen[i]
+        log, blobs = await load_log(store, run_id)
+        found[i] = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(min(concurrency, len(chosen))):
-            tg.start_soon(worker)
+    await spread(len(chosen), concurrency, read)
     return [o for o in found if o is not None]
 
 

@@ -16,9 +16,10 @@ which commits as one step; a node is known by its name only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 import orjson
 
@@ -48,7 +49,14 @@ from ..llm._model import ChatResponse
 from ._dataset import Case
 from ._score import Outcome
 
-__all__ = ("RecordedNode", "load_log", "outcome_from_log", "run_ids_of", "stored_runs")
+__all__ = (
+    "RecordedNode",
+    "load_log",
+    "outcome_from_log",
+    "run_ids_of",
+    "spread",
+    "stored_runs",
+)
 
 _FINISH = "finish"
 """The name of every graph's finish marker: a step routed there at the root ended the run."""
@@ -100,6 +108,31 @@ def stored_runs(
         out.append((run_id, case, repeats.get(name, 0)))
         repeats[name] = repeats.get(name, 0) + 1
     return out
+
+
+async def spread(count: int, concurrency: int, work: Callable[[int], Awaitable[None]]) -> None:
+    """`await work(i)` for every i below `count`, `concurrency` at once.
+
+    The first error stops the others and is raised as itself: a run that
+    cannot be read fails the whole reading, naming that run.
+    """
+    todo = iter(range(count))
+    failed: list[Exception] = []
+
+    async def worker(scope: anyio.CancelScope) -> None:
+        for i in todo:  # one iterator shared: each item is worked on once
+            try:
+                await work(i)
+            except Exception as exc:
+                failed.append(exc)
+                scope.cancel()
+                return
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(min(concurrency, count)):
+            tg.start_soon(worker, tg.cancel_scope)
+    if failed:
+        raise failed[0]
 
 
 async def load_log(store: CheckpointStore, run_id: str) -> tuple[RunLog, dict[str, bytes]]:

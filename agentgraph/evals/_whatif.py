@@ -19,13 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import anyio
 import attrs
 
 from .._context import AgentContext
 from .._errors import CheckpointError, RecordedRunError, ReplayDiverged, UsageError
 from .._graph import Graph
-from .._json import NO_TYPES, Types
+from .._json import Types
 from .._node import Node
 from .._redact import Redaction, Redactor
 from .._runner import GraphRunner, as_graph, new_run_id
@@ -39,7 +38,7 @@ from ._dataset import Case
 from ._evaluate import _scored
 from ._report import Report, RunResult
 from ._score import EvaluatorLike
-from ._stored import load_log, outcome_from_log, stored_runs
+from ._stored import load_log, outcome_from_log, spread, stored_runs
 
 __all__ = ("Variant", "WhatIfCase", "WhatIfReport", "what_if")
 
@@ -258,7 +257,6 @@ async def what_if(
     chosen = stored_runs(runs, ())
     found: list[WhatIfCase | None] = [None] * len(chosen)
     shared = tuple(evaluators)
-    todo = iter(range(len(chosen)))
 
     async def one(run_id: str, case: Case | None, repeat: int) -> WhatIfCase:
         log, blobs = await load_log(store, run_id)
@@ -288,13 +286,10 @@ async def what_if(
             spent,
         )
 
-    async def worker() -> None:
-        for i in todo:
-            found[i] = await one(*chosen[i])
+    async def work(i: int) -> None:
+        found[i] = await one(*chosen[i])
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(min(concurrency, len(chosen))):
-            tg.start_soon(worker)
+    await spread(len(chosen), concurrency, work)
     pairs = [c for c in found if c is not None]
     counts: dict[str, int] = {}
     for pair in pairs:
