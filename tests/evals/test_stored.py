@@ -3,8 +3,7 @@
 import pytest
 
 from agentgraph import AgentContext, GraphRunner
-from agentgraph.checkpoint import MemoryStore
-from agentgraph.checkpoint._records import Effect
+from agentgraph.checkpoint import Effect, MemoryStore
 from agentgraph.evals import (
     MaxModelRequests,
     MaxSteps,
