@@ -26,6 +26,7 @@ import orjson
 
 from .._errors import DatasetError, UnsupportedCase
 from ._dataset import Case, Dataset
+from ._specs import _build
 from ._trajectory import Call, Trajectory
 
 __all__ = ("read_adk_evalset",)
@@ -61,7 +62,7 @@ def _text(content: Any, source: str, case: str, what: str) -> str | None:
     return "".join(texts)
 
 
-def _calls(intermediate: Any, source: str, case: str) -> list[Call]:
+def _calls(intermediate: Any, source: str, case: str) -> list[str | Call]:
     if intermediate is None:
         return []
     if not isinstance(intermediate, Mapping):
@@ -73,7 +74,7 @@ def _calls(intermediate: Any, source: str, case: str) -> list[Call]:
             "invocation_events",
             "intermediate data as invocation events is not read; give tool_uses",
         )
-    calls = []
+    calls: list[str | Call] = []
     for use in _field(intermediate, "tool_uses") or []:
         if not isinstance(use, Mapping) or not isinstance(use.get("name"), str):
             raise DatasetError(source, f"case {case!r}: a tool use is an object with a name")
@@ -129,7 +130,8 @@ def _case(item: Any, source: str, number: int) -> Case:
     metadata: dict[str, Any] = {"eval_id": name}
     if isinstance(state, Mapping) and _field(state, "state"):
         metadata["session_state"] = dict(_field(state, "state"))
-    evaluators = [Trajectory(calls, order="exact", arguments="subset")]
+    # Built through `_build`: attrs' tuple converter hides the field's type from mypy.
+    evaluators = [_build(Trajectory, (calls,), {"order": "exact", "arguments": "subset"})]
     return Case(name, question, expected, metadata, evaluators)
 
 

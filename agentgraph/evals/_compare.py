@@ -105,7 +105,8 @@ def compare(before: Report | WhatIfReport, after: Report | None = None) -> Compa
     Given a what-if's report alone, what changed from its recorded runs to its new ones.
     """
     if not isinstance(before, Report):
-        before, after = before.before, before.after
+        pair = before  # a what-if report
+        before, after = pair.before, pair.after
     if after is None:
         raise TypeError("compare(before, after) needs two reports, or one what-if report")
     old, new = _per_case(before), _per_case(after)

@@ -257,14 +257,14 @@ def _effect(
         data = orjson.loads(effect.value)
         message: Message = decode_message(data["m"], types, blobs)
         name, _, call_id = effect.key.split(":", 1)[1].removeprefix("tool ").partition(" ")
-        call = calls.get(call_id) or _asked(given, call_id)
-        if call is None or call.name != name:
+        found = calls.get(call_id) or _asked(given, call_id)
+        if found is None or found.name != name:
             raise RecordedRunError(
                 run_id,
                 f"tool result {effect.key!r}: the call it answers ({name}, id {call_id!r}) is "
                 "in no recorded response and not in the step's conversation",
             )
-        yield ToolFinished(index, path, call, message, float(data["d"]))
+        yield ToolFinished(index, path, found, message, float(data["d"]))
 
 
 def _asked(given: AgentContext[Any], call_id: str) -> ToolCall | None:

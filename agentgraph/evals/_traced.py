@@ -121,9 +121,9 @@ def _step(step: Step) -> Iterator[Event]:
         )
     for tool in step.tool_calls:
         message = Message.tool(tool.id, tool.result, name=tool.name, is_error=tool.is_error)
-        call = ToolCall(tool.id, tool.name, dict(tool.arguments))
+        asked = ToolCall(tool.id, tool.name, dict(tool.arguments))
         timed.append(
-            (tool.start, 2, ToolFinished(step.index, step.path, call, message, tool.duration))
+            (tool.start, 2, ToolFinished(step.index, step.path, asked, message, tool.duration))
         )
     timed.sort(key=lambda item: (item[0], item[1]))
     yield from (event for _, _, event in timed)

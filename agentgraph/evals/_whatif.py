@@ -24,6 +24,7 @@ import attrs
 from .._context import AgentContext
 from .._errors import CheckpointError, RecordedRunError, ReplayDiverged, UsageError
 from .._graph import Graph
+from .._journal import JournalSource
 from .._json import Types
 from .._node import Node
 from .._redact import Redaction, Redactor
@@ -195,7 +196,7 @@ async def _check_prefix(
         blobs=blobs,
     )
     try:
-        await runner.replay(graph, log.run.run_id, _PrefixSource(journal))  # type: ignore[arg-type]
+        await runner.replay(graph, log.run.run_id, _PrefixSource(journal))
     except _PrefixChecked:
         return
     except ReplayDiverged as error:
@@ -250,6 +251,8 @@ async def what_if(
     """
     if concurrency < 1:
         raise ValueError(f"concurrency is at least 1, not {concurrency}")
+    if not isinstance(store, JournalSource):
+        raise UsageError(f"{type(store).__name__} cannot resume runs: what_if needs a StoreBase")
     base = runner or GraphRunner()
     graph = as_graph(change.graph)
     known = base.types.with_types(*graph.data_types(), *((types,) if types else ()))
