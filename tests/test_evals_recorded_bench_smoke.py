@@ -1,4 +1,4 @@
-"""The recorded-runs evaluation benchmark runs end to end at its quick size; no timing is checked."""
+"""The recorded-runs evaluation benchmark runs at its quick size; no timing is checked."""
 
 import pytest
 
