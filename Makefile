@@ -112,6 +112,7 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/llm_profile.py
 	$(BIN)/python benchmarks/durability.py
 	$(BIN)/python benchmarks/evals.py
+	$(BIN)/python benchmarks/evals_recorded.py
 
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py

@@ -8,6 +8,7 @@ AgentGraphError
 ├── ContextDecodingError (ValueError)       a serialized context that cannot be rebuilt
 ├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
 │   ├── LeaseLost                           the run's lease lapsed or passed to another runner
+│   ├── RecordedRunError                    a recorded run that cannot be read back (evals)
 │   └── BlobDamaged                         a stored blob whose bytes fail their digest (checkpoint)
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
@@ -50,6 +51,7 @@ AgentGraphError
 ├── RunInputError (ValueError)              a run request from outside (AG-UI) that cannot run
 ├── TraceFormatError (ValueError)           a trace file that cannot be read
 ├── DatasetError (ValueError)               an evaluation dataset or report that cannot be read
+│   └── UnsupportedCase                     a case of a foreign format that cannot run here (evals)
 └── LongTermMemoryError                     a memory store refused or failed a request (memory)
     ├── MemoryInputError (ValueError)       a namespace, key, value or limit that cannot be stored
     ├── MemoryEmbedError (RuntimeError)     the embedder failed during a put: nothing was stored
@@ -110,6 +112,7 @@ from ._errors_toolkit import OutputError as OutputError
 from ._errors_toolkit import RunInputError as RunInputError
 from ._errors_toolkit import ToolError as ToolError
 from ._errors_toolkit import TraceFormatError as TraceFormatError
+from ._errors_toolkit import UnsupportedCase as UnsupportedCase
 from ._errors_toolkit import UnsupportedType as UnsupportedType
 from ._errors_toolkit import VectorStoreError as VectorStoreError
 
@@ -145,6 +148,7 @@ __all__ = (
     "ProviderStatusError",
     "ProviderTimeout",
     "RateLimitError",
+    "RecordedRunError",
     "ReplayDiverged",
     "ResponseFormatError",
     "ResumeError",
@@ -156,6 +160,7 @@ __all__ = (
     "StepLimitExceeded",
     "ToolError",
     "TraceFormatError",
+    "UnsupportedCase",
     "UnsupportedSetting",
     "UnsupportedType",
     "UsageError",
@@ -473,3 +478,17 @@ class LeaseLost(CheckpointError):
         self.run_id = run_id
         self.why = masked(why)
         super().__init__(f"run {run_id!r} is no longer ours to run: {why}")
+
+
+class RecordedRunError(CheckpointError):
+    """A recorded run that cannot be read back to be scored or replayed: `.run_id`, `.why`.
+
+    The run is not in the store, its record holds no committed step (it
+    stopped before its first step completed), or a record of it is damaged
+    (the store's error is the `__cause__`).
+    """
+
+    def __init__(self, run_id: str, why: str) -> None:
+        self.run_id = run_id
+        self.why = masked(why)
+        super().__init__(f"recorded run {run_id!r} cannot be read: {why}")

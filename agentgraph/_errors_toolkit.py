@@ -18,6 +18,7 @@ __all__ = (
     "RunInputError",
     "ToolError",
     "TraceFormatError",
+    "UnsupportedCase",
     "UnsupportedType",
     "VectorStoreError",
 )
@@ -111,6 +112,19 @@ class DatasetError(AgentGraphError, ValueError):
         self.reason = masked(reason)
         where = source if line is None else f"{source}, line {line}"
         super().__init__(f"cannot read dataset {where}: {reason}")
+
+
+class UnsupportedCase(DatasetError):
+    """A case of a foreign dataset format that agentgraph cannot run: `.case`, `.feature`.
+
+    Google ADK's multi-turn conversations (`feature="multi-turn"`) and
+    simulated users (`feature="conversation_scenario"`) are such cases.
+    """
+
+    def __init__(self, source: str, case: str, feature: str, reason: str) -> None:
+        self.case = case
+        self.feature = feature
+        super().__init__(source, f"case {case!r}: {reason}")
 
 
 class TraceFormatError(AgentGraphError, ValueError):

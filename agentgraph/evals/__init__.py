@@ -9,12 +9,17 @@ render_report(report, sys.stdout)
 Datasets (`Case`, `Dataset`: JSON lines and YAML, and pydantic-evals files)
 live apart from evaluators (one small class each, all returning `Score`s
 from an `Outcome`: what a run left behind, never the runner) and from
-reporting (`Report`, the console table, JUnit XML, `compare`, `check`).
+reporting (`Report`, the console table, JUnit XML, HTML, `compare`, `check`).
+Runs that already ran are scored from their journal or trace (`score_runs`,
+calling no model), and `what_if` replays recorded runs with one change.
 YAML needs the `evals` extra (PyYAML); the table uses rich when installed.
 """
 
 from .._errors import DatasetError as DatasetError
 from .._errors import JudgeError as JudgeError
+from .._errors import RecordedRunError as RecordedRunError
+from .._errors import UnsupportedCase as UnsupportedCase
+from ._adk import read_adk_evalset as read_adk_evalset
 from ._checks import Contains as Contains
 from ._checks import Equals as Equals
 from ._checks import EqualsExpected as EqualsExpected
@@ -31,9 +36,12 @@ from ._compare import compare as compare
 from ._dataset import Case as Case
 from ._dataset import Dataset as Dataset
 from ._evaluate import evaluate as evaluate
+from ._evaluate import read_runs as read_runs
 from ._evaluate import run_cost as run_cost
 from ._evaluate import score_runs as score_runs
 from ._foreign import read_pydantic_evals as read_pydantic_evals
+from ._html import report_to_html as report_to_html
+from ._html import write_html as write_html
 from ._judge import Judge as Judge
 from ._judge import Judgement as Judgement
 from ._judge import Verdict as Verdict
@@ -48,6 +56,7 @@ from ._report import pass_hat_k as pass_hat_k
 from ._score import Evaluator as Evaluator
 from ._score import Outcome as Outcome
 from ._score import Score as Score
+from ._traced import read_trace_runs as read_trace_runs
 from ._trajectory import Call as Call
 from ._trajectory import MaxModelRequests as MaxModelRequests
 from ._trajectory import MaxToolCalls as MaxToolCalls
@@ -55,6 +64,10 @@ from ._trajectory import ToolArguments as ToolArguments
 from ._trajectory import Trajectory as Trajectory
 from ._trajectory import model_requests as model_requests
 from ._trajectory import tool_calls as tool_calls
+from ._whatif import Variant as Variant
+from ._whatif import WhatIfCase as WhatIfCase
+from ._whatif import WhatIfReport as WhatIfReport
+from ._whatif import what_if as what_if
 
 __all__ = (
     "Call",
@@ -79,24 +92,35 @@ __all__ = (
     "MaxTokens",
     "MaxToolCalls",
     "Outcome",
+    "RecordedRunError",
     "Report",
     "RunResult",
     "Score",
     "ToolArguments",
     "Trajectory",
+    "UnsupportedCase",
     "ValidatesAs",
+    "Variant",
     "Verdict",
+    "WhatIfCase",
+    "WhatIfReport",
     "check",
     "compare",
     "evaluate",
     "model_requests",
     "pass_at_k",
     "pass_hat_k",
+    "read_adk_evalset",
     "read_pydantic_evals",
+    "read_runs",
+    "read_trace_runs",
     "render_report",
+    "report_to_html",
     "run_cost",
     "score_runs",
     "to_junit",
     "tool_calls",
+    "what_if",
+    "write_html",
     "write_junit",
 )

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 import attrs
 
 from ._report import Report
+
+if TYPE_CHECKING:
+    from ._whatif import WhatIfReport
 
 __all__ = ("Change", "Comparison", "check", "compare", "report_means")
 
@@ -96,8 +99,16 @@ def _per_case(report: Report) -> dict[tuple[str, str], float]:
     return found
 
 
-def compare(before: Report, after: Report) -> Comparison:
-    """What changed from `before` to `after`, per case and score, and overall."""
+def compare(before: Report | WhatIfReport, after: Report | None = None) -> Comparison:
+    """What changed from `before` to `after`, per case and score, and overall.
+
+    Given a what-if's report alone, what changed from its recorded runs to its new ones.
+    """
+    if not isinstance(before, Report):
+        pair = before  # a what-if report
+        before, after = pair.before, pair.after
+    if after is None:
+        raise TypeError("compare(before, after) needs two reports, or one what-if report")
     old, new = _per_case(before), _per_case(after)
     keys = list(dict.fromkeys([*old, *new]))
     changes = tuple(

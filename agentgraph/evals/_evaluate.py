@@ -8,6 +8,7 @@ evaluation, and an evaluator that raises is a score with an error.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,17 +19,20 @@ import anyio
 from .._errors import ContextEncodingError
 from .._events import Event, ModelResponded, RunFinished
 from .._journal import JournalSource
-from .._json import to_data
+from .._json import NO_TYPES, Types, to_data
 from .._node import Node
 from .._redact import Redaction, Redactor
 from .._runner import GraphRunner, new_run_id
 from .._usage import Price
+from ..checkpoint._store import CheckpointStore
 from ..llm._messages import Usage
 from ._dataset import Case, Dataset
 from ._report import Report, RunResult
 from ._score import EvaluatorLike, Outcome, Score, run_evaluator
+from ._stored import load_log, outcome_from_log, run_ids_of, spread, stored_runs
+from ._traced import read_trace_runs
 
-__all__ = ("evaluate", "run_cost", "score_runs")
+__all__ = ("evaluate", "read_runs", "run_cost", "score_runs")
 
 Progress = Callable[[int, int], None]
 """Told `(done, total)` after every run."""
@@ -126,24 +130,91 @@ async def evaluate(
 
 
 async def score_runs(
-    outcomes: Sequence[Outcome],
+    source: Sequence[Outcome] | CheckpointStore | str | os.PathLike[str],
     evaluators: Sequence[EvaluatorLike] = (),
     *,
+    runs: Sequence[str] | Mapping[str, Case] | None = None,
     name: str = "runs",
+    types: Types | None = None,
+    prices: Mapping[str, Price] | None = None,
+    concurrency: int = 16,
     redact: Redaction | Redactor | None = None,
 ) -> Report:
-    """Score runs made elsewhere (on Ray, say) as `evaluate` scores its own.
+    """Score runs that already ran, as `evaluate` scores its own, calling no model and no tool.
 
-    Each `Outcome` holds what its run left behind; the evaluators that need
-    events (trajectories) see only what the outcome carries. The repeat count
-    is the most runs any case has.
+    Args:
+        source: where the runs are: `Outcome`s made elsewhere (on Ray, say); a
+            checkpoint store, whose journals are read back (see `read_runs`);
+            or the path of a JSON-lines trace file (see `read_trace_runs`:
+            trace records are masked, so scores that read a masked value may
+            differ from the same runs' scores on a store).
+        evaluators: evaluators for every run (each case's own score it too).
+        runs: the runs of a store or trace to score, or a mapping of run
+            id to the `Case` it ran (for evaluators that read `expected`); every
+            run by default, when the store can list them. A run without a case
+            is scored as a case named by its run id.
+        name: the report's name.
+        types: the classes the runs' contexts may hold besides agentgraph's own.
+        prices: model prices by name, for each run's cost.
+        concurrency: runs read from the store at once.
+        redact: a hook or `Redactor` masking more than secrets in the report.
+
+    The repeat count is the most runs any case has.
+
+    Raises:
+        RecordedRunError: a run that is not in the store, holds no committed
+            step, or whose record is damaged (naming the run).
+        TraceFormatError: a trace file that cannot be read.
     """
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
+    if isinstance(source, str | os.PathLike):
+        outcomes: Sequence[Outcome] = read_trace_runs(source, runs, prices=prices)
+    elif isinstance(source, CheckpointStore):
+        outcomes = await read_runs(
+            source, runs, types=types, prices=prices, concurrency=concurrency
+        )
+    else:
+        outcomes = source
     results = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
     counts: dict[str, int] = {}
     for outcome in outcomes:
         counts[outcome.case.name] = counts.get(outcome.case.name, 0) + 1
     return Report(name, results, max(counts.values(), default=1))
+
+
+async def read_runs(
+    store: CheckpointStore,
+    runs: Sequence[str] | Mapping[str, Case] | None = None,
+    *,
+    types: Types | None = None,
+    prices: Mapping[str, Price] | None = None,
+    concurrency: int = 16,
+) -> list[Outcome]:
+    """What each recorded run left behind, read from its journal: no model or tool is called.
+
+    `runs` are run ids, or a mapping of run id to its `Case`; every run in
+    the store by default (when it can list them). The events are rebuilt from
+    the journal's effects (see `agentgraph.evals` on what a journal lacks).
+
+    Raises:
+        RecordedRunError: naming a run that is unknown, has no committed step,
+            or is damaged.
+        UsageError: `runs` is None and the store cannot list its runs.
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency is at least 1, not {concurrency}")
+    listed = await run_ids_of(store) if runs is None else ()
+    chosen = stored_runs(runs, listed)
+    known = types or NO_TYPES
+    found: list[Outcome | None] = [None] * len(chosen)
+
+    async def read(i: int) -> None:
+        run_id, case, repeat = chosen[i]
+        log, blobs = await load_log(store, run_id)
+        found[i] = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
+
+    await spread(len(chosen), concurrency, read)
+    return [o for o in found if o is not None]
 
 
 async def _scored(

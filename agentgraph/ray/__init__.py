@@ -7,7 +7,8 @@ runs many runs at once on one event loop; every input gets one `BatchRow`
 row never fails the batch. With a shared checkpoint store and a batch id, a
 batch run again after a lost driver or worker reads back what finished and
 resumes what was interrupted. `RateLimit`s are shared by every actor through
-one Ray actor that keeps a token bucket per provider.
+one Ray actor that keeps a token bucket per provider. `evaluate_on_ray` and
+`score_runs_on_ray` give the reports `agentgraph.evals` gives locally.
 
 Needs the `ray` extra (Ray Data and tqdm); without it, importing this package
 is an `ImportError` naming the line that installs it. Ray itself is imported
@@ -26,6 +27,8 @@ if _util.find_spec("ray") is None or _util.find_spec("tqdm") is None:
 
 from ._batch import BatchRow as BatchRow
 from ._batch import run_batch as run_batch
+from ._evals import evaluate_on_ray as evaluate_on_ray
+from ._evals import score_runs_on_ray as score_runs_on_ray
 from ._limits import RateLimit as RateLimit
 
-__all__ = ("BatchRow", "RateLimit", "run_batch")
+__all__ = ("BatchRow", "RateLimit", "evaluate_on_ray", "run_batch", "score_runs_on_ray")

@@ -46,3 +46,13 @@ def reply(request: ChatRequest):
 
 
 agent = react_agent(ScriptedModel(reply, repeat=True, name="scripted-bump"), [bump], max_turns=2)
+
+
+def _calculator():
+    from tests.evals.agents import agent as calculator_agent
+
+    return calculator_agent()
+
+
+calculator = _calculator()
+"""The evaluation tests' calculator agent, for `evaluate_on_ray`."""
