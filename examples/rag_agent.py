@@ -48,12 +48,16 @@ INSTRUCTIONS = (
 
 
 def documentation() -> list[Document]:
-    """The README and the docstring of every public name of the core, nodes and rag packages."""
+    """The README, the documentation's concept and guide pages, and the docstring of every
+    public name of the core, nodes and rag packages."""
     import agentgraph
     import agentgraph.nodes
     import agentgraph.rag
 
     docs = [Document("README.md", (ROOT / "README.md").read_text(encoding="utf-8"))]
+    for folder in ("concepts", "guides"):
+        for page in sorted((ROOT / "docs" / folder).glob("*.md")):
+            docs.append(Document(f"docs/{folder}/{page.name}", page.read_text(encoding="utf-8")))
     seen: set[int] = set()
     for package in (agentgraph, agentgraph.nodes, agentgraph.rag):
         for name in package.__all__:

@@ -112,8 +112,15 @@ def _record_models_and_inputs(monkeypatch) -> tuple[list, list[str]]:
     return models, inputs
 
 
+def test_the_readme_is_a_landing_page_and_the_site_holds_the_rest():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    assert python_blocks(ROOT / "README.md"), "the README shows one example"
+    for link in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / link).is_file(), link
+
+
 def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
-    assert len(python_blocks(ROOT / "README.md")) >= 5
     for page in pages():
         for block, _ in python_blocks(page):
             first = block.lstrip().splitlines()[0] if block.strip() else ""
