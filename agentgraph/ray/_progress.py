@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -13,7 +14,11 @@ __all__ = ("Progress",)
 
 
 class Progress:
-    """Counts finished rows as they arrive; draws them with `tqdm.auto` when enabled."""
+    """Counts finished rows as they arrive; draws them with `tqdm.auto` when enabled.
+
+    The bar is drawn in a notebook or on a terminal; into a pipe or a log file
+    its redraws would only be clutter, so there it is left out.
+    """
 
     def __init__(self, total: int, *, enabled: bool) -> None:
         self.total = total
@@ -24,7 +29,8 @@ class Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=total, unit="run", desc="agentgraph batch", smoothing=0.1)
+            if _notebook(tqdm) or _terminal():
+                self._bar = tqdm(total=total, unit="run", desc="agentgraph batch", smoothing=0.1)
 
     def advance(self, rows: Sequence[BatchRow]) -> None:
         self.done += len(rows)
@@ -45,3 +51,11 @@ class Progress:
     ) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def _notebook(bar: type) -> bool:
+    return any(kind.__module__ == "tqdm.notebook" for kind in bar.__mro__)
+
+
+def _terminal() -> bool:
+    return sys.stderr is not None and sys.stderr.isatty()

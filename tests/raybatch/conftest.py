@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from agentgraph.ray._batch import local_only
+from agentgraph.ray._local import local_only
 
 HEAD_CPUS = 2
 

@@ -1,6 +1,7 @@
 """`run_batch` on a local Ray cluster: rows in order, a failing row alone, typed, masked errors."""
 
 import functools
+import sys
 
 import pytest
 
@@ -104,7 +105,8 @@ def test_bad_arguments_are_refused_before_anything_runs(ray_cluster, tmp_path):
     assert run_batch(AGENT, [], progress=False) == []
 
 
-def test_the_progress_bar_counts_rows_failures_and_tokens(capsys):
+def test_the_progress_bar_counts_rows_failures_and_tokens(capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # as on a terminal
     usage = Usage(input_tokens=7, output_tokens=3, requests=1)
     rows = [
         BatchRow(0, "0", "b-0", "finished", "new", "x", None, None, usage, 3, 0.1),
@@ -118,3 +120,11 @@ def test_the_progress_bar_counts_rows_failures_and_tokens(capsys):
     with Progress(2, enabled=False) as quiet:
         quiet.advance(rows)
     assert capsys.readouterr().err == "" and quiet.done == 2
+
+
+def test_the_progress_bar_is_left_out_of_a_pipe_or_a_log_file(capsys):
+    usage = Usage(input_tokens=7, output_tokens=3, requests=1)
+    row = BatchRow(0, "0", "b-0", "finished", "new", "x", None, None, usage, 3, 0.1)
+    with Progress(1, enabled=True) as bar:
+        bar.advance([row])
+    assert capsys.readouterr().err == "" and (bar.done, bar.tokens) == (1, 10)

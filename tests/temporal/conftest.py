@@ -49,8 +49,9 @@ def temporal_address():
         "--port", str(port), "--http-port", str(_free_port()),
         "--metrics-port", str(_free_port()), "--log-level", "error",
     ]  # fmt: skip
-    with tempfile.TemporaryFile() as log:
-        yield from _serve(command, port, log)
+    # The CLI keeps a cluster id under ~/.config/temporalio: a home of its own keeps it in temp.
+    with tempfile.TemporaryFile() as log, tempfile.TemporaryDirectory() as home:
+        yield from _serve(command, port, log, home)
 
 
 def _answers(address: str) -> bool:
@@ -69,8 +70,9 @@ def _answers(address: str) -> bool:
     return True
 
 
-def _serve(command, port, log):
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log)
+def _serve(command, port, log, home):
+    env = os.environ | {"HOME": home}
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log, env=env)
     try:
         deadline = time.monotonic() + STARTUP
         while not (_listening(port) and _answers(f"127.0.0.1:{port}")):

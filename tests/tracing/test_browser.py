@@ -50,7 +50,18 @@ def headless(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProc
         *extra,
         page.as_uri(),
     ]
-    return subprocess.run(command, capture_output=True, timeout=45, check=True)
+    return subprocess.run(
+        command, capture_output=True, timeout=45, check=True, env=own_home(profile)
+    )
+
+
+def own_home(profile: Path) -> dict[str, str]:
+    """The environment with a home beside the profile: Chromium keeps crash reports and
+    desktop settings under `~` whatever the profile, and a test writes only in its temp dir."""
+    home = profile.with_name(f"{profile.name}-home")
+    home.mkdir(exist_ok=True)
+    drop = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+    return {k: v for k, v in os.environ.items() if k not in drop} | {"HOME": str(home)}
 
 
 @pytest.fixture

@@ -48,6 +48,7 @@ def browser(profile: Path) -> Iterator[tuple[Page, Page]]:
             args=ARGS,
             headless=True,
             viewport={"width": 1280, "height": 860},
+            env=_own_home(profile),
         )
         try:
             context.set_default_timeout(TIMEOUT_MS)
@@ -70,3 +71,12 @@ def start_run(page: Page, text: str) -> str:
     run_id = page.get_attribute("body", "data-run")
     assert run_id
     return run_id
+
+
+def _own_home(profile: Path) -> dict[str, str | float | bool]:
+    """The environment with a home beside the profile: Chromium keeps crash reports and
+    desktop settings under `~` whatever the profile, and a test writes only in its temp dir."""
+    home = profile.with_name(f"{profile.name}-home")
+    home.mkdir(exist_ok=True)
+    drop = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+    return {k: v for k, v in os.environ.items() if k not in drop} | {"HOME": str(home)}
