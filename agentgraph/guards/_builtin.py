@@ -218,5 +218,5 @@ class JudgeGuard(Guard):
             "usage": to_data(done.usage),
         }
         if passed:
-            return Decision.allow(verdict.reason, **detail)
-        return Decision.block(verdict.reason or "the judge's verdict is a fail", **detail)
+            return Decision("allow", verdict.reason, None, detail)
+        return Decision("block", verdict.reason or "the judge's verdict is a fail", None, detail)
