@@ -25,7 +25,7 @@ AgentGraphError
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
 ├── ActivityFailed                          an effect's Temporal activity failed for good (temporal)
-├── GuardrailTripped                        a guard blocked a model's input, an answer or a tool call
+├── GuardrailTripped                        a guard blocked a model's input, an answer or a call
 ├── GuardError (TypeError)                  a guard that cannot work (a rewrite of the wrong type)
 ├── ScriptExhausted (AssertionError)        a scripted model ran out of replies (testing)
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable

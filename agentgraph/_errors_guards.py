@@ -54,7 +54,7 @@ class GuardrailTripped(AgentGraphError):
         self.stage = stage
         self.reason = masked(reason)
         self.subject = subject
-        self.detail = dict(detail or {})
+        self.detail = dict(detail) if isinstance(detail, Mapping) else {}
         self.step = step
         self.path = tuple(path)
         self.usage = usage

@@ -32,8 +32,9 @@ from ._runtime import Runtime as Runtime
 from ._usage import Meter, UsageLimits
 
 if TYPE_CHECKING:
-    from .guards._guard import Guards
     from anyio.abc import ObjectReceiveStream
+
+    from .guards._guard import Guards
 
 __all__ = (
     "NO_ANSWER",

@@ -30,9 +30,8 @@ from ._pii import luhn_valid as luhn_valid
 from ._text import TextGuard as TextGuard
 
 __all__ = (
-    "DEFAULT_TIMEOUT",
-    "PARTIAL",
     "CheckOutput",
+    "DEFAULT_TIMEOUT",
     "Decision",
     "FunctionGuard",
     "Guard",
@@ -44,6 +43,7 @@ __all__ = (
     "MaskPII",
     "MaskSecrets",
     "MaxLength",
+    "PARTIAL",
     "Stage",
     "TextGuard",
     "ToolPolicy",

@@ -31,6 +31,10 @@ def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _denied(value: Iterable[str]) -> tuple[str, ...]:
+    return _names(value) or ()
+
+
 def _rules(value: Mapping[str, str]) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
     """`{"tool.argument": pattern}` as (tool glob, argument, compiled pattern)."""
     rules = []
@@ -44,6 +48,13 @@ def _rules(value: Mapping[str, str]) -> tuple[tuple[str, str, re.Pattern[str]], 
 
 def _shown(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(to_data(value)).decode()
+
+
+def _argument(call: ToolCall, tool: str, glob: str, argument: str) -> str | None:
+    """The argument's value as text, when a rule on `glob.argument` applies to the call."""
+    if not fnmatch.fnmatchcase(tool, glob) or argument not in call.arguments:
+        return None
+    return _shown(call.arguments[argument])
 
 
 @attrs.frozen
@@ -66,7 +77,7 @@ class ToolPolicy(Guard):
     """
 
     allow: tuple[str, ...] | None = attrs.field(default=None, converter=_names)
-    deny: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _names(v) or ())
+    deny: tuple[str, ...] = attrs.field(default=(), converter=_denied)
     allow_arguments: tuple[tuple[str, str, re.Pattern[str]], ...] = attrs.field(
         factory=dict, converter=_rules
     )
@@ -85,25 +96,25 @@ class ToolPolicy(Guard):
         if not isinstance(value, ToolCall):
             return ALLOW
         tool = value.name
-        for pattern in self.deny:
-            if fnmatch.fnmatchcase(tool, pattern):
-                return Decision.block(f"tool {tool!r} is denied", rule=f"deny {pattern}")
+        for denied in self.deny:
+            if fnmatch.fnmatchcase(tool, denied):
+                return Decision.block(f"tool {tool!r} is denied", rule=f"deny {denied}")
         if self.allow is not None and not any(fnmatch.fnmatchcase(tool, p) for p in self.allow):
             return Decision.block(f"tool {tool!r} is not in the allow-list", rule="allow")
         for glob, argument, pattern in self.allow_arguments:
-            if fnmatch.fnmatchcase(tool, glob) and argument in value.arguments:
-                if pattern.fullmatch(_shown(value.arguments[argument])) is None:
-                    return Decision.block(
-                        f"argument {argument!r} of {tool!r} is not an allowed value",
-                        rule=f"allow {glob}.{argument}",
-                    )
+            shown = _argument(value, tool, glob, argument)
+            if shown is not None and pattern.fullmatch(shown) is None:
+                return Decision.block(
+                    f"argument {argument!r} of {tool!r} is not an allowed value",
+                    rule=f"allow {glob}.{argument}",
+                )
         for glob, argument, pattern in self.deny_arguments:
-            if fnmatch.fnmatchcase(tool, glob) and argument in value.arguments:
-                if pattern.search(_shown(value.arguments[argument])) is not None:
-                    return Decision.block(
-                        f"argument {argument!r} of {tool!r} matches a denied pattern",
-                        rule=f"deny {glob}.{argument}",
-                    )
+            shown = _argument(value, tool, glob, argument)
+            if shown is not None and pattern.search(shown) is not None:
+                return Decision.block(
+                    f"argument {argument!r} of {tool!r} matches a denied pattern",
+                    rule=f"deny {glob}.{argument}",
+                )
         return ALLOW
 
 
@@ -208,8 +219,10 @@ class JudgeGuard(Guard):
     async def check(self, stage: Stage, value: Any) -> Decision:
         done = await self.judge.judge(text_of(value))
         verdict = done.verdict
-        passed = verdict.passed if self.judge.threshold is None else (
-            verdict.score >= self.judge.threshold
+        passed = (
+            verdict.passed
+            if self.judge.threshold is None
+            else (verdict.score >= self.judge.threshold)
         )
         detail = {
             "score": verdict.score,

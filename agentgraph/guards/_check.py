@@ -90,8 +90,10 @@ async def decide(
         decision = await _one(item, stage, value, limit)
         if beside and decision.action == "rewrite":
             raise GuardError(
-                item.name, stage, "a guard run beside the model call cannot rewrite its input; "
-                "give it rewrites=True so it runs before the call"
+                item.name,
+                stage,
+                "a guard run beside the model call cannot rewrite its input; "
+                "give it rewrites=True so it runs before the call",
             )
         record: Record = {
             "guard": item.name,

@@ -13,6 +13,7 @@ event, and charged to the run's usage limits.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from time import perf_counter
@@ -185,13 +186,11 @@ async def _answered(
     return response if message is response.message else attrs.evolve(response, message=message)
 
 
-def _call(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelCall:
-    gate = rt._run.gate
-    return ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
-
-
-async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
-    """`Runtime.call_model` in a run with guards."""
+async def _opened(
+    rt: Runtime, model: ChatModel, request: ChatRequest
+) -> tuple[Guards, str, ChatRequest, tuple[Guard, ...]]:
+    """A call's start: its limits checked, the input guards before it asked, the request
+    reported; the guards, the model's name, the request to send and the guards beside it."""
     guards = rt._run.guards
     assert guards is not None
     name = request.model or model.name
@@ -201,6 +200,17 @@ async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> 
     request = await _before(rt, before, request, guards.timeout)
     if rt._run.emit is not None:
         await rt._run.emit(_requested(rt, model, name, request))
+    return guards, name, request, beside
+
+
+def _call(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelCall:
+    gate = rt._run.gate
+    return ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
+
+
+async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
+    """`Runtime.call_model` in a run with guards."""
+    guards, name, request, beside = await _opened(rt, model, request)
     started = perf_counter()
     journal = rt.journal
     if beside:
@@ -268,15 +278,7 @@ async def guarded_stream(
     rt: Runtime, model: ChatModel, request: ChatRequest
 ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
     """`Runtime.stream_model` in a run with guards."""
-    guards = rt._run.guards
-    assert guards is not None
-    name = request.model or model.name
-    for meter in rt.meters:
-        meter.before(name)
-    before, beside = _split(guards)
-    request = await _before(rt, before, request, guards.timeout)
-    if rt._run.emit is not None:
-        await rt._run.emit(_requested(rt, model, name, request))
+    guards, name, request, beside = await _opened(rt, model, request)
     started = perf_counter()
     journal = rt.journal
     tell = None if rt._run.emit is None else rt._streamed
@@ -363,7 +365,9 @@ async def checked_calls(
     allowed: list[ToolCall] = []
     refused: dict[int, ToolAnswer] = {}
     for i, call in enumerate(calls):
-        round = await ask(rt, "tool", lambda c=call: decide(guards.tools, "tool", c, guards.timeout))
+        round = await ask(
+            rt, "tool", functools.partial(decide, guards.tools, "tool", call, guards.timeout)
+        )
         await settle(rt, "tool", round)
         blocked = round.blocked
         if blocked is None:

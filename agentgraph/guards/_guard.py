@@ -111,7 +111,7 @@ class Guard:
         raise NotImplementedError
 
 
-Check = Callable[[Any, Any], "Decision | None | Awaitable[Decision | None]"]
+Check = Callable[[Any, Any], "Decision | Awaitable[Decision | None] | None"]
 
 
 @attrs.frozen(eq=False)
@@ -166,7 +166,7 @@ def guard(
         raise ValueError(f"stages are among {sorted(_STAGES)}, not {sorted(unknown) or '()'}")
 
     def wrap(f: Check) -> FunctionGuard:
-        label = name or getattr(f, "__name__", type(f).__name__)
+        label = name or str(getattr(f, "__name__", type(f).__name__))
         return FunctionGuard(f, label, on, rewrites, timeout)
 
     return wrap if fn is None else wrap(fn)

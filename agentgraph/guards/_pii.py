@@ -38,7 +38,9 @@ _PHONE = re.compile(
 )
 # Issuer prefixes of the common card networks (Visa, Mastercard, Amex, Discover,
 # JCB, Diners, UnionPay, Maestro, Mir).
-_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2[2-7]|3[47]|6011|65|64[4-9]|35|30|36|38|62|50|5[6-9]|6|220)")
+_CARD_PREFIX = re.compile(
+    r"^(?:4|5[1-5]|2[2-7]|3[47]|6011|65|64[4-9]|35|30|36|38|62|50|5[6-9]|6|220)"
+)
 
 
 def luhn_valid(digits: str) -> bool:
