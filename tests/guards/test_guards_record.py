@@ -23,8 +23,7 @@ from agentgraph.guards import (
 )
 from agentgraph.llm import ChatRequest, OpenAIModel
 from agentgraph.nodes import chat, react_agent
-from agentgraph.testing import FakeServer, ScriptedModel
-from agentgraph.testing import Delay
+from agentgraph.testing import Delay, FakeServer, ScriptedModel
 from agentgraph.tools import tool
 
 pytestmark = pytest.mark.anyio
