@@ -117,6 +117,10 @@ bench: $(VENV)/.bench
 bench-rag: $(VENV)/.bench
 	$(BIN)/python benchmarks/rag.py
 
+.PHONY: bench-guards
+bench-guards: $(VENV)/.bench
+	$(BIN)/python benchmarks/injection.py
+
 .PHONY: bench-memory
 bench-memory: $(VENV)/.bench
 	$(BIN)/python benchmarks/memory.py

@@ -17,6 +17,7 @@ from ._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
 from ._errors import GraphCancelled as GraphCancelled
 from ._errors import GraphDefinitionError as GraphDefinitionError
 from ._errors import GraphTimeout as GraphTimeout
+from ._errors import GuardrailTripped as GuardrailTripped
 from ._errors import Interrupted as Interrupted
 from ._errors import LeaseLost as LeaseLost
 from ._errors import NodeFailed as NodeFailed
@@ -60,6 +61,7 @@ __version__ = "0.1.0"
 if _typing.TYPE_CHECKING:
     from ._events import ContextEntry as ContextEntry
     from ._events import Event as Event
+    from ._events import GuardDecided as GuardDecided
     from ._events import ModelRequested as ModelRequested
     from ._events import ModelResponded as ModelResponded
     from ._events import ModelStreamed as ModelStreamed
@@ -126,6 +128,7 @@ _LAZY = {
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",
+    "GuardDecided": "._events",
     "Guide": ".structured",
     "Journal": "._journal",
     "JournalSource": "._journal",
@@ -219,6 +222,8 @@ __all__ = (
     "GraphDefinitionError",
     "GraphRunner",
     "GraphTimeout",
+    "GuardDecided",
+    "GuardrailTripped",
     "Guide",
     "History",
     "Interrupted",

@@ -26,6 +26,8 @@ AgentGraphError
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
 ├── ActivityFailed                          an effect's Temporal activity failed for good (temporal)
+├── GuardrailTripped                        a guard blocked a model's input, an answer or a call
+├── GuardError (TypeError)                  a guard that cannot work (a rewrite of the wrong type)
 ├── ScriptExhausted (AssertionError)        a scripted model ran out of replies (testing)
 ├── NodeTimeout (TimeoutError)              one node attempt exceeded its timeout; retryable
 ├── ProviderError                           a model provider failed; see `.retryable`
@@ -79,7 +81,8 @@ the store's exception as `__cause__`. It says where the run was (`.context`,
 (from a store it reads, say) ends the run the same way.
 
 The root lives in `_errors_root`, provider errors in `_errors_provider` and the
-toolkit's (tools, output, stores, traces) in `_errors_toolkit`; all are named here.
+toolkit's (tools, output, stores, traces) in `_errors_toolkit`, guardrails' in
+`_errors_guards`; all are named here.
 """
 
 from __future__ import annotations
@@ -88,6 +91,8 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._errors_guards import GuardError as GuardError
+from ._errors_guards import GuardrailTripped as GuardrailTripped
 from ._errors_provider import AuthenticationError as AuthenticationError
 from ._errors_provider import BadRequestError as BadRequestError
 from ._errors_provider import NotFoundError as NotFoundError
@@ -133,6 +138,8 @@ __all__ = (
     "GraphCancelled",
     "GraphDefinitionError",
     "GraphTimeout",
+    "GuardError",
+    "GuardrailTripped",
     "Interrupted",
     "JudgeError",
     "LeaseLost",

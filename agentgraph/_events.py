@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ContextEntry",
     "Event",
+    "GuardDecided",
     "OutputAttempt",
     "PartialOutput",
     "StructuredOutput",
@@ -192,6 +193,35 @@ class ToolFinished:
     duration: float
 
 
+@attrs.frozen(slots=False)
+class GuardDecided:
+    """A guard decided about a model's input, an answer or a tool call.
+
+    Attributes:
+        guard: the guard's name.
+        stage: `"input"`, `"output"` or `"tool"`.
+        action: `"allow"`, `"block"` or `"rewrite"`.
+        reason: why, in the guard's words (empty for a plain allow).
+        detail: the guard's structured findings (a judge's verdict, the
+            matched rule, what was masked).
+        replayed: True when the decision came from the run's record (a resume
+            or replay), so the guard (a judge's model, say) was not asked again.
+        usage: for a model call the guard cancelled, what the provider had
+            reported before the cancel (`partial` is then True).
+    """
+
+    index: int
+    path: tuple[str, ...]
+    guard: str
+    stage: str
+    action: str
+    reason: str = ""
+    detail: Mapping[str, Any] = attrs.field(factory=dict)
+    replayed: bool = False
+    usage: Usage | None = None
+    partial: bool = False
+
+
 @attrs.frozen
 class ContextEntry:
     """One labelled context section of a `generate` prompt.
@@ -331,6 +361,7 @@ Event = (
     | ModelResponded
     | ModelStreamed
     | ToolFinished
+    | GuardDecided
     | StructuredOutput
     | PartialOutput
     | Summarized

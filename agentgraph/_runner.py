@@ -34,6 +34,8 @@ from ._usage import Meter, UsageLimits
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream
 
+    from .guards._guard import Guards
+
 __all__ = (
     "NO_ANSWER",
     "GraphRunner",
@@ -64,6 +66,17 @@ NO_ANSWER: Any = _NoAnswer()
 
 def _callbacks(on_step: StepCallback | Sequence[StepCallback]) -> tuple[StepCallback, ...]:
     return (on_step,) if callable(on_step) else tuple(on_step)
+
+
+def _guards(guards: Guards | None) -> Guards | None:
+    """`guards`, or None when it holds none, so a run without guards skips them entirely."""
+    if guards is None:
+        return None
+    from .guards._guard import Guards
+
+    if not isinstance(guards, Guards):
+        raise UsageError(f"guards= takes a Guards(...), not {type(guards).__name__}")
+    return guards if guards else None
 
 
 def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
@@ -100,6 +113,8 @@ class GraphRunner:
             (`Node.data_types`, `GraphBuilder(types=...)`).
         model_gate: admits every model call before it is sent (`ModelGate`),
             such as rate limits shared by many processes.
+        guards: input, output and tool guards for every model and tool call
+            of the run (`agentgraph.guards.Guards`); none by default.
     """
 
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
@@ -113,6 +128,7 @@ class GraphRunner:
     types: Types = attrs.field(factory=Types, kw_only=True)
     usage_limits: UsageLimits | None = attrs.field(default=None, kw_only=True)
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
+    guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
@@ -328,6 +344,7 @@ class GraphRunner:
             journal,
             self.usage_limits,
             self.model_gate,
+            self.guards,
         )
 
     async def _guarded(

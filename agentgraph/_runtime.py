@@ -65,6 +65,7 @@ from .llm._model import (
 if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
+    from .guards._guard import Guards
     from .tools._tool import Tool
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback")
@@ -132,6 +133,7 @@ class _Run:
     __slots__ = (
         "emit",
         "gate",
+        "guards",
         "handle",
         "journal",
         "limits",
@@ -155,9 +157,11 @@ class _Run:
         journal: Journal | None,
         limits: UsageLimits | None = None,
         gate: ModelGate | None = None,
+        guards: Guards | None = None,
     ) -> None:
         self.limits = limits
         self.gate = gate
+        self.guards = guards
         self.run_id = run_id
         self.steps = 0
         self.watch = watch
@@ -253,7 +257,14 @@ class Runtime:
 
         In a run with a journal the response is recorded; a resumed or
         replayed step gets the recorded response to the same request instead.
+        In a run with guards (`agentgraph.guards`) the request and the answer
+        are shown to them.
         """
+        guards = self._run.guards
+        if guards is not None and (guards.input or guards.output):
+            from .guards._effects import guarded_model
+
+            return await guarded_model(self, model, request)
         name = request.model or model.name
         for meter in self.meters:
             meter.before(name)
@@ -288,6 +299,13 @@ class Runtime:
         recorded response again (its text, reasoning and tool calls as single
         deltas) without calling the model.
         """
+        guards = self._run.guards
+        if guards is not None and (guards.input or guards.output):
+            from .guards._effects import guarded_stream
+
+            async with guarded_stream(self, model, request) as checked:
+                yield checked
+            return
         name = request.model or model.name
         for meter in self.meters:
             meter.before(name)
@@ -374,6 +392,13 @@ class Runtime:
             )
             return [(o.call, o.message, o.duration) for o in outcomes]
 
+        refused: dict[int, ToolAnswer] | None = None
+        guards = self._run.guards
+        if guards is not None and guards.tools and calls:
+            from .guards._effects import checked_calls, merged
+
+            asked = calls
+            calls, refused = await checked_calls(self, guards, calls)
         journal = self._run.journal
         if not calls:
             answers: list[ToolAnswer] = []
@@ -383,6 +408,8 @@ class Runtime:
             unsafe = frozenset(t.name for t in tools if not t.retry_safe)
             effect = ToolsCall(tools, limit, timeout, context, run, max_result_chars)
             answers = await journal.tools(self, calls, unsafe, effect)
+        if refused:
+            answers = merged(asked, answers, refused)
         emit = self._run.emit
         if emit is not None:  # the events are built only for a listener
             for call, message, duration in answers:

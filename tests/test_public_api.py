@@ -28,6 +28,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph",
         "agentgraph.checkpoint",
         "agentgraph.evals",
+        "agentgraph.guards",
         "agentgraph.llm",
         "agentgraph.mcp",
         "agentgraph.memory",

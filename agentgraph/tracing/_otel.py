@@ -293,6 +293,25 @@ class OtelSink:
         else:
             run.span.end(end_time=_ns(r["time"]))
 
+    def _on_guard_decided(self, run: _Run, r: Mapping[str, Any]) -> None:
+        """A span event on the step (a block on a call in flight also marks the call's span)."""
+        path = tuple(r["path"])
+        attributes: dict[str, Any] = {
+            "agentgraph.guard.name": r["guard"],
+            "agentgraph.guard.stage": r["stage"],
+            "agentgraph.guard.action": r["action"],
+            "agentgraph.guard.reason": r.get("reason") or None,
+            "agentgraph.guard.replayed": bool(r.get("replayed")),
+        }
+        if r.get("partial"):
+            attributes["agentgraph.guard.partial_usage"] = True
+        present = {k: v for k, v in attributes.items() if v is not None}
+        call = next((c for c in reversed(run.calls) if c.path == path), None)
+        if call is not None and r["action"] == "block":
+            call.span.add_event("guard", present, _ns(r["time"]))
+        item = self._parent(run, path, r["index"])
+        (item.span if item is not None else run.span).add_event("guard", present, _ns(r["time"]))
+
     def _end_calls(self, run: _Run, path: tuple[str, ...], r: Mapping[str, Any]) -> None:
         """Model calls at `path` that never answered: the attempt failed while they ran."""
         error = r["error"]

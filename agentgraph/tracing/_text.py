@@ -15,6 +15,7 @@ __all__ = (
     "Glyphs",
     "call_text",
     "error_text",
+    "guard_text",
     "retry_text",
     "seconds",
     "short",
@@ -174,7 +175,20 @@ def tool_text(tool: ToolRecord, g: Glyphs = UNICODE) -> str:
     )
 
 
+def guard_text(record: Mapping[str, Any], g: Glyphs = UNICODE) -> str:
+    """`guard tool_policy · tool · block · tool 'send' is denied`."""
+    parts = [f"guard {record.get('guard', '?')}", str(record.get("stage", "?"))]
+    parts.append(str(record.get("action", "?")))
+    if record.get("reason"):
+        parts.append(str(record["reason"]))
+    if record.get("replayed"):
+        parts.append("from the record")
+    return _join(parts, g)
+
+
 def output_text(output: Mapping[str, Any], g: Glyphs = UNICODE) -> str:
+    if output.get("event") == "guard_decided":
+        return guard_text(output, g)
     attempts = output.get("attempts") or ()
     return _join(
         [
@@ -205,6 +219,7 @@ def entries(step: Step) -> list[tuple[float, object]]:
     items += [(c.start, c) for c in step.model_calls]
     items += [(t.start, t) for t in step.tool_calls]
     items += [(float(o.get("elapsed", step.start)), o) for o in step.outputs]
+    items += [(float(r.get("elapsed", step.start)), r) for r in step.guards]
     items += [(c.start, c) for c in step.children]
     items.sort(key=lambda item: item[0])
     return items

@@ -117,6 +117,8 @@ class Step:
     tool_calls: tuple[ToolRecord, ...] = ()
     outputs: tuple[Mapping[str, Any], ...] = ()
     children: tuple[Step, ...] = ()
+    guards: tuple[Mapping[str, Any], ...] = ()
+    """The `guard_decided` records of the step: what each guard decided, and why."""
 
     def walk(self) -> Iterator[Step]:
         """This step and every step under it, depth first."""
@@ -178,6 +180,7 @@ class _Open:
     model_calls: list[ModelCall] = attrs.field(factory=list)
     tool_calls: list[ToolRecord] = attrs.field(factory=list)
     outputs: list[Mapping[str, Any]] = attrs.field(factory=list)
+    guards: list[Mapping[str, Any]] = attrs.field(factory=list)
 
     def freeze(self) -> Step:
         return attrs.evolve(
@@ -186,6 +189,7 @@ class _Open:
             model_calls=tuple(self.model_calls),
             tool_calls=tuple(self.tool_calls),
             outputs=tuple(self.outputs),
+            guards=tuple(self.guards),
             children=tuple(child.freeze() for child in self.children),
         )
 
@@ -347,6 +351,11 @@ class TraceBuilder:
                 duration=duration,
             )
         )
+
+    def _on_guard_decided(self, r: Mapping[str, Any]) -> None:
+        opened = self._find(_path(r["path"]), r.get("index"))
+        if opened is not None:
+            opened.guards.append(r)
 
     def _on_structured_output(self, r: Mapping[str, Any]) -> None:
         opened = self._find(_path(r["path"]), r.get("index"))

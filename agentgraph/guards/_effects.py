@@ -1,0 +1,395 @@
+"""Guarded effects: a model call or stream checked on its way in and out, tool calls before
+they run.
+
+`Runtime.call_model`, `stream_model` and `call_tools` come here only in a run
+whose runner was given guards, so a run without guards pays one attribute test
+per effect. Input guards that rewrite run before the call; the others run
+beside it (`Guards.beside`) and one that blocks cancels the call in flight. A
+cancelled call is never recorded as a response: it counts as one request whose
+tokens the provider had not reported (`Usage(requests=1, unmetered=1)`, token
+counts arrive with a response's end), reported as partial on the error and the
+event, and charged to the run's usage limits.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+from anyio.abc import TaskStatus
+
+from .._errors_guards import GuardError
+from .._events import ModelResponded
+from .._gate import provider_of
+from .._journal import ModelCall, ToolAnswer
+from .._runtime import _GatedCall, _Replayed, _requested, _Watched
+from ..llm._messages import Message, ToolCall, Usage
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
+from ._check import Round, ask, decide, settle, tripped
+from ._guard import Guard, Guards
+
+if TYPE_CHECKING:
+    from .._runtime import Runtime
+
+__all__ = (
+    "PARTIAL",
+    "checked_calls",
+    "guarded_model",
+    "guarded_stream",
+    "merged",
+    "output_checked",
+)
+
+PARTIAL = Usage(requests=1, unmetered=1)
+"""What a model call cancelled in flight counts: one request, its tokens unreported."""
+
+
+def _split(guards: Guards) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
+    """The input guards to ask before the call, and those to ask beside it."""
+    if not guards.beside:
+        return guards.input, ()
+    before = tuple(g for g in guards.input if g.rewrites)
+    return before, tuple(g for g in guards.input if not g.rewrites)
+
+
+async def _before(rt: Runtime, guards: Sequence[Guard], request: ChatRequest, limit: float) -> Any:
+    if not guards:
+        return request
+    round = await ask(rt, "input", lambda: decide(guards, "input", request, limit))
+    await settle(rt, "input", round)
+    blocked = round.blocked
+    if blocked is not None:
+        raise tripped(rt, "input", blocked, request)
+    return round.value(request)
+
+
+async def output_checked(rt: Runtime, guards: Sequence[Guard], value: Any, limit: float) -> Any:
+    """`value` (an answer) as the output guards leave it; raises when one blocks."""
+    if not guards:
+        return value
+    round = await ask(rt, "output", lambda: decide(guards, "output", value, limit))
+    await settle(rt, "output", round)
+    blocked = round.blocked
+    if blocked is not None:
+        raise tripped(rt, "output", blocked, value)
+    return round.value(value)
+
+
+class _Beside:
+    """What the guards beside a call and the call itself leave for each other."""
+
+    __slots__ = ("decided", "error", "in_flight", "reported", "round", "spent")
+
+    def __init__(self) -> None:
+        self.round: Round | None = None
+        self.error: BaseException | None = None
+        self.in_flight = False
+        self.reported = False
+        self.spent: Usage | None = None
+        self.decided = anyio.Event()
+
+
+async def _beside(
+    rt: Runtime,
+    guards: Sequence[Guard],
+    request: ChatRequest,
+    limit: float,
+    scope: anyio.CancelScope,
+    state: _Beside,
+    *,
+    task_status: TaskStatus[bool],
+) -> None:
+    """Ask `guards` about `request`; cancel `scope` (the call) if one blocks.
+
+    Reports started (False) once the round has its place in the run's record
+    and is being decided, so the call's record comes after it whatever the
+    scheduler does; or started (True) with a round served from the record.
+    """
+    live = False
+
+    async def compute() -> list[dict[str, Any]]:
+        nonlocal live
+        live = True
+        task_status.started(False)
+        return await decide(guards, "input", request, limit, beside=True)
+
+    try:
+        state.round = await ask(rt, "input", compute)
+    except Exception as exc:  # reported after the task group, unwrapped
+        state.error = exc
+    if live and (state.error is not None or state.round.blocked is not None):  # type: ignore[union-attr]
+        scope.cancel()  # before waking the reader, so it wakes cancelled
+    state.decided.set()
+    if not live:
+        task_status.started(True)
+
+
+async def _send(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ChatResponse:
+    """One request to the model, admitted by the run's gate; settled however it ends."""
+    gate = rt._run.gate
+    if gate is None:
+        return await model.request(request)
+    provider = provider_of(model)
+    await gate.admit(provider, name, request)
+    try:
+        response = await model.request(request)
+    except Exception as error:
+        gate.settle(provider, name, request, None, error)
+        raise
+    except BaseException:  # cancelled (by a guard, say): what it used is not known
+        gate.settle(provider, name, request, PARTIAL, None)
+        raise
+    gate.settle(provider, name, request, response.usage, None)
+    return response
+
+
+async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest) -> None:
+    """Report the round beside a call, and raise if it blocked.
+
+    A call cancelled in flight counts `PARTIAL`; one that had answered, its
+    response's usage (the response is dropped, never recorded).
+    """
+    state.reported = True
+    if state.error is not None:
+        raise state.error
+    round = state.round
+    assert round is not None, "the guards' task ended without a round"
+    blocked = round.blocked
+    partial = state.in_flight
+    usage = None if blocked is None else (PARTIAL if partial else state.spent)
+    if usage is not None:
+        for meter in rt.meters:
+            meter.after(name, usage)
+    await settle(rt, "input", round, usage, partial)
+    if blocked is not None:
+        raise tripped(rt, "input", blocked, request, usage, partial)
+
+
+async def _answered(
+    rt: Runtime, name: str, response: ChatResponse, started: float, output: Sequence[Guard]
+) -> ChatResponse:
+    for meter in rt.meters:
+        meter.after(name, response.usage)
+    if rt._run.emit is not None:
+        elapsed = perf_counter() - started
+        await rt._run.emit(ModelResponded(rt.index, rt.path, name, response, elapsed))
+    guards = rt._run.guards
+    assert guards is not None
+    if not output:
+        return response
+    message = await output_checked(rt, output, response.message, guards.timeout)
+    return response if message is response.message else attrs.evolve(response, message=message)
+
+
+async def _opened(
+    rt: Runtime, model: ChatModel, request: ChatRequest
+) -> tuple[Guards, str, ChatRequest, tuple[Guard, ...]]:
+    """A call's start: its limits checked, the input guards before it asked, the request
+    reported; the guards, the model's name, the request to send and the guards beside it."""
+    guards = rt._run.guards
+    assert guards is not None
+    name = request.model or model.name
+    for meter in rt.meters:
+        meter.before(name)
+    before, beside = _split(guards)
+    request = await _before(rt, before, request, guards.timeout)
+    if rt._run.emit is not None:
+        await rt._run.emit(_requested(rt, model, name, request))
+    return guards, name, request, beside
+
+
+def _call(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelCall:
+    gate = rt._run.gate
+    return ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
+
+
+async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
+    """`Runtime.call_model` in a run with guards."""
+    guards, name, request, beside = await _opened(rt, model, request)
+    started = perf_counter()
+    journal = rt.journal
+    if beside:
+        state = _Beside()
+        response: ChatResponse | None = None
+        key, recorded = "", None
+        async with anyio.create_task_group() as group:
+            served = await group.start(
+                _beside, rt, beside, request, guards.timeout, group.cancel_scope, state
+            )
+            if not served:
+                if journal is not None:
+                    key, recorded = journal.recorded_model(rt, request)
+                try:
+                    if recorded is None:
+                        state.in_flight = True
+                        response = await _send(rt, model, name, request)
+                        state.in_flight = False
+                        state.spent = response.usage
+                    else:
+                        response = recorded
+                except Exception as exc:
+                    state.error = exc
+                    group.cancel_scope.cancel()
+        await _blocked(rt, state, name, request)
+        if response is None:  # the round came from the record: the call goes as usual
+            call = _call(rt, model, name, request)
+            response = await (call() if journal is None else journal.model(rt, request, call))
+        elif journal is not None and recorded is None:
+            journal.record_model(rt, key, request, response)
+    else:
+        call = _call(rt, model, name, request)
+        response = await (call() if journal is None else journal.model(rt, request, call))
+    return await _answered(rt, name, response, started, guards.output)
+
+
+class _Checked:
+    """A guarded stream: the final response waits for the guards beside the call, is
+    recorded only if they allow, and passes the output guards before the reader gets it."""
+
+    __slots__ = ("_done", "_events")
+
+    def __init__(
+        self,
+        events: AsyncIterator[StreamEvent],
+        done: Callable[[ChatResponse], Awaitable[ChatResponse]],
+    ) -> None:
+        self._events = events
+        self._done = done
+
+    def __aiter__(self) -> _Checked:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        event = await self._events.__anext__()
+        if isinstance(event, ResponseDone):
+            response = await self._done(event.response)
+            if response is not event.response:
+                return ResponseDone(response)
+        return event
+
+
+@asynccontextmanager
+async def guarded_stream(
+    rt: Runtime, model: ChatModel, request: ChatRequest
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """`Runtime.stream_model` in a run with guards."""
+    guards, name, request, beside = await _opened(rt, model, request)
+    started = perf_counter()
+    journal = rt.journal
+    tell = None if rt._run.emit is None else rt._streamed
+    state = _Beside() if beside else None
+    key, recorded = "", None
+
+    async def done(response: ChatResponse) -> ChatResponse:
+        if state is not None and not state.reported:
+            state.in_flight = False
+            state.spent = response.usage
+            await state.decided.wait()
+            await _blocked(rt, state, name, request)
+        if journal is not None and recorded is None:
+            journal.record_model(rt, key, request, response)
+        return await _answered(rt, name, response, started, guards.output)
+
+    if state is not None:
+        failure: Exception | None = None
+        async with anyio.create_task_group() as group:
+            served = await group.start(
+                _beside, rt, beside, request, guards.timeout, group.cancel_scope, state
+            )
+            if not served:
+                if journal is not None:
+                    key, recorded = journal.recorded_model(rt, request)
+                try:
+                    async with _source(rt, model, name, request, recorded) as events:
+                        state.in_flight = recorded is None
+                        yield _Checked(_Watched(events, tell), done)
+                except Exception as exc:  # the reader's or the call's: raised unwrapped
+                    failure = exc
+                    group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        if not served:
+            if not state.reported:
+                await _blocked(rt, state, name, request)
+            return
+        await _blocked(rt, state, name, request)  # a round from the record: before the call
+    if journal is not None:
+        key, recorded = journal.recorded_model(rt, request)
+    async with _source(rt, model, name, request, recorded) as events:
+        yield _Checked(_Watched(events, tell), done)
+
+
+@asynccontextmanager
+async def _source(
+    rt: Runtime,
+    model: ChatModel,
+    name: str,
+    request: ChatRequest,
+    recorded: ChatResponse | None,
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """The stream's events: as recorded, or from the model (admitted by the run's gate)."""
+    journal = rt.journal
+    if recorded is None and journal is not None and getattr(journal, "remote", False):
+        recorded = await journal.model(rt, request, ModelCall(model, request))
+    if recorded is not None:
+        yield _Replayed(recorded)
+        return
+    gate = rt._run.gate
+    if gate is None:
+        async with model.stream(request) as events:
+            yield events
+        return
+    provider = provider_of(model)
+    await gate.admit(provider, name, request)
+    try:
+        async with model.stream(request) as events:
+            yield events
+    except Exception as error:
+        gate.settle(provider, name, request, None, error)
+        raise
+    except BaseException:
+        gate.settle(provider, name, request, PARTIAL, None)
+        raise
+    gate.settle(provider, name, request, None, None)
+
+
+async def checked_calls(
+    rt: Runtime, guards: Guards, calls: Sequence[ToolCall]
+) -> tuple[list[ToolCall], dict[int, ToolAnswer]]:
+    """The calls the tool guards let run (rewritten as they say) and answers for refused ones."""
+    allowed: list[ToolCall] = []
+    refused: dict[int, ToolAnswer] = {}
+    for i, call in enumerate(calls):
+        round = await ask(
+            rt, "tool", functools.partial(decide, guards.tools, "tool", call, guards.timeout)
+        )
+        await settle(rt, "tool", round)
+        blocked = round.blocked
+        if blocked is None:
+            checked = round.value(call)
+            if checked.id != call.id:
+                guard = next(r["guard"] for r in reversed(round.records) if "value" in r)
+                raise GuardError(guard, "tool", "a rewritten tool call must keep the call's id")
+            allowed.append(checked)
+            continue
+        if not guards.refuse_tools:
+            raise tripped(rt, "tool", blocked, call)
+        text = (
+            f"the call to tool {call.name!r} was blocked by guard {blocked['guard']!r}: "
+            f"{blocked['reason'] or 'not allowed'}"
+        )
+        refused[i] = (call, Message.tool(call.id, text, name=call.name, is_error=True), 0.0)
+    return allowed, refused
+
+
+def merged(
+    calls: Sequence[ToolCall], answers: Sequence[ToolAnswer], refused: dict[int, ToolAnswer]
+) -> list[ToolAnswer]:
+    """The answers to `calls` in call order: refused ones in their places, the rest as run."""
+    ran = iter(answers)
+    return [refused[i] if i in refused else next(ran) for i in range(len(calls))]
