@@ -59,6 +59,7 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from ._events import ContextEntry as ContextEntry
+    from ._events import Embedded as Embedded
     from ._events import Event as Event
     from ._events import ModelRequested as ModelRequested
     from ._events import ModelResponded as ModelResponded
@@ -123,6 +124,7 @@ if _typing.TYPE_CHECKING:
 # of attrs classes.
 _LAZY = {
     "ContextEntry": "._events",
+    "Embedded": "._events",
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",
@@ -210,6 +212,7 @@ __all__ = (
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
+    "Embedded",
     "Event",
     "Failure",
     "Generate",

@@ -233,6 +233,8 @@ class Graph(Node[In, Out]):
     what serving a graph (as an MCP tool, say) describes its input as."""
     output_type: Any = Any
     """The `Out` of `GraphBuilder[In, Out]`, likewise."""
+    agent: bool = False
+    """True for a graph that is an agent (see `as_agent`): traces call its runs `invoke_agent`."""
 
     first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
     """The target of each node whose first transition is a plain edge (routing's fast path)."""
@@ -240,6 +242,11 @@ class Graph(Node[In, Out]):
     def __attrs_post_init__(self) -> None:
         first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
         object.__setattr__(self, "first", MappingProxyType(first))
+
+    def as_agent(self) -> Graph[In, Out]:
+        """This graph marked as an agent: its runs are agent invocations in traces
+        (OpenTelemetry `invoke_agent` spans with `gen_ai.agent.name`), not workflows."""
+        return attrs.evolve(self, agent=True)
 
     def data_types(self) -> tuple[type[Any], ...]:
         """The declared classes and those of every node inside, subgraphs included."""

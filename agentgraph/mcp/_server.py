@@ -182,7 +182,9 @@ class GraphServer:
         run_id = new_run_id()
         begin = AgentContext(value)
         return await self._drive(
-            ctx, served, lambda: self.runner.run(served.graph, begin, store=self.store, run_id=run_id)
+            ctx,
+            served,
+            lambda: self.runner.run(served.graph, begin, store=self.store, run_id=run_id),
         )
 
     async def _answered(
@@ -227,7 +229,9 @@ class GraphServer:
                 if not _can_elicit(ctx):
                     return _unasked(served.name, stop.run_id, asked)
                 if is_version_at_least(ctx.protocol_version, _INPUT_REQUIRED):
-                    return _input_required(asked, self._seal.state(served.name, stop.run_id, asked.kind))
+                    return _input_required(
+                        asked, self._seal.state(served.name, stop.run_id, asked.kind)
+                    )
                 reply = await ctx.session.elicit_form(
                     asked.message, dict(asked.schema), related_request_id=ctx.request_id
                 )

@@ -1,4 +1,4 @@
-"""The graphs the MCP server tests serve (`python -m agentgraph mcp tests.mcp_server.graphs:...`)."""
+"""The graphs the MCP server tests serve (`agentgraph mcp tests.mcp_server.graphs:plan`)."""
 
 from __future__ import annotations
 

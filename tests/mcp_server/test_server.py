@@ -16,9 +16,9 @@ from mcp.shared.exceptions import MCPError
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Runtime, node, tool
 from agentgraph.checkpoint import MemoryStore
+from agentgraph.llm import Message, ToolCall
 from agentgraph.mcp import GraphServer
 from agentgraph.nodes import tool_use
-from agentgraph.llm import Message, ToolCall
 
 from .graphs import book, leaky, plan
 
@@ -28,6 +28,8 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # the SDK's server runs on asyncio
+
+
 MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
 
 
@@ -149,7 +151,7 @@ async def test_a_tool_approval_is_a_yes_no_form(
     server = GraphServer([cleanup])
     async with mcp.Client(server.server, mode=mode, elicitation_callback=elicit) as client:
         result = await client.call_tool("cleanup", {"input": "a.txt"})
-    assert asked == ["Allow the call to tool 'delete_file' with arguments {\"path\":\"a.txt\"}?"]
+    assert asked == ['Allow the call to tool \'delete_file\' with arguments {"path":"a.txt"}?']
     assert result.structured_content == {"result": expected}
 
 

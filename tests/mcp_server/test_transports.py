@@ -105,7 +105,12 @@ def typescript(plan: dict[str, Any]) -> dict[str, Any]:
 def test_the_typescript_client_calls_a_served_graph(over: str, request: Any) -> None:
     if over == "stdio":
         target: dict[str, Any] = {
-            "stdio": {"command": sys.executable, "args": stdio_params().args, "env": ENV, "cwd": ROOT}
+            "stdio": {
+                "command": sys.executable,
+                "args": stdio_params().args,
+                "env": ENV,
+                "cwd": ROOT,
+            }
         }
     else:
         target = {"http": request.getfixturevalue("http_url")}
