@@ -60,6 +60,7 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from ._events import ContextEntry as ContextEntry
+    from ._events import Embedded as Embedded
     from ._events import Event as Event
     from ._events import GuardDecided as GuardDecided
     from ._events import ModelRequested as ModelRequested
@@ -125,6 +126,7 @@ if _typing.TYPE_CHECKING:
 # of attrs classes.
 _LAZY = {
     "ContextEntry": "._events",
+    "Embedded": "._events",
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",
@@ -213,6 +215,7 @@ __all__ = (
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
+    "Embedded",
     "Event",
     "Failure",
     "Generate",

@@ -1,4 +1,4 @@
-"""The command line: `python -m agentgraph run | draw | show | serve | eval`.
+"""The command line: `python -m agentgraph run | draw | show | serve | mcp | eval`.
 
 ```
 python -m agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
@@ -6,6 +6,7 @@ python -m agentgraph run app/agents.py:make_agent --model ollama:qwen2.5:7b --in
 python -m agentgraph draw app.agents:graph
 python -m agentgraph show run.jsonl --html run.html
 python -m agentgraph serve app.agents:graph --store runs.db --port 8000
+python -m agentgraph mcp app.agents:graph app.agents:other --store runs.db
 python -m agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS
 ```
 
@@ -43,6 +44,7 @@ import anyio
 import orjson
 
 from ._cli_eval import add_eval_command
+from ._cli_mcp import add_mcp_command
 from ._context import AgentContext
 from ._errors import AgentGraphError
 from ._graph import Graph
@@ -334,7 +336,10 @@ def _positive(text: str) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m agentgraph",
-        description="Run a graph, draw it, show a saved trace, or score it on a dataset.",
+        description=(
+            "Run a graph, draw it, show a saved trace, serve it (a page, or MCP tools), "
+            "or score it on a dataset."
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = commands.add_parser("run", help="run a graph and show its steps as they happen")
@@ -368,6 +373,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks)")
     serve.add_argument("--max-steps", type=_positive, default=1000, help="step cap (default 1000)")
     serve.set_defaults(handler=_serve)
+    add_mcp_command(commands, _positive, _port)
     add_eval_command(commands, _positive)
     return parser
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ContextEntry",
+    "Embedded",
     "Event",
     "GuardDecided",
     "OutputAttempt",
@@ -73,6 +74,8 @@ class RunStarted:
     graph: str
     context: AgentContext[Any]
     run_id: str = ""
+    agent: bool = False
+    """True when the root graph is an agent (`Graph.as_agent()`), as `react_agent`'s are."""
 
 
 @attrs.frozen(slots=False)
@@ -349,6 +352,18 @@ class Retrieved:
     max_tokens: int | None = None
 
 
+@attrs.frozen(slots=False)
+class Embedded:
+    """An embedder turned `texts` texts into vectors of `dimensions` numbers (`rt.embed`)."""
+
+    index: int
+    path: tuple[str, ...]
+    embedder: str
+    texts: int
+    dimensions: int | None
+    duration: float
+
+
 Event = (
     RunStarted
     | NodeStarted
@@ -366,4 +381,5 @@ Event = (
     | PartialOutput
     | Summarized
     | Retrieved
+    | Embedded
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import Token
 from types import MappingProxyType, TracebackType
@@ -163,6 +164,8 @@ class GraphBuilder(Generic[In, Out]):
         copies = [Copy(*copy) for copy in self._copies]
         validate(self.name, self.start, self.finish, edges, tuple(self._order), errors, copies)
         nodes = tuple(n for n in self._order if n is not self.start and n is not self.finish)
+        # `GraphBuilder[In, Out](...)` leaves its alias on the instance: the graph's types.
+        io = typing.get_args(getattr(self, "__orig_class__", None)) or (Any, Any)
         return Graph(
             name=self.name,
             # A graph holding a step that must not repeat must not be rerun as a whole.
@@ -176,6 +179,8 @@ class GraphBuilder(Generic[In, Out]):
             node_retry=self.retry,
             types=self.types,
             usage_limits=self.usage_limits,
+            input_type=io[0],
+            output_type=io[1],
         )
 
 
@@ -223,6 +228,13 @@ class Graph(Node[In, Out]):
     """Classes declared with `GraphBuilder(types=...)`."""
     usage_limits: UsageLimits | None = None
     """What the model calls inside may spend each time the graph runs (see `UsageLimits`)."""
+    input_type: Any = Any
+    """The `In` of `GraphBuilder[In, Out]` (`Any` when the builder was not subscripted):
+    what serving a graph (as an MCP tool, say) describes its input as."""
+    output_type: Any = Any
+    """The `Out` of `GraphBuilder[In, Out]`, likewise."""
+    agent: bool = False
+    """True for a graph that is an agent (see `as_agent`): traces call its runs `invoke_agent`."""
 
     first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
     """The target of each node whose first transition is a plain edge (routing's fast path)."""
@@ -230,6 +242,11 @@ class Graph(Node[In, Out]):
     def __attrs_post_init__(self) -> None:
         first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
         object.__setattr__(self, "first", MappingProxyType(first))
+
+    def as_agent(self) -> Graph[In, Out]:
+        """This graph marked as an agent: its runs are agent invocations in traces
+        (OpenTelemetry `invoke_agent` spans with `gen_ai.agent.name`), not workflows."""
+        return attrs.evolve(self, agent=True)
 
     def data_types(self) -> tuple[type[Any], ...]:
         """The declared classes and those of every node inside, subgraphs included."""

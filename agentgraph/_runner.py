@@ -363,7 +363,9 @@ class GraphRunner:
         """
         try:
             if run.emit is not None:
-                await run.emit(RunStarted(graph.name, handle.context or ctx, run.run_id))
+                await run.emit(
+                    RunStarted(graph.name, handle.context or ctx, run.run_id, graph.agent)
+                )
             meters = () if run.limits is None else (Meter(run.limits),)
             out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
             if run.journal is not None:

@@ -30,6 +30,7 @@ from ._errors import (
     UsageLimitExceeded,
 )
 from ._events import (
+    Embedded,
     Event,
     ModelRequested,
     ModelResponded,
@@ -355,9 +356,19 @@ class Runtime:
     async def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
         """Embed `texts`; recorded in a run with a journal, like a model call."""
         journal = self._run.journal
+        started = perf_counter()
         if journal is None:
-            return await embedder.embed(texts)
-        return await journal.value(self, "embed", EmbedCall(embedder, texts))
+            vectors = await embedder.embed(texts)
+        else:
+            vectors = await journal.value(self, "embed", EmbedCall(embedder, texts))
+        if self._run.emit is not None:
+            name = getattr(embedder, "model", None) or type(embedder).__name__
+            size = len(vectors[0]) if vectors else embedder.dimensions
+            done = Embedded(
+                self.index, self.path, str(name), len(texts), size, perf_counter() - started
+            )
+            await self._run.emit(done)
+        return vectors
 
     async def call_tools(
         self,

@@ -1,5 +1,6 @@
-"""Tools from Model Context Protocol servers: `MCPTools` connects to one server
-(stdio, streamable HTTP, or in process) and exposes the tools you allow as `Tool`s.
+"""Model Context Protocol both ways: `MCPTools` connects to one server (stdio,
+streamable HTTP, or in process) and exposes the tools you allow as `Tool`s;
+`GraphServer` serves graphs as the tools of a server of your own.
 
 Needs the `mcp` extra: `pip install 'agentgraph-engine[mcp]'`. A namespace of its own,
 above `tools/` (it builds `Tool`s and runs under the same executor), so that
@@ -15,11 +16,13 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
 from .._errors import MCPConnectionError as MCPConnectionError
 from .._errors import MCPToolError as MCPToolError
+from ._server import GraphServer as GraphServer
 from ._toolset import CALL_TIMEOUT as CALL_TIMEOUT
 from ._toolset import MCPTools as MCPTools
 
 __all__ = (
     "CALL_TIMEOUT",
+    "GraphServer",
     "MCPConnectionError",
     "MCPToolError",
     "MCPTools",

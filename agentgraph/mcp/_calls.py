@@ -7,10 +7,15 @@ which the tool executor turns into a message the model reads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.protocols
+import jsonschema.validators
 import mcp
 import mcp.types
 import orjson
@@ -22,7 +27,9 @@ from .._errors import MCPConnectionError, MCPToolError
 if TYPE_CHECKING:
     from ._toolset import MCPTools
 
-__all__ = ("RemoteCall", "list_tools")
+__all__ = ("RemoteCall", "list_tools", "output_validator")
+
+Validator = jsonschema.protocols.Validator
 
 _PAGES = 100  # a server whose listing never ends cannot hang the connection
 
@@ -30,14 +37,26 @@ _PAGES = 100  # a server whose listing never ends cannot hang the connection
 class RemoteCall:
     """The function behind one MCP tool: sends the call on the toolset's connection."""
 
-    __slots__ = ("remote", "repeatable", "toolset")
+    __slots__ = ("data", "output", "remote", "repeatable", "toolset")
 
-    def __init__(self, toolset: MCPTools, remote: str, repeatable: bool) -> None:
+    def __init__(
+        self,
+        toolset: MCPTools,
+        remote: str,
+        repeatable: bool,
+        output: Validator | None = None,
+        *,
+        data: bool = False,
+    ) -> None:
         self.toolset = toolset
         self.remote = remote
         self.repeatable = repeatable
+        self.output = output
+        """The tool's `outputSchema` as a validator, when it declares one."""
+        self.data = data
+        """Give a checked structured result as data (else the text a model reads)."""
 
-    async def __call__(self, **arguments: Any) -> str:
+    async def __call__(self, **arguments: Any) -> Any:
         connection = self.toolset._connection
         label = self.toolset.label
         client = await connection.client()
@@ -67,7 +86,8 @@ class RemoteCall:
                         label, f"the connection was lost again calling {self.remote!r}"
                     ) from again
                 raise _refused(label, self.remote, again) from again
-        return _answer(label, self.remote, result)
+        data = _answer(label, self.remote, result, self.output)
+        return data if self.data or self.output is None else _text_of(result)
 
 
 async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:
@@ -113,7 +133,16 @@ def _is_loss(exc: Exception) -> bool:
     )
 
 
+_SDK_SCHEMA_CHECKS = ("Invalid structured content returned by tool", "has an output schema but")
+
+
 def _refused(label: str, tool: str, exc: Exception) -> MCPToolError:
+    if isinstance(exc, RuntimeError) and any(m in str(exc) for m in _SDK_SCHEMA_CHECKS):
+        # The SDK checks a listed tool's structured result itself, before this module can.
+        first = _text(exc).split("\n", 1)[0]
+        return MCPToolError(
+            label, tool, f"the structured result breaks the tool's outputSchema: {first}"
+        )
     if isinstance(exc, MCPError):
         return MCPToolError(label, tool, f"the server refused the call ({exc.code}): {_text(exc)}")
     if isinstance(exc, pydantic.ValidationError):
@@ -121,15 +150,55 @@ def _refused(label: str, tool: str, exc: Exception) -> MCPToolError:
     return MCPToolError(label, tool, f"{type(exc).__name__}: {_text(exc)}")
 
 
-def _answer(label: str, tool: str, result: mcp.types.CallToolResult) -> str:
-    """The text the model reads: text blocks in order, other blocks described briefly."""
+def output_validator(schema: Mapping[str, Any] | None) -> Validator | None:
+    """A validator for a tool's `outputSchema`; None when it declares none or an invalid one."""
+    if schema is None:
+        return None
+    plain = orjson.loads(orjson.dumps(dict(schema)))
+    cls = jsonschema.validators.validator_for(plain, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(plain)
+    except jsonschema.exceptions.SchemaError:
+        return None
+    return cls(plain)
+
+
+def _answer(
+    label: str, tool: str, result: mcp.types.CallToolResult, output: Validator | None
+) -> Any:
+    """What the call gives: its structured content, checked against the tool's `outputSchema`
+    when it declares one; otherwise the text blocks in order, other blocks described briefly."""
     parts = [_block(block) for block in result.content]
     text = "\n".join(p for p in parts if p)
     if not text and result.structured_content is not None:
         text = orjson.dumps(result.structured_content).decode()
     if result.is_error:
         raise MCPToolError(label, tool, text or "the tool reported an error without a message")
-    return text
+    if output is None:
+        return text
+    data = result.structured_content
+    if data is None:
+        raise MCPToolError(
+            label,
+            tool,
+            "the tool declares an outputSchema but its result has no structured content",
+        )
+    problems = [
+        f"{'/'.join(str(p) for p in error.path) or '(root)'}: {error.message}"
+        for error in sorted(output.iter_errors(data), key=lambda e: list(map(str, e.path)))[:5]
+    ]
+    if problems:
+        raise MCPToolError(
+            label,
+            tool,
+            "the structured result breaks the tool's outputSchema: " + "; ".join(problems),
+        )
+    return data
+
+
+def _text_of(result: mcp.types.CallToolResult) -> str:
+    text = "\n".join(p for p in (_block(b) for b in result.content) if p)
+    return text or orjson.dumps(result.structured_content).decode()
 
 
 def _block(block: mcp.types.ContentBlock) -> str:

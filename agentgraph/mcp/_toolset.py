@@ -8,7 +8,7 @@ import sys
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from types import TracebackType
-from typing import Any, Self, TextIO
+from typing import Any, Self, TextIO, TypeVar
 
 import anyio
 import attrs
@@ -22,16 +22,18 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._clip import check_max_result_chars
-from .._errors import MCPConnectionError, ToolError
+from .._errors import MCPConnectionError, MCPToolError, OutputError, ToolError
 from ..llm._messages import ToolSpec
-from ..structured._schema import TOOL_NAME
+from ..structured._schema import TOOL_NAME, validate
 from ..tools._tool import Tool
-from ._calls import RemoteCall, list_tools
+from ._calls import RemoteCall, Validator, list_tools, output_validator
 from ._connection import Connection, Sessions
 from ._labels import label_of
 from ._schema import SchemaArguments
 
 __all__ = ("CALL_TIMEOUT", "MCPTools")
+
+T = TypeVar("T")
 
 ServerTarget = str | mcp.StdioServerParameters | Server[Any] | MCPServer
 """What `MCPTools` connects to: a streamable-HTTP URL, a command run over stdio,
@@ -134,6 +136,7 @@ class MCPTools:
         self._sessions: dict[int, Sessions] = {}  # by id() of each open HTTP client
         self._stack: AsyncExitStack | None = None
         self._tools: tuple[Tool[..., Any], ...] = ()
+        self._outputs: dict[str, Validator | None] = {}
         self.hidden: tuple[str, ...] = ()
         """Names the server listed that `allow` left out (set when connected)."""
         self.mode = _check_mode(mode)
@@ -237,6 +240,7 @@ class MCPTools:
             stack.callback(self._connection.close)
             client = await self._connection.start(group)
             listed = await list_tools(self.label, client)
+            self._outputs = {item.name: output_validator(item.output_schema) for item in listed}
             self._tools, self.hidden = self._make_tools(listed)
         except BaseException:
             # Closed without the error, so that no task group wraps it in a group.
@@ -333,7 +337,9 @@ class MCPTools:
             )
         arguments = SchemaArguments(exposed, item.input_schema)
         spec = ToolSpec(exposed, item.description or "", item.input_schema)
-        call = RemoteCall(self, item.name, item.name not in self.unsafe)
+        call = RemoteCall(
+            self, item.name, item.name not in self.unsafe, self._outputs.get(item.name)
+        )
         return Tool(
             call,
             spec,
@@ -344,19 +350,38 @@ class MCPTools:
             max_result_chars=self.max_result_chars,
         )
 
-    async def call(self, tool: str, arguments: Mapping[str, Any]) -> str:
-        """Call the server's tool `tool` (its own name) and return the text of its result.
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any], *, into: type[T] | None = None
+    ) -> Any:
+        """Call the server's tool `tool` (its own name) and return its result.
 
-        The connection rules of the tools apply (one reconnection after a loss),
-        and so does `timeout`; the text is whole (no `max_result_chars` here).
+        A tool that declares an `outputSchema` gives its structured content, checked
+        against the schema, as data (and, with `into=`, validated into that Python
+        type); any other tool the text of its result. The connection rules of the
+        tools apply (one reconnection after a loss), and so does `timeout`; the
+        text is whole (no `max_result_chars` here).
 
         Raises:
-            MCPToolError: the server answered with an error, or refused the call.
+            MCPToolError: the server answered with an error, refused the call, or
+                gave a structured result that breaks the tool's `outputSchema`
+                (or does not fit `into`).
             MCPConnectionError: the server could not be reached.
             TimeoutError: no answer within `timeout` seconds.
         """
+        if self._stack is None:
+            raise ToolError(f"MCP server {self.label!r}: enter `async with` to connect first")
+        output = self._outputs.get(tool)
         with anyio.fail_after(self.timeout):
-            return await RemoteCall(self, tool, tool not in self.unsafe)(**arguments)
+            remote = RemoteCall(self, tool, tool not in self.unsafe, output, data=True)
+            value = await remote(**arguments)
+        if into is None:
+            return value
+        try:
+            return validate(into, value)
+        except OutputError as exc:
+            raise MCPToolError(
+                self.label, tool, f"the result does not fit {into.__name__}: {exc}"
+            ) from exc
 
     def __repr__(self) -> str:
         return f"<MCPTools {self.label!r}>"

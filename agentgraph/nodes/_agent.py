@@ -226,7 +226,7 @@ def react_agent(
         run_tools.edge_to(next_turn, targets=(think, last_word))
         last_word.edge_to(reply)
         reply.edge_to(g.finish)
-    return g.build()
+    return g.build().as_agent()
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)

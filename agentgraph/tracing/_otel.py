@@ -1,13 +1,17 @@
 """OpenTelemetry spans for runs, steps, model calls and tool calls (the `otel` extra).
 
 Span and attribute names follow the OpenTelemetry semantic conventions for
-generative AI: a run is an `invoke_agent` span, a model call a `chat` span
-(client kind) with `gen_ai.request.*`, `gen_ai.response.*` and
+generative AI (the names live in `_spans.py`): a run is an `invoke_workflow`
+span (`invoke_agent` with `gen_ai.agent.name` for an agent, such as
+`react_agent`'s), a nested graph the same one level down, a `retrieve` step a
+`retrieval` span, an embedder call an `embeddings` span, a model call a
+`chat` span (client kind) with `gen_ai.request.*`, `gen_ai.response.*` and
 `gen_ai.usage.*` attributes, a tool call an `execute_tool` span with
-`gen_ai.tool.*` attributes. Steps, which the conventions do not cover, are
-spans named after the node with `agentgraph.*` attributes, nested as the
-graph nests. Message content is recorded only with `capture_content=True`,
-as the conventions advise, and always redacted.
+`gen_ai.tool.*` attributes; `gen_ai.conversation.id` is the run's id. Other
+steps, which the conventions do not cover, are spans named after the node
+with `agentgraph.*` attributes, nested as the graph nests. Message content is
+recorded only with `capture_content=True`, as the conventions advise, and
+always redacted.
 """
 
 from __future__ import annotations
@@ -22,6 +26,17 @@ import orjson
 from .._extras import pip_install
 from .._redact import Redaction, Redactor
 from ._records import Recorder
+from ._spans import (
+    CHAT,
+    EMBEDDINGS,
+    TOOL,
+    Operation,
+    conversation_id,
+    graph_operation,
+    operation_attributes,
+    span_name,
+    step_operation,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
@@ -51,6 +66,7 @@ class _Open:
 @attrs.define
 class _Run:
     span: Span
+    conversation: str
     steps: dict[int, _Open] = attrs.field(factory=dict)
     calls: list[_Open] = attrs.field(factory=list)
 
@@ -99,7 +115,10 @@ class OtelSink:
         if run is None:
             if record["event"] != "run_started":
                 return  # the run began before this sink was attached
-            self._on_run_started(record)
+            self._on_run_started(record, graph_operation(event.agent))
+            return
+        if record["event"] == "node_started":
+            self._on_node_started(run, record, step_operation(event.node))
             return
         handler(run, record)
 
@@ -118,7 +137,7 @@ class OtelSink:
         from opentelemetry.trace import SpanKind
 
         context = None if parent is None else self._trace.set_span_in_context(parent)
-        client = attributes.get("gen_ai.operation.name") == "chat"
+        client = attributes.get("gen_ai.operation.name") in (CHAT, EMBEDDINGS)
         return self._tracer.start_span(
             name,
             context=context,
@@ -145,34 +164,35 @@ class OtelSink:
         return match
 
     # -- one handler per record kind ------------------------------------------------------
-    def _on_run_started(self, r: Mapping[str, Any]) -> None:
+    def _on_run_started(self, r: Mapping[str, Any], operation: Operation) -> None:
         graph = r["graph"]
+        conversation = conversation_id(r["run"])
+        attributes = operation_attributes(operation, graph, conversation)
+        attributes["agentgraph.run.id"] = r["run"]
         span = self._tracer.start_span(
-            f"invoke_agent {graph}",
-            attributes={
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": graph,
-                "agentgraph.run.id": r["run"],
-            },
-            start_time=_ns(r["time"]),
+            span_name(operation, graph), attributes=attributes, start_time=_ns(r["time"])
         )
-        self._runs[r["run"]] = _Run(span)
+        self._runs[r["run"]] = _Run(span, conversation)
 
-    def _on_node_started(self, run: _Run, r: Mapping[str, Any]) -> None:
+    def _on_node_started(
+        self, run: _Run, r: Mapping[str, Any], operation: Operation | None
+    ) -> None:
         path = tuple(r["path"])
         # Branches of a fan-out share a path; the parent step's index tells them apart.
         parent = run.steps.get(r.get("parent") or 0) or self._parent(run, path[:-1], None)
+        attributes = {
+            "agentgraph.node.name": r["node"],
+            "agentgraph.node.path": "/".join(path),
+            "agentgraph.node.kind": r["kind"],
+            "agentgraph.step.index": r["index"],
+            "agentgraph.step.depth": r["depth"],
+        }
+        name = r["node"]
+        if operation is not None:
+            attributes.update(operation_attributes(operation, name, run.conversation))
+            name = span_name(operation, name)
         span = self._start(
-            r["node"],
-            parent.span if parent is not None else run.span,
-            r["time"],
-            {
-                "agentgraph.node.name": r["node"],
-                "agentgraph.node.path": "/".join(path),
-                "agentgraph.node.kind": r["kind"],
-                "agentgraph.step.index": r["index"],
-                "agentgraph.step.depth": r["depth"],
-            },
+            name, parent.span if parent is not None else run.span, r["time"], attributes
         )
         run.steps[r["index"]] = _Open(span, path, r["index"])
 
@@ -209,7 +229,8 @@ class OtelSink:
         request = r["request"]
         address, port = _server(r.get("server") or "")
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
+            "gen_ai.operation.name": CHAT,
+            "gen_ai.conversation.id": run.conversation,
             # Required on inference spans; "unknown" when the client does not say.
             "gen_ai.provider.name": r.get("provider") or "unknown",
             "gen_ai.request.model": r["model"],
@@ -222,7 +243,7 @@ class OtelSink:
             attributes["gen_ai.input.messages"] = _json(request.get("messages", []))
             attributes["gen_ai.tool.definitions"] = _json(request.get("tools", []))
         span = self._start(
-            f"chat {r['model']}", parent.span if parent else run.span, r["time"], attributes
+            span_name(CHAT, r["model"]), parent.span if parent else run.span, r["time"], attributes
         )
         run.calls.append(_Open(span, path, r["index"]))
 
@@ -254,7 +275,7 @@ class OtelSink:
         parent = self._parent(run, path, r["index"])
         call = r["call"]
         attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.operation.name": TOOL,
             "gen_ai.tool.name": call["name"],
             "gen_ai.tool.call.id": call["id"],
             "gen_ai.tool.type": "function",
@@ -263,7 +284,7 @@ class OtelSink:
             attributes["gen_ai.tool.call.arguments"] = _json(call.get("arguments", {}))
             attributes["gen_ai.tool.call.result"] = r["result"]
         span = self._start(
-            f"execute_tool {call['name']}",
+            span_name(TOOL, call["name"]),
             parent.span if parent else run.span,
             r["time"] - r["duration"],
             attributes,
@@ -272,6 +293,21 @@ class OtelSink:
             self._fail(span, "ToolError", r["result"], at=r["time"])
         else:
             span.end(end_time=_ns(r["time"]))
+
+    def _on_embedded(self, run: _Run, r: Mapping[str, Any]) -> None:
+        parent = self._parent(run, tuple(r["path"]), r["index"])
+        attributes = {
+            "gen_ai.operation.name": EMBEDDINGS,
+            "gen_ai.request.model": r["embedder"],
+            "gen_ai.embeddings.dimension.count": r["dimensions"],
+        }
+        span = self._start(
+            span_name(EMBEDDINGS, r["embedder"]),
+            parent.span if parent else run.span,
+            r["time"] - r["duration"],
+            attributes,
+        )
+        span.end(end_time=_ns(r["time"]))
 
     def _on_run_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
         del self._runs[r["run"]]

@@ -49,22 +49,23 @@ async def test_a_nested_run_with_a_retry_and_a_failure_is_a_tree_of_spans(export
         await GraphRunner(sinks=[OtelSink(provider)]).run(nested_graph(fail=True), AgentContext(1))
     spans = exporter.get_finished_spans()
     assert sorted(s.name for s in spans) == sorted(
-        ["invoke_agent outer", "prepare", "inner", "flaky", "check"] + ["double"] * 4
+        ["invoke_workflow outer", "prepare", "invoke_workflow inner", "flaky", "check"]
+        + ["double"] * 4
     )
     assert len({s.context.trace_id for s in spans}) == 1
     named = by_name(spans)
     parents = {s.name: parent_name(s, spans) for s in spans}
     assert parents == {
-        "invoke_agent outer": None,
-        "prepare": "invoke_agent outer",
-        "inner": "invoke_agent outer",
-        "flaky": "inner",
-        "double": "inner",
-        "check": "inner",
+        "invoke_workflow outer": None,
+        "prepare": "invoke_workflow outer",
+        "invoke_workflow inner": "invoke_workflow outer",
+        "flaky": "invoke_workflow inner",
+        "double": "invoke_workflow inner",
+        "check": "invoke_workflow inner",
     }
-    run = named["invoke_agent outer"]
-    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
-    assert run.attributes["gen_ai.agent.name"] == "outer"
+    run = named["invoke_workflow outer"]
+    assert run.attributes["gen_ai.operation.name"] == "invoke_workflow"
+    assert run.attributes["gen_ai.workflow.name"] == "outer"
     assert run.attributes["agentgraph.run.steps"] == 8
     assert run.status.status_code is StatusCode.ERROR
     flaky = named["flaky"]
@@ -78,8 +79,8 @@ async def test_a_nested_run_with_a_retry_and_a_failure_is_a_tree_of_spans(export
     assert check.status.status_code is StatusCode.ERROR
     assert check.attributes["error.type"] == "ValueError"
     assert check.events[0].attributes["exception.message"] == "32 is too big"
-    assert named["inner"].attributes["agentgraph.node.kind"] == "graph"
-    assert named["inner"].status.status_code is StatusCode.ERROR
+    assert named["invoke_workflow inner"].attributes["agentgraph.node.kind"] == "graph"
+    assert named["invoke_workflow inner"].status.status_code is StatusCode.ERROR
     for span in spans:  # children sit inside their parents in time
         assert span.start_time <= span.end_time
         if span.parent is not None:
@@ -157,7 +158,7 @@ async def test_close_ends_the_spans_of_an_abandoned_run(exporter, provider):
     assert exporter.get_finished_spans() == ()
     sink.close()
     (span,) = exporter.get_finished_spans()
-    assert span.name == "invoke_agent g" and span.status.status_code is StatusCode.ERROR
+    assert span.name == "invoke_workflow g" and span.status.status_code is StatusCode.ERROR
 
 
 def test_without_opentelemetry_the_sink_says_which_extra(monkeypatch):
@@ -197,7 +198,7 @@ async def test_steps_in_concurrent_branches_nest_under_their_own_branch(exporter
     sink = OtelSink(provider)
     await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
     spans = exporter.get_finished_spans()
-    branches = [s for s in spans if s.name == "inner"]
+    branches = [s for s in spans if s.name == "invoke_workflow inner"]
     assert len(branches) == 2
     for branch in branches:
         children = [
