@@ -124,7 +124,7 @@ def run_batch(
     import ray.cloudpickle
     import ray.data
 
-    # Every argument is checked before Ray starts (`_connect`), each refusal naming it.
+    # Every argument is checked before Ray starts (`connect`), each refusal naming it.
     check_arguments(
         ray.cloudpickle.dumps,
         graph=graph,

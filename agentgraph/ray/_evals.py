@@ -24,7 +24,8 @@ from ..evals._evaluate import score_runs
 from ..evals._report import Report, RunResult
 from ..evals._score import EvaluatorLike, Outcome
 from ..evals._stored import load_log, outcome_from_log
-from ._batch import BatchRow, _connect, local_only, run_batch
+from ._batch import BatchRow, run_batch
+from ._local import connect, local_only
 from ._worker import StoreFactory
 
 __all__ = ("evaluate_on_ray", "score_runs_on_ray")
@@ -173,7 +174,7 @@ def score_runs_on_ray(
         local_only()
     import ray
 
-    _connect(ray, address)
+    connect(ray, address)
     items: list[tuple[str, Case | None]] = (
         list(runs.items()) if isinstance(runs, Mapping) else [(r, None) for r in runs]
     )
