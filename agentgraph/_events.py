@@ -66,12 +66,14 @@ class StepInfo(NamedTuple):
 class RunStarted:
     """A run began: its root graph's name, its first context, and its id.
 
-    The run id is the one the handle, the checkpoint store and every sink use.
+    The run id is the one the handle, the checkpoint store and every sink use;
+    `thread_id` names the thread the run is a turn of (None outside a thread).
     """
 
     graph: str
     context: AgentContext[Any]
     run_id: str = ""
+    thread_id: str | None = None
 
 
 @attrs.frozen(slots=False)
