@@ -37,12 +37,15 @@ async def recorded_run():
     return await store.load("old")
 
 
+def timed(step):
+    return step.context, step.at, step.duration
+
+
 def rows(log):
     run = log.run
     started = (1, run.run_id, run.graph, run.structure, run.context, run.created, None, None)
     steps = [
-        (1, s.seq, s.step, f'["{s.path[0]}"]', s.node, s.next, s.local, s.steps, s.context, s.at)
-        + (s.duration,)
+        (1, s.seq, s.step, f'["{s.path[0]}"]', s.node, s.next, s.local, s.steps, *timed(s))
         for s in log.steps
     ]
     effects = [(1, e.key, e.kind, e.value) for e in log.effects]
@@ -112,8 +115,7 @@ async def test_a_postgres_schema_of_the_previous_version_is_migrated(postgres_se
             for s in log.steps:
                 conn.execute(
                     "INSERT INTO steps VALUES (1, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (s.seq, s.step, list(s.path), s.node, s.next, s.local, s.steps)
-                    + (s.context, s.at, s.duration),
+                    (s.seq, s.step, list(s.path), s.node, s.next, s.local, s.steps, *timed(s)),
                 )
         store = PostgresStore(postgres_server.dsn, schema=schema)
         try:
