@@ -341,7 +341,7 @@ async def open_replay(
     frames = plan(log.steps[:start], contexts[: start + 1])
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
-    return StoreJournal(
+    journal = StoreJournal(
         store,
         run_id,
         initial=contexts[0],
@@ -354,3 +354,5 @@ async def open_replay(
         types=types,
         blobs=blobs,
     )
+    journal.thread_id = log.run.thread  # a replayed turn sees its thread, as the run did
+    return journal
