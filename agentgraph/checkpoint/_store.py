@@ -434,8 +434,9 @@ class MemoryStore(StoreBase):
         if found is None:
             return False
         for run_id, _ in found.runs:
-            for table in (self._runs, self._steps, self._effects):
-                table.pop(run_id, None)  # type: ignore[attr-defined]
+            self._runs.pop(run_id, None)
+            self._steps.pop(run_id, None)
+            self._effects.pop(run_id, None)
         return True
 
     async def fork(
