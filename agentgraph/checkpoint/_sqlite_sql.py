@@ -107,12 +107,12 @@ def migrate(conn: sqlite3.Connection, label: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        if (
-            version == 0
-            and conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
-            ).fetchone()
-        ):
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        if version == 0 and columns:  # made before the schema had versions, or not ours
+            if not {"id", "run_id", "graph", "context"} <= columns:
+                raise CheckpointError(
+                    f"{label} cannot be read: its runs table is not a checkpoint store's"
+                )
             version = 1
         if version > len(MIGRATIONS):
             raise CheckpointError(
