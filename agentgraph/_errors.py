@@ -9,7 +9,10 @@ AgentGraphError
 ├── CheckpointError (LookupError)           a checkpoint store cannot serve a request
 │   ├── LeaseLost                           the run's lease lapsed or passed to another runner
 │   ├── RecordedRunError                    a recorded run that cannot be read back (evals)
-│   └── BlobDamaged                         a stored blob whose bytes fail their digest (checkpoint)
+│   ├── BlobDamaged                         a stored blob whose bytes fail their digest (checkpoint)
+│   └── ThreadError                         a thread the store cannot serve as asked (checkpoint)
+│       ├── ThreadNotFound                  no thread of that id in the store
+│       └── ThreadDamaged                   the thread's stored conversation cannot be read back
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
 │   ├── UsageLimitExceeded                  a model call would pass a `UsageLimits` limit
@@ -22,7 +25,9 @@ AgentGraphError
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
+│   │       └── ThreadBusy                  another run holds the thread (checkpoint)
 │   ├── ReplayDiverged                      a replay asked for what the record does not hold
+│   ├── CompactionFailed                    a thread's compaction cannot fit its budget (checkpoint)
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
 ├── ActivityFailed                          an effect's Temporal activity failed for good (temporal)

@@ -68,7 +68,8 @@ class StepInfo(NamedTuple):
 class RunStarted:
     """A run began: its root graph's name, its first context, and its id.
 
-    The run id is the one the handle, the checkpoint store and every sink use.
+    The run id is the one the handle, the checkpoint store and every sink use;
+    `thread_id` names the thread the run is a turn of (None outside a thread).
     """
 
     graph: str
@@ -76,6 +77,7 @@ class RunStarted:
     run_id: str = ""
     agent: bool = False
     """True when the root graph is an agent (`Graph.as_agent()`), as `react_agent`'s are."""
+    thread_id: str | None = None
 
 
 @attrs.frozen(slots=False)

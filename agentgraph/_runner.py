@@ -147,18 +147,54 @@ class GraphRunner:
         handle: RunHandle | None = None,
         store: JournalSource | None = None,
         run_id: str | None = None,
+        thread_id: str | None = None,
+        compaction: Any = None,
     ) -> AgentContext[Out]:
         """Run `graph` on `ctx` and return the context that reached finish.
 
         The run's id is `run_id`, or a new one (see `handle.run_id` and
         `RunStarted.run_id`). With a checkpoint `store`, every completed step
         is recorded under that id, so the run can be resumed, replayed and forked.
+
+        With a `thread_id` (and a store), the run is the next turn of that
+        thread: it starts from the thread's last context plus `ctx` (its input,
+        its messages after the thread's), and when it finishes the thread goes
+        on from its final context. `compaction` (`checkpoint.Compaction`)
+        keeps the conversation within a token budget. A run on a thread that
+        another run holds is refused with `ThreadBusy`.
         """
         graph = as_graph(graph)
         _check_input(ctx)
         rid = run_id or new_run_id()
-        journal = None if store is None else await _source(store).open_run(graph, ctx, rid)
-        return await self._drive(graph, ctx, handle, None, rid, journal)
+        journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
+        start = ctx if journal is None or thread_id is None else journal.initial
+        return await self._drive(graph, start, handle, None, rid, journal)
+
+    async def _open(
+        self,
+        graph: Graph[Any, Any],
+        ctx: AgentContext[Any],
+        store: JournalSource | None,
+        run_id: str,
+        thread_id: str | None,
+        compaction: Any,
+    ) -> Journal | None:
+        """The run's journal: none, a new run's, or a thread's next turn's."""
+        if thread_id is None:
+            if compaction is not None:
+                raise UsageError("compaction= applies to a thread: pass thread_id= too")
+            return None if store is None else await _source(store).open_run(graph, ctx, run_id)
+        opener = getattr(store, "open_thread", None)
+        if opener is None:
+            raise UsageError(
+                "a run on a thread needs a checkpoint store that keeps threads: pass "
+                "store=MemoryStore(), SQLiteStore(...) or PostgresStore(...)"
+            )
+        types = self.types.with_types(*graph.data_types())
+        journal: Journal = await opener(
+            graph, ctx, run_id, thread_id, compaction=compaction, types=types
+        )
+        return journal
 
     async def resume(
         self,
@@ -208,6 +244,8 @@ class GraphRunner:
         handle: RunHandle | None = None,
         store: JournalSource | None = None,
         run_id: str | None = None,
+        thread_id: str | None = None,
+        compaction: Any = None,
     ) -> AbstractAsyncContextManager[ObjectReceiveStream[Event]]:
         """Run `graph` in a task and yield its events as they happen.
 
@@ -221,7 +259,8 @@ class GraphRunner:
         leaving the block early cancels the run. `async for` straight over
         `runner.stream(...)` raises `UsageError`: the block is what owns the run.
         """
-        return _EventStream(self._stream(graph, ctx, handle, store, run_id))
+        opening = (store, run_id, thread_id, compaction)
+        return _EventStream(self._stream(graph, ctx, handle, opening))
 
     @asynccontextmanager
     async def _stream(
@@ -229,9 +268,9 @@ class GraphRunner:
         graph: Node[In, Out],
         ctx: AgentContext[In],
         handle: RunHandle | None,
-        store: JournalSource | None,
-        run_id: str | None,
+        opening: tuple[JournalSource | None, str | None, str | None, Any],
     ) -> AsyncIterator[ObjectReceiveStream[Event]]:
+        store, run_id, thread_id, compaction = opening
         graph = as_graph(graph)
         _check_input(ctx)
         send, receive = anyio.create_memory_object_stream[Event](0)
@@ -246,10 +285,9 @@ class GraphRunner:
         async def drive() -> None:
             async with send:
                 try:
-                    journal = (
-                        None if store is None else await _source(store).open_run(graph, ctx, rid)
-                    )
-                    await self._drive(graph, ctx, handle, emit, rid, journal)
+                    journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
+                    start = ctx if journal is None or thread_id is None else journal.initial
+                    await self._drive(graph, start, handle, emit, rid, journal)
                 except Exception as error:
                     failure.append(error)
 
@@ -363,9 +401,9 @@ class GraphRunner:
         """
         try:
             if run.emit is not None:
-                await run.emit(
-                    RunStarted(graph.name, handle.context or ctx, run.run_id, graph.agent)
-                )
+                thread = getattr(run.journal, "thread_id", None)
+                first = handle.context or ctx
+                await run.emit(RunStarted(graph.name, first, run.run_id, graph.agent, thread))
             meters = () if run.limits is None else (Meter(run.limits),)
             out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
             if run.journal is not None:

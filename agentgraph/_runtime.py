@@ -243,6 +243,12 @@ class Runtime:
         return self._run.run_id
 
     @property
+    def thread_id(self) -> str | None:
+        """The thread this run is a turn of (`GraphRunner.run(..., thread_id=...)`), or None."""
+        thread: str | None = getattr(self._run.journal, "thread_id", None)
+        return thread
+
+    @property
     def steps(self) -> int:
         """How many steps the run has started so far."""
         return self._run.steps

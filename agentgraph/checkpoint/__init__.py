@@ -5,9 +5,22 @@ step is recorded; `GraphRunner.resume(graph, run_id, store)` continues a run
 after a crash or an interrupt, `GraphRunner.replay(...)` runs a recorded run
 again from its record, and `fork(store, run_id, step)` starts a new run from
 any committed step.
+
+Threads: `GraphRunner.run(graph, ctx, store=..., thread_id=...)` runs the next
+turn of a conversation kept in the store; `list_threads`, `read_thread`,
+`fork_thread`, `rewind_thread` and `delete_thread` manage them, and a
+`Compaction` policy keeps a thread within a token budget.
 """
 
+from .._errors_threads import CompactionFailed as CompactionFailed
+from .._errors_threads import ThreadBusy as ThreadBusy
+from .._errors_threads import ThreadDamaged as ThreadDamaged
+from .._errors_threads import ThreadError as ThreadError
+from .._errors_threads import ThreadNotFound as ThreadNotFound
 from ._codec import BlobDamaged as BlobDamaged
+from ._compaction import Compacted as Compacted
+from ._compaction import Compaction as Compaction
+from ._compaction import apply_compaction as apply_compaction
 from ._journal import StoreJournal as StoreJournal
 from ._lease import LEASE_TERM as LEASE_TERM
 from ._lease import Lease as Lease
@@ -16,6 +29,8 @@ from ._records import Effect as Effect
 from ._records import RunLog as RunLog
 from ._records import RunRecord as RunRecord
 from ._records import StepRecord as StepRecord
+from ._records import ThreadHead as ThreadHead
+from ._records import ThreadLog as ThreadLog
 from ._resume import decode_contexts as decode_contexts
 from ._resume import log_blobs as log_blobs
 from ._sqlite import SQLiteStore as SQLiteStore
@@ -23,10 +38,20 @@ from ._store import CheckpointStore as CheckpointStore
 from ._store import MemoryStore as MemoryStore
 from ._store import StoreBase as StoreBase
 from ._store import fork as fork
+from ._threads import Thread as Thread
+from ._threads import ThreadStore as ThreadStore
+from ._threads import delete_thread as delete_thread
+from ._threads import fork_thread as fork_thread
+from ._threads import list_threads as list_threads
+from ._threads import read_thread as read_thread
+from ._threads import rewind_thread as rewind_thread
 
 __all__ = (
     "BlobDamaged",
     "CheckpointStore",
+    "Compacted",
+    "Compaction",
+    "CompactionFailed",
     "Effect",
     "LEASE_TERM",
     "Lease",
@@ -38,7 +63,21 @@ __all__ = (
     "StepRecord",
     "StoreBase",
     "StoreJournal",
+    "Thread",
+    "ThreadBusy",
+    "ThreadDamaged",
+    "ThreadError",
+    "ThreadHead",
+    "ThreadLog",
+    "ThreadNotFound",
+    "ThreadStore",
+    "apply_compaction",
     "decode_contexts",
+    "delete_thread",
     "fork",
+    "fork_thread",
+    "list_threads",
     "log_blobs",
+    "read_thread",
+    "rewind_thread",
 )

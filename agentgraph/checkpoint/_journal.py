@@ -30,7 +30,7 @@ from ._codec import ContextEncoder, diff_data
 from ._effects import record_model, recorded_model, run_tools
 from ._frames import Frame, StepState, state_of, take
 from ._lease import Lease, LeaseLost
-from ._records import Effect, Record, StepRecord
+from ._records import Effect, Record, StepRecord, ThreadHead
 
 if TYPE_CHECKING:
     from .._graph import Graph
@@ -121,6 +121,14 @@ class StoreJournal:
         # and the run stops itself if a renewal did not come through in time.
         self._look_at = 0.0
         self._term = 0.0 if lease is None else lease.expires - time.time()
+        self.thread_id: str | None = None
+        # A turn of a thread: the thread's lease, and the head the turn started from.
+        self._thread: tuple[Lease, str | None] | None = None
+
+    def join_thread(self, thread_id: str, lease: Lease, base: str | None) -> None:
+        """This run is a turn of `thread_id`, held by `lease`, continuing from run `base`."""
+        self.thread_id = thread_id
+        self._thread = (lease, base)
 
     # -- the runner's hooks -------------------------------------------------------------
     def enter(
@@ -157,6 +165,9 @@ class StoreJournal:
         lease, self._lease = self._lease, None
         if lease is not None:
             self.store.release(lease)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self.store.release(thread[0])
 
     def _still_ours(self) -> None:
         """Stop the run when its lease passed to another runner, or was not renewed in time."""
@@ -284,6 +295,10 @@ class StoreJournal:
                 step=record.step,
                 path=(*record.path, record.node),
             )
+        if self._thread is not None and not self.replaying:
+            # The thread moves on once the run's last records are stored.
+            assert self.thread_id is not None
+            self._write((ThreadHead(self.run_id, self.thread_id, self._thread[1], time.time()),))
         # The release goes in with the last records, so the run is free once they are.
         self.close()
         await self._flush()

@@ -11,12 +11,30 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
 from ._lease import LeaseLost
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord, damaged
+from ._records import (
+    Effect,
+    Record,
+    RunLog,
+    RunRecord,
+    StepRecord,
+    ThreadHead,
+    ThreadLog,
+    damaged,
+)
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ("MIGRATIONS", "commit", "read_blob", "read_ids", "read_log")
+__all__ = (
+    "MIGRATIONS",
+    "commit",
+    "delete_thread",
+    "read_blob",
+    "read_ids",
+    "read_log",
+    "read_thread",
+    "read_thread_ids",
+)
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: runs, their steps and effects, leases and blobs.
@@ -66,12 +84,33 @@ MIGRATIONS: tuple[str, ...] = (
         data BYTEA NOT NULL
     );
     """,
+    # 2: threads: the turns of a conversation, and its head.
+    """
+    ALTER TABLE runs ADD COLUMN thread TEXT;
+    ALTER TABLE runs ADD COLUMN base TEXT;
+    CREATE INDEX runs_by_thread ON runs (thread, id) WHERE thread IS NOT NULL;
+    CREATE TABLE threads (
+        thread_id TEXT PRIMARY KEY,
+        head TEXT,
+        created DOUBLE PRECISION NOT NULL,
+        updated DOUBLE PRECISION NOT NULL
+    );
+    """,
 )
 """Schema version N is reached by running the first N scripts, in order; never edit one."""
 
 _INSERT_RUN = (
-    "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING RETURNING id"
+    "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step, "
+    "thread, base) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+    "ON CONFLICT (run_id) DO NOTHING RETURNING id"
+)
+_INSERT_THREAD = (
+    "INSERT INTO threads (thread_id, head, created, updated) VALUES (%s, NULL, %s, %s) "
+    "ON CONFLICT (thread_id) DO NOTHING"
+)
+_MOVE_HEAD = (
+    "UPDATE threads SET head = %s, updated = %s "
+    "WHERE thread_id = %s AND head IS NOT DISTINCT FROM %s"
 )
 _INSERT_STEP = "INSERT INTO steps VALUES "
 # A rewritten effect moves to the end, as it does in the other stores.
@@ -166,10 +205,15 @@ def _insert(conn: psycopg.Connection[Any], records: Sequence[Record], ids: dict[
     for r in records:
         if isinstance(r, RunRecord):
             started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
-            row = conn.execute(_INSERT_RUN, (*started, r.parent_step)).fetchone()
+            row = conn.execute(_INSERT_RUN, (*started, r.parent_step, r.thread, r.base)).fetchone()
             if row is None:
                 raise CheckpointError(f"run {r.run_id!r} is already in the store")
             ids[r.run_id] = int(row[0])
+            if r.thread is not None:
+                conn.execute(_INSERT_THREAD, (r.thread, r.created, r.created))
+        elif isinstance(r, ThreadHead):
+            _run(conn, ids, r.run_id)
+            conn.execute(_MOVE_HEAD, (r.run_id, r.at, r.thread, r.base))
         elif isinstance(r, StepRecord):
             row_ = (r.seq, r.step, list(r.path), r.node, r.next, r.local, r.steps, r.context)
             steps.append((_run(conn, ids, r.run_id), *row_, r.at, r.duration))
@@ -211,7 +255,7 @@ def _run(conn: psycopg.Connection[Any], ids: dict[str, int], run_id: str) -> int
 def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:
     """Every record of `run_id`, or None; a damaged row raises `CheckpointError`."""
     row = conn.execute(
-        "SELECT id, graph, structure, context, created, parent, parent_step "
+        "SELECT id, graph, structure, context, created, parent, parent_step, thread, base "
         "FROM runs WHERE run_id = %s",
         (run_id,),
     ).fetchone()
@@ -243,3 +287,33 @@ def read_ids(conn: psycopg.Connection[Any]) -> tuple[str, ...]:
 def read_blob(conn: psycopg.Connection[Any], digest: str) -> bytes | None:
     row = conn.execute("SELECT data FROM blobs WHERE digest = %s", (digest,)).fetchone()
     return None if row is None else bytes(row[0])
+
+
+def read_thread(conn: psycopg.Connection[Any], thread_id: str) -> ThreadLog | None:
+    """The thread's head and turns, or None."""
+    row = conn.execute(
+        "SELECT head, created, updated FROM threads WHERE thread_id = %s", (thread_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    runs = conn.execute(
+        "SELECT run_id, base FROM runs WHERE thread = %s ORDER BY id", (thread_id,)
+    ).fetchall()
+    return ThreadLog(thread_id, row[0], row[1], row[2], tuple((r, b) for r, b in runs))
+
+
+def read_thread_ids(conn: psycopg.Connection[Any]) -> tuple[str, ...]:
+    return tuple(r[0] for r in conn.execute("SELECT thread_id FROM threads ORDER BY created"))
+
+
+def delete_thread(conn: psycopg.Connection[Any], thread_id: str) -> bool:
+    """Delete the thread and its runs (steps and effects cascade); False when there was none."""
+    found = conn.execute(
+        "DELETE FROM threads WHERE thread_id = %s RETURNING thread_id", (thread_id,)
+    ).fetchone()
+    conn.execute(
+        "DELETE FROM leases WHERE run_id IN (SELECT run_id FROM runs WHERE thread = %s)",
+        (thread_id,),
+    )
+    conn.execute("DELETE FROM runs WHERE thread = %s", (thread_id,))
+    return found is not None

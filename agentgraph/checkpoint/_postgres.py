@@ -24,8 +24,17 @@ import attrs
 from .._errors import CheckpointError
 from .._extras import pip_install
 from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
-from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
-from ._records import Record, RunLog
+from ._pgsql import (
+    MIGRATIONS,
+    commit,
+    delete_thread,
+    read_blob,
+    read_ids,
+    read_log,
+    read_thread,
+    read_thread_ids,
+)
+from ._records import Record, RunLog, ThreadLog
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
 
 if TYPE_CHECKING:
@@ -146,6 +155,18 @@ class PostgresStore(WriterStore):
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
         return await self._call(read_ids, "be read")
+
+    async def load_thread(self, thread_id: str) -> ThreadLog | None:
+        """The thread's head and turns (after committing what is queued), or None."""
+        return await self._call(lambda conn: read_thread(conn, thread_id), "be read")
+
+    async def thread_ids(self) -> tuple[str, ...]:
+        """Every thread in the store, oldest first."""
+        return await self._call(read_thread_ids, "be read")
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread and its runs; False when there was no such thread."""
+        return await self._call(lambda conn: delete_thread(conn, thread_id), "delete threads")
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""

@@ -24,6 +24,8 @@ __all__ = (
     "RunLog",
     "RunRecord",
     "StepRecord",
+    "ThreadHead",
+    "ThreadLog",
     "checked",
     "damaged",
     "effect_step",
@@ -46,6 +48,9 @@ class RunRecord:
         created: wall-clock time (seconds since the epoch) the run started.
         parent: for a fork, the run it was copied from.
         parent_step: for a fork, the step it was copied at.
+        thread: the thread the run is a turn of, if any.
+        base: the run whose final context the turn started from (the thread's
+            head when the run began; None for a thread's first turn).
     """
 
     run_id: str
@@ -55,10 +60,13 @@ class RunRecord:
     created: float
     parent: str | None = None
     parent_step: int | None = None
+    thread: str | None = None
+    base: str | None = None
 
     @property
     def nbytes(self) -> int:
         names = len(self.run_id) + len(self.graph) + len(self.parent or "")
+        names += len(self.thread or "") + len(self.base or "")
         return names + len(self.structure) + len(self.context) + 2 * _NUMBER
 
 
@@ -122,7 +130,45 @@ class Effect:
         return len(self.key) + len(self.kind) + len(self.value)
 
 
-Record = RunRecord | StepRecord | Effect
+@attrs.frozen
+class ThreadHead:
+    """A turn of a thread finished: run `run_id` becomes the head of `thread`.
+
+    Only when the head is still `base`, the head the turn started from: a
+    turn resumed after a later one finished is kept, but leaves the head alone.
+    """
+
+    run_id: str
+    thread: str
+    base: str | None
+    at: float
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.run_id) + len(self.thread) + len(self.base or "") + _NUMBER
+
+
+@attrs.frozen
+class ThreadLog:
+    """What a store holds for one thread: its head and its turns, oldest first.
+
+    Attributes:
+        thread: the thread's id.
+        head: the run whose final context the thread continues from; None
+            until a first turn finished.
+        created: wall-clock time of the thread's first turn.
+        updated: wall-clock time its head last moved (`created` until then).
+        runs: each turn's run id and the run it started from, oldest first.
+    """
+
+    thread: str
+    head: str | None
+    created: float
+    updated: float
+    runs: tuple[tuple[str, str | None], ...] = ()
+
+
+Record = RunRecord | StepRecord | Effect | ThreadHead
 """Any record a store receives."""
 
 
@@ -239,6 +285,8 @@ _SHAPES: dict[type[Any], dict[str, tuple[type[Any], ...]]] = {
         "created": (int, float),
         "parent": (str, _NONE),
         "parent_step": (int, _NONE),
+        "thread": (str, _NONE),
+        "base": (str, _NONE),
     },
     StepRecord: {
         "run_id": (str,),

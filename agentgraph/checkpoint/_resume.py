@@ -57,7 +57,13 @@ def structure(graph: Graph[Any, Any]) -> dict[str, Any]:
 
 
 async def open_run(
-    graph: Graph[Any, Any], ctx: AgentContext[Any], store: CheckpointStore, run_id: str
+    graph: Graph[Any, Any],
+    ctx: AgentContext[Any],
+    store: CheckpointStore,
+    run_id: str,
+    *,
+    thread: str | None = None,
+    base: str | None = None,
 ) -> StoreJournal:
     """Start recording a new run: its run record holds the initial context and the graph's shape.
 
@@ -70,7 +76,10 @@ async def open_run(
         shape = orjson.dumps(structure(graph))
         try:
             initial = full_context(ctx, store.put_blob)
-            store.write((RunRecord(rid, graph.name, shape, initial, time.time()),))
+            started = RunRecord(
+                rid, graph.name, shape, initial, time.time(), thread=thread, base=base
+            )
+            store.write((started,))
             # Once a step has run, the run can be resumed: its start must be on disk.
             await store.flush(run_id=rid)
         except CheckpointError as error:
@@ -283,6 +292,7 @@ async def open_resume(
     resuming it meanwhile gets `RunBusy` before anything runs.
     """
     lease = await store.acquire(run_id, owner=new_owner())
+    journal: StoreJournal | None = None
     try:
         log = await _load(store, run_id)
         blobs = await log_blobs(store, log)
@@ -303,10 +313,17 @@ async def open_resume(
             types=types,
             blobs=blobs,
         )
+        if log.run.thread is not None:  # a turn of a thread: nothing else may run on it
+            from ._threads import hold_thread
+
+            held = await hold_thread(store, log.run.thread, contexts[-1])
+            journal.join_thread(log.run.thread, held, log.run.base)
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
     except BaseException:
         store.release(lease)
+        if journal is not None:
+            journal.close()
         raise
     return journal
 
@@ -324,7 +341,7 @@ async def open_replay(
     frames = plan(log.steps[:start], contexts[: start + 1])
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
-    return StoreJournal(
+    journal = StoreJournal(
         store,
         run_id,
         initial=contexts[0],
@@ -337,3 +354,5 @@ async def open_replay(
         types=types,
         blobs=blobs,
     )
+    journal.thread_id = log.run.thread  # a replayed turn sees its thread, as the run did
+    return journal

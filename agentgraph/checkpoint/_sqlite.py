@@ -16,8 +16,17 @@ import attrs
 
 from .._errors import CheckpointError
 from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
-from ._records import Record, RunLog
-from ._sqlite_sql import SCHEMA, commit, read_blob, read_ids, read_log
+from ._records import Record, RunLog, ThreadLog
+from ._sqlite_sql import (
+    commit,
+    delete_thread,
+    migrate,
+    read_blob,
+    read_ids,
+    read_log,
+    read_thread,
+    read_thread_ids,
+)
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
 
 __all__ = ("SQLiteStore",)
@@ -103,6 +112,25 @@ class SQLiteStore(WriterStore):
         """Every run in the store, oldest first."""
         await self._barrier()
         return await anyio.to_thread.run_sync(self._reading, self._with, read_ids)
+
+    async def load_thread(self, thread_id: str) -> ThreadLog | None:
+        """The thread's head and turns (after committing what is queued), or None."""
+        await self._barrier()
+        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread, thread_id)
+
+    async def thread_ids(self) -> tuple[str, ...]:
+        """Every thread in the store, oldest first."""
+        await self._barrier()
+        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread_ids)
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete the thread and its runs; False when there was no such thread."""
+        await self._barrier()
+        delete = functools.partial(self._with, delete_thread, thread_id)
+        done: bool = await anyio.to_thread.run_sync(
+            functools.partial(self._reading, delete, what="delete threads")
+        )
+        return done
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
         """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
@@ -359,7 +387,7 @@ class SQLiteStore(WriterStore):
             for attempt in range(50):
                 try:
                     conn.execute("PRAGMA journal_mode=WAL")
-                    conn.executescript(SCHEMA)
+                    migrate(conn, self._label)
                     break
                 except sqlite3.OperationalError as exc:
                     if "locked" not in str(exc) or attempt == 49:

@@ -16,10 +16,30 @@ import orjson
 from .._errors import CheckpointError
 from ._codec import BlobDamaged
 from ._lease import LeaseLost
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord, damaged
+from ._records import (
+    Effect,
+    Record,
+    RunLog,
+    RunRecord,
+    StepRecord,
+    ThreadHead,
+    ThreadLog,
+    damaged,
+)
 from ._store import BlobWrite
 
-__all__ = ("SCHEMA", "commit", "read_blob", "read_ids", "read_log")
+__all__ = (
+    "MIGRATIONS",
+    "SCHEMA",
+    "commit",
+    "delete_thread",
+    "migrate",
+    "read_blob",
+    "read_ids",
+    "read_log",
+    "read_thread",
+    "read_thread_ids",
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -65,10 +85,60 @@ CREATE TABLE IF NOT EXISTS blobs (
 ) WITHOUT ROWID;
 """
 
-_INSERT_RUN = (
-    "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    # 1: runs, their steps and effects, leases and blobs (files made before the
+    # schema had versions are at version 1).
+    tuple(s.strip() for s in SCHEMA.split(";") if s.strip()),
+    # 2: threads: the turns of a conversation, and its head.
+    (
+        "ALTER TABLE runs ADD COLUMN thread TEXT",
+        "ALTER TABLE runs ADD COLUMN base TEXT",
+        "CREATE INDEX runs_by_thread ON runs (thread, id) WHERE thread IS NOT NULL",
+        "CREATE TABLE threads (thread_id TEXT PRIMARY KEY, head TEXT, "
+        "created REAL NOT NULL, updated REAL NOT NULL) WITHOUT ROWID",
+    ),
 )
+"""Schema version N (SQLite's `user_version`) is reached by running the first N
+scripts, in order; never edit one."""
+
+
+def migrate(conn: sqlite3.Connection, label: str) -> None:
+    """Bring the database to the newest schema version, in one immediate transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        if version == 0 and columns:  # made before the schema had versions, or not ours
+            if not {"id", "run_id", "graph", "context"} <= columns:
+                raise CheckpointError(
+                    f"{label} cannot be read: its runs table is not a checkpoint store's"
+                )
+            version = 1
+        if version > len(MIGRATIONS):
+            raise CheckpointError(
+                f"{label} is at schema version {version}, written by a newer agentgraph; "
+                f"this one knows versions up to {len(MIGRATIONS)}"
+            )
+        for script in MIGRATIONS[version:]:
+            for statement in script:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+_INSERT_RUN = (
+    "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step, "
+    "thread, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_THREAD = (
+    "INSERT INTO threads (thread_id, head, created, updated) VALUES (?, NULL, ?, ?) "
+    "ON CONFLICT (thread_id) DO NOTHING"
+)
+_MOVE_HEAD = "UPDATE threads SET head = ?, updated = ? WHERE thread_id = ? AND head IS ?"
 _INSERT_STEP = "INSERT INTO steps VALUES "
 _INSERT_EFFECT = "INSERT OR REPLACE INTO effects (run, key, kind, value) VALUES "
 _ROWS = 500
@@ -174,11 +244,16 @@ def _insert_records(
         if isinstance(r, RunRecord):
             started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
             try:
-                cursor = conn.execute(_INSERT_RUN, (*started, r.parent_step))
+                cursor = conn.execute(_INSERT_RUN, (*started, r.parent_step, r.thread, r.base))
             except sqlite3.IntegrityError as error:
                 raise CheckpointError(f"run {r.run_id!r} is already in the store") from error
             assert cursor.lastrowid is not None
             ids[r.run_id] = cursor.lastrowid
+            if r.thread is not None:
+                conn.execute(_INSERT_THREAD, (r.thread, r.created, r.created))
+        elif isinstance(r, ThreadHead):
+            _run(conn, ids, r.run_id)
+            conn.execute(_MOVE_HEAD, (r.run_id, r.at, r.thread, r.base))
         elif isinstance(r, StepRecord):
             run, path = _run(conn, ids, r.run_id), orjson.dumps(r.path).decode()
             row = (r.seq, r.step, path, r.node, r.next, r.local, r.steps, r.context)
@@ -217,7 +292,7 @@ def _insert(conn: sqlite3.Connection, head: str, rows: list[tuple[Any, ...]]) ->
 def read_log(conn: sqlite3.Connection, run_id: str) -> RunLog | None:
     """Every record of `run_id`, or None."""
     row = conn.execute(
-        "SELECT id, graph, structure, context, created, parent, parent_step "
+        "SELECT id, graph, structure, context, created, parent, parent_step, thread, base "
         "FROM runs WHERE run_id = ?",
         (run_id,),
     ).fetchone()
@@ -266,3 +341,40 @@ def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
             f"blob {digest!r} is damaged: it holds {type(row[0]).__name__}, not bytes"
         )
     return row[0]
+
+
+def read_thread(conn: sqlite3.Connection, thread_id: str) -> ThreadLog | None:
+    """The thread's head and turns, or None."""
+    row = conn.execute(
+        "SELECT head, created, updated FROM threads WHERE thread_id = ?", (thread_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    runs = conn.execute(
+        "SELECT run_id, base FROM runs WHERE thread = ? ORDER BY id", (thread_id,)
+    ).fetchall()
+    return ThreadLog(thread_id, row[0], row[1], row[2], tuple((r, b) for r, b in runs))
+
+
+def read_thread_ids(conn: sqlite3.Connection) -> tuple[str, ...]:
+    return tuple(r[0] for r in conn.execute("SELECT thread_id FROM threads ORDER BY created"))
+
+
+def delete_thread(conn: sqlite3.Connection, thread_id: str) -> bool:
+    """Delete the thread and its runs in one transaction; False when there was none."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = conn.execute("SELECT 1 FROM threads WHERE thread_id = ?", (thread_id,)).fetchone()
+        conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+        runs = conn.execute("SELECT id, run_id FROM runs WHERE thread = ?", (thread_id,)).fetchall()
+        for rid, run_id in runs:
+            conn.execute("DELETE FROM steps WHERE run = ?", (rid,))
+            conn.execute("DELETE FROM effects WHERE run = ?", (rid,))
+            conn.execute("DELETE FROM leases WHERE run_id = ?", (run_id,))
+        conn.execute("DELETE FROM runs WHERE thread = ?", (thread_id,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return found is not None

@@ -29,11 +29,23 @@ from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER, new_run_id
 from ._codec import full_context
 from ._lease import Lease, LeaseLost, RunBusy, hold, let_go
-from ._records import Effect, Record, RunLog, RunRecord, StepRecord, checked, effect_step
+from ._records import (
+    Effect,
+    Record,
+    RunLog,
+    RunRecord,
+    StepRecord,
+    ThreadHead,
+    ThreadLog,
+    checked,
+    effect_step,
+)
 from ._resume import open_replay, open_resume, open_run
+from ._threads import open_thread
 
 if TYPE_CHECKING:
     from .._graph import Graph
+    from ._compaction import Compaction
     from ._journal import StoreJournal
 
 __all__ = (
@@ -143,6 +155,21 @@ class StoreBase:
     ) -> StoreJournal:
         """Start recording a new run under `run_id`."""
         return await open_run(graph, ctx, _storage(self), run_id)
+
+    async def open_thread(
+        self,
+        graph: Graph[Any, Any],
+        ctx: AgentContext[Any],
+        run_id: str,
+        thread_id: str,
+        *,
+        compaction: Compaction | None = None,
+        types: Types = NO_TYPES,
+    ) -> StoreJournal:
+        """Start recording a turn of `thread_id` (see `GraphRunner.run(..., thread_id=...)`)."""
+        return await open_thread(
+            graph, ctx, _storage(self), run_id, thread_id, compaction=compaction, types=types
+        )
 
     async def open_resume(
         self,
@@ -317,6 +344,7 @@ class MemoryStore(StoreBase):
         self._steps: dict[str, list[StepRecord]] = {}
         self._effects: dict[str, dict[tuple[str, str], Effect]] = {}
         self._blobs: dict[str, bytes] = {}
+        self._threads: dict[str, ThreadLog] = {}
 
     def put_blob(self, data: bytes) -> str:
         """Keep `data` under its digest and return the digest."""
@@ -347,6 +375,10 @@ class MemoryStore(StoreBase):
                 self._runs[record.run_id] = record
                 self._steps[record.run_id] = []
                 self._effects[record.run_id] = {}
+                if record.thread is not None:
+                    self._add_turn(record)
+            elif isinstance(record, ThreadHead):
+                self._move_head(record)
             elif isinstance(record, StepRecord):
                 self._steps[record.run_id].append(record)
             else:
@@ -369,6 +401,43 @@ class MemoryStore(StoreBase):
     def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
         return tuple(self._runs)
+
+    def _add_turn(self, record: RunRecord) -> None:
+        assert record.thread is not None
+        found = self._threads.get(record.thread)
+        if found is None:
+            found = ThreadLog(record.thread, None, record.created, record.created)
+        turn = (record.run_id, record.base)
+        self._threads[record.thread] = attrs.evolve(found, runs=(*found.runs, turn))
+
+    def _move_head(self, record: ThreadHead) -> None:
+        found = self._threads.get(record.thread)
+        if found is not None and found.head == record.base:
+            self._threads[record.thread] = attrs.evolve(
+                found, head=record.run_id, updated=record.at
+            )
+
+    async def load_thread(self, thread_id: str) -> ThreadLog | None:
+        """The thread's head and turns, or None for an unknown thread."""
+        await anyio.lowlevel.checkpoint()
+        return self._threads.get(thread_id)
+
+    async def thread_ids(self) -> tuple[str, ...]:
+        """Every thread in the store, oldest first."""
+        await anyio.lowlevel.checkpoint()
+        return tuple(self._threads)
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Forget the thread and every run of it; False when there was no such thread."""
+        await anyio.lowlevel.checkpoint()
+        found = self._threads.pop(thread_id, None)
+        if found is None:
+            return False
+        for run_id, _ in found.runs:
+            self._runs.pop(run_id, None)
+            self._steps.pop(run_id, None)
+            self._effects.pop(run_id, None)
+        return True
 
     async def fork(
         self, run_id: str, step: int, *, context: AgentContext[Any] | None = None

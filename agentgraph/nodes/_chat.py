@@ -81,6 +81,8 @@ class Chat(Node[Any, Message]):
     async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Message]:
         if not ctx.history:
             ctx = _first_turn(ctx, self.name)
+        elif _opens_turn(ctx, rt):
+            ctx = ctx.append(Message.user(ctx.input))
         request = build_request(
             ctx, settings=self.settings, tools=self.tools, tool_choice=self.tool_choice
         )
@@ -98,6 +100,22 @@ async def _streamed(model: ChatModel, request: ChatRequest, rt: Runtime) -> Chat
             if isinstance(event, ResponseDone):
                 return event.response
     raise ResponseFormatError(f"the stream from {model.name!r} ended without its final response")
+
+
+def _opens_turn(ctx: AgentContext[Any], rt: Runtime) -> bool:
+    """A turn of a thread whose text input is not in the history yet: the user's message.
+
+    That is when nothing was added to the conversation the turn started from
+    (a `user_turn` before this node adds the input itself), and the history
+    does not already end with that very message.
+    """
+    journal = rt.journal
+    if rt.thread_id is None or journal is None or not isinstance(ctx.input, str) or not ctx.input:
+        return False
+    last = ctx.history[-1]
+    if last.role == "user" and last.content == ctx.input:
+        return False
+    return len(ctx.history) == len(journal.initial.history)
 
 
 def _first_turn(ctx: AgentContext[Any], name: str) -> AgentContext[Any]:

@@ -166,7 +166,7 @@ class OtelSink:
     # -- one handler per record kind ------------------------------------------------------
     def _on_run_started(self, r: Mapping[str, Any], operation: Operation) -> None:
         graph = r["graph"]
-        conversation = conversation_id(r["run"])
+        conversation = conversation_id(r["run"], r.get("thread"))
         attributes = operation_attributes(operation, graph, conversation)
         attributes["agentgraph.run.id"] = r["run"]
         span = self._tracer.start_span(

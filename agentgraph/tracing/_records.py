@@ -296,7 +296,10 @@ def _failed(event: NodeFailedEvent, state: _RunState) -> dict[str, Any]:
 
 
 def _run_started(event: RunStarted, state: _RunState) -> dict[str, Any]:
-    return {"graph": event.graph, "context": _context(event.context)}
+    record = {"graph": event.graph, "context": _context(event.context)}
+    if event.thread_id is not None:  # a turn of a conversation thread
+        record["thread"] = event.thread_id
+    return record
 
 
 def _run_finished(event: RunFinished, state: _RunState) -> dict[str, Any]:

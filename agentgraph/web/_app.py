@@ -172,7 +172,10 @@ class _Endpoints:
             text = body.get("input") if isinstance(body, dict) else None
             if not isinstance(text, str) or not text.strip():
                 raise RunInputError('send {"input": "..."} with the text to run on')
-            live = await self.runs.start(AgentContext(text))
+            thread = body.get("thread")
+            if thread is not None and (not isinstance(thread, str) or not thread):
+                raise RunInputError('"thread" names a thread: a non-empty string')
+            live = await self.runs.start(AgentContext(text), thread_id=thread)
         except RunInputError as exc:
             return _refuse(str(exc))
         return JSONResponse({"id": live.id})

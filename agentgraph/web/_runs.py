@@ -29,6 +29,8 @@ from .._journal import JournalSource
 from .._redact import Redactor
 from .._runner import NO_ANSWER, GraphRunner, RunHandle, new_run_id
 from ..checkpoint._records import RunLog
+from ..checkpoint._threads import ThreadStore, read_thread, rewind_thread
+from ..llm._messages import Message
 from ..tracing._jsonl import traces_from_records
 from ..tracing._records import Recorder, plain
 from ..tracing._tree import Trace, TraceBuilder
@@ -106,6 +108,8 @@ class LiveRun:
     segments: int = 0
     mark: int = 0
     """Where the events of the latest start or resume begin in the channel."""
+    threaded: bool = False
+    """The run is a turn of the thread `thread_id` in the store."""
 
     @property
     def finished(self) -> bool:
@@ -144,7 +148,12 @@ class Runs:
         """Start a run of the graph on `ctx`; it goes on in the server's task group."""
         rid = new_run_id() if run_id is None else run_id
         await self._check_new(rid)
+        threaded = thread_id is not None and isinstance(self.store, ThreadStore)
+        if threaded:
+            assert thread_id is not None
+            ctx = await self._on_thread(ctx, thread_id)
         live = self.live[rid] = self._new(rid, thread_id)
+        live.threaded = threaded
         live.input = self._clean(ctx.input, "input")
         self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
         return live
@@ -204,9 +213,33 @@ class Runs:
         if run_id in self.live or (self.store is not None and await self.store.load(run_id)):
             raise RunInputError(f"run id {run_id!r} is taken; resume that run or pick a new id")
 
+    async def _on_thread(self, ctx: AgentContext[Any], thread_id: str) -> AgentContext[Any]:
+        """`ctx` as the next turn of the thread: only the messages the thread lacks.
+
+        A client sends the whole conversation. When the thread's stored
+        conversation begins it, the rest is new; when the two differ, the
+        thread is rewound to their first difference (the turns after it stay
+        readable) and the client's messages from there on are the new ones.
+        """
+        if len(thread_id) > _MAX_ID or not thread_id.isprintable():
+            raise RunInputError(f"a thread id is 1 to {_MAX_ID} printable characters")
+        found = await self.store.load_thread(thread_id)  # type: ignore[union-attr]
+        sent = tuple(ctx.history)
+        if found is None or found.head is None or not sent:
+            return ctx
+        types = self.runner.types.with_types(*self.graph.data_types())
+        stored = (await read_thread(self.store, thread_id, types=types)).messages
+        same = 0
+        while same < min(len(stored), len(sent)) and _same(stored[same], sent[same]):
+            same += 1
+        if same < len(stored):
+            await rewind_thread(self.store, thread_id, same, types=types)
+        return ctx.evolve(history=sent[same:])
+
     async def _go(self, runner: GraphRunner, live: LiveRun, ctx: AgentContext[Any]) -> Any:
+        thread = live.thread_id if live.threaded else None
         return await runner.run(
-            self.graph, ctx, handle=live.handle, store=self.store, run_id=live.id
+            self.graph, ctx, handle=live.handle, store=self.store, run_id=live.id, thread_id=thread
         )
 
     def _launch(
@@ -348,6 +381,17 @@ class Runs:
         if self.store is None or len(run_id) > _MAX_ID:
             return None
         return await self.store.load(run_id)
+
+
+def _same(stored: Message, sent: Message) -> bool:
+    """Whether a client's message is the stored one, as far as a client can say it."""
+    return (
+        stored.role == sent.role
+        and stored.content == sent.content
+        and stored.tool_call_id == sent.tool_call_id
+        and [(c.id, c.name, dict(c.arguments)) for c in stored.tool_calls]
+        == [(c.id, c.name, dict(c.arguments)) for c in sent.tool_calls]
+    )
 
 
 def _log_status(log: RunLog) -> str:

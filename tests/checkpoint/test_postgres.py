@@ -79,6 +79,7 @@ async def test_the_schema_is_created_at_the_latest_version_on_first_use(dsn, sch
         "leases",
         "blobs",
         "schema_version",
+        "threads",
     }
     async with PostgresStore(dsn, schema=schema) as again:  # a second first use changes nothing
         assert len(await again.run_ids()) == 1

@@ -78,6 +78,15 @@ const scenarios = {
     });
     return { left, cancelled, unasked, resumed, finally: await status("left-1") };
   },
+  // One thread across two requests: the client sends its whole history each time.
+  async thread() {
+    const agent = new HttpAgent({ url, threadId: "thread-kept" });
+    agent.messages = [{ id: "u1", role: "user", content: "My name is Ann." }];
+    const first = await run(agent, { runId: "kept-1" });
+    agent.messages.push({ id: "u2", role: "user", content: "What is my name?" });
+    const second = await run(agent, { runId: "kept-2" });
+    return { first, second, history: agent.messages.map((m) => [m.role, m.content ?? null]) };
+  },
 };
 
 const outcome = await scenarios[scenario]();

@@ -135,3 +135,24 @@ async def test_the_pinned_package_still_names_what_is_emitted() -> None:
     assert emitted <= carried, sorted(emitted - carried)
     used = {s.attributes["gen_ai.operation.name"] for s in spans if gen_ai_keys(s)}
     assert used <= values
+
+
+async def test_every_turn_of_a_thread_shares_the_threads_conversation_id() -> None:
+    from agentgraph.checkpoint import MemoryStore
+
+    @node
+    def echo(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    runner = GraphRunner(sinks=[OtelSink(provider)])
+    store = MemoryStore()
+    for text in ("first", "second"):
+        await runner.run(echo, AgentContext(text), store=store, thread_id="chat-7")
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_workflow")]
+    provider.shutdown()
+    assert len(spans) == 2
+    assert {s.attributes["gen_ai.conversation.id"] for s in spans} == {"chat-7"}
+    assert len({s.attributes["agentgraph.run.id"] for s in spans}) == 2

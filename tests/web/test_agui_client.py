@@ -15,6 +15,9 @@ import anyio
 import orjson
 
 from agentgraph import AgentContext, Graph, GraphBuilder, node
+from agentgraph.llm import ChatRequest
+from agentgraph.nodes import answer, chat
+from agentgraph.testing import ScriptedModel
 from tests.npm import JS, need_npm_package
 
 from .support import ANSWER, agent, serving
@@ -81,3 +84,27 @@ def test_the_official_client_resumes_a_run_it_left_and_reads_why_a_resume_failed
     assert resumed["events"][0] == "RUN_STARTED" and resumed["events"][-1] == "RUN_FINISHED"
     assert resumed["outcome"] == "success" and resumed["result"] == "go before after"
     assert seen["finally"] == "ok"
+
+
+def remembers() -> Graph[str, str]:
+    """A chat whose model answers with what it was sent: the whole conversation it saw."""
+
+    def reply(request: ChatRequest) -> str:
+        return " | ".join(m.content for m in request.messages)
+
+    talk = chat(ScriptedModel(reply, repeat=True), stream=True)
+    reply_text = answer()
+    with GraphBuilder[str, str]("remembers") as g:
+        g.start.edge_to(talk).edge_to(reply_text).edge_to(g.finish)
+    return g.build()
+
+
+def test_the_official_client_continues_a_thread_across_two_requests(tmp_path: Path):
+    with serving(remembers(), tmp_path) as server:
+        seen = drive(server.url + "agui", "thread")
+    first, second = seen["first"], seen["second"]
+    assert "rejected" not in first and "rejected" not in second, seen
+    assert first["result"] == "My name is Ann."
+    # The second request resent the first turn: the model saw it once, with its answer.
+    assert second["result"] == "My name is Ann. | My name is Ann. | What is my name?"
+    assert ["assistant", "My name is Ann."] in seen["history"]

@@ -1,0 +1,111 @@
+"""The errors of threads (conversations kept in a checkpoint store); drawn in `_errors`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._errors import CheckpointError, RunBusy, RunError
+from ._errors_root import masked
+
+if TYPE_CHECKING:
+    from ._context import AgentContext
+
+__all__ = ("CompactionFailed", "ThreadBusy", "ThreadDamaged", "ThreadError", "ThreadNotFound")
+
+
+class ThreadError(CheckpointError):
+    """A thread the store cannot serve as asked; `.thread_id` names it.
+
+    Raised as a run on the thread starts, `.context` is the context the run
+    was given (nothing ran); raised by a thread function, it is None.
+    """
+
+    def __init__(
+        self, thread_id: str, reason: str, *, context: AgentContext[Any] | None = None
+    ) -> None:
+        self.thread_id = thread_id
+        self.reason = masked(reason)
+        self.context = context
+        self.step = None if context is None else 0
+        super().__init__(f"thread {thread_id!r}: {reason}")
+
+
+class ThreadNotFound(ThreadError):
+    """No thread of that id is in the store (a run on a new id starts one; reading does not)."""
+
+    def __init__(self, thread_id: str, *, context: AgentContext[Any] | None = None) -> None:
+        super().__init__(
+            thread_id,
+            "no such thread in the store (a run with this thread_id starts it)",
+            context=context,
+        )
+
+
+class ThreadDamaged(ThreadError):
+    """The thread's stored conversation cannot be read back; the store's error is `__cause__`."""
+
+    def __init__(
+        self, thread_id: str, detail: str, *, context: AgentContext[Any] | None = None
+    ) -> None:
+        self.detail = masked(detail)
+        super().__init__(
+            thread_id,
+            f"its stored conversation is damaged: {detail}; fork an earlier turn "
+            "(fork_thread with run_id=...) or delete the thread",
+            context=context,
+        )
+
+
+class ThreadBusy(RunBusy):
+    """Another run holds the thread: this one was refused before anything ran or was written.
+
+    `.context` is the context the refused run was given, `.thread_id` the
+    thread; `.owner` and `.expires` say who holds it and until when.
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        owner: str,
+        expires: float,
+        *,
+        context: AgentContext[Any] | None = None,
+    ) -> None:
+        super().__init__(f"thread:{thread_id}", owner, expires)
+        self.thread_id = thread_id
+        if context is not None:
+            self.context = context
+        self.args = (
+            masked(
+                f"thread {thread_id!r} is busy: another run on it is going on "
+                f"({self.reason}); wait for it to end, then run again"
+            ),
+        )
+
+
+class CompactionFailed(RunError):
+    """A thread's compaction policy cannot bring the conversation within its budget.
+
+    Nothing ran: `.context` is the run's first context, uncompacted;
+    `.budget` is the policy's token budget and `.needed` the tokens of what
+    it must keep (the system prompt, system messages and the latest turn).
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        reason: str,
+        *,
+        budget: int,
+        needed: int,
+        context: AgentContext[Any],
+    ) -> None:
+        self.thread_id = thread_id
+        self.budget = budget
+        self.needed = needed
+        self.reason = masked(reason)
+        super().__init__(
+            f"thread {thread_id!r} cannot be compacted to {budget} tokens: {reason}",
+            context=context,
+            step=0,
+        )

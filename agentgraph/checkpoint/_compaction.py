@@ -1,0 +1,245 @@
+"""Compaction: a thread's policy for keeping its conversation within a token budget.
+
+Before a turn starts, the conversation it continues (the system prompt, the
+history and the new input) is measured; past the budget, the oldest messages
+are replaced by a summary (`whole`, `keep_last`, `chunked`: the summarize
+node's strategies) or dropped (`drop`). What is kept: the system prompt, every
+system message (earlier summaries are folded into the new one), the latest
+turn, and every tool call with its results. What was done is a `Compacted`
+record, kept with the turn's run, and `apply_compaction` rebuilds the
+compacted context from the original and the record alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import attrs
+
+from .._context import AgentContext, History
+from .._errors_threads import CompactionFailed
+from ..llm._messages import Message, Usage
+from ..llm._model import ChatModel, ChatRequest
+from ..nodes._summarize import (
+    DEFAULT_INSTRUCTIONS,
+    _callers,
+    _pieces,
+    _transcript_block,
+    cut_point,
+    summary_message,
+)
+from ..nodes._tokens import MESSAGE_OVERHEAD, TokenCounter, count_message_tokens, estimate_tokens
+
+__all__ = ("Compacted", "Compaction", "apply_compaction", "compact", "is_summary", "measure")
+
+Strategy = Literal["whole", "keep_last", "chunked", "drop"]
+_SUMMARY_HEAD = summary_message("").content
+
+
+def is_summary(message: Message) -> bool:
+    """Whether `message` is a summary an earlier compaction wrote."""
+    return message.role == "system" and message.content.startswith(_SUMMARY_HEAD)
+
+
+def _positive(instance: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive integer, not {value!r}")
+
+
+def _strategy(instance: Any, attribute: Any, value: Any) -> None:
+    if value not in ("whole", "keep_last", "chunked", "drop"):
+        raise ValueError(f"strategy is 'whole', 'keep_last', 'chunked' or 'drop', not {value!r}")
+
+
+@attrs.frozen
+class Compaction:
+    """A thread's compaction policy: `runner.run(..., thread_id=..., compaction=policy)`.
+
+    Args:
+        budget: the most tokens a turn may start from (system prompt, history
+            and the new input, as `count` counts them).
+        model: writes the summary; not needed by the `drop` strategy.
+        strategy: `whole` (summarize everything before the latest turn that
+            must go), `keep_last` (also keep the last `keep_last` messages),
+            `chunked` (summarize in pieces of `chunk_tokens`) or `drop`
+            (no summary: the oldest messages are left out).
+        keep_last: messages kept verbatim by `keep_last`.
+        chunk_tokens: the size of a piece for `chunked` (default: half the budget).
+        summary_tokens: tokens set aside for the summary, and its output
+            budget (default: a quarter of the budget).
+        count: the token counter (characters/4 by default).
+        instructions: the system prompt of the summary request.
+    """
+
+    budget: int = attrs.field(validator=_positive)
+    model: ChatModel | None = None
+    strategy: Strategy = attrs.field(default="whole", validator=_strategy)
+    keep_last: int = attrs.field(default=6, validator=_positive)
+    chunk_tokens: int | None = attrs.field(default=None, validator=_positive)
+    summary_tokens: int | None = attrs.field(default=None, validator=_positive)
+    count: TokenCounter = estimate_tokens
+    instructions: str = DEFAULT_INSTRUCTIONS
+
+    def __attrs_post_init__(self) -> None:
+        if self.strategy != "drop" and self.model is None:
+            raise ValueError(f"the {self.strategy!r} strategy needs a model to write the summary")
+
+    @property
+    def reserve(self) -> int:
+        """Tokens set aside for the summary."""
+        if self.strategy == "drop":
+            return 0
+        return self.summary_tokens or max(1, self.budget // 4)
+
+
+@attrs.frozen
+class Compacted:
+    """What a compaction did: enough to redo it from the original context alone.
+
+    Attributes:
+        cut: how many leading messages of the history were replaced.
+        kept: the positions (below `cut`) of the system messages kept verbatim.
+        summary: the summary's text; None when the messages were dropped.
+        strategy: the policy's strategy.
+        before: tokens before, as the policy counts them.
+        after: tokens after.
+    """
+
+    cut: int
+    kept: tuple[int, ...]
+    summary: str | None
+    strategy: str
+    before: int
+    after: int
+
+    def as_data(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def measure(ctx: AgentContext[Any], count: TokenCounter = estimate_tokens) -> int:
+    """Tokens of the system prompt, the history and a text input (the turn's new message)."""
+    total = count_message_tokens(ctx.history, count)
+    if ctx.system_prompt:
+        total += count(ctx.system_prompt) + MESSAGE_OVERHEAD
+    if isinstance(ctx.input, str) and ctx.input:
+        total += count(ctx.input) + MESSAGE_OVERHEAD
+    return total
+
+
+def apply_compaction(ctx: AgentContext[Any], done: Compacted) -> AgentContext[Any]:
+    """`ctx` compacted as `done` says (the summary message built as the policy built it)."""
+    history = ctx.history
+    kept = [history[i] for i in done.kept]
+    summary = () if done.summary is None else (summary_message(done.summary),)
+    return ctx.evolve(history=History((*kept, *summary, *history[done.cut :])))
+
+
+def _cuts(history: Sequence[Message], last: int) -> list[int]:
+    """Every cut up to `last` that keeps each tool call with all of its results."""
+    callers = _callers(history)
+    earliest = len(history)  # the earliest caller of a result at or after each position
+    lowest = [earliest] * (len(history) + 1)
+    for i in range(len(history) - 1, -1, -1):
+        caller = callers.get(i)
+        lowest[i] = min(lowest[i + 1], caller if caller is not None else earliest)
+    return [
+        c
+        for c in range(1, last + 1)
+        if (c == len(history) or history[c].role != "tool") and lowest[c] >= c
+    ]
+
+
+def _plan(ctx: AgentContext[Any], policy: Compaction) -> tuple[int, tuple[int, ...], int]:
+    """The cut that keeps the most messages and leaves room for the summary, with the
+    system messages it keeps and the tokens of what is kept; the cut is 0 when none fits."""
+    history = ctx.history
+    last = cut_point(history, keep_last=policy.keep_last if policy.strategy == "keep_last" else 0)
+    sizes = [count_message_tokens((m,), policy.count) for m in history]
+    fixed = measure(ctx.evolve(history=History()), policy.count)
+    if policy.strategy != "drop":
+        fixed += count_message_tokens((summary_message(""),), policy.count) + policy.reserve
+    suffix = sum(sizes)
+    kept: list[int] = []
+    kept_size = 0
+    cuts = set(_cuts(history, last))
+    best: tuple[int, tuple[int, ...], int] = (0, (), fixed + suffix)
+    for c in range(1, last + 1):
+        message = history[c - 1]
+        suffix -= sizes[c - 1]
+        if message.role == "system" and not is_summary(message):
+            kept.append(c - 1)
+            kept_size += sizes[c - 1]
+        if c in cuts:
+            best = (c, tuple(kept), fixed + kept_size + suffix)
+            if best[2] <= policy.budget:
+                return best
+    return 0, (), best[2]
+
+
+async def compact(
+    ctx: AgentContext[Any], policy: Compaction, thread_id: str
+) -> tuple[AgentContext[Any], Compacted | None]:
+    """`ctx` within `policy.budget`, and what was done (None when it already fits).
+
+    Raises:
+        CompactionFailed: what must be kept does not fit, or the summary came out
+            longer than the room left for it; `.context` is `ctx`, untouched.
+    """
+    before = measure(ctx, policy.count)
+    if before <= policy.budget:
+        return ctx, None
+    cut, kept, needed = _plan(ctx, policy)
+    if cut == 0:
+        raise CompactionFailed(
+            thread_id,
+            f"what must be kept (the system prompt, system messages, the latest turn and "
+            f"its tool calls{', and room for the summary' if policy.reserve else ''}) "
+            f"takes {needed} tokens",
+            budget=policy.budget,
+            needed=needed,
+            context=ctx,
+        )
+    summary: str | None = None
+    usage = Usage()
+    if policy.strategy != "drop":
+        summary, usage = await _summarize(ctx.history[:cut], policy)
+    done = Compacted(cut, kept, summary, policy.strategy, before, 0)
+    out = apply_compaction(ctx, done).add_usage(usage)
+    after = measure(out, policy.count)
+    if after > policy.budget:
+        raise CompactionFailed(
+            thread_id,
+            f"the summary came out at {after - needed + policy.reserve} tokens, over the "
+            f"{policy.reserve} set aside for it (raise summary_tokens or the budget)",
+            budget=policy.budget,
+            needed=after,
+            context=ctx,
+        )
+    return out, attrs.evolve(done, after=after)
+
+
+async def _summarize(messages: Sequence[Message], policy: Compaction) -> tuple[str, Usage]:
+    """The summary of `messages`, written by the policy's model, piece by piece."""
+    assert policy.model is not None
+    blocks = [_transcript_block(m) for m in messages]
+    if policy.strategy == "chunked":
+        budget = policy.chunk_tokens or max(1, policy.budget // 2)
+        pieces = _pieces(blocks, budget, policy.count)
+    else:
+        pieces = ["\n\n".join(blocks)]
+    summary, usage = "", Usage()
+    for piece in pieces:
+        text = (
+            f"Summary of the conversation so far:\n{summary}\n\nThe conversation goes on:\n{piece}"
+            if summary
+            else f"The conversation:\n{piece}"
+        )
+        request = ChatRequest(
+            (Message.system(policy.instructions), Message.user(text)),
+            max_output=policy.reserve,
+        )
+        response = await policy.model.request(request)
+        usage += response.usage
+        summary = response.message.content.strip()
+    return summary, usage

@@ -1,0 +1,308 @@
+"""Threads: conversations that go on across runs, processes and restarts.
+
+A thread is a sequence of runs (its turns) kept in a checkpoint store, and a
+head: the run whose final context the next turn starts from. A turn holds the
+thread's lease (kept in the store like a run's, under `thread:<id>`) from its
+start to its end, so a second run on a busy thread is refused (`ThreadBusy`)
+before anything runs. A turn that finishes moves the head to itself, unless
+another turn moved it since this one started (a stale turn, resumed late,
+stays in the thread without becoming its head).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import attrs
+import orjson
+
+from .._context import AgentContext, History, Settings
+from .._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
+from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadNotFound
+from .._json import NO_TYPES, Types
+from .._runner import new_run_id
+from ..llm._messages import Message
+from ._codec import full_context
+from ._compaction import Compaction, compact
+from ._journal import encode_value
+from ._lease import Lease, new_owner
+from ._records import RunRecord, ThreadHead, ThreadLog, checked
+from ._resume import decode_contexts, log_blobs, open_run
+
+if TYPE_CHECKING:
+    from .._graph import Graph
+    from ._journal import StoreJournal
+    from ._store import CheckpointStore
+
+__all__ = (
+    "Thread",
+    "ThreadStore",
+    "continued",
+    "delete_thread",
+    "fork_thread",
+    "hold_thread",
+    "list_threads",
+    "open_thread",
+    "read_thread",
+    "rewind_thread",
+)
+
+_MAX_ID = 256
+COMPACTION_KEY = "0.0.0:thread.compaction"
+"""The effect key of a turn's compaction record (step 0: before any step ran)."""
+_SEED = orjson.dumps({"graph": "thread", "nodes": [], "edges": {}, "subgraphs": {}})
+
+
+@runtime_checkable
+class ThreadStore(Protocol):
+    """A checkpoint store that keeps threads (every store of `agentgraph.checkpoint` does)."""
+
+    async def load_thread(self, thread_id: str) -> ThreadLog | None: ...
+
+    async def thread_ids(self) -> tuple[str, ...]: ...
+
+    async def delete_thread(self, thread_id: str) -> bool: ...
+
+
+@attrs.frozen
+class Thread:
+    """A thread as read from its store: its head's final context and its turns.
+
+    Attributes:
+        thread_id: the thread's id.
+        head: the run the next turn continues from (None: no turn finished yet).
+        context: that run's final context (the one read, with `run_id=`); None without one.
+        runs: each turn's run id and the run it started from, oldest first.
+        created: wall-clock time of the first turn.
+        updated: wall-clock time the head last moved.
+    """
+
+    thread_id: str
+    head: str | None
+    context: AgentContext[Any] | None
+    runs: tuple[tuple[str, str | None], ...]
+    created: float
+    updated: float
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation: the context's history (empty without a context)."""
+        return () if self.context is None else tuple(self.context.history)
+
+
+def _threads(store: Any) -> ThreadStore:
+    if isinstance(store, ThreadStore):
+        return store
+    raise UsageError(
+        f"{type(store).__name__} keeps no threads: a store needs load_thread, thread_ids and "
+        "delete_thread (MemoryStore, SQLiteStore and PostgresStore have them)"
+    )
+
+
+def _check_id(thread_id: Any) -> str:
+    if not isinstance(thread_id, str) or not 0 < len(thread_id) <= _MAX_ID:
+        raise UsageError(f"a thread id is a string of 1 to {_MAX_ID} characters, not {thread_id!r}")
+    if not thread_id.isprintable():
+        raise ThreadError(thread_id, "a thread id is printable characters only")
+    return thread_id
+
+
+async def hold_thread(store: CheckpointStore, thread_id: str, ctx: AgentContext[Any]) -> Lease:
+    """Take the thread's lease, or raise `ThreadBusy` (carrying `ctx`) naming who has it."""
+    try:
+        return await store.acquire(f"thread:{thread_id}", owner=new_owner())
+    except ThreadBusy:
+        raise
+    except RunBusy as busy:
+        raise ThreadBusy(thread_id, busy.owner, busy.expires, context=ctx) from None
+
+
+async def _context_of(
+    store: CheckpointStore,
+    thread_id: str,
+    run_id: str,
+    types: Types,
+    given: AgentContext[Any] | None = None,
+) -> AgentContext[Any]:
+    """The last committed context of the thread's run `run_id`; `ThreadDamaged` if unreadable."""
+    try:
+        log = await store.load(run_id)
+        if log is None:
+            raise CheckpointError(f"its run {run_id!r} is missing from the store")
+        checked(log)
+        blobs = await log_blobs(store, log)
+        return decode_contexts(log, types=types, blobs=blobs)[-1]
+    except (CheckpointError, ContextDecodingError) as exc:
+        raise ThreadDamaged(thread_id, str(exc), context=given) from exc
+
+
+def continued(last: AgentContext[Any], given: AgentContext[Any]) -> AgentContext[Any]:
+    """The first context of a turn: the thread's `last` context plus what `given` brings.
+
+    The history is the thread's followed by `given`'s messages; the input and
+    usage are `given`'s; the state is the thread's updated with `given`'s; the
+    system prompt, settings and tools are `given`'s where it sets them, else
+    the thread's.
+    """
+    return last.append(*given.history).evolve(
+        input=given.input,
+        system_prompt=given.system_prompt if given.system_prompt else last.system_prompt,
+        settings=given.settings if given.settings != Settings() else last.settings,
+        tools=given.tools or last.tools,
+        state={**last.state, **given.state},
+        usage=given.usage,
+    )
+
+
+async def open_thread(
+    graph: Graph[Any, Any],
+    ctx: AgentContext[Any],
+    store: CheckpointStore,
+    run_id: str,
+    thread_id: str,
+    *,
+    compaction: Compaction | None = None,
+    types: Types = NO_TYPES,
+) -> StoreJournal:
+    """Start a turn of `thread_id` (a new thread when there is none) as run `run_id`."""
+    threads = _threads(store)
+    _check_id(thread_id)
+    lease = await hold_thread(store, thread_id, ctx)
+    try:
+        found = await threads.load_thread(thread_id)
+        head = None if found is None else found.head
+        start = ctx
+        if head is not None:
+            start = continued(await _context_of(store, thread_id, head, types, ctx), ctx)
+        done = None
+        if compaction is not None:
+            start, done = await compact(start, compaction, thread_id)
+        journal = await open_run(graph, start, store, run_id, thread=thread_id, base=head)
+        journal.join_thread(thread_id, lease, head)
+    except BaseException:
+        store.release(lease)
+        raise
+    if done is not None:
+        journal.record(COMPACTION_KEY, "value", encode_value(done.as_data(), "compaction"))
+    return journal
+
+
+async def list_threads(store: Any) -> tuple[ThreadLog, ...]:
+    """Every thread in `store`, oldest first: its head, times and turns (nothing decoded)."""
+    threads = _threads(store)
+    found = [await threads.load_thread(tid) for tid in await threads.thread_ids()]
+    return tuple(t for t in found if t is not None)
+
+
+async def _log(store: Any, thread_id: str) -> ThreadLog:
+    found = await _threads(store).load_thread(_check_id(thread_id))
+    if found is None:
+        raise ThreadNotFound(thread_id)
+    return found
+
+
+async def read_thread(
+    store: Any, thread_id: str, *, run_id: str | None = None, types: Types = NO_TYPES
+) -> Thread:
+    """The thread with its head's final context (or, with `run_id`, that turn's last one).
+
+    Raises:
+        ThreadNotFound: no such thread, or `run_id` is not one of its turns.
+        ThreadDamaged: the context cannot be read back.
+    """
+    found = await _log(store, thread_id)
+    which = found.head if run_id is None else run_id
+    if run_id is not None and all(run != run_id for run, _ in found.runs):
+        raise ThreadError(thread_id, f"run {run_id!r} is not a turn of this thread")
+    context = None if which is None else await _context_of(store, thread_id, which, types)
+    return Thread(thread_id, found.head, context, found.runs, found.created, found.updated)
+
+
+async def _seed(
+    store: CheckpointStore, thread_id: str, ctx: AgentContext[Any], base: str | None
+) -> str:
+    """A run of no steps holding `ctx`, made the head of `thread_id` (in place of `base`)."""
+    seed = new_run_id()
+    now = time.time()
+    data = full_context(ctx, store.put_blob)
+    record = RunRecord(seed, "thread", _SEED, data, now, thread=thread_id, base=base)
+    store.write((record, ThreadHead(seed, thread_id, base, now)))
+    await store.flush(run_id=seed)
+    return seed
+
+
+def _cut(ctx: AgentContext[Any], at_message: int | None, thread_id: str) -> AgentContext[Any]:
+    if at_message is None:
+        return ctx
+    size = len(ctx.history)
+    if not 0 <= at_message <= size:
+        raise ThreadError(thread_id, f"at_message is 0 to {size} (its messages), not {at_message}")
+    return ctx.evolve(history=History(tuple(ctx.history)[:at_message]))
+
+
+async def fork_thread(
+    store: Any,
+    thread_id: str,
+    *,
+    new_thread_id: str | None = None,
+    run_id: str | None = None,
+    at_message: int | None = None,
+    types: Types = NO_TYPES,
+) -> str:
+    """Start a new thread from this one's conversation and return its id.
+
+    The new thread starts from the head's final context (or that of turn
+    `run_id`), keeping its first `at_message` messages when given. The
+    thread forked from is left as it was.
+    """
+    new = _check_id(new_thread_id or new_run_id())
+    if await _threads(store).load_thread(new) is not None:
+        raise ThreadError(new, "is already in the store: fork to a new thread id")
+    read = await read_thread(store, thread_id, run_id=run_id, types=types)
+    if read.context is None:
+        raise ThreadError(thread_id, "no turn has finished yet: there is nothing to fork")
+    await _seed(store, new, _cut(read.context, at_message, thread_id), None)
+    return new
+
+
+async def rewind_thread(
+    store: Any, thread_id: str, at_message: int, *, types: Types = NO_TYPES
+) -> str:
+    """Make the thread go on from its first `at_message` messages; return the new head.
+
+    The turns after that point stay in the thread (read them with
+    `read_thread(..., run_id=...)`, fork them into threads of their own);
+    the next turn continues from the shortened conversation.
+
+    Raises:
+        ThreadBusy: a run on the thread is going on.
+    """
+    found = await _log(store, thread_id)
+    if found.head is None:
+        raise ThreadError(thread_id, "no turn has finished yet: there is nothing to rewind")
+    lease = await hold_thread(store, thread_id, AgentContext(None))
+    try:
+        found = await _log(store, thread_id)  # the head as it is now that the thread is ours
+        assert found.head is not None
+        last = await _context_of(store, thread_id, found.head, types)
+        return await _seed(store, thread_id, _cut(last, at_message, thread_id), found.head)
+    finally:
+        store.release(lease)
+
+
+async def delete_thread(store: Any, thread_id: str) -> None:
+    """Delete the thread and every run of it.
+
+    Raises:
+        ThreadNotFound: no such thread.
+        ThreadBusy: a run on the thread is going on.
+    """
+    threads = _threads(store)
+    await _log(store, thread_id)
+    lease = await hold_thread(store, thread_id, AgentContext(None))
+    try:
+        if not await threads.delete_thread(thread_id):
+            raise ThreadNotFound(thread_id)
+    finally:
+        store.release(lease)
