@@ -36,10 +36,9 @@ def current_loop() -> object | None:
 
     Each is one object for the whole life of its loop, so `is` tells loops apart.
     """
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        pass
+    loop = asyncio._get_running_loop()  # for loop implementations: `None`, not an exception
+    if loop is not None:
+        return loop
     trio = sys.modules.get("trio")  # never imported: no trio run can be active
     if trio is not None:
         try:
