@@ -292,3 +292,19 @@ def test_a_loop_closed_without_shutting_down_leaves_nothing_pending(server, monk
     gc.collect()
     assert "destroyed but it is pending" not in caplog.text
     assert len(made) == 2 and made[1].is_closed
+
+
+def test_the_gigachat_embedder_is_entered_like_the_other_clients(server):
+    async def embed_elsewhere(embedder: GigaChatEmbedder) -> list[list[float]]:
+        return await embedder.embed(["a"])
+
+    async def main() -> None:
+        async with GigaChatEmbedder(
+            credentials=BASIC, base_url=server.gigachat_url, auth_url=server.gigachat_auth_url
+        ) as embedder:
+            assert len(await embedder.embed(["a"])) == 1
+            with pytest.raises(UsageError, match="entered with `async with`"):
+                await anyio.to_thread.run_sync(anyio.run, embed_elsewhere, embedder)
+
+    with no_leaks():
+        anyio.run(main)
