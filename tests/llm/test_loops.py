@@ -13,6 +13,7 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
+import trio
 
 from agentgraph import AgentContext, GraphRunner, NodeFailed, UsageError
 from agentgraph.llm import (
@@ -39,6 +40,21 @@ from agentgraph.testing import FakeServer
 BASIC = base64.b64encode(b"client:secret").decode()
 HI = ChatRequest([Message.user("hi")])
 BACKENDS = ("asyncio", "trio", "asyncio")
+
+
+def in_asyncio(fn: Callable[..., Any], *args: Any) -> Any:
+    return asyncio.run(fn(*args))
+
+
+def in_trio(fn: Callable[..., Any], *args: Any) -> Any:
+    return trio.run(fn, *args)
+
+
+def in_anyio(fn: Callable[..., Any], *args: Any) -> Any:
+    return anyio.run(fn, *args)
+
+
+RUNS = (in_asyncio, in_trio, in_anyio, in_asyncio)
 PROVIDERS = ("openai", "openai-responses", "anthropic", "ollama", "gigachat", "litellm")
 
 
@@ -97,8 +113,8 @@ def no_leaks() -> Iterator[None]:
 def test_a_model_serves_one_event_loop_after_another(server, provider):
     with no_leaks():
         model = make(provider, server)
-        answers = [anyio.run(ask_and_stream, model, backend=b) for b in BACKENDS]
-        assert answers == ["hello"] * 3
+        answers = [run(ask_and_stream, model) for run in RUNS]
+        assert answers == ["hello"] * 4
         assert pools(model)._pools == {}  # each loop closed its own pool as it ended
         del model
 
@@ -206,7 +222,7 @@ def test_the_refusal_reaches_a_run_as_the_cause(server):
 
 def test_loops_in_two_threads_share_a_model(server):
     answers: list[str] = []
-    barrier = threading.Barrier(2)
+    barrier = threading.Barrier(2, timeout=20)
 
     async def run_in_thread(model: Any) -> None:
         for _ in range(3):
