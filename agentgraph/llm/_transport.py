@@ -51,7 +51,6 @@ class HttpTransport:
         "_extra",
         "_headers",
         "_source",
-        "_verify",
         "base_url",
         "provider",
         "retry",
@@ -75,11 +74,14 @@ class HttpTransport:
         self.retry = retry or ProviderRetry()
         self.secrets: tuple[str, ...] = tuple(s for s in secrets if s)
         self._headers = {"accept": "application/json", **(headers or {})}
-        self._verify = verify
+        # The factory holds `verify`, not the transport: no cycle keeps a dropped model alive.
         self._source: httpx.AsyncClient | LoopPools = (
             http_client
             if http_client is not None
-            else LoopPools(self._default_client, f"{provider} client")
+            else LoopPools(
+                lambda: default_client(timeout=DEFAULT_TIMEOUT, verify=verify),
+                f"{provider} client",
+            )
         )
         self._extra: dict[str, Any] = {}
         self._display: tuple[str, str] | None = None
@@ -110,9 +112,6 @@ class HttpTransport:
         if bound is not None and bound[0] is loop:
             return bound[1]
         return source.client(loop)
-
-    def _default_client(self) -> httpx.AsyncClient:
-        return default_client(timeout=DEFAULT_TIMEOUT, verify=self._verify)
 
     def enter(self) -> None:
         """Tie the connections this transport makes to the running event loop, until `aclose`."""
