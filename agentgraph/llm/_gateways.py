@@ -84,7 +84,7 @@ def openrouter_model(
         api: `chat` for chat completions, `responses` for OpenRouter's Responses API.
         base_url: `https://openrouter.ai/api/v1` by default.
         headers: extra headers for every request.
-        http_client: the client to send with; one is created when not given.
+        http_client: the client to send with; one per event loop is made when not given.
         timeout: per-request timeout; the client's own timeout when `None`.
         retry: the retry of one request; `ProviderRetry()` when `None`.
 
@@ -146,7 +146,7 @@ def litellm_model(
             `Authorization` free for something else (an identity token).
         api: `chat` for chat completions, `responses` for the proxy's `/v1/responses`.
         headers: extra headers for every request.
-        http_client: the client to send with; one is created when not given.
+        http_client: the client to send with; one per event loop is made when not given.
         timeout: per-request timeout; the client's own timeout when `None`.
         retry: the retry of one request; `ProviderRetry()` when `None`.
 

@@ -26,6 +26,7 @@ from .._errors import (
 from ._capabilities import Capabilities
 from ._gigachat_wire import ChunkReader, gigachat_messages, parse_completion
 from ._http import ProviderRetry
+from ._loops import current_loop
 from ._messages import ToolSpec
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._transport import ChatClientBase
@@ -100,14 +101,14 @@ class GigaChatModel(ChatClientBase):
         self._auth_url = auth_url
         self._token = access_token
         self._expires = float("inf") if access_token else 0.0
-        self._lock = anyio.Lock()
+        self._lock: tuple[object, anyio.Lock] | None = None
 
     async def _access_token(self, *, stale: str | None = None) -> str:
         """A valid token; a new one when the current one is `stale` or about to expire."""
         token = self._token
         if token and token != stale and time.time() < self._expires - _REFRESH_MARGIN:
             return token
-        async with self._lock:
+        async with self._refresh_lock():
             # Another task may have refreshed while this one waited.
             if (
                 self._token
@@ -116,6 +117,14 @@ class GigaChatModel(ChatClientBase):
             ):
                 return self._token
             return await self._fetch_token()
+
+    def _refresh_lock(self) -> anyio.Lock:
+        """The lock of the running event loop: a lock, like a connection, serves one loop."""
+        loop = current_loop()
+        held = self._lock
+        if held is None or held[0] is not loop:
+            self._lock = held = (loop, anyio.Lock())
+        return held[1]
 
     async def _fetch_token(self) -> str:
         provider = self._http.provider

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -107,8 +107,15 @@ class GigaChatEmbedder:
         return [_vector(item, provider) for _, item in ordered]
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this embedder created it."""
+        """Close the connections this embedder made in the running event loop."""
         await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _index(item: Any, position: int) -> int:

@@ -59,8 +59,9 @@ class OpenAIResponsesModel(ChatClientBase):
         api_key: sent as `Authorization: Bearer`; required for OpenAI's own API.
         base_url: the API root, `https://api.openai.com/v1` by default.
         headers: extra headers for every request.
-        http_client: the client to send with; one is created (and closed by
-            `aclose`) when not given.
+        http_client: the client to send with, used as is. Without one, a pool of
+            connections is made in each event loop the model is used in, closed
+            by `aclose` awaited there or else when that loop ends.
         timeout: per-request timeout; the client's own timeout when `None`.
         retry: the retry of one request; `ProviderRetry()` when `None`.
         capabilities: which hints the model honours; inferred when `None`.

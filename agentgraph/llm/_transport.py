@@ -25,6 +25,7 @@ from ._http import (
     scrub,
     snippet,
 )
+from ._loops import LoopPools, current_loop
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._pool import default_client
 
@@ -40,17 +41,16 @@ _BODY_LIMIT = 2000
 class HttpTransport:
     """Sends one provider's requests: JSON bodies, retry, error mapping, secrets kept out.
 
-    Uses the given `httpx.AsyncClient` as is, or creates one on first use (and
-    then closes it in `aclose`).
+    Uses the given `httpx.AsyncClient` as is. Without one, it makes a pool of
+    connections in each event loop it is used in (`LoopPools`): each is closed
+    by `aclose` when awaited in that loop, or else when that loop ends.
     """
 
     __slots__ = (
-        "_client",
         "_display",
         "_extra",
         "_headers",
-        "_owns",
-        "_verify",
+        "_source",
         "base_url",
         "provider",
         "retry",
@@ -74,9 +74,15 @@ class HttpTransport:
         self.retry = retry or ProviderRetry()
         self.secrets: tuple[str, ...] = tuple(s for s in secrets if s)
         self._headers = {"accept": "application/json", **(headers or {})}
-        self._client = http_client
-        self._owns = http_client is None
-        self._verify = verify
+        # The factory holds `verify`, not the transport: no cycle keeps a dropped model alive.
+        self._source: httpx.AsyncClient | LoopPools = (
+            http_client
+            if http_client is not None
+            else LoopPools(
+                lambda: default_client(timeout=DEFAULT_TIMEOUT, verify=verify),
+                f"{provider} client",
+            )
+        )
         self._extra: dict[str, Any] = {}
         self._display: tuple[str, str] | None = None
         if timeout is not None:
@@ -98,15 +104,26 @@ class HttpTransport:
         return cached[1]
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = default_client(timeout=DEFAULT_TIMEOUT, verify=self._verify)
-        return self._client
+        source = self._source
+        if not isinstance(source, LoopPools):
+            return source
+        loop = current_loop()
+        bound = source.bound
+        if bound is not None and bound[0] is loop:
+            return bound[1]
+        return source.client(loop)
+
+    def enter(self) -> None:
+        """Tie the connections this transport makes to the running event loop, until `aclose`."""
+        if isinstance(self._source, LoopPools):
+            self._source.enter()
 
     def _url(self, path: str) -> str:
         return path if "://" in path else self.base_url + path
 
     def _build(
         self,
+        client: httpx.AsyncClient,
         path: str,
         body: Any,
         form: Mapping[str, str] | None,
@@ -114,11 +131,11 @@ class HttpTransport:
     ) -> httpx.Request:
         merged = {**self._headers, **(headers or {})}
         if form is not None:
-            return self._http().build_request(
+            return client.build_request(
                 "POST", self._url(path), data=dict(form), headers=merged, **self._extra
             )
         merged["content-type"] = "application/json"
-        return self._http().build_request(
+        return client.build_request(
             "POST", self._url(path), content=dumps(body), headers=merged, **self._extra
         )
 
@@ -150,9 +167,10 @@ class HttpTransport:
         form: Mapping[str, str] | None,
         headers: Mapping[str, str] | None,
     ) -> Any:
-        request = self._build(path, body, form, headers)
+        client = self._http()
+        request = self._build(client, path, body, form, headers)
         try:
-            response = await self._http().send(request)
+            response = await client.send(request)
         except httpx.HTTPError as exc:
             raise error_from_exception(self.provider, exc, secrets=self.secrets) from exc
         if response.status_code >= 400:
@@ -179,9 +197,10 @@ class HttpTransport:
     async def _open_once(
         self, path: str, body: Any, headers: Mapping[str, str] | None
     ) -> httpx.Response:
-        request = self._build(path, body, None, headers)
+        client = self._http()
+        request = self._build(client, path, body, None, headers)
         try:
-            response = await self._http().send(request, stream=True)
+            response = await client.send(request, stream=True)
         except httpx.HTTPError as exc:
             raise error_from_exception(self.provider, exc, secrets=self.secrets) from exc
         if response.status_code < 400:
@@ -197,10 +216,9 @@ class HttpTransport:
         raise self._status_error(response, content)
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this transport created it."""
-        if self._owns and self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        """Close the connections made in the running loop; a given `http_client` stays open."""
+        if isinstance(self._source, LoopPools):
+            await self._source.aclose()
 
 
 @attrs.frozen
@@ -281,10 +299,15 @@ class HttpClientBase:
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._http.display_url!r})"
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this object created it; an injected client stays open."""
+        """Close the connections this object made in the running event loop.
+
+        Those it made in other loops are closed when their loops end; an injected
+        `http_client` stays open.
+        """
         await self._http.aclose()
 
     async def __aenter__(self) -> Self:
+        self._http.enter()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
