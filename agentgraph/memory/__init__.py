@@ -14,10 +14,10 @@ Needs numpy (`pip install 'agentgraph-engine[rag]'`); `PostgresMemory` also psyc
 
 import importlib.util as _util
 
-from .._extras import pip_install
+from .._extras import pip_install as _pip_install
 
 if _util.find_spec("numpy") is None:
-    raise ImportError(f"agentgraph.memory needs numpy: {pip_install('rag')}")
+    raise ImportError(f"agentgraph.memory needs numpy: {_pip_install('rag')}")
 
 from ..rag._rows import Filter as Filter
 from ..rag._store import Hit as Hit
