@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import orjson
 
 from .._context import AgentContext, History
 from .._events import HandedOff
@@ -87,14 +88,17 @@ class TeamTools(Node[Message, Message]):
     async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
         calls = ctx.input.tool_calls
         chosen = next((c for c in calls if c.name in self.handoffs), None)
-        own = [c for c in calls if c.name not in self.handoffs]
+        mine = {t.name for t in self.agent.tools}
+        own = [c for c in calls if c.name in mine]
         answered = iter(await rt.call_tools(self.agent.tools, own, context=ctx))
         results: list[Message] = []
         for call in calls:
-            if call.name not in self.handoffs:
+            if call.name in mine:
                 results.append(next(answered)[1])
-            else:
+            elif call.name in self.handoffs:
                 results.append(self._answer(call, chosen))
+            else:
+                results.append(self._refuse(call, [*mine, *self.handoffs]))
         out = ctx.append(*results)
         for message in results:
             if message.usage is not None:
@@ -110,6 +114,13 @@ class TeamTools(Node[Message, Message]):
             "task": task if isinstance(task, str) and task else None,
         }
         return _with_state(out, handoff=pending)
+
+    def _refuse(self, call: ToolCall, names: list[str]) -> Message:
+        """A call to a tool this agent does not have (another agent's, read in the history)."""
+        allowed = ", ".join(orjson.dumps(n).decode() for n in names) or "none"
+        shown = orjson.dumps(call.name[:80]).decode()
+        text = f"there is no tool named {shown} here; the tools you may call are: {allowed}"
+        return Message.tool(call.id, text, name=call.name, is_error=True)
 
     def _answer(self, call: ToolCall, chosen: ToolCall | None) -> Message:
         target = self.handoffs[call.name].to
