@@ -11,6 +11,7 @@ AgentGraphError
 │   └── BlobDamaged                         a stored blob whose bytes fail their digest (checkpoint)
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
+│   │   └── HandoffLoop                     a team handed off past its `max_handoffs` (teams)
 │   ├── UsageLimitExceeded                  a model call would pass a `UsageLimits` limit
 │   ├── NodeFailed                          the original error is `__cause__`
 │   ├── RoutingError                        a router returned an undeclared or foreign node
@@ -21,6 +22,7 @@ AgentGraphError
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
+│   ├── HandoffError                        a handoff to a missing agent, or a malformed history (teams)
 │   ├── ReplayDiverged                      a replay asked for what the record does not hold
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix
