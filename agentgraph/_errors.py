@@ -22,7 +22,7 @@ AgentGraphError
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
-│   ├── HandoffError                        a handoff to a missing agent, or a malformed history (teams)
+│   ├── HandoffError                        a handoff to a missing agent or a bad history (teams)
 │   ├── ReplayDiverged                      a replay asked for what the record does not hold
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)
 ├── UsageError (TypeError)                  the API called in a way that cannot work; says the fix

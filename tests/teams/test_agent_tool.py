@@ -14,21 +14,21 @@ from agentgraph import (
     AgentContext,
     GraphCancelled,
     GraphRunner,
-    ModelResponded,
-    Usage,
     Interrupted,
+    ModelResponded,
     NodeFinished,
     RunHandle,
     StepLimitExceeded,
     ToolError,
+    Usage,
     tool,
 )
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
+from agentgraph.llm import ToolCall
 from agentgraph.nodes import react_agent
 from agentgraph.teams import agent_tool
 from agentgraph.testing import ScriptedModel
 from agentgraph.tools import ToolSite, run_tool_calls
-from agentgraph.llm import ToolCall
 
 pytestmark = pytest.mark.anyio
 call = ScriptedModel.tool_call

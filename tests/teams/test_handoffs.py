@@ -2,8 +2,14 @@
 
 import pytest
 
-from agentgraph import AgentContext, GraphRunner, Message, StepLimitExceeded, tool
-from agentgraph._errors import GraphDefinitionError
+from agentgraph import (
+    AgentContext,
+    GraphDefinitionError,
+    GraphRunner,
+    Message,
+    StepLimitExceeded,
+    tool,
+)
 from agentgraph.teams import (
     Agent,
     HandedOff,
@@ -41,8 +47,13 @@ def pair(policy, *, first=None, second=None):
     second = second or ScriptedModel("Refunded order 7.")
     team = swarm(
         [
-            Agent("triage", first, tools=[lookup], system_prompt="You triage.",
-                  handoffs=[Handoff("billing", history=policy)]),
+            Agent(
+                "triage",
+                first,
+                tools=[lookup],
+                system_prompt="You triage.",
+                handoffs=[Handoff("billing", history=policy)],
+            ),
             Agent("billing", second, tools=[refund], system_prompt="You refund."),
         ]
     )
@@ -57,7 +68,13 @@ async def test_full_history_reaches_the_target_with_its_own_prompt_and_tools():
     request = second.requests[0]
     assert request.messages[0] == Message.system("You refund.")
     assert [t.name for t in request.tools] == ["refund"]
-    assert [m.role for m in request.messages[1:]] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert [m.role for m in request.messages[1:]] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
     assert request.messages[-1].content == "Transferred to billing."
     assert [t.name for t in first.requests[0].tools] == ["lookup", "transfer_to_billing"]
     handed = [e for e in events if isinstance(e, HandedOff)]
@@ -116,8 +133,10 @@ async def test_a_history_function_sees_the_view_and_decides():
         (lambda view: "hello", "not a list of messages"),
         (lambda view: [], "empty"),
         (lambda view: [Message.user("a"), Message.assistant("b")], "ends with an assistant"),
-        (lambda view: [Message.user("a"), Message.assistant(reasoning="hmm"), Message.user("b")],
-         "reasoning without"),
+        (
+            lambda view: [Message.user("a"), Message.assistant(reasoning="hmm"), Message.user("b")],
+            "reasoning without",
+        ),
         (lambda view: 1 / 0, "ZeroDivisionError"),
     ],
 )

@@ -81,8 +81,14 @@ def test_randomized_teams_keep_the_invariants(moves, policies, returns):
             history = keep_task if chosen == "keep_task" else chosen
             handoffs.append(Handoff(peer, history=history, returns=returns and name == "a"))
         agents.append(
-            Agent(name, director.model(name), tools=[own_tool(name)],
-                  system_prompt=f"You are {name}.", handoffs=handoffs, max_turns=3)
+            Agent(
+                name,
+                director.model(name),
+                tools=[own_tool(name)],
+                system_prompt=f"You are {name}.",
+                handoffs=handoffs,
+                max_turns=3,
+            )
         )
     team = swarm(agents, max_handoffs=6)
     events = []

@@ -52,7 +52,6 @@ def model(provider, server):
     return OllamaModel("llama3.2", base_url=server.url)
 
 
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_swarm_handoff_with_the_whole_history(provider, server):
     server.add(
