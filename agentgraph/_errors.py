@@ -15,6 +15,7 @@ AgentGraphError
 │       └── ThreadDamaged                   the thread's stored conversation cannot be read back
 ├── RunError (RuntimeError)                 a run that did not reach `finish`
 │   ├── StepLimitExceeded
+│   │   └── HandoffLoop                     a team handed off past its `max_handoffs` (teams)
 │   ├── UsageLimitExceeded                  a model call would pass a `UsageLimits` limit
 │   ├── NodeFailed                          the original error is `__cause__`
 │   ├── RoutingError                        a router returned an undeclared or foreign node
@@ -26,6 +27,7 @@ AgentGraphError
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
 │   │       └── ThreadBusy                  another run holds the thread (checkpoint)
+│   ├── HandoffError                        a handoff to a missing agent or a bad history (teams)
 │   ├── ReplayDiverged                      a replay asked for what the record does not hold
 │   ├── CompactionFailed                    a thread's compaction cannot fit its budget (checkpoint)
 │   └── RunFailed                           a run on Temporal ended with an error (temporal)

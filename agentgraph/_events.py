@@ -38,6 +38,7 @@ __all__ = (
     "Retrieved",
     "RetrievedSource",
     "Summarized",
+    "HandedOff",
 )
 
 
@@ -320,6 +321,28 @@ class Summarized:
     requests: int
 
 
+@attrs.frozen(slots=False)
+class HandedOff:
+    """A team's conversation passed from one agent to another (`agentgraph.teams`).
+
+    Attributes:
+        source: the agent that held the conversation.
+        target: the agent that holds it now.
+        history: the policy the target read it by (`full`, `summary`, `none`,
+            `function`); `return` when a sub-task handed back to its caller.
+        messages: how many messages the target reads.
+        task: what the source asked for (the handoff's `task`), or None.
+    """
+
+    index: int
+    path: tuple[str, ...]
+    source: str
+    target: str
+    history: str
+    messages: int
+    task: str | None = None
+
+
 @attrs.frozen
 class RetrievedSource:
     """One hit of a `retrieve` node and how much of it went into the context.
@@ -384,4 +407,5 @@ Event = (
     | Summarized
     | Retrieved
     | Embedded
+    | HandedOff
 )

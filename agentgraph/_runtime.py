@@ -406,6 +406,7 @@ class Runtime:
                 timeout=timeout,
                 context=context,
                 max_result_chars=max_result_chars,
+                runtime=self,
             )
             return [(o.call, o.message, o.duration) for o in outcomes]
 

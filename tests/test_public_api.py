@@ -36,6 +36,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.rag",
         "agentgraph.ray",
         "agentgraph.structured",
+        "agentgraph.teams",
         "agentgraph.temporal",
         "agentgraph.testing",
         "agentgraph.tools",

@@ -67,7 +67,11 @@ class ToolUse(Node[Message, Message]):
             )
         )
         results = [refused[i] if i in refused else next(answered) for i in range(len(calls))]
-        return ctx.append(*(message for _, message, _ in results))
+        out = ctx.append(*(message for _, message, _ in results))
+        for _, message, _ in results:
+            if message.usage is not None:  # a tool that ran a model (an agent as a tool)
+                out = out.add_usage(message.usage)
+        return out
 
     async def _ask(self, calls: Sequence[ToolCall], rt: Runtime) -> dict[int, _Answered]:
         """Ask for approval of every call that needs it, before any call runs."""

@@ -8,6 +8,8 @@ from ._execute import ToolOutcome as ToolOutcome
 from ._execute import execute_calls as execute_calls
 from ._execute import run_tool_calls as run_tool_calls
 from ._tool import Tool as Tool
+from ._tool import ToolResult as ToolResult
+from ._tool import ToolSite as ToolSite
 from ._tool import tool as tool
 
 __all__ = (
@@ -16,6 +18,8 @@ __all__ = (
     "Tool",
     "ToolFailure",
     "ToolOutcome",
+    "ToolResult",
+    "ToolSite",
     "execute_calls",
     "run_tool_calls",
     "tool",

@@ -23,12 +23,13 @@ import orjson
 
 from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
 from .._context import AgentContext
-from .._errors import ToolError
+from .._errors import CheckpointError, NodeFailed, RunError, ToolError
 from .._json import to_data
+from .._runtime import Interrupt
 from ..llm._messages import Message, ToolCall
 from ..structured._schema import RAW_ARGUMENTS
 from ..structured._shapes import Invalid, show
-from ._tool import Tool
+from ._tool import Tool, ToolResult, ToolSite
 
 __all__ = ("ToolFailure", "ToolOutcome", "execute_calls", "run_tool_calls")
 
@@ -75,6 +76,7 @@ class _Calls:
         timeout: float | None,
         context: Any,
         max_result_chars: int | None,
+        runtime: Any = None,
     ) -> None:
         table: dict[str, Tool[..., Any]] = {}
         for item in tools:
@@ -84,10 +86,15 @@ class _Calls:
                 raise ToolError(
                     f"tool {item.name!r} takes the agent context: pass context= to run it"
                 )
+            if item.site_param is not None and runtime is None:
+                raise ToolError(
+                    f"tool {item.name!r} runs steps of a run: call it from a tool_use node"
+                )
         self.table = table
         self.timeout = timeout
         self.context = context
         self.max_result_chars = max_result_chars
+        self.runtime = runtime
 
     async def run(self, call: ToolCall) -> ToolOutcome:
         outcome = await self._run(call)
@@ -120,12 +127,16 @@ class _Calls:
             kwargs = {item.single: kwargs}
         if item.context_param is not None:
             kwargs[item.context_param] = self.context
+        if item.site_param is not None:
+            kwargs[item.site_param] = ToolSite(self.runtime, call)
         limit = item.timeout if item.timeout is not None else self.timeout
         value = _PENDING
         try:
             with anyio.move_on_after(limit):
                 value = await _invoke(item, kwargs)
         except Exception as exc:
+            if item.site_param is not None and _stops_run(exc):
+                raise
             text = f"tool {_quote(item.name)} failed: {type(exc).__name__}: {_text(exc)}"
             return _failed(call, start, "raised", text, exc)
         if value is _PENDING:
@@ -137,6 +148,17 @@ class _Calls:
         allowed = ", ".join(_quote(n) for n in self.table)
         offer = f"the tools you may call are: {allowed}" if allowed else "no tools are available"
         return f"there is no tool named {_quote(name)} here; {offer}"
+
+
+def _stops_run(exc: Exception) -> bool:
+    """Whether an error from steps a tool ran ends the whole run (a limit, the store).
+
+    A step that failed is the tool's failure, for the model to read; the run's
+    step cap, usage limits, cancellation and a failing store are the run's.
+    """
+    return isinstance(exc, CheckpointError) or (
+        isinstance(exc, RunError) and not isinstance(exc, NodeFailed)
+    )
 
 
 async def _invoke(item: Tool[..., Any], kwargs: Mapping[str, Any]) -> Any:
@@ -153,6 +175,9 @@ async def _invoke(item: Tool[..., Any], kwargs: Mapping[str, Any]) -> Any:
 
 
 def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) -> ToolOutcome:
+    usage = None
+    if isinstance(value, ToolResult):
+        value, usage = value.value, value.usage
     if isinstance(value, str):
         content = value
     else:
@@ -171,6 +196,8 @@ def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) ->
             )
             return _failed(call, start, "bad_result", text, exc)
     message = Message.tool(call.id, content, name=call.name)
+    if usage is not None:
+        message = attrs.evolve(message, usage=usage)
     return ToolOutcome(call, message, time.perf_counter() - start)
 
 
@@ -217,6 +244,7 @@ async def run_tool_calls(
     timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, not one for the batch
     context: AgentContext[Any] | None = None,
     max_result_chars: int | None = MAX_RESULT_CHARS,
+    runtime: Any = None,
 ) -> list[ToolOutcome]:
     """Run `calls` with `tools` only, at most `limit` at a time; outcomes in call order.
 
@@ -230,6 +258,8 @@ async def run_tool_calls(
             model reads, for tools without a bound of their own; a longer one
             keeps its start and end with a note saying what was cut between.
             None: no bound.
+        runtime: the runtime of the step making the calls, for tools that
+            take a `ToolSite` (`Runtime.call_tools` passes it).
 
     Raises:
         ToolError: two tools share a name, or a tool needs `context` and none was given.
@@ -237,19 +267,27 @@ async def run_tool_calls(
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     check_max_result_chars("run_tool_calls", max_result_chars)
-    runner = _Calls(tools, timeout, context, max_result_chars)
+    runner = _Calls(tools, timeout, context, max_result_chars, runtime)
     if len(calls) == 1:
         return [await runner.run(calls[0])]
     slots: list[ToolOutcome | None] = [None] * len(calls)
     limiter = anyio.CapacityLimiter(limit)
+    asked: dict[int, Interrupt] = {}
 
     async def one(index: int, call: ToolCall) -> None:
         async with limiter:
-            slots[index] = await runner.run(call)
+            try:
+                slots[index] = await runner.run(call)
+            except Interrupt as stop:
+                # A tool that ran steps asked a question: the others go on, so that
+                # the question surfaced is always the first call's.
+                asked[index] = stop
 
     async with anyio.create_task_group() as group:
         for index, call in enumerate(calls):
             group.start_soon(one, index, call)
+    if asked:
+        raise asked[min(asked)]
     # The task group only ends normally once every call has filled its slot.
     return cast("list[ToolOutcome]", slots)
 

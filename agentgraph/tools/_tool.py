@@ -7,6 +7,7 @@ import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     Generic,
@@ -24,13 +25,16 @@ from .._clip import check_max_result_chars
 from .._context import AgentContext
 from .._errors import ToolError, UnsupportedType
 from .._json import to_data
-from ..llm._messages import ToolSpec
+from ..llm._messages import ToolCall, ToolSpec, Usage
 from ..structured._compile import FieldSpec, arguments_shape, shape_of
 from ..structured._composites import NO_DEFAULT, ObjectShape
 from ..structured._schema import TOOL_NAME, build_schema
 from ._docstring import parse_docstring
 
-__all__ = ("Tool", "tool")
+if TYPE_CHECKING:
+    from .._runtime import Runtime
+
+__all__ = ("Tool", "ToolResult", "ToolSite", "tool")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -44,6 +48,34 @@ class ArgumentCheck(Protocol):
     """
 
     def check(self, value: Any, strict: bool) -> Any: ...
+
+
+@attrs.frozen(eq=False)
+class ToolSite:
+    """Where a tool call runs, for a tool that runs steps of the run itself.
+
+    A parameter annotated `ToolSite` is not shown to the model: it receives
+    the runtime of the `tool_use` step making the call, and the call. A tool
+    that runs a graph (`agentgraph.teams.agent_tool`) runs it through
+    `runtime`, so its steps count, its effects are recorded and its questions
+    reach the caller's run. Such a tool runs only inside a run.
+    """
+
+    runtime: Runtime
+    call: ToolCall
+
+
+@attrs.frozen
+class ToolResult:
+    """What a tool returns when its work cost model usage: the value, and that usage.
+
+    The model reads `value` as it reads any result; the `tool_use` node adds
+    `usage` to the context's total, so the tokens a tool spent are counted
+    with the run's (and recorded with the result, so a resume counts them once).
+    """
+
+    value: Any
+    usage: Usage | None = None
 
 
 @attrs.frozen(eq=False, repr=False)
@@ -60,6 +92,7 @@ class Tool(Generic[P, R]):
         timeout: seconds one call may take (None: the caller's default).
         retry_safe: False for a tool with side effects that must not be repeated.
         context_param: the parameter that receives the agent context, if any.
+        site_param: the parameter that receives the call's `ToolSite`, if any.
         single: the parameter that receives an instance of its attrs class or
             dataclass, when that is the function's only argument: the class's
             fields are then the tool's parameters.
@@ -80,6 +113,7 @@ class Tool(Generic[P, R]):
     single: str | None = attrs.field(default=None, kw_only=True)
     on_invalid: Callable[[Sequence[str]], str] | None = attrs.field(default=None, kw_only=True)
     max_result_chars: int | None = attrs.field(default=None, kw_only=True)
+    site_param: str | None = attrs.field(default=None, kw_only=True)
 
     @property
     def name(self) -> str:
@@ -184,6 +218,12 @@ def _is_context(hint: Any) -> bool:
     return hint is AgentContext or get_origin(hint) is AgentContext
 
 
+def _is_site(hint: Any) -> bool:
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    return hint is ToolSite
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     # A callable object counts when its class's __call__ is a coroutine function.
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
@@ -208,10 +248,14 @@ def _make(
     summary, documented = parse_docstring(inspect.getdoc(fn))
     fields: list[FieldSpec] = []
     context_param: str | None = None
+    site_param: str | None = None
     for param in signature.parameters.values():
         hint = Any if param.annotation is param.empty else param.annotation
         if _is_context(hint):
             context_param = param.name
+            continue
+        if _is_site(hint):
+            site_param = param.name
             continue
         if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
             raise ToolError(
@@ -234,6 +278,7 @@ def _make(
         timeout=timeout,
         retry_safe=retry_safe,
         context_param=context_param,
+        site_param=site_param,
         is_async=_is_async(fn),
         arguments=shape,
         single=None if single is None else single.key,

@@ -1,0 +1,266 @@
+"""The nodes a team graph is made of: the turn's start, an agent's tools, and the switch.
+
+A team keeps its bookkeeping in `ctx.state["team"]` as plain data (who holds
+the conversation, a handoff asked for, the chain so far, and the callers
+waiting for a sub-task's answer), so a checkpointed team resumes like any
+other graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import orjson
+
+from .._context import AgentContext, History
+from .._events import HandedOff
+from .._node import Node
+from ..llm._messages import Message, ToolCall, ToolSpec
+from ..nodes._summarize import summarize
+from ._errors import HandoffError, HandoffLoop
+from ._handoff import Agent, Handoff, HandoffView, Summary, conversation_problem
+
+if TYPE_CHECKING:
+    from .._runner import Runtime
+
+__all__ = ("STATE", "Begin", "Switch", "TeamTools", "handoff_spec", "team_state")
+
+STATE = "team"
+"""The key of the team's bookkeeping in `ctx.state`."""
+
+_TASK = {
+    "type": "object",
+    "properties": {
+        "task": {
+            "type": "string",
+            "description": "What the next agent should do, in a sentence or two.",
+        }
+    },
+    "required": [],
+}
+
+
+def handoff_spec(handoff: Handoff, target: Agent) -> ToolSpec:
+    """The tool an agent calls to hand the conversation to `target`."""
+    about = handoff.description or target.description or f"the {target.name} agent"
+    verb = "Ask" if handoff.returns else "Hand the conversation to"
+    return ToolSpec(handoff.tool_name, f"{verb} {target.name}: {about}", _TASK)
+
+
+def team_state(ctx: AgentContext[Any]) -> Mapping[str, Any]:
+    """The team's bookkeeping in `ctx` (who holds the conversation, the chain, ...)."""
+    found = ctx.state.get(STATE)
+    if not isinstance(found, Mapping):
+        raise KeyError("the context holds no team state: it did not come from a team graph")
+    return found
+
+
+def _with_state(ctx: AgentContext[Any], **changes: Any) -> AgentContext[Any]:
+    return ctx.with_state(**{STATE: {**team_state(ctx), **changes}})
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Begin(Node[str, str]):
+    """The user's turn: the message joins the history and the first agent takes it."""
+
+    first: Agent
+
+    async def run(self, ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        out = ctx.evolve(system_prompt=self.first.system_prompt).append(Message.user(ctx.input))
+        state = {"agent": self.first.name, "to": None, "chain": [self.first.name], "stack": []}
+        return out.with_state(**{STATE: state})
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class TeamTools(Node[Message, Message]):
+    """Runs an agent's own tool calls and answers its handoff calls.
+
+    The first handoff call of a turn wins; any other is answered with an error
+    saying where the conversation went. Every call gets its result, so the
+    conversation any agent reads next has no call left open.
+    """
+
+    agent: Agent
+    handoffs: Mapping[str, Handoff]
+
+    async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
+        calls = ctx.input.tool_calls
+        chosen = next((c for c in calls if c.name in self.handoffs), None)
+        mine = {t.name for t in self.agent.tools}
+        own = [c for c in calls if c.name in mine]
+        answered = iter(await rt.call_tools(self.agent.tools, own, context=ctx))
+        results: list[Message] = []
+        for call in calls:
+            if call.name in mine:
+                results.append(next(answered)[1])
+            elif call.name in self.handoffs:
+                results.append(self._answer(call, chosen))
+            else:
+                results.append(self._refuse(call, [*mine, *self.handoffs]))
+        out = ctx.append(*results)
+        for message in results:
+            if message.usage is not None:
+                out = out.add_usage(message.usage)
+        if chosen is None:
+            return out
+        task = chosen.arguments.get("task")
+        handoff = self.handoffs[chosen.name]
+        pending = {
+            "to": handoff.to,
+            "call": chosen.id,
+            "tool": chosen.name,
+            "task": task if isinstance(task, str) and task else None,
+        }
+        return _with_state(out, handoff=pending)
+
+    def _refuse(self, call: ToolCall, names: list[str]) -> Message:
+        """A call to a tool this agent does not have (another agent's, read in the history)."""
+        allowed = ", ".join(orjson.dumps(n).decode() for n in names) or "none"
+        shown = orjson.dumps(call.name[:80]).decode()
+        text = f"there is no tool named {shown} here; the tools you may call are: {allowed}"
+        return Message.tool(call.id, text, name=call.name, is_error=True)
+
+    def _answer(self, call: ToolCall, chosen: ToolCall | None) -> Message:
+        target = self.handoffs[call.name].to
+        if call is chosen:
+            return Message.tool(call.id, f"Transferred to {target}.", name=call.name)
+        assert chosen is not None
+        went = self.handoffs[chosen.name].to
+        text = f"not transferred: the conversation went to {went}, one handoff per turn"
+        return Message.tool(call.id, text, name=call.name, is_error=True)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Switch(Node[Any, Any]):
+    """Moves the conversation: to the agent a handoff named, or back to a waiting caller."""
+
+    agents: Mapping[str, Agent]
+    edges: Mapping[tuple[str, str], Handoff]
+    history: Any
+    max_handoffs: int
+
+    async def run(self, ctx: AgentContext[Any], rt: Runtime) -> AgentContext[Any]:
+        state = team_state(ctx)
+        if state.get("handoff") is not None:
+            return await self._forward(ctx, state, rt)
+        return await self._back(ctx, state, rt)
+
+    def _error(
+        self, rt: Runtime, ctx: AgentContext[Any], source: str, target: str, problem: str
+    ) -> HandoffError:
+        return HandoffError(
+            problem, source=source, target=target, context=ctx, step=rt.step, path=rt.path
+        )
+
+    async def _forward(
+        self, ctx: AgentContext[Any], state: Mapping[str, Any], rt: Runtime
+    ) -> AgentContext[Any]:
+        source, pending = state["agent"], state["handoff"]
+        target = pending["to"]
+        agent = self.agents.get(target)
+        edge = self.edges.get((source, target))
+        if agent is None or edge is None:
+            members = ", ".join(sorted(self.agents))
+            problem = (
+                f"the team has no agent {target!r} (its agents: {members})"
+                if agent is None
+                else f"{source!r} may not hand to {target!r}"
+            )
+            raise self._error(rt, ctx, source, target, problem)
+        chain = [*state["chain"], target]
+        if len(chain) - 1 > self.max_handoffs:
+            raise HandoffLoop(
+                chain=chain, limit=self.max_handoffs, context=ctx, step=rt.step, path=rt.path
+            )
+        stack = list(state["stack"])
+        if edge.returns:  # the caller waits, its handoff call to be answered by the target
+            kept = [m for m in ctx.history if m.tool_call_id != pending["call"]]
+            stack.append(
+                {
+                    "agent": source,
+                    "history": kept,
+                    "call": pending["call"],
+                    "tool": pending["tool"],
+                    "system_prompt": ctx.system_prompt,
+                }
+            )
+        policy = edge.history if edge.history is not None else self.history
+        view = HandoffView(source, target, tuple(ctx.history), pending["task"])
+        messages, kind, ctx = await self._view(policy, view, ctx, rt)
+        wrong = conversation_problem(messages)
+        if wrong is not None:
+            raise self._error(rt, ctx, source, target, f"the history policy returned {wrong}")
+        await rt.emit(
+            HandedOff(rt.step, rt.path, source, target, kind, len(messages), pending["task"])
+        )
+        out = ctx.evolve(history=History(messages), system_prompt=agent.system_prompt)
+        return _with_state(out, agent=target, handoff=None, chain=chain, stack=stack)
+
+    async def _view(
+        self, policy: Any, view: HandoffView, ctx: AgentContext[Any], rt: Runtime
+    ) -> tuple[Sequence[Any], str, AgentContext[Any]]:
+        """The messages the target reads, the policy's name, and `ctx` with any usage added."""
+        if policy == "full":
+            return view.history, "full", ctx
+        if policy == "none":
+            if view.task is not None:
+                return (Message.user(view.task),), "none", ctx
+            latest = ctx.history.last("user")
+            return ((latest,) if latest is not None else ()), "none", ctx
+        if policy == "summary" or isinstance(policy, Summary):
+            settings = policy if isinstance(policy, Summary) else Summary()
+            model = settings.model or self.agents[view.source].model
+            shrink = summarize(
+                model,
+                context_window=1,  # the policy always summarizes what precedes the latest turn
+                threshold=1.0,
+                strategy=settings.strategy,
+                keep_last=settings.keep_last,
+                chunk_tokens=settings.chunk_tokens,
+                instructions=settings.instructions,
+                name="handoff_summary",
+            )
+            out = await shrink.run(ctx, rt)
+            return tuple(out.history), "summary", ctx.evolve(usage=out.usage)
+        try:
+            made = policy(view)
+        except Exception as exc:
+            raise self._error(
+                rt,
+                ctx,
+                view.source,
+                view.target,
+                f"the history function raised {type(exc).__name__}: {exc}",
+            ) from exc
+        if isinstance(made, str | bytes | Mapping) or not isinstance(made, Sequence):
+            raise self._error(
+                rt,
+                ctx,
+                view.source,
+                view.target,
+                f"the history function returned a {type(made).__name__}, not a list of messages",
+            )
+        return tuple(made), "function", ctx
+
+    async def _back(
+        self, ctx: AgentContext[Any], state: Mapping[str, Any], rt: Runtime
+    ) -> AgentContext[Any]:
+        stack = list(state["stack"])
+        frame = stack.pop()
+        source, caller = state["agent"], frame["agent"]
+        answer = ctx.input.content if isinstance(ctx.input, Message) else str(ctx.input)
+        result = Message.tool(frame["call"], answer or "(no answer)", name=frame["tool"])
+        history = History([*frame["history"], result])
+        await rt.emit(HandedOff(rt.step, rt.path, source, caller, "return", len(history)))
+        out = ctx.evolve(history=history, system_prompt=frame["system_prompt"])
+        out = out.with_input(result)
+        return _with_state(out, agent=caller, chain=[*state["chain"], caller], stack=stack)
+
+
+def own_specs(agent: Agent, agents: Mapping[str, Agent]) -> tuple[ToolSpec, ...]:
+    """What `agent` is offered: its own tools, then its handoffs."""
+    specs = [t.spec for t in agent.tools]
+    specs.extend(handoff_spec(h, agents[h.to]) for h in agent.handoffs)
+    return tuple(specs)
