@@ -265,6 +265,7 @@ EFFECT_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "value": ("v",),
         "interrupt": ("v",),
         "answer": ("v",),
+        "memory": ("v",),
     }
 )
 """The keys of the JSON object each kind of effect keeps."""

@@ -158,7 +158,7 @@ class JournaledMemory:
         found = journal.lookup(key, KIND)
         if found is not None:
             try:
-                return decode(orjson.loads(found))
+                return decode(orjson.loads(found)["v"])
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
                 raise MemoryDataError(
                     "journal", key, f"the recorded outcome is damaged: {exc}"
@@ -166,7 +166,8 @@ class JournaledMemory:
         if journal.replaying:
             raise journal.diverged(rt, f"the replay called memory ({name}); the record did not")
         result = await op(f"{journal.run_id}/{key}")
-        journal.record(key, KIND, orjson.dumps(encode(result)))
+        # An object, as every kind of effect a checkpoint store checks on reading.
+        journal.record(key, KIND, orjson.dumps({"v": encode(result)}))
         return result
 
 

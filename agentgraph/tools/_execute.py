@@ -25,6 +25,7 @@ from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
 from .._context import AgentContext
 from .._errors import ToolError
 from .._json import to_data
+from .._tool_effect import calling
 from ..llm._messages import Message, ToolCall
 from ..structured._schema import RAW_ARGUMENTS
 from ..structured._shapes import Invalid, show
@@ -123,7 +124,7 @@ class _Calls:
         limit = item.timeout if item.timeout is not None else self.timeout
         value = _PENDING
         try:
-            with anyio.move_on_after(limit):
+            with anyio.move_on_after(limit), calling(item.name, call.id):
                 value = await _invoke(item, kwargs)
         except Exception as exc:
             text = f"tool {_quote(item.name)} failed: {type(exc).__name__}: {_text(exc)}"
