@@ -32,8 +32,9 @@ from ._items import (
     indexed_text,
     terms,
 )
+from ._pushdown import NOTHING, Where, pushdown
 
-__all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "items_result")
+__all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "hit", "items_result")
 
 Clock = Callable[[], float]
 
@@ -188,19 +189,27 @@ class MemoryBase:
         if query is not None and not isinstance(query, str):
             raise MemoryInputError("query", f"is a string or None, not {type(query).__name__}")
         now = self.clock()
+        where = pushdown(filter)
         if query is None:
-            found = _filtered(await self._scan(prefix, now, vectors=False), filter)
+            newest = limit if where.complete else None
+            scanned = await self._scan(prefix, now, vectors=False, where=where, newest=newest)
+            found = _filtered(scanned, filter)
             found.sort(key=lambda f: (-f.item.updated, f.item.namespace, f.item.key))
-            return [_hit(f, 0.0) for f in found[:limit]]
+            return [hit(f, 0.0) for f in found[:limit]]
         if self.embedder is None:
             words = terms(query)
             if not words:
                 return []
             found = _filtered(await self._keyword(prefix, words, now), filter)
             found.sort(key=lambda f: (-f.score, f.item.namespace, f.item.key))
-            return [_hit(f, f.score) for f in found[:limit]]
+            return [hit(f, f.score) for f in found[:limit]]
         query_vector = (await self._embed_query(query))[0]
-        candidates = [f for f in await self._scan(prefix, now, vectors=True) if f.vector]
+        if where.complete:
+            hits = await self._semantic(prefix, now, query_vector, where, limit)
+            if hits is not None:
+                return hits
+        scanned = await self._scan(prefix, now, vectors=True, where=where)
+        candidates = [f for f in scanned if f.vector]
         return _nearest(_filtered(candidates, filter), query_vector, limit)
 
     async def list_namespaces(
@@ -256,9 +265,29 @@ class MemoryBase:
     async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
         raise NotImplementedError
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
-        """Every live item under `prefix` (with its vector when `vectors`)."""
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
+        """Every live item under `prefix` (with its vector when `vectors`).
+
+        A backend may leave out items that `where` rules out, and with `newest`
+        every item but the `newest` most recently updated (and any tied with the
+        last of them): the caller filters and orders what it gets again.
+        """
         raise NotImplementedError
+
+    async def _semantic(
+        self, prefix: Namespace, now: float, query: Matrix, where: Where, limit: int
+    ) -> list[MemoryHit] | None:
+        """The `limit` nearest live items matching `where` (the whole filter), or None
+        to have `search` score what `_scan` returns."""
+        return None
 
     async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
         """Live items under `prefix` holding any of `words`, scored (higher is better)."""
@@ -311,9 +340,10 @@ def _nearest(found: list[Found], query: Matrix, limit: int) -> list[MemoryHit]:
         )
     scores = np.einsum("ij,j->i", matrix, query)
     order = np.argsort(-scores, kind="stable")[:limit]
-    return [_hit(found[i], float(scores[i])) for i in order.tolist()]
+    return [hit(found[i], float(scores[i])) for i in order.tolist()]
 
 
-def _hit(found: Found, score: float) -> MemoryHit:
+def hit(found: Found, score: float) -> MemoryHit:
+    """`found` as a search result with `score`."""
     item = found.item
     return MemoryHit(item.key, score, found.text, item.value, item)

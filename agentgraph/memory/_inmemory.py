@@ -10,6 +10,7 @@ import anyio.lowlevel
 from ..llm._embedder import Embedder
 from ._base import Clock, Found, MemoryBase, Row
 from ._items import Item, Namespace, terms
+from ._pushdown import NOTHING, Where
 
 __all__ = ("InMemoryMemory",)
 
@@ -76,7 +77,15 @@ class InMemoryMemory(MemoryBase):
             self._effects[effect] = there
         return there
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
         await anyio.lowlevel.checkpoint()
         depth = len(prefix)
         return [
