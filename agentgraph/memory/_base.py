@@ -9,6 +9,7 @@ applies each effect id at most once, and finds candidates for a search.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -37,6 +38,11 @@ from ._pushdown import NOTHING, Where, pushdown
 __all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "hit", "items_result")
 
 Clock = Callable[[], float]
+
+KEEP_EFFECTS = 30 * 86400.0
+"""Seconds a store remembers an applied effect id by default (see `MemoryBase.prune_effects`)."""
+PRUNE_EVERY = 60.0
+"""Seconds between a store's own prunings of old effect ids."""
 
 
 @attrs.frozen
@@ -87,6 +93,8 @@ class MemoryBase:
         index: the value fields whose strings are searched; None for every
             top-level string (and list of strings) of the value.
         clock: seconds since the epoch; inject one to test expiry.
+        keep_effects: seconds an applied effect id is remembered (see
+            `prune_effects`); None to remember every one for good.
     """
 
     def __init__(
@@ -95,14 +103,41 @@ class MemoryBase:
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
     ) -> None:
         if embedder is not None and not isinstance(embedder, Embedder):
             raise TypeError(f"embedder is an Embedder, not {type(embedder).__name__}")
         if isinstance(index, str):
             raise TypeError("index is a sequence of field names; wrap a single name in a list")
+        if keep_effects is not None:
+            check_ttl(keep_effects, "keep_effects")
         self.embedder = embedder
         self.index = None if index is None else tuple(index)
         self.clock = clock
+        self.keep_effects = keep_effects
+        self._pruned = -math.inf
+
+    async def prune_effects(self, *, older_than: float | None = None) -> int:
+        """Forget the effect ids applied more than `older_than` seconds ago; returns how many.
+
+        A store remembers each effect id it applied, so that a run resumed after
+        a crash does not apply its write twice. The record would grow with every
+        journaled write; stores prune it themselves, at most once a minute,
+        keeping `keep_effects` seconds (30 days unless given). The trade-off: a
+        run resumed after its effect ids were pruned, whose journal missed a
+        write (the crash came between the store's commit and the journal's),
+        applies that write again. Keep effects longer than runs wait to resume.
+        """
+        horizon = self.keep_effects if older_than is None else older_than
+        if horizon is None:
+            return 0
+        check_ttl(horizon, "older_than")
+        return await self._prune(self.clock() - horizon)
+
+    async def _prune_now_and_then(self, now: float) -> None:
+        if self.keep_effects is not None and now - self._pruned >= PRUNE_EVERY:
+            self._pruned = now
+            await self._prune(now - self.keep_effects)
 
     # -- the protocol -------------------------------------------------------------------
     async def put(
@@ -148,7 +183,10 @@ class MemoryBase:
         ]
         now = self.clock()
         expires = None if expires_in is None else now + expires_in
-        return await self._write(ns, rows, now, expires, effect)
+        items = await self._write(ns, rows, now, expires, effect)
+        if effect is not None:
+            await self._prune_now_and_then(now)
+        return items
 
     async def get(self, namespace: Sequence[str], key: str) -> Item | None:
         """The item under `key`, or None when there is none or it expired."""
@@ -159,7 +197,11 @@ class MemoryBase:
     ) -> bool:
         """Remove the item under `key`; returns whether a live one was there."""
         ns, key = check_namespace(namespace), check_key(key)
-        return await self._delete(ns, key, self.clock(), effect)
+        now = self.clock()
+        there = await self._delete(ns, key, now, effect)
+        if effect is not None:
+            await self._prune_now_and_then(now)
+        return there
 
     async def search(
         self,
@@ -260,6 +302,10 @@ class MemoryBase:
         raise NotImplementedError
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
+        raise NotImplementedError
+
+    async def _prune(self, before: float) -> int:
+        """Forget the effect ids applied before `before`; how many there were."""
         raise NotImplementedError
 
     async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:

@@ -33,7 +33,7 @@ import orjson
 
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
-from ._base import Clock, Found, MemoryBase, Row, effect_result, hit, items_result
+from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
 from ._errors import MemoryBackendError, MemoryDataError
 from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
 from ._pushdown import NOTHING, VectorCache, Where, load, top
@@ -113,9 +113,10 @@ class PostgresMemory(MemoryBase):
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
         connect_timeout: float = 10.0,
     ) -> None:
-        super().__init__(embedder=embedder, index=index, clock=clock)
+        super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
         pg = _psycopg()
         try:
             parts = pg.conninfo.conninfo_to_dict(conninfo)
@@ -217,6 +218,12 @@ class PostgresMemory(MemoryBase):
             return items
 
         return await self._run("store items", work)
+
+    async def _prune(self, before: float) -> int:
+        def work(conn: psycopg.Connection[Any]) -> int:
+            return conn.execute("DELETE FROM memory_effects WHERE at < %s", (before,)).rowcount
+
+        return await self._run("prune effects", work)
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         def work(conn: psycopg.Connection[Any]) -> Item | None:

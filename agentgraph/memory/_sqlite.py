@@ -27,7 +27,7 @@ import orjson
 
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
-from ._base import Clock, Found, MemoryBase, Row, effect_result, hit, items_result
+from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
 from ._errors import MemoryBackendError, MemoryDataError
 from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
 from ._pushdown import NOTHING, VectorCache, Where, load, top
@@ -103,8 +103,9 @@ class SQLiteMemory(MemoryBase):
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
     ) -> None:
-        super().__init__(embedder=embedder, index=index, clock=clock)
+        super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise FileNotFoundError(f"the folder for the memory file {self.path} does not exist")
@@ -191,6 +192,13 @@ class SQLiteMemory(MemoryBase):
                 return items
 
         return await self._run("store items", work)
+
+    async def _prune(self, before: float) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with _write(conn):
+                return conn.execute("DELETE FROM memory_effects WHERE at < ?", (before,)).rowcount
+
+        return await self._run("prune effects", work)
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         def work(conn: sqlite3.Connection) -> Item | None:
