@@ -260,7 +260,9 @@ class SQLiteMemory(MemoryBase):
                     if not _bad_json(exc):
                         raise
                     # A damaged value: read every row, so the damage is named as such.
-                    rows = conn.execute(f"{select} WHERE {under} AND {_LIVE}", [*params, now])
+                    rows = conn.execute(
+                        f"{select} WHERE {under} AND {_LIVE}", [*params, now]
+                    ).fetchall()
             return [Found(_item(row), row[3], row[8]) for row in rows]
 
         return await self._run("search items", work)
