@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
     from .guards._guard import Guards
+    from .memory import JournaledMemory, Memory
     from .tools._tool import Tool
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback")
@@ -433,6 +434,17 @@ class Runtime:
             for call, message, duration in answers:
                 await emit(ToolFinished(self.index, self.path, call, message, duration))
         return answers
+
+    def memory(self, memory: Memory) -> JournaledMemory:
+        """`memory` (an `agentgraph.memory` store) as this step sees it: every call an effect.
+
+        A resumed or replayed step is served what the run read, a replay writes
+        nothing, and a write is applied once even across a crash and resume
+        (see `agentgraph.memory.journaled`).
+        """
+        from .memory._journaled import journaled  # loaded with the first memory call
+
+        return journaled(memory, self)
 
     async def once(self, name: str, fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
         """Call `fn(*args)` (sync or async) once per run and remember the result.

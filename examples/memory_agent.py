@@ -1,7 +1,7 @@
 """An assistant that remembers each user's preferences across runs, offline.
 
 Each run is a new conversation. Before the agent answers, a node recalls what
-memory holds about the user (`journaled(memory, rt).search`) and puts it in
+memory holds about the user (`rt.memory(memory).search`) and puts it in
 the system prompt; during the run the agent may `remember` new facts with a
 tool. The namespace is `("user", <id>)`, taken from the context's state: the
 model's tool arguments never name it, so one user's facts never reach another.
@@ -22,7 +22,7 @@ import anyio
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Runtime, node
 from agentgraph.checkpoint import SQLiteStore
 from agentgraph.llm import ChatRequest, Message
-from agentgraph.memory import Memory, SQLiteMemory, journaled, memory_tools
+from agentgraph.memory import Memory, SQLiteMemory, memory_tools
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 
@@ -52,7 +52,7 @@ def assistant(memory: Memory):
 
     @node
     async def recall_facts(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
-        hits = await journaled(memory, rt).search(user_namespace(ctx), limit=10)
+        hits = await rt.memory(memory).search(user_namespace(ctx), limit=10)
         facts = "\n".join(f"- {hit.item.value['text']}" for hit in hits)
         return ctx.evolve(system_prompt=f"You are a cooking assistant. About the user:\n{facts}")
 

@@ -127,3 +127,14 @@ def test_from_imports_of_lazy_names_work_in_a_fresh_process():
         "agentgraph.llm._openai",
         "httpx",
     } <= loaded
+
+
+def test_the_runtime_loads_memory_only_when_a_step_asks_for_it():
+    loaded = loaded_by(
+        "import sys\n"
+        "from agentgraph import GraphRunner, Runtime\n"
+        "assert callable(Runtime.memory)\n"
+        "print('\\n'.join(sys.modules))"
+    )
+    assert "agentgraph._runtime" in loaded
+    assert not {"agentgraph.memory", "agentgraph.checkpoint", "numpy"} & loaded

@@ -11,12 +11,22 @@ def bench():
     yield from load_benchmark("memory")
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_case_produces_sane_figures(bench, store):
-    result = anyio.run(lambda: bench.run_case(store, 50, lookups=5, searches=2))
+@pytest.mark.parametrize(
+    "store", ["memory", "sqlite", "postgres", "langgraph-memory", "langgraph-postgres"]
+)
+def test_case_produces_sane_figures(bench, store, request):
+    dsn = None
+    if store.startswith("langgraph"):
+        pytest.importorskip("langgraph.store.postgres")
+    if store.endswith("postgres"):
+        dsn = request.getfixturevalue("postgres_server").dsn
+    result = anyio.run(lambda: bench.run_case(store, 50, lookups=5, searches=2, dsn=dsn))
     assert (result["store"], result["items"]) == (store, 50)
-    assert result["put_per_s"] > 0 and result["get_us"] > 0
-    assert result["filter_ms"] > 0 and result["search_ms"] > 0
+    assert result["put_per_s"] > 0 and result["get_us"] > 0 and result["filter_ms"] > 0
+    if store == "langgraph-postgres":
+        assert result["search_ms"] is None  # its semantic search needs pgvector
+    else:
+        assert result["search_ms"] > 0
 
 
 def test_unknown_store_is_refused(bench):

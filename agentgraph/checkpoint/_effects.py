@@ -19,6 +19,7 @@ from .._context import History
 from .._errors import ResumeError
 from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
+from .._tool_effect import tool_effects
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._codec import (
@@ -170,7 +171,8 @@ async def run_tools(
     if risky:
         await journal.flush()  # the intent must be durable before the call can happen
     if pending:
-        outcomes = await run([calls[i] for i in pending])
+        with tool_effects(_effect_ids(journal.run_id, [(calls[i], keys[i]) for i in pending])):
+            outcomes = await run([calls[i] for i in pending])
         for i, (call, message, duration) in zip(pending, outcomes, strict=True):
             answers[i] = (call, message, duration)
             data = {"m": encode_message(message, "result"), "d": duration}
@@ -178,6 +180,23 @@ async def run_tools(
     if risky:
         await journal.flush()
     return [a for a in answers if a is not None]
+
+
+def _effect_ids(run_id: str, pending: list[tuple[ToolCall, str]]) -> dict[tuple[str, str], str]:
+    """The effect id of each call a tool can ask for (`agentgraph.tools.effect_id`).
+
+    The key already names the step, its attempt and the call; the run's id makes
+    it unique in a store that several runs share. Two calls of one batch with the
+    same name and id get none: a tool could not tell which id is its own.
+    """
+    ids: dict[tuple[str, str], str] = {}
+    twice: set[tuple[str, str]] = set()
+    for call, key in pending:
+        name = (call.name, call.id)
+        if name in ids:
+            twice.add(name)
+        ids[name] = f"{run_id}/{key}"
+    return {name: effect for name, effect in ids.items() if name not in twice}
 
 
 def _show(call: ToolCall) -> str:

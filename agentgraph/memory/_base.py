@@ -9,6 +9,7 @@ applies each effect id at most once, and finds candidates for a search.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,10 +33,16 @@ from ._items import (
     indexed_text,
     terms,
 )
+from ._pushdown import NOTHING, Where, pushdown
 
-__all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "items_result")
+__all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "hit", "items_result")
 
 Clock = Callable[[], float]
+
+KEEP_EFFECTS = 30 * 86400.0
+"""Seconds a store remembers an applied effect id by default (see `MemoryBase.prune_effects`)."""
+PRUNE_EVERY = 60.0
+"""Seconds between a store's own prunings of old effect ids."""
 
 
 @attrs.frozen
@@ -86,6 +93,8 @@ class MemoryBase:
         index: the value fields whose strings are searched; None for every
             top-level string (and list of strings) of the value.
         clock: seconds since the epoch; inject one to test expiry.
+        keep_effects: seconds an applied effect id is remembered (see
+            `prune_effects`); None to remember every one for good.
     """
 
     def __init__(
@@ -94,14 +103,41 @@ class MemoryBase:
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
     ) -> None:
         if embedder is not None and not isinstance(embedder, Embedder):
             raise TypeError(f"embedder is an Embedder, not {type(embedder).__name__}")
         if isinstance(index, str):
             raise TypeError("index is a sequence of field names; wrap a single name in a list")
+        if keep_effects is not None:
+            check_ttl(keep_effects, "keep_effects")
         self.embedder = embedder
         self.index = None if index is None else tuple(index)
         self.clock = clock
+        self.keep_effects = keep_effects
+        self._pruned = -math.inf
+
+    async def prune_effects(self, *, older_than: float | None = None) -> int:
+        """Forget the effect ids applied more than `older_than` seconds ago; returns how many.
+
+        A store remembers each effect id it applied, so that a run resumed after
+        a crash does not apply its write twice. The record would grow with every
+        journaled write; stores prune it themselves, at most once a minute,
+        keeping `keep_effects` seconds (30 days unless given). The trade-off: a
+        run resumed after its effect ids were pruned, whose journal missed a
+        write (the crash came between the store's commit and the journal's),
+        applies that write again. Keep effects longer than runs wait to resume.
+        """
+        horizon = self.keep_effects if older_than is None else older_than
+        if horizon is None:
+            return 0
+        check_ttl(horizon, "older_than")
+        return await self._prune(self.clock() - horizon)
+
+    async def _prune_now_and_then(self, now: float) -> None:
+        if self.keep_effects is not None and now - self._pruned >= PRUNE_EVERY:
+            self._pruned = now
+            await self._prune(now - self.keep_effects)
 
     # -- the protocol -------------------------------------------------------------------
     async def put(
@@ -147,7 +183,10 @@ class MemoryBase:
         ]
         now = self.clock()
         expires = None if expires_in is None else now + expires_in
-        return await self._write(ns, rows, now, expires, effect)
+        items = await self._write(ns, rows, now, expires, effect)
+        if effect is not None:
+            await self._prune_now_and_then(now)
+        return items
 
     async def get(self, namespace: Sequence[str], key: str) -> Item | None:
         """The item under `key`, or None when there is none or it expired."""
@@ -158,7 +197,11 @@ class MemoryBase:
     ) -> bool:
         """Remove the item under `key`; returns whether a live one was there."""
         ns, key = check_namespace(namespace), check_key(key)
-        return await self._delete(ns, key, self.clock(), effect)
+        now = self.clock()
+        there = await self._delete(ns, key, now, effect)
+        if effect is not None:
+            await self._prune_now_and_then(now)
+        return there
 
     async def search(
         self,
@@ -188,19 +231,27 @@ class MemoryBase:
         if query is not None and not isinstance(query, str):
             raise MemoryInputError("query", f"is a string or None, not {type(query).__name__}")
         now = self.clock()
+        where = pushdown(filter)
         if query is None:
-            found = _filtered(await self._scan(prefix, now, vectors=False), filter)
+            newest = limit if where.complete else None
+            scanned = await self._scan(prefix, now, vectors=False, where=where, newest=newest)
+            found = _filtered(scanned, filter)
             found.sort(key=lambda f: (-f.item.updated, f.item.namespace, f.item.key))
-            return [_hit(f, 0.0) for f in found[:limit]]
+            return [hit(f, 0.0) for f in found[:limit]]
         if self.embedder is None:
             words = terms(query)
             if not words:
                 return []
             found = _filtered(await self._keyword(prefix, words, now), filter)
             found.sort(key=lambda f: (-f.score, f.item.namespace, f.item.key))
-            return [_hit(f, f.score) for f in found[:limit]]
+            return [hit(f, f.score) for f in found[:limit]]
         query_vector = (await self._embed_query(query))[0]
-        candidates = [f for f in await self._scan(prefix, now, vectors=True) if f.vector]
+        if where.complete:
+            hits = await self._semantic(prefix, now, query_vector, where, limit)
+            if hits is not None:
+                return hits
+        scanned = await self._scan(prefix, now, vectors=True, where=where)
+        candidates = [f for f in scanned if f.vector]
         return _nearest(_filtered(candidates, filter), query_vector, limit)
 
     async def list_namespaces(
@@ -253,12 +304,36 @@ class MemoryBase:
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         raise NotImplementedError
 
+    async def _prune(self, before: float) -> int:
+        """Forget the effect ids applied before `before`; how many there were."""
+        raise NotImplementedError
+
     async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
         raise NotImplementedError
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
-        """Every live item under `prefix` (with its vector when `vectors`)."""
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
+        """Every live item under `prefix` (with its vector when `vectors`).
+
+        A backend may leave out items that `where` rules out, and with `newest`
+        every item but the `newest` most recently updated (and any tied with the
+        last of them): the caller filters and orders what it gets again.
+        """
         raise NotImplementedError
+
+    async def _semantic(
+        self, prefix: Namespace, now: float, query: Matrix, where: Where, limit: int
+    ) -> list[MemoryHit] | None:
+        """The `limit` nearest live items matching `where` (the whole filter), or None
+        to have `search` score what `_scan` returns."""
+        return None
 
     async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
         """Live items under `prefix` holding any of `words`, scored (higher is better)."""
@@ -311,9 +386,10 @@ def _nearest(found: list[Found], query: Matrix, limit: int) -> list[MemoryHit]:
         )
     scores = np.einsum("ij,j->i", matrix, query)
     order = np.argsort(-scores, kind="stable")[:limit]
-    return [_hit(found[i], float(scores[i])) for i in order.tolist()]
+    return [hit(found[i], float(scores[i])) for i in order.tolist()]
 
 
-def _hit(found: Found, score: float) -> MemoryHit:
+def hit(found: Found, score: float) -> MemoryHit:
+    """`found` as a search result with `score`."""
     item = found.item
     return MemoryHit(item.key, score, found.text, item.value, item)

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 import anyio.lowlevel
 
 from ..llm._embedder import Embedder
-from ._base import Clock, Found, MemoryBase, Row
+from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row
 from ._items import Item, Namespace, terms
+from ._pushdown import NOTHING, Where
 
 __all__ = ("InMemoryMemory",)
 
@@ -31,10 +32,11 @@ class InMemoryMemory(MemoryBase):
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
     ) -> None:
-        super().__init__(embedder=embedder, index=index, clock=clock)
+        super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
         self._items: dict[tuple[Namespace, str], Found] = {}
-        self._effects: dict[str, object] = {}
+        self._effects: dict[str, tuple[float, object]] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -49,7 +51,7 @@ class InMemoryMemory(MemoryBase):
     ) -> list[Item]:
         await anyio.lowlevel.checkpoint()
         if effect is not None and effect in self._effects:
-            done: list[Item] = self._effects[effect]  # type: ignore[assignment]
+            done: list[Item] = self._effects[effect][1]  # type: ignore[assignment]
             return done
         items = []
         for row in rows:
@@ -59,8 +61,15 @@ class InMemoryMemory(MemoryBase):
             self._items[(ns, row.key)] = Found(item, row.text, row.vector)
             items.append(item)
         if effect is not None:
-            self._effects[effect] = items
+            self._effects[effect] = (now, items)
         return items
+
+    async def _prune(self, before: float) -> int:
+        await anyio.lowlevel.checkpoint()
+        old = [effect for effect, (at, _) in self._effects.items() if at < before]
+        for effect in old:
+            del self._effects[effect]
+        return len(old)
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         await anyio.lowlevel.checkpoint()
@@ -69,14 +78,22 @@ class InMemoryMemory(MemoryBase):
     async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
         await anyio.lowlevel.checkpoint()
         if effect is not None and effect in self._effects:
-            return bool(self._effects[effect])
+            return bool(self._effects[effect][1])
         there = self._live(ns, key, now) is not None
         self._items.pop((ns, key), None)
         if effect is not None:
-            self._effects[effect] = there
+            self._effects[effect] = (now, there)
         return there
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
         await anyio.lowlevel.checkpoint()
         depth = len(prefix)
         return [

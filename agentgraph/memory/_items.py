@@ -204,11 +204,11 @@ def check_key(key: str) -> str:
     return key
 
 
-def check_ttl(ttl: float | None) -> float | None:
+def check_ttl(ttl: float | None, what: str = "ttl") -> float | None:
     if ttl is None:
         return None
     if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not (0 < ttl < math.inf):
-        raise MemoryInputError("ttl", f"is a positive number of seconds or None, not {ttl!r}")
+        raise MemoryInputError(what, f"is a positive number of seconds or None, not {ttl!r}")
     return float(ttl)
 
 

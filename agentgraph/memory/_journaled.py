@@ -166,6 +166,7 @@ class JournaledMemory:
         if journal.replaying:
             raise journal.diverged(rt, f"the replay called memory ({name}); the record did not")
         result = await op(f"{journal.run_id}/{key}")
+        # An object, as every kind of effect a checkpoint store checks on reading.
         journal.record(key, KIND, orjson.dumps({"v": encode(result)}))
         return result
 

@@ -7,9 +7,15 @@ search uses PostgreSQL's full-text search (`to_tsvector('simple', ...)`);
 semantic search is exact and runs in this process, over the vectors under
 the prefix.
 
-The seam for a vector index: `_scan(prefix, now, vectors=True)` is the only
-place vectors leave the database. A subclass for the pgvector extension
-would store them in a `vector` column and override `search` to ask for the
+Value filters on JSON scalars run in SQL (`jsonb` equality). The vectors of a
+prefix are kept in memory as one matrix, stamped with `memory_changes`'
+counter, which every write transaction raises, and loaded again only after a
+change; the counter's row lock makes concurrent writers take turns at commit.
+
+The seam for a vector index: `_semantic` (and `_scan(prefix, now,
+vectors=True)` for a filter SQL cannot express) are the only places vectors
+leave the database. A subclass for the pgvector extension
+would store them in a `vector` column and override `_semantic` to ask for the
 nearest ones with `ORDER BY embedding <=> %s LIMIT %s`; none ships, because
 it could not be tested here.
 """
@@ -23,12 +29,15 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
+import orjson
 
 from .._extras import pip_install
 from ..llm._embedder import Embedder
-from ._base import Clock, Found, MemoryBase, Row, effect_result, items_result
+from ..rag._rows import Matrix
+from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
 from ._errors import MemoryBackendError, MemoryDataError
-from ._items import Item, Namespace, decode_value, join_namespace, split_namespace
+from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
+from ._pushdown import NOTHING, VectorCache, Where, load, top
 
 if TYPE_CHECKING:
     import psycopg
@@ -59,6 +68,12 @@ CREATE TABLE IF NOT EXISTS memory_effects (
     result BYTEA NOT NULL,
     at DOUBLE PRECISION NOT NULL
 );
+CREATE INDEX IF NOT EXISTS memory_effects_at ON memory_effects (at);
+CREATE TABLE IF NOT EXISTS memory_changes (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    n BIGINT NOT NULL
+);
+INSERT INTO memory_changes VALUES (0, 0) ON CONFLICT DO NOTHING;
 """
 _COLUMNS = "ns, key, value, text, version, created, updated, expires"
 _LIVE = "(expires IS NULL OR expires > %s)"
@@ -97,9 +112,10 @@ class PostgresMemory(MemoryBase):
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
         connect_timeout: float = 10.0,
     ) -> None:
-        super().__init__(embedder=embedder, index=index, clock=clock)
+        super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
         pg = _psycopg()
         try:
             parts = pg.conninfo.conninfo_to_dict(conninfo)
@@ -117,6 +133,7 @@ class PostgresMemory(MemoryBase):
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
         self._closed = False
+        self._cache = VectorCache()
 
     def __repr__(self) -> str:
         return f"PostgresMemory({self._name!r})"
@@ -191,6 +208,7 @@ class PostgresMemory(MemoryBase):
                 result: list[Item] = effect_result(done, effect or "")
                 return result
             items = [_put_row(conn, ns, stored, row, now, expires) for row in rows]
+            _changed(conn)
             if effect is not None:
                 conn.execute(
                     "INSERT INTO memory_effects VALUES (%s, %s, %s)",
@@ -199,6 +217,12 @@ class PostgresMemory(MemoryBase):
             return items
 
         return await self._run("store items", work)
+
+    async def _prune(self, before: float) -> int:
+        def work(conn: psycopg.Connection[Any]) -> int:
+            return conn.execute("DELETE FROM memory_effects WHERE at < %s", (before,)).rowcount
+
+        return await self._run("prune effects", work)
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         def work(conn: psycopg.Connection[Any]) -> Item | None:
@@ -220,6 +244,8 @@ class PostgresMemory(MemoryBase):
                 (join_namespace(ns), key),
             ).fetchone()
             there = found is not None and (found[0] is None or found[0] > now)
+            if found is not None:
+                _changed(conn)
             if effect is not None:
                 conn.execute(
                     "INSERT INTO memory_effects VALUES (%s, %s, %s)",
@@ -229,15 +255,90 @@ class PostgresMemory(MemoryBase):
 
         return await self._run("delete an item", work)
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
         vector = "vector" if vectors else "NULL"
+        equal, values = _equal(where)
+        cond = f"{_UNDER} AND {_LIVE}{equal}"
+        params: list[Any] = [join_namespace(prefix), now, *values]
+        if newest is not None:
+            # The newest `newest` rows and any tied with the last of them (the caller
+            # breaks ties by namespace and key).
+            cond += (
+                " AND updated >= COALESCE((SELECT updated FROM memory_items WHERE "
+                f"{cond} ORDER BY updated DESC LIMIT 1 OFFSET %s), '-Infinity')"
+            )
+            params = [*params, *params, newest - 1]
+
+        plain = f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {_UNDER} AND {_LIVE}"
 
         def work(conn: psycopg.Connection[Any]) -> list[Found]:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {_UNDER} AND {_LIVE}",
-                (join_namespace(prefix), now),
-            ).fetchall()
+            try:
+                with conn.transaction():  # a savepoint: a failed query leaves the rest usable
+                    rows = conn.execute(
+                        f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {cond}", params
+                    ).fetchall()
+            except _psycopg().DataError:
+                # A damaged value: read every row, so the damage is named as such.
+                rows = conn.execute(plain, (join_namespace(prefix), now)).fetchall()
             return [Found(_item(row), row[3], _bytes(row[8])) for row in rows]
+
+        return await self._run("search items", work)
+
+    async def _semantic(
+        self, prefix: Namespace, now: float, query: Matrix, where: Where, limit: int
+    ) -> list[MemoryHit] | None:
+        under = join_namespace(prefix)
+
+        def work(conn: psycopg.Connection[Any]) -> list[MemoryHit] | None:
+            # The counter first: a write committed between the two reads leaves a newer
+            # matrix under an older count, which the next search loads again.
+            (version,) = conn.execute("SELECT n FROM memory_changes").fetchone() or (0,)
+            loaded = self._cache.get(prefix, version)
+            if loaded is None:
+                rows = conn.execute(
+                    "SELECT ns, key, expires, vector FROM memory_items "
+                    f"WHERE {_UNDER} AND vector IS NOT NULL",
+                    (under,),
+                ).fetchall()
+                found = [((r[0], r[1]), r[2], _bytes(r[3])) for r in rows]
+                loaded = load(version, found, _damaged)
+                self._cache.put(prefix, loaded)
+            if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
+                raise _damaged(
+                    loaded.refs[0],
+                    f"its vector has {loaded.matrix.shape[1]} dimensions, the query "
+                    f"{query.shape[0]}: search with the embedder the items were stored with",
+                )
+            allowed = None
+            if where.fields:
+                equal, values = _equal(where)
+                try:
+                    with conn.transaction():
+                        matching = conn.execute(
+                            f"SELECT ns, key FROM memory_items WHERE {_UNDER}{equal}",
+                            (under, *values),
+                        ).fetchall()
+                except _psycopg().DataError:
+                    return None  # a damaged value: the plain search names it
+                allowed = {(ns, key) for ns, key in matching}
+            best = top(loaded, query, now, allowed, limit)
+            if not best:
+                return []
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_items WHERE (ns, key) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                ([ref[0] for ref, _ in best], [ref[1] for ref, _ in best]),
+            ).fetchall()
+            by_ref = {(row[0], row[1]): row for row in rows}
+            return [hit(Found(_item(by_ref[r]), by_ref[r][3]), score) for r, score in best]
 
         return await self._run("search items", work)
 
@@ -267,6 +368,28 @@ class PostgresMemory(MemoryBase):
             return {split_namespace(ns, "") for (ns,) in rows}
 
         return await self._run("list namespaces", work)
+
+
+def _changed(conn: psycopg.Connection[Any]) -> None:
+    """Count a write, so every process's cached vectors know they are out of date."""
+    conn.execute("UPDATE memory_changes SET n = n + 1")
+
+
+def _equal(where: Where) -> tuple[str, list[Any]]:
+    """SQL for `where`'s fields (appended with AND) and its parameters.
+
+    jsonb equality compares a JSON scalar with its type (`true` is not `1`) and
+    numbers by value (`1` is `1.0`); a missing field is SQL NULL, never equal.
+    """
+    sql = " AND (convert_from(value, 'UTF8')::jsonb -> %s) = %s::jsonb" * len(where.equal)
+    params: list[Any] = []
+    for field, value in where.equal:
+        params += [field, orjson.dumps(value).decode()]
+    return sql, params
+
+
+def _damaged(ref: tuple[str, str], why: str) -> MemoryDataError:
+    return MemoryDataError(tuple(ref[0].rstrip("\x1f").split("\x1f")), ref[1], why)
 
 
 def _applied(conn: psycopg.Connection[Any], effect: str | None) -> bytes | None:

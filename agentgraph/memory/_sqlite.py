@@ -4,6 +4,12 @@ Writes run in `BEGIN IMMEDIATE` transactions on a WAL-mode database, so
 processes take turns writing while readers go on; keyword search uses an
 FTS5 table kept beside the items (same rowids), and semantic search scores
 every vector under the prefix with numpy (exact, no index).
+
+Value filters on JSON scalars run in SQL (`json_extract`), so a listing reads
+only the rows it returns. Vectors are not read per search: the store keeps
+the matrix of a prefix in memory, stamped with `memory_changes`' counter,
+which every write transaction raises (this process's or another's), and
+loads it again only after a change.
 """
 
 from __future__ import annotations
@@ -17,11 +23,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
+import orjson
 
 from ..llm._embedder import Embedder
-from ._base import Clock, Found, MemoryBase, Row, effect_result, items_result
+from ..rag._rows import Matrix
+from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
 from ._errors import MemoryBackendError, MemoryDataError
-from ._items import Item, Namespace, decode_value, join_namespace, split_namespace
+from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
+from ._pushdown import NOTHING, VectorCache, Where, load, top
 
 __all__ = ("SQLiteMemory",)
 
@@ -46,6 +55,12 @@ CREATE TABLE IF NOT EXISTS memory_effects (
     result BLOB NOT NULL,
     at REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_effects_at ON memory_effects (at);
+CREATE TABLE IF NOT EXISTS memory_changes (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    n INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO memory_changes VALUES (0, 0);
 """
 _COLUMNS = "ns, key, value, text, version, created, updated, expires"
 _LIVE = "(expires IS NULL OR expires > ?)"
@@ -88,14 +103,16 @@ class SQLiteMemory(MemoryBase):
         embedder: Embedder | None = None,
         index: Sequence[str] | None = None,
         clock: Clock = time.time,
+        keep_effects: float | None = KEEP_EFFECTS,
     ) -> None:
-        super().__init__(embedder=embedder, index=index, clock=clock)
+        super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise FileNotFoundError(f"the folder for the memory file {self.path} does not exist")
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._cache = VectorCache()
 
     def __repr__(self) -> str:
         return f"SQLiteMemory({str(self.path)!r})"
@@ -166,6 +183,7 @@ class SQLiteMemory(MemoryBase):
                     result: list[Item] = effect_result(done, effect or "")
                     return result
                 items = [_put_row(conn, ns, stored, row, now, expires) for row in rows]
+                _changed(conn)
                 if effect is not None:
                     conn.execute(
                         "INSERT INTO memory_effects VALUES (?, ?, ?)",
@@ -174,6 +192,13 @@ class SQLiteMemory(MemoryBase):
                 return items
 
         return await self._run("store items", work)
+
+    async def _prune(self, before: float) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            with _write(conn):
+                return conn.execute("DELETE FROM memory_effects WHERE at < ?", (before,)).rowcount
+
+        return await self._run("prune effects", work)
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         def work(conn: sqlite3.Connection) -> Item | None:
@@ -199,6 +224,7 @@ class SQLiteMemory(MemoryBase):
                 if found is not None:
                     conn.execute("DELETE FROM memory_items WHERE rowid = ?", (found[0],))
                     conn.execute("DELETE FROM memory_words WHERE rowid = ?", (found[0],))
+                    _changed(conn)
                 if effect is not None:
                     conn.execute(
                         "INSERT INTO memory_effects VALUES (?, ?, ?)",
@@ -208,16 +234,86 @@ class SQLiteMemory(MemoryBase):
 
         return await self._run("delete an item", work)
 
-    async def _scan(self, prefix: Namespace, now: float, *, vectors: bool) -> list[Found]:
-        where, params = _under(prefix)
-        vector = "vector" if vectors else "NULL"
+    async def _scan(
+        self,
+        prefix: Namespace,
+        now: float,
+        *,
+        vectors: bool,
+        where: Where = NOTHING,
+        newest: int | None = None,
+    ) -> list[Found]:
+        under, params = _under(prefix)
+        equal, values = _equal(where)
+        cond = f"{under} AND {_LIVE}{equal}"
+        pushed = [*params, now, *values]
+        select = f"SELECT {_COLUMNS}, {'vector' if vectors else 'NULL'} FROM memory_items"
 
         def work(conn: sqlite3.Connection) -> list[Found]:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {where} AND {_LIVE}",
-                (*params, now),
-            ).fetchall()
+            with _read(conn):
+                try:
+                    if newest is None:
+                        rows = conn.execute(f"{select} WHERE {cond}", pushed).fetchall()
+                    else:
+                        rows = _newest(conn, select, cond, pushed, newest)
+                except sqlite3.OperationalError as exc:
+                    if not _bad_json(exc):
+                        raise
+                    # A damaged value: read every row, so the damage is named as such.
+                    rows = conn.execute(
+                        f"{select} WHERE {under} AND {_LIVE}", [*params, now]
+                    ).fetchall()
             return [Found(_item(row), row[3], row[8]) for row in rows]
+
+        return await self._run("search items", work)
+
+    async def _semantic(
+        self, prefix: Namespace, now: float, query: Matrix, where: Where, limit: int
+    ) -> list[MemoryHit] | None:
+        under, params = _under(prefix)
+
+        def work(conn: sqlite3.Connection) -> list[MemoryHit] | None:
+            with _read(conn):  # one snapshot: the counter and the rows agree
+                (version,) = conn.execute("SELECT n FROM memory_changes").fetchone()
+                loaded = self._cache.get(prefix, version)
+                if loaded is None:
+                    rows = conn.execute(
+                        "SELECT rowid, expires, vector FROM memory_items "
+                        f"WHERE {under} AND vector IS NOT NULL",
+                        params,
+                    ).fetchall()
+                    loaded = load(version, rows, lambda ref, why: _damaged(conn, ref, why))
+                    self._cache.put(prefix, loaded)
+                if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
+                    raise _damaged(
+                        conn,
+                        loaded.refs[0],
+                        f"its vector has {loaded.matrix.shape[1]} dimensions, the query "
+                        f"{query.shape[0]}: search with the embedder the items were stored with",
+                    )
+                allowed = None
+                if where.fields:
+                    equal, values = _equal(where)
+                    try:
+                        found = conn.execute(
+                            f"SELECT rowid FROM memory_items WHERE {under}{equal}",
+                            [*params, *values],
+                        ).fetchall()
+                    except sqlite3.OperationalError as exc:
+                        if not _bad_json(exc):
+                            raise
+                        return None  # a damaged value: the plain search names it
+                    allowed = {rowid for (rowid,) in found}
+                best = top(loaded, query, now, allowed, limit)
+                if not best:
+                    return []
+                marks = ", ".join("?" * len(best))
+                rows = conn.execute(
+                    f"SELECT {_COLUMNS}, rowid FROM memory_items WHERE rowid IN ({marks})",
+                    [rowid for rowid, _ in best],
+                ).fetchall()
+            by_id = {row[8]: row for row in rows}
+            return [hit(Found(_item(by_id[r]), by_id[r][3]), score) for r, score in best]
 
         return await self._run("search items", work)
 
@@ -262,6 +358,76 @@ class _write:
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+class _read:
+    """`with _read(conn):` one read transaction, so that every statement sees one snapshot."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN")
+
+    def __exit__(self, kind: object, error: object, tb: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+def _newest(
+    conn: sqlite3.Connection, select: str, cond: str, params: list[Any], count: int
+) -> list[Any]:
+    """The `count` rows matching `cond` that were updated last (ties by namespace, then key),
+    reading only the timestamps and names of the others."""
+    found = conn.execute(
+        f"SELECT rowid, updated, ns, key FROM memory_items WHERE {cond}", params
+    ).fetchall()
+    if len(found) > count:
+        try:
+            found.sort(key=lambda r: (-r[1], r[2].split("\x1f"), r[3]))
+        except (TypeError, AttributeError):  # a damaged row: read them all, to name it
+            return conn.execute(f"{select} WHERE {cond}", params).fetchall()
+    ids = orjson.dumps([r[0] for r in found[:count]]).decode()
+    return conn.execute(
+        f"{select} WHERE rowid IN (SELECT value FROM json_each(?))", (ids,)
+    ).fetchall()
+
+
+def _bad_json(error: sqlite3.OperationalError) -> bool:
+    return "JSON" in str(error)
+
+
+def _changed(conn: sqlite3.Connection) -> None:
+    """Count a write, so every process's cached vectors know they are out of date."""
+    conn.execute("UPDATE memory_changes SET n = n + 1")
+
+
+def _equal(where: Where) -> tuple[str, list[Any]]:
+    """SQL for `where`'s fields (appended with AND) and its parameters.
+
+    A JSON scalar compares with its type: `true` is not `1`, `"1"` is not `1`,
+    and a field holding null is not a missing one.
+    """
+    sql: list[str] = []
+    params: list[Any] = []
+    for field, value in where.equal:
+        # CAST: SQLite 3.45 and later read a BLOB as binary JSON; the values are text.
+        # The path is a parameter, never SQL text: a field name may hold anything.
+        path = '$."' + field + '"'
+        kind = "json_type(CAST(value AS TEXT), ?)"
+        if value is None or isinstance(value, bool):
+            sql.append(f"{kind} = ?")
+            params += [path, "null" if value is None else "true" if value else "false"]
+            continue
+        types = "= 'text'" if isinstance(value, str) else "IN ('integer', 'real')"
+        sql.append(f"{kind} {types} AND json_extract(CAST(value AS TEXT), ?) = ?")
+        params += [path, path, value]
+    return "".join(f" AND {part}" for part in sql), params
+
+
+def _damaged(conn: sqlite3.Connection, rowid: int, why: str) -> MemoryDataError:
+    found = conn.execute("SELECT ns, key FROM memory_items WHERE rowid = ?", (rowid,)).fetchone()
+    ns, key = found if found is not None else ("?", "?")
+    return MemoryDataError(tuple(str(ns).rstrip("\x1f").split("\x1f")), str(key), why)
 
 
 def _applied(conn: sqlite3.Connection, effect: str | None) -> bytes | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._context import AgentContext
+from .._tool_effect import effect_id
 from ..tools._tool import Tool, tool
 from ._items import Memory, Namespace, check_namespace
 
@@ -38,10 +39,12 @@ def memory_tools(
     agent = react_agent(model, [remember, recall, forget])
     ```
     Facts are stored as `{"text": fact}` under a key made from the fact.
-    `remember` is not retry-safe: in a run with a checkpoint store, a crash
-    while it runs stops the resume with `ResumeError` rather than storing
-    the fact again. A namespace function that fails, or returns something
-    that is not a namespace, fails the call (the model reads the error).
+    In a run with a checkpoint store, `remember` and `forget` write with the
+    call's effect id (`agentgraph.tools.effect_id`): a call that a crash cut
+    off runs again on resume, and the store applies it once (no second
+    version, and `forget` answers as it did the first time). A namespace
+    function that fails, or returns something that is not a namespace,
+    fails the call (the model reads the error).
     """
     if not isinstance(memory, Memory):
         raise TypeError(f"memory_tools() takes a Memory store, not {type(memory).__name__}")
@@ -51,7 +54,7 @@ def memory_tools(
     def where(ctx: AgentContext[Any]) -> Namespace:
         return check_namespace(namespace(ctx))
 
-    @tool(retry_safe=False)
+    @tool
     async def remember(fact: str, ctx: AgentContext[Any]) -> str:
         """Remember a fact about the user for later conversations.
 
@@ -59,7 +62,7 @@ def memory_tools(
             fact: the fact, as one self-contained sentence.
         """
         key = fact_key(fact)
-        await memory.put(where(ctx), key, {"text": fact.strip()})
+        await memory.put(where(ctx), key, {"text": fact.strip()}, effect=effect_id())
         return f"remembered ({key})"
 
     @tool
@@ -81,7 +84,7 @@ def memory_tools(
         Args:
             key: the fact's key, as recall shows it.
         """
-        deleted = await memory.delete(where(ctx), key)
+        deleted = await memory.delete(where(ctx), key, effect=effect_id())
         return f"forgot {key}" if deleted else f"nothing was remembered as {key}"
 
     return remember, recall, forget

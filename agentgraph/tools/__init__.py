@@ -1,7 +1,9 @@
 """Typed tools: `@tool` turns a function into something the model can call, and
-`execute_calls` carries out the model's calls safely."""
+`execute_calls` carries out the model's calls safely; `effect_id` names the call a
+tool runs for, so a tool's own writes can be applied once."""
 
 from .._clip import MAX_RESULT_CHARS as MAX_RESULT_CHARS
+from .._tool_effect import effect_id as effect_id
 from ..structured._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ._execute import ToolFailure as ToolFailure
 from ._execute import ToolOutcome as ToolOutcome
@@ -20,6 +22,7 @@ __all__ = (
     "ToolOutcome",
     "ToolResult",
     "ToolSite",
+    "effect_id",
     "execute_calls",
     "run_tool_calls",
     "tool",

@@ -26,6 +26,7 @@ from .._context import AgentContext
 from .._errors import CheckpointError, NodeFailed, RunError, ToolError
 from .._json import to_data
 from .._runtime import Interrupt
+from .._tool_effect import calling
 from ..llm._messages import Message, ToolCall
 from ..structured._schema import RAW_ARGUMENTS
 from ..structured._shapes import Invalid, show
@@ -132,7 +133,7 @@ class _Calls:
         limit = item.timeout if item.timeout is not None else self.timeout
         value = _PENDING
         try:
-            with anyio.move_on_after(limit):
+            with anyio.move_on_after(limit), calling(item.name, call.id):
                 value = await _invoke(item, kwargs)
         except Exception as exc:
             if item.site_param is not None and _stops_run(exc):

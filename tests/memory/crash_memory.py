@@ -15,7 +15,7 @@ import anyio
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, RunBusy, Runtime, node
 from agentgraph.checkpoint import SQLiteStore
-from agentgraph.memory import SQLiteMemory, journaled
+from agentgraph.memory import SQLiteMemory
 
 USER = ("user", "42")
 RUN_ID = "visit"
@@ -34,7 +34,7 @@ class KillAfterPut(SQLiteMemory):
 def build(memory):
     @node
     async def visit(ctx: AgentContext[int], rt: Runtime) -> AgentContext[int]:
-        mem = journaled(memory, rt)
+        mem = rt.memory(memory)
         seen = await mem.get(USER, "visits")
         count = 0 if seen is None else seen.value["n"]
         item = await mem.put(USER, "visits", {"n": count + 1})

@@ -222,3 +222,25 @@ async def test_a_damaged_row_is_a_typed_error_naming_the_item(tmp_path):
     with pytest.raises(MemoryDataError, match="is a list, not an object"):
         await memory.search(USER)
     memory.close()
+
+
+async def test_old_effect_ids_are_pruned_after_the_horizon(make_memory, clock):
+    memory = make_memory(clock=clock, keep_effects=100)
+    await memory.put(USER, "a", {"n": 1}, effect="run/1")
+    assert (await memory.put(USER, "a", {"n": 1}, effect="run/1")).version == 1  # applied once
+    clock.now += 50
+    await memory.delete(USER, "gone", effect="run/2")
+    assert await memory.prune_effects(older_than=10) == 1  # run/1 is 50 s old, run/2 new
+    # The trade-off: an effect id pruned before its run came back is applied again.
+    assert (await memory.put(USER, "a", {"n": 1}, effect="run/1")).version == 2
+    clock.now += 101  # past the horizon: the next write prunes on its own
+    await memory.put(USER, "b", {"n": 1}, effect="run/3")
+    clock.now += 2
+    assert await memory.prune_effects(older_than=1) == 1  # only run/3 was left
+    assert await memory.prune_effects() == 0
+    with pytest.raises(MemoryInputError, match="older_than"):
+        await memory.prune_effects(older_than=0)
+    with pytest.raises(MemoryInputError, match="keep_effects"):
+        make_memory(keep_effects=-1)
+    forever = make_memory(clock=clock, keep_effects=None)
+    assert await forever.prune_effects() == 0

@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_memory_page_blocks_run(capsys):
     blocks = python_blocks(ROOT / "docs" / "guides" / "memory.md")
-    assert len(blocks) == 3 and not blocks[0][1]
+    assert len(blocks) == 4 and not blocks[0][1]
     namespace: dict[str, object] = {}
     for number, (block, continues) in enumerate(blocks, 1):
         if not continues:
@@ -17,3 +17,4 @@ def test_memory_page_blocks_run(capsys):
         exec(compile(block, f"memory.md block {number}", "exec"), namespace)
     out = capsys.readouterr().out
     assert out.split("\n")[:3] == [f"welcome, visit number {n}" for n in (1, 2, 3)]
+    assert out.split("\n")[3] == "noted (version 1) / Done."

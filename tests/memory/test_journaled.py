@@ -46,7 +46,7 @@ def visits_graph(memory, crash=None):
 
     @node
     async def write(ctx: AgentContext[int], rt: Runtime) -> AgentContext[int]:
-        item = await journaled(memory, rt).put(USER, "visits", {"n": ctx.input + 1})
+        item = await rt.memory(memory).put(USER, "visits", {"n": ctx.input + 1})
         if crash is not None and crash.pop():
             raise Crash("after the put")
         return ctx.with_input(item.version)

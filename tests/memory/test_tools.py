@@ -1,12 +1,17 @@
 """The memory tools stay in the namespace the graph fixes; the example runs offline."""
 
 import runpy
+import signal
+import sqlite3
+import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentgraph import AgentContext, ToolCall
 from agentgraph.memory import InMemoryMemory, memory_tools
+from agentgraph.memory._tools import fact_key
 from agentgraph.tools import execute_calls
 
 pytestmark = pytest.mark.anyio
@@ -65,9 +70,9 @@ async def test_a_context_without_a_user_fails_the_call_and_stores_nothing():
     assert await memory.list_namespaces() == []
 
 
-def test_remember_is_not_retry_safe_and_the_arguments_are_checked():
+def test_the_tools_are_retry_safe_and_the_arguments_are_checked():
     remember, recall, forget = memory_tools(InMemoryMemory(), mine)
-    assert (remember.retry_safe, recall.retry_safe, forget.retry_safe) == (False, True, True)
+    assert (remember.retry_safe, recall.retry_safe, forget.retry_safe) == (True, True, True)
     with pytest.raises(TypeError, match="Memory store"):
         memory_tools(object(), mine)
 
@@ -80,3 +85,32 @@ def test_the_memory_agent_example_runs_offline(capsys, tmp_path, monkeypatch):
     assert "Knowing that I love spicy food and I am vegetarian, I suggest" in out
     assert "bob: What should I cook tonight?\n  -> I don't know your tastes yet" in out
     assert "namespaces: [('user', 'alice')]" in out
+
+
+async def test_sigkill_inside_remember_then_resume_writes_once(tmp_path):
+    """The store committed `remember`, the journal never heard: the resumed call is applied once."""
+    runs, mem = tmp_path / "runs.db", tmp_path / "memory.db"
+    command = [sys.executable, "-m", "tests.memory.crash_tools", str(runs), str(mem)]
+    killed = await anyio.run_process([*command, "--kill"], cwd=ROOT, check=False)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert killed.stdout.decode().split() == ["written"]
+    with sqlite3.connect(mem) as conn:
+        assert conn.execute("SELECT count(*) FROM memory_items").fetchone()[0] == 1
+    resumed = await anyio.run_process([*command, "--resume"], cwd=ROOT, check=False)
+    assert resumed.returncode == 0, resumed.stderr.decode()  # no ResumeError
+    out = resumed.stdout.decode().splitlines()
+    gone = fact_key("Alice eats meat.")
+    assert out == [
+        f"tool remembered ({fact_key('Alice is vegetarian.')})",
+        f"tool nothing was remembered as {gone}",
+        f"tool remembered ({fact_key('Alice loves spicy food.')})",
+        "answer Noted.",
+    ]
+    with sqlite3.connect(mem) as conn:
+        rows = conn.execute("SELECT value, version FROM memory_items ORDER BY value").fetchall()
+        effects = [e for (e,) in conn.execute("SELECT effect FROM memory_effects")]
+    assert rows == [
+        (b'{"text":"Alice is vegetarian."}', 1),  # written before the kill, not again
+        (b'{"text":"Alice loves spicy food."}', 1),
+    ]
+    assert len(effects) == 3 and all(e.startswith("remember/") for e in effects)
