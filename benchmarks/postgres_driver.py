@@ -69,7 +69,8 @@ class AsyncPsycopgStore(StoreBase):
         self._conn = await psycopg.AsyncConnection.connect(self.dsn, autocommit=True)
         await self._conn.execute(f"CREATE SCHEMA {self.schema}")
         await self._conn.execute(f"SET search_path TO {self.schema}")
-        await self._conn.execute(MIGRATIONS[-1])
+        for migration in MIGRATIONS:  # the store's schema, every version in order
+            await self._conn.execute(migration)
         self._task = asyncio.create_task(self._work())
 
     def write(self, records: Sequence[Record]) -> None:

@@ -279,7 +279,8 @@ def test_nothing_below_checkpoint_imports_it():
     offenders = {
         str(p.relative_to(ROOT)): sorted(n for n in _imports(p) if "agentgraph.checkpoint" in n)
         for p in below
-        if p.name not in ("__init__.py", "_cli.py")
+        # the command line (`_cli*.py`) is the top layer, whatever folder it sits in
+        if p.name != "__init__.py" and not p.name.startswith("_cli")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
