@@ -19,6 +19,7 @@ from .._context import History
 from .._errors import ResumeError
 from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
+from .._runtime import Interrupt
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._codec import (
@@ -149,7 +150,11 @@ async def run_tools(
         else:
             pending.append(i)
     lost = [
-        calls[i] for i in pending if calls[i].name in unsafe and journal.lookup(keys[i], "intent")
+        calls[i]
+        for i in pending
+        if calls[i].name in unsafe
+        and journal.lookup(keys[i], "intent")
+        and not journal.lookup(keys[i], "asked")
     ]
     if lost:
         listed = "; ".join(_show(call) for call in lost)
@@ -170,7 +175,11 @@ async def run_tools(
     if risky:
         await journal.flush()  # the intent must be durable before the call can happen
     if pending:
-        outcomes = await run([calls[i] for i in pending])
+        try:
+            outcomes = await run([calls[i] for i in pending])
+        except Interrupt as signal:
+            await _asked(journal, signal, [(calls[i], keys[i]) for i in risky])
+            raise
         for i, (call, message, duration) in zip(pending, outcomes, strict=True):
             answers[i] = (call, message, duration)
             data = {"m": encode_message(message, "result"), "d": duration}
@@ -178,6 +187,24 @@ async def run_tools(
     if risky:
         await journal.flush()
     return [a for a in answers if a is not None]
+
+
+async def _asked(
+    journal: StoreJournal, signal: Interrupt, risky: Sequence[tuple[ToolCall, str]]
+) -> None:
+    """Note that a call not safe to retry stopped the run with a question of its own.
+
+    Such a call (an MCP server's question) is picked up again on resume from
+    what it recorded, not sent anew, so finding it in flight is expected, not
+    a `ResumeError`; the calls cancelled beside it stay in flight.
+    """
+    asking = signal.tool_call
+    if asking is None:
+        return
+    for call, key in risky:
+        if call.id == asking.id and call.name == asking.name:
+            journal.record(key, "asked", b"true")
+    await journal.flush()
 
 
 def _show(call: ToolCall) -> str:

@@ -25,6 +25,7 @@ from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
 from .._context import AgentContext
 from .._errors import ToolError
 from .._json import to_data
+from .._runtime import Interrupt
 from ..llm._messages import Message, ToolCall
 from ..structured._schema import RAW_ARGUMENTS
 from ..structured._shapes import Invalid, show
@@ -90,7 +91,12 @@ class _Calls:
         self.max_result_chars = max_result_chars
 
     async def run(self, call: ToolCall) -> ToolOutcome:
-        outcome = await self._run(call)
+        try:
+            outcome = await self._run(call)
+        except Interrupt as signal:  # a tool asked the run something: say which call asked
+            if signal.tool_call is None:
+                signal.tool_call = call
+            raise
         item = self.table.get(call.name)
         limit = self.max_result_chars
         if item is not None and item.max_result_chars is not None:
@@ -242,14 +248,23 @@ async def run_tool_calls(
         return [await runner.run(calls[0])]
     slots: list[ToolOutcome | None] = [None] * len(calls)
     limiter = anyio.CapacityLimiter(limit)
+    asked: list[Interrupt] = []
 
     async def one(index: int, call: ToolCall) -> None:
         async with limiter:
-            slots[index] = await runner.run(call)
+            try:
+                slots[index] = await runner.run(call)
+            except Interrupt as signal:
+                # A call stopped the run with a question: the others are cancelled (as
+                # on any stop) and the question leaves alone, not wrapped in a group.
+                asked.append(signal)
+                group.cancel_scope.cancel()
 
     async with anyio.create_task_group() as group:
         for index, call in enumerate(calls):
             group.start_soon(one, index, call)
+    if asked:
+        raise asked[0]
     # The task group only ends normally once every call has filled its slot.
     return cast("list[ToolOutcome]", slots)
 
