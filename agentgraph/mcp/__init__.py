@@ -24,8 +24,8 @@ from ._toolset import CALL_TIMEOUT as CALL_TIMEOUT
 from ._toolset import MCPTools as MCPTools
 
 __all__ = (
-    "CALL_TIMEOUT",
     "Answerer",
+    "CALL_TIMEOUT",
     "Elicitation",
     "GraphServer",
     "MCPAnswerError",

@@ -103,6 +103,7 @@ class RemoteCall:
             return await ask_in_run(toolset.label, self.remote, client, arguments)
         token = CALLING.set(self.remote)
         before = len(toolset.refused_answers)
+        toolset.in_flight.append(self.remote)
         try:
             result = await client.call_tool(self.remote, dict(arguments))
         except Exception as exc:
@@ -110,6 +111,7 @@ class RemoteCall:
             raise
         finally:
             CALLING.reset(token)
+            toolset.in_flight.remove(self.remote)
         _raise_refused(toolset.refused_answers, before, None)
         return result
 

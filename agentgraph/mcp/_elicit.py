@@ -59,8 +59,9 @@ class Elicitation:
 
     Attributes:
         server: the server's label (as errors name it).
-        tool: the server's name of the tool whose call asks ("" when the
-            server did not say: a handshake-era question names no call).
+        tool: the server's name of the tool whose call asks ("" when it cannot
+            be told: a handshake-era question names no call, and several were
+            in flight).
         message: the question, in the server's words.
         schema: the JSON Schema of the form (a flat object of simple fields).
     """
@@ -197,9 +198,9 @@ def live_answers(toolset: MCPTools) -> Any:
             return mcp.types.ErrorData(
                 code=mcp.types.INVALID_REQUEST, message="agentgraph answers form questions only"
             )
-        question = Elicitation(
-            toolset.label, CALLING.get(), params.message, dict(params.requested_schema)
-        )
+        # A handshake-era question names no call: it is the one in flight, if only one is.
+        tool = CALLING.get() or (toolset.in_flight[0] if len(toolset.in_flight) == 1 else "")
+        question = Elicitation(toolset.label, tool, params.message, dict(params.requested_schema))
         try:
             return reply_of(question, await answerer(question))
         except MCPAnswerError as exc:

@@ -159,6 +159,8 @@ class MCPTools:
         """How the server's questions are answered: False (the capability is not
         declared), True (the run's interrupts) or a function."""
         self.refused_answers: list[MCPToolError] = []
+        self.in_flight: list[str] = []
+        """The tools whose calls wait for their answer (a question names its call by them)."""
 
     @classmethod
     def stdio(
