@@ -244,7 +244,17 @@ def _block(block: mcp.types.ContentBlock) -> str:
             return inner.text
         return f"[resource {inner.uri} ({inner.mime_type or 'binary'}) not shown]"
     if isinstance(block, mcp.types.ResourceLink):
-        return f"[resource link {block.uri}]"
+        # A reference the model can read and name (to a resource tool, or to the user).
+        link = {
+            "uri": str(block.uri),
+            "name": block.name,
+            "title": block.title,
+            "mimeType": block.mime_type,
+            "description": block.description,
+            "size": block.size,
+        }
+        shown = {k: v for k, v in link.items() if v is not None}
+        return f"[resource link {orjson.dumps(shown).decode()}]"
     # images and audio: the tool message carries text only
     size = len(block.data.rstrip("=")) * 3 // 4  # base64: 4 characters per 3 bytes
     return f"[{block.type} ({block.mime_type}), {size} bytes, not shown]"

@@ -100,7 +100,11 @@ async def test_a_question_stops_the_run_and_the_answer_goes_on_with_the_recorded
         out = await GraphRunner().resume(graph, "r1", store, answer={"name": "Ada", "guests": 2})
     reply = out.history[-1]
     assert reply.role == "tool" and not reply.is_error
-    assert reply.content.startswith("booked for Ada (2)")
+    assert reply.content.splitlines() == [
+        "booked for Ada (2)",
+        "[image (image/png), 13 bytes, not shown]",
+        '[resource link {"uri":"file:///bookings/1.txt","name":"1.txt","mimeType":"text/plain"}]',
+    ]
     # The resume sent the answer with the recorded state; the call was never made anew.
     assert fresh == ["table 4"]
 
@@ -172,3 +176,17 @@ async def test_stopping_the_run_is_refused_where_a_question_waits_inside_the_cal
     with pytest.raises(MCPConnectionError, match="elicitation=<an async function>"):
         async with MCPTools(booking_server([]), allow=["book"], elicitation=True, mode="legacy"):
             pass
+
+
+async def test_over_ag_ui_the_question_shows_its_message_and_form():
+    from agentgraph.tracing import Redactor
+    from agentgraph.web import AguiTranslator
+
+    question = Elicitation("bookings", "book", "Who books table 4?", FORM)
+    stop = Interrupted(
+        run_id="r9", question=question, context=AgentContext(CALL), step=1, path=("t",)
+    )
+    event = AguiTranslator(thread_id="t", run_id="r9", redactor=Redactor()).interrupted(stop)
+    [interrupt] = event.outcome.interrupts
+    assert interrupt.reason == "input" and interrupt.message == "Who books table 4?"
+    assert interrupt.metadata["question"]["schema"] == FORM
