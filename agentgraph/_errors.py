@@ -53,6 +53,7 @@ AgentGraphError
 ├── ToolError                               a tool-definition or tool-execution problem
 │   ├── MCPConnectionError (ConnectionError) an MCP server that cannot be reached or was lost
 │   └── MCPToolError                        an MCP server refused a call or answered with an error
+│       └── MCPAnswerError (ValueError)     an answer to a server's question that breaks its form
 ├── VectorStoreError (ValueError)           a store file that cannot be read, or a bad record
 │   └── DimensionMismatch                   a vector whose length is not the store's dimension
 ├── OutputError (ValueError)                structured output that stayed invalid
@@ -118,6 +119,7 @@ from ._errors_root import masked
 from ._errors_toolkit import DatasetError as DatasetError
 from ._errors_toolkit import DimensionMismatch as DimensionMismatch
 from ._errors_toolkit import JudgeError as JudgeError
+from ._errors_toolkit import MCPAnswerError as MCPAnswerError
 from ._errors_toolkit import MCPConnectionError as MCPConnectionError
 from ._errors_toolkit import MCPToolError as MCPToolError
 from ._errors_toolkit import OutputError as OutputError
@@ -150,6 +152,7 @@ __all__ = (
     "Interrupted",
     "JudgeError",
     "LeaseLost",
+    "MCPAnswerError",
     "MCPConnectionError",
     "MCPToolError",
     "NodeFailed",

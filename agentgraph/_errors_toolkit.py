@@ -12,6 +12,7 @@ __all__ = (
     "DatasetError",
     "DimensionMismatch",
     "JudgeError",
+    "MCPAnswerError",
     "MCPConnectionError",
     "MCPToolError",
     "OutputError",
@@ -66,6 +67,21 @@ class MCPToolError(ToolError):
         self.server = server
         self.tool = tool
         self.detail = masked(detail)
+
+
+class MCPAnswerError(MCPToolError, ValueError):
+    """An answer to an MCP server's question that does not fit the form it asked for.
+
+    Refused before anything is sent: the server never sees it. `.problems`
+    lists what is wrong, as `path: message` strings.
+    """
+
+    def __init__(self, server: str, tool: str, problems: Sequence[str]) -> None:
+        listed = "; ".join(problems)
+        super().__init__(
+            server, tool, f"the answer does not fit the form the server asked for: {listed}"
+        )
+        self.problems = tuple(masked(p) for p in problems)
 
 
 class OutputError(AgentGraphError, ValueError):

@@ -55,6 +55,7 @@ _OWN: dict[str, tuple[str, str]] = {
         ("agentgraph.llm._content", ("Document", "Image")),
         ("agentgraph.llm._model", ("ChatRequest", "ChatResponse", "OutputSchema")),
         ("agentgraph.nodes._retrieve", ("Source",)),
+        ("agentgraph.mcp._elicit", ("Elicitation",)),
     )
     for name in names
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from .memory import JournaledMemory, Memory
     from .tools._tool import Tool
 
-__all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback")
+__all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback", "tool_runtime")
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -82,6 +83,20 @@ StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitab
 """`on_step(step, node, ctx)`: called after each node; may be sync or async."""
 
 Emit = Callable[[Event], Awaitable[None]]
+
+
+_TOOL_RUNTIME: ContextVar[Runtime | None] = ContextVar("agentgraph_tool_runtime", default=None)
+
+
+def tool_runtime() -> Runtime | None:
+    """The runtime running the current tool call through `Runtime.call_tools`, else None.
+
+    For a tool that must ask the run something in the middle of its call (an
+    MCP server's question): it asks with `interrupt` and records what it needs
+    to pick the call up again with `once`. Tool functions take only their
+    arguments, so the runtime travels with the task, as the call's context.
+    """
+    return _TOOL_RUNTIME.get()
 
 
 class Interrupt(BaseException):
@@ -98,6 +113,8 @@ class Interrupt(BaseException):
         self.context = context
         self.step = step
         self.path = path
+        self.tool_call: ToolCall | None = None
+        """The tool call that asked, when a tool asked in the middle of its call."""
         super().__init__(question)
 
 
@@ -400,15 +417,19 @@ class Runtime:
         from .tools._execute import run_tool_calls  # loaded with the first tool call
 
         async def run(pending: Sequence[ToolCall]) -> list[ToolAnswer]:
-            outcomes = await run_tool_calls(
-                tools,
-                pending,
-                limit=limit,
-                timeout=timeout,
-                context=context,
-                max_result_chars=max_result_chars,
-                runtime=self,
-            )
+            token = _TOOL_RUNTIME.set(self)
+            try:
+                outcomes = await run_tool_calls(
+                    tools,
+                    pending,
+                    limit=limit,
+                    timeout=timeout,
+                    context=context,
+                    max_result_chars=max_result_chars,
+                    runtime=self,
+                )
+            finally:
+                _TOOL_RUNTIME.reset(token)
             return [(o.call, o.message, o.duration) for o in outcomes]
 
         refused: dict[int, ToolAnswer] | None = None

@@ -19,6 +19,7 @@ from .._context import History
 from .._errors import ResumeError
 from .._journal import ToolAnswer, ToolRunner
 from .._json import NO_TYPES, Types, from_data, to_data
+from .._runtime import Interrupt
 from .._tool_effect import tool_effects
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
@@ -150,7 +151,11 @@ async def run_tools(
         else:
             pending.append(i)
     lost = [
-        calls[i] for i in pending if calls[i].name in unsafe and journal.lookup(keys[i], "intent")
+        calls[i]
+        for i in pending
+        if calls[i].name in unsafe
+        and journal.lookup(keys[i], "intent")
+        and not journal.lookup(keys[i], "asked")
     ]
     if lost:
         listed = "; ".join(_show(call) for call in lost)
@@ -171,8 +176,12 @@ async def run_tools(
     if risky:
         await journal.flush()  # the intent must be durable before the call can happen
     if pending:
-        with tool_effects(_effect_ids(journal.run_id, [(calls[i], keys[i]) for i in pending])):
-            outcomes = await run([calls[i] for i in pending])
+        try:
+            with tool_effects(_effect_ids(journal.run_id, [(calls[i], keys[i]) for i in pending])):
+                outcomes = await run([calls[i] for i in pending])
+        except Interrupt as signal:
+            await _asked(journal, signal, [(calls[i], keys[i]) for i in risky])
+            raise
         for i, (call, message, duration) in zip(pending, outcomes, strict=True):
             answers[i] = (call, message, duration)
             data = {"m": encode_message(message, "result"), "d": duration}
@@ -197,6 +206,24 @@ def _effect_ids(run_id: str, pending: list[tuple[ToolCall, str]]) -> dict[tuple[
             twice.add(name)
         ids[name] = f"{run_id}/{key}"
     return {name: effect for name, effect in ids.items() if name not in twice}
+
+
+async def _asked(
+    journal: StoreJournal, signal: Interrupt, risky: Sequence[tuple[ToolCall, str]]
+) -> None:
+    """Note that a call not safe to retry stopped the run with a question of its own.
+
+    Such a call (an MCP server's question) is picked up again on resume from
+    what it recorded, not sent anew, so finding it in flight is expected, not
+    a `ResumeError`; the calls cancelled beside it stay in flight.
+    """
+    asking = signal.tool_call
+    if asking is None:
+        return
+    for call, key in risky:
+        if call.id == asking.id and call.name == asking.name:
+            journal.record(key, "asked", b"true")
+    await journal.flush()
 
 
 def _show(call: ToolCall) -> str:

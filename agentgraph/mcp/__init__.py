@@ -14,15 +14,21 @@ except ImportError as _exc:  # pragma: no cover - depends on the environment
 
     raise ImportError(f"agentgraph.mcp needs the official MCP SDK: {_pip_install('mcp')}") from _exc
 
+from .._errors import MCPAnswerError as MCPAnswerError
 from .._errors import MCPConnectionError as MCPConnectionError
 from .._errors import MCPToolError as MCPToolError
+from ._elicit import Answerer as Answerer
+from ._elicit import Elicitation as Elicitation
 from ._server import GraphServer as GraphServer
 from ._toolset import CALL_TIMEOUT as CALL_TIMEOUT
 from ._toolset import MCPTools as MCPTools
 
 __all__ = (
+    "Answerer",
     "CALL_TIMEOUT",
+    "Elicitation",
     "GraphServer",
+    "MCPAnswerError",
     "MCPConnectionError",
     "MCPToolError",
     "MCPTools",

@@ -23,6 +23,7 @@ import pydantic
 from mcp.shared.exceptions import MCPError
 
 from .._errors import MCPConnectionError, MCPToolError
+from ._elicit import CALLING, ask_in_run
 
 if TYPE_CHECKING:
     from ._toolset import MCPTools
@@ -61,7 +62,9 @@ class RemoteCall:
         label = self.toolset.label
         client = await connection.client()
         try:
-            result = await client.call_tool(self.remote, arguments)
+            result = await self._send(client, arguments)
+        except MCPToolError:
+            raise
         except Exception as exc:
             expired = _is_expired(exc, self.toolset.over_http) or (
                 isinstance(exc, MCPError) and self.toolset.session_refused(client)
@@ -78,7 +81,9 @@ class RemoteCall:
                 ) from exc
             client = await connection.client()
             try:
-                result = await client.call_tool(self.remote, arguments)
+                result = await self._send(client, arguments)
+            except MCPToolError:
+                raise
             except Exception as again:
                 if _is_loss(again):
                     connection.lost(client)
@@ -88,6 +93,35 @@ class RemoteCall:
                 raise _refused(label, self.remote, again) from again
         data = _answer(label, self.remote, result, self.output)
         return data if self.data or self.output is None else _text_of(result)
+
+    async def _send(
+        self, client: mcp.Client, arguments: Mapping[str, Any]
+    ) -> mcp.types.CallToolResult:
+        """One call, its questions answered as the toolset says (see `agentgraph.mcp._elicit`)."""
+        toolset = self.toolset
+        if toolset.elicitation is True:
+            return await ask_in_run(toolset.label, self.remote, client, arguments)
+        token = CALLING.set(self.remote)
+        before = len(toolset.refused_answers)
+        toolset.in_flight.append(self.remote)
+        try:
+            result = await client.call_tool(self.remote, dict(arguments))
+        except Exception as exc:
+            _raise_refused(toolset.refused_answers, before, exc)
+            raise
+        finally:
+            CALLING.reset(token)
+            toolset.in_flight.remove(self.remote)
+        _raise_refused(toolset.refused_answers, before, None)
+        return result
+
+
+def _raise_refused(refused: list[MCPToolError], before: int, cause: Exception | None) -> None:
+    """Raise the first answer refused during a call: it was never sent, whatever the server said."""
+    mine = refused[before:]
+    del refused[before:]
+    if mine:
+        raise mine[0] from cause
 
 
 async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:
@@ -210,7 +244,17 @@ def _block(block: mcp.types.ContentBlock) -> str:
             return inner.text
         return f"[resource {inner.uri} ({inner.mime_type or 'binary'}) not shown]"
     if isinstance(block, mcp.types.ResourceLink):
-        return f"[resource link {block.uri}]"
+        # A reference the model can read and name (to a resource tool, or to the user).
+        link = {
+            "uri": str(block.uri),
+            "name": block.name,
+            "title": block.title,
+            "mimeType": block.mime_type,
+            "description": block.description,
+            "size": block.size,
+        }
+        shown = {k: v for k, v in link.items() if v is not None}
+        return f"[resource link {orjson.dumps(shown).decode()}]"
     # images and audio: the tool message carries text only
     size = len(block.data.rstrip("=")) * 3 // 4  # base64: 4 characters per 3 bytes
     return f"[{block.type} ({block.mime_type}), {size} bytes, not shown]"

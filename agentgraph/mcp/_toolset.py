@@ -28,6 +28,7 @@ from ..structured._schema import TOOL_NAME, validate
 from ..tools._tool import Tool
 from ._calls import RemoteCall, Validator, list_tools, output_validator
 from ._connection import Connection, Sessions
+from ._elicit import Answerer, live_answers
 from ._labels import label_of
 from ._schema import SchemaArguments
 
@@ -91,6 +92,15 @@ class MCPTools:
             handshake) or "legacy" (the handshake only).
         max_result_chars: the most characters of one result the model reads
             (None: the tool-use node's bound, `MAX_RESULT_CHARS` by default).
+        elicitation: how the server's questions in the middle of a call are
+            answered; the capability is declared only when this says how.
+            True: the run stops with `Interrupted` (its question an
+            `Elicitation`) and `GraphRunner.resume(..., answer={...})` goes
+            on, which needs a checkpoint store and a server speaking
+            2026-07-28 (a handshake-era server is refused when connecting).
+            An async function: it gets the `Elicitation` and returns the
+            form's values (None declines) while the call waits, in every
+            protocol version, within the call's `timeout`.
     """
 
     def __init__(
@@ -105,6 +115,7 @@ class MCPTools:
         name: str | None = None,
         mode: str = "auto",
         max_result_chars: int | None = None,
+        elicitation: bool | Answerer = False,
     ) -> None:
         if isinstance(allow, str) or isinstance(unsafe, str):
             raise TypeError("allow and unsafe take a collection of tool names, not one string")
@@ -140,6 +151,16 @@ class MCPTools:
         self.hidden: tuple[str, ...] = ()
         """Names the server listed that `allow` left out (set when connected)."""
         self.mode = _check_mode(mode)
+        if not (isinstance(elicitation, bool) or callable(elicitation)):
+            raise TypeError(
+                "elicitation takes True, False or an async function answering questions"
+            )
+        self.elicitation = elicitation
+        """How the server's questions are answered: False (the capability is not
+        declared), True (the run's interrupts) or a function."""
+        self.refused_answers: list[MCPToolError] = []
+        self.in_flight: list[str] = []
+        """The tools whose calls wait for their answer (a question names its call by them)."""
 
     @classmethod
     def stdio(
@@ -156,6 +177,7 @@ class MCPTools:
         name: str | None = None,
         mode: str = "auto",
         max_result_chars: int | None = None,
+        elicitation: bool | Answerer = False,
     ) -> MCPTools:
         """The tools of a server started as `command *args`, spoken to over stdin and stdout.
 
@@ -175,6 +197,7 @@ class MCPTools:
             name=name,
             mode=mode,
             max_result_chars=max_result_chars,
+            elicitation=elicitation,
         )
 
     @classmethod
@@ -191,6 +214,7 @@ class MCPTools:
         name: str | None = None,
         mode: str = "auto",
         max_result_chars: int | None = None,
+        elicitation: bool | Answerer = False,
     ) -> MCPTools:
         """The tools of a server at `url` (streamable HTTP), with `headers` on every request."""
         tools = cls(
@@ -203,6 +227,7 @@ class MCPTools:
             name=name,
             mode=mode,
             max_result_chars=max_result_chars,
+            elicitation=elicitation,
         )
         if headers:
             tools._target = _HTTP(url, dict(headers))
@@ -266,6 +291,8 @@ class MCPTools:
         info = mcp.types.Implementation(name="agentgraph", version="0.1.0")
         target = self._target
         mode = self._mode_here()
+        # The capability is declared only when a question can be answered (see `elicitation`).
+        answers: Any = None if self.elicitation is False else live_answers(self)
         if isinstance(target, _HTTP):
             sessions = Sessions()
             hooks = {"response": [sessions.watch]}
@@ -273,7 +300,10 @@ class MCPTools:
                 headers=target.headers, timeout=_HTTP_TIMEOUT, event_hooks=hooks
             ) as http:
                 transport = streamable_http_client(target.url, http_client=http)
-                async with mcp.Client(transport, client_info=info, mode=mode) as client:
+                async with mcp.Client(
+                    transport, client_info=info, mode=mode, elicitation_callback=answers
+                ) as client:
+                    self._check_era(client)
                     self._sessions[id(client)] = sessions
                     try:
                         yield client
@@ -282,11 +312,28 @@ class MCPTools:
         elif isinstance(target, mcp.StdioServerParameters):
             with _server_stderr() as errlog:
                 transport = stdio_client(target, errlog=errlog)
-                async with mcp.Client(transport, client_info=info, mode=mode) as client:
+                async with mcp.Client(
+                    transport, client_info=info, mode=mode, elicitation_callback=answers
+                ) as client:
+                    self._check_era(client)
                     yield client
         else:
-            async with mcp.Client(target, client_info=info, mode=mode) as client:
+            async with mcp.Client(
+                target, client_info=info, mode=mode, elicitation_callback=answers
+            ) as client:
+                self._check_era(client)
                 yield client
+
+    def _check_era(self, client: mcp.Client) -> None:
+        """Refuse `elicitation=True` where a question can only be answered inside the live call."""
+        if self.elicitation is not True or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return
+        raise MCPConnectionError(
+            self.label,
+            f"the server speaks {client.protocol_version}, where a question waits inside the "
+            "live call and cannot stop the run to be answered later: pass "
+            "elicitation=<an async function> to answer it while the call waits",
+        )
 
     def _mode_here(self) -> str:
         """The SDK's connect mode for this connection, or a refusal on trio.

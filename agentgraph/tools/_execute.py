@@ -98,7 +98,12 @@ class _Calls:
         self.runtime = runtime
 
     async def run(self, call: ToolCall) -> ToolOutcome:
-        outcome = await self._run(call)
+        try:
+            outcome = await self._run(call)
+        except Interrupt as signal:  # a tool asked the run something: say which call asked
+            if signal.tool_call is None:
+                signal.tool_call = call
+            raise
         item = self.table.get(call.name)
         limit = self.max_result_chars
         if item is not None and item.max_result_chars is not None:

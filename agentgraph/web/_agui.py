@@ -279,7 +279,7 @@ class AguiTranslator:
             message=(
                 f"approve the call to tool {call.name!r}?"
                 if call is not None
-                else self._redactor.text(str(shown), "question")
+                else self._redactor.text(_question_text(shown), "question")
             ),
             tool_call_id=call.id if call is not None else None,
             metadata={"question": shown},
@@ -289,6 +289,13 @@ class AguiTranslator:
             run_id=self.run_id,
             outcome=RunFinishedInterruptOutcome(interrupts=[interrupt]),
         )
+
+
+def _question_text(shown: Any) -> str:
+    """What a person reads of a question: its own `message` when it has one (an MCP form)."""
+    if isinstance(shown, dict) and isinstance(shown.get("message"), str):
+        return str(shown["message"])
+    return str(shown)
 
 
 _HANDLERS: dict[type[Any], Any] = {

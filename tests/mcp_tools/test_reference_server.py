@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from agentgraph import AgentContext, GraphRunner, ToolCall
-from agentgraph.mcp import CALL_TIMEOUT, MCPTools
+from agentgraph import AgentContext, GraphRunner, ToolCall, ToolError
+from agentgraph.mcp import CALL_TIMEOUT, Elicitation, MCPAnswerError, MCPTools
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 from agentgraph.tools import MAX_RESULT_CHARS, run_tool_calls
@@ -133,3 +133,34 @@ def test_the_call_timeout_is_minutes_unless_none_is_asked_for():
 def test_the_package_is_where_the_makefile_installs_it():
     _, script = entry()
     assert Path(script).is_file()
+
+
+async def test_the_reference_server_asks_only_a_client_that_declared_it_can_answer():
+    asked: list[Elicitation] = []
+
+    async def answer(question: Elicitation) -> dict[str, object]:
+        asked.append(question)
+        return {"name": "Ada Lovelace", "check": True, "integer": 7}
+
+    node, script = entry()
+    elicit = "trigger-elicitation-request"
+    async with MCPTools.stdio(node, script, "stdio", allow=[elicit], elicitation=answer) as tools:
+        text = await tools.call(elicit, {})
+    assert "Ada Lovelace" in text and "User provided the requested information" in text
+    [question] = asked
+    assert question.tool == elicit and "name" in question.schema["required"]
+    # Without a way to answer, the capability is not declared: the server lists no such tool.
+    with pytest.raises(ToolError, match="does not list the allowed tools"):
+        async with MCPTools.stdio(node, script, "stdio", allow=[elicit]):
+            pass
+
+
+async def test_an_answer_the_reference_server_would_reject_is_never_sent():
+    async def answer(question: Elicitation) -> dict[str, object]:
+        return {"name": "Ada", "integer": 1000}  # above the form's maximum
+
+    node, script = entry()
+    elicit = "trigger-elicitation-request"
+    async with MCPTools.stdio(node, script, "stdio", allow=[elicit], elicitation=answer) as tools:
+        with pytest.raises(MCPAnswerError, match="integer: 1000 is greater than the maximum"):
+            await tools.call(elicit, {})

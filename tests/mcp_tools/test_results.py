@@ -42,7 +42,7 @@ async def test_text_and_other_blocks_in_order():
                 mcp.types.TextContent(text="first"),
                 mcp.types.ImageContent(data=PNG, mime_type="image/png"),
                 mcp.types.EmbeddedResource(resource=resource),
-                mcp.types.ResourceLink(uri="file:///big.csv", name="big"),
+                mcp.types.ResourceLink(uri="file:///big.csv", name="big", mime_type="text/csv"),
             ]
         )
     )
@@ -51,7 +51,7 @@ async def test_text_and_other_blocks_in_order():
         "first",
         "[image (image/png), 100 bytes, not shown]",
         "a note",
-        "[resource link file:///big.csv]",
+        '[resource link {"uri":"file:///big.csv","name":"big","mimeType":"text/csv"}]',
     ]
 
 
