@@ -25,7 +25,7 @@ from ._handoff import Agent, Handoff, HandoffView, Summary, conversation_problem
 if TYPE_CHECKING:
     from .._runner import Runtime
 
-__all__ = ("STATE", "Begin", "Switch", "TeamTools", "handoff_spec", "team_state")
+__all__ = ("STATE", "Begin", "Switch", "TeamTools", "handoff_spec", "team_state", "turn_agent")
 
 STATE = "team"
 """The key of the team's bookkeeping in `ctx.state`."""
@@ -57,6 +57,27 @@ def team_state(ctx: AgentContext[Any]) -> Mapping[str, Any]:
     return found
 
 
+def turn_agent(node: Node[Any, Any], path: Sequence[str], ctx: AgentContext[Any]) -> str | None:
+    """The agent whose turn a starting step is part of, or None for any other step.
+
+    An agent's turn is its steps in the team graph (`<agent>`, `<agent>_tools`,
+    `<agent>_last`) and the `handoff` step that ends it. Steps of the same
+    names elsewhere (after the team, in an outer graph) are not: the team
+    state names the team graph's path.
+    """
+    state = ctx.state.get(STATE)
+    if not isinstance(state, Mapping):
+        return None
+    agent, where = state.get("agent"), state.get("path")
+    if not isinstance(agent, str) or not isinstance(where, Sequence) or isinstance(where, str):
+        return None
+    if len(path) != len(where) + 1 or any(a != b for a, b in zip(path, where, strict=False)):
+        return None
+    if isinstance(node, Switch) or path[-1] in (agent, f"{agent}_tools", f"{agent}_last"):
+        return agent
+    return None
+
+
 def _with_state(ctx: AgentContext[Any], **changes: Any) -> AgentContext[Any]:
     return ctx.with_state(**{STATE: {**team_state(ctx), **changes}})
 
@@ -69,7 +90,13 @@ class Begin(Node[str, str]):
 
     async def run(self, ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
         out = ctx.evolve(system_prompt=self.first.system_prompt).append(Message.user(ctx.input))
-        state = {"agent": self.first.name, "to": None, "chain": [self.first.name], "stack": []}
+        state = {
+            "agent": self.first.name,
+            "to": None,
+            "chain": [self.first.name],
+            "stack": [],
+            "path": list(rt.path[:-1]),  # the team graph's, so traces tell its steps apart
+        }
         return out.with_state(**{STATE: state})
 
 

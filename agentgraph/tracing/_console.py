@@ -17,6 +17,7 @@ from ._text import (
     call_text,
     entries,
     error_text,
+    handoff_text,
     output_text,
     retry_text,
     seconds,
@@ -118,6 +119,8 @@ def rich_tree(trace: Trace) -> Tree:
             return Text(text, style="yellow")
         if isinstance(item, ToolRecord) and item.is_error:
             return Text(text, style="red")
+        if isinstance(item, Mapping) and item.get("event") == "handed_off":
+            return Text(text, style="bold blue")
         return Text(text, style="dim" if isinstance(item, ModelCall) else "cyan")
 
     root = Tree(Text(trace_text(trace), style="bold " + _COLORS.get(trace.status, "")))
@@ -150,7 +153,7 @@ class ConsoleSink:
     With `rich` (the `rich` extra) on a terminal, a live tree of steps that
     grows and updates in place; on other streams the finished tree is printed
     when the run ends. Without `rich` (or with `style="plain"`), one indented
-    line per step start, finish, retry, failure, model call and tool call.
+    line per step start, finish, retry, failure, model call, tool call and handoff.
     Secrets are masked as in the trace file.
 
     Args:
@@ -282,6 +285,10 @@ def _tool(r: Mapping[str, Any], name: str, g: Glyphs) -> str:
     return f"  {g.tool} {call.get('name')}({arguments}) {g.arrow} {mark}{result}"
 
 
+def _handoff(r: Mapping[str, Any], name: str, g: Glyphs) -> str:
+    return f"  {handoff_text(r, g)}"
+
+
 _LOG: dict[str, Callable[[Mapping[str, Any], str, Glyphs], str]] = {
     "node_started": _started,
     "node_finished": _finished,
@@ -289,4 +296,5 @@ _LOG: dict[str, Callable[[Mapping[str, Any], str, Glyphs], str]] = {
     "retry_scheduled": _retry,
     "model_responded": _model,
     "tool_finished": _tool,
+    "handed_off": _handoff,
 }

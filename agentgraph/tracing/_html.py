@@ -16,8 +16,8 @@ import orjson
 
 from ._diagram import diagram_from_graph, diagram_from_trace
 from ._mermaid import run_to_mermaid
-from ._svg import BAR, MODEL, RETRY, TOOL, diagram_svg, timeline_svg
-from ._text import UNICODE, error_text, seconds, tokens
+from ._svg import BAR, HANDOFF, MODEL, RETRY, TOOL, diagram_svg, timeline_svg
+from ._text import UNICODE, error_text, handoff_text, seconds, tokens
 from ._tree import Step, Trace
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ details.step.flash { outline: 2px solid #3b6fb6; }
 .step-body h4 { margin: 10px 0 3px; font-size: 12px; color: #5b6472; text-transform: uppercase; }
 pre { margin: 0; padding: 6px 8px; background: #f7f8fa; border-radius: 4px; overflow-x: auto;
   font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre-wrap; }
+.handoff { color: #1f7a8c; font-weight: 600; }
 .st-ok { color: #2e9d5b; } .st-failed { color: #d64545; } .st-running { color: #8a8f98; }
 """
 
@@ -81,6 +82,9 @@ STEP_SCRIPT = """
     sum.appendChild(el("span", "st-" + s.status, s.mark + " "));
     sum.appendChild(document.createTextNode("#" + s.index + " " + s.path.join(" / ") + " · "
       + s.took + (s.attempts > 1 ? " · " + s.attempts + " attempts" : "")));
+    (s.handoffs || []).forEach(function (h) {
+      sum.appendChild(el("span", "handoff", " " + h.text));
+    });
     d.appendChild(sum);
     var body = el("div", "step-body");
     block(body, "error", s.error);
@@ -91,6 +95,10 @@ STEP_SCRIPT = """
     block(body, "model calls", s.model_calls);
     block(body, "tool calls", s.tool_calls);
     block(body, "structured output", s.outputs);
+    block(body, "handoffs", (s.handoffs || []).map(function (h) {
+      return { from: h.source, to: h.target, policy: h.history, messages: h.messages,
+        task: h.task };
+    }));
     d.appendChild(body);
     return d;
   }
@@ -168,6 +176,17 @@ def _step_data(step: Step) -> dict[str, Any]:
             for t in step.tool_calls
         ],
         "outputs": list(step.outputs),
+        "handoffs": [
+            {
+                "source": h.get("source"),
+                "target": h.get("target"),
+                "history": h.get("history"),
+                "messages": h.get("messages"),
+                "task": h.get("task"),
+                "text": handoff_text(h),
+            }
+            for h in step.handoffs
+        ],
     }
 
 
@@ -198,6 +217,7 @@ def _legend() -> str:
         (MODEL, "model call"),
         (TOOL, "tool call"),
         (RETRY, "retry"),
+        (HANDOFF, "handoff"),
     ]
     marks = "".join(f'<i style="background:{color}"></i>{name}' for color, name in items)
     return f'<p class="legend">{marks}</p>'

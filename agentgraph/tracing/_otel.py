@@ -18,15 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import attrs
 import orjson
 
 from .._extras import pip_install
 from .._redact import Redaction, Redactor
+from ._otel_agents import AgentSpans, at_ns, ns, server_address, tool_calls
 from ._records import Recorder
 from ._spans import (
+    AGENT,
     CHAT,
     EMBEDDINGS,
     TOOL,
@@ -36,6 +37,7 @@ from ._spans import (
     operation_attributes,
     span_name,
     step_operation,
+    turn_agent,
 )
 
 if TYPE_CHECKING:
@@ -48,10 +50,6 @@ _CACHE_READ = "gen_ai.usage.cache_read.input_tokens"
 _CACHE_WRITE = "gen_ai.usage.cache_creation.input_tokens"
 
 
-def _ns(seconds: float) -> int:
-    return int(seconds * 1_000_000_000)
-
-
 def _json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
@@ -61,12 +59,17 @@ class _Open:
     span: Span
     path: tuple[str, ...]
     index: int
+    calls: tuple[tuple[str, str], ...] = ()
+    """(id, name) of the tool calls of the step's input: where a sub-run's call is found."""
+    turn: int | None = None
+    """The key of the team agent's turn the step is part of (see `AgentSpans`)."""
 
 
 @attrs.define
 class _Run:
     span: Span
     conversation: str
+    agents: AgentSpans
     steps: dict[int, _Open] = attrs.field(factory=dict)
     calls: list[_Open] = attrs.field(factory=list)
 
@@ -118,7 +121,11 @@ class OtelSink:
             self._on_run_started(record, graph_operation(event.agent))
             return
         if record["event"] == "node_started":
-            self._on_node_started(run, record, step_operation(event.node))
+            operation = step_operation(event.node)
+            path = event.path
+            agent = turn_agent(event.node, path, event.context) if operation is None else None
+            calls = tool_calls(event) if operation is None else ()
+            self._on_node_started(run, record, operation, agent, calls)
             return
         handler(run, record)
 
@@ -127,6 +134,7 @@ class OtelSink:
         for run in self._runs.values():
             for item in [*run.calls, *reversed(run.steps.values())]:
                 self._fail(item.span, "Interrupted", "the run was abandoned", at=None)
+            run.agents.run_ended(None, None)
             self._fail(run.span, "Interrupted", "the run was abandoned", at=None)
         self._runs.clear()
 
@@ -143,16 +151,18 @@ class OtelSink:
             context=context,
             kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
             attributes={k: v for k, v in attributes.items() if v is not None},
-            start_time=_ns(at),
+            start_time=ns(at),
         )
 
     def _fail(self, span: Span, kind: str, message: str, *, at: float | None) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         span.set_attribute("error.type", kind)
-        span.add_event("exception", {"exception.type": kind, "exception.message": message}, _at(at))
+        span.add_event(
+            "exception", {"exception.type": kind, "exception.message": message}, at_ns(at)
+        )
         span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
-        span.end(end_time=_at(at))
+        span.end(end_time=at_ns(at))
 
     def _parent(self, run: _Run, path: tuple[str, ...], index: Any) -> _Open | None:
         match = None
@@ -170,16 +180,29 @@ class OtelSink:
         attributes = operation_attributes(operation, graph, conversation)
         attributes["agentgraph.run.id"] = r["run"]
         span = self._tracer.start_span(
-            span_name(operation, graph), attributes=attributes, start_time=_ns(r["time"])
+            span_name(operation, graph), attributes=attributes, start_time=ns(r["time"])
         )
-        self._runs[r["run"]] = _Run(span, conversation)
+        self._runs[r["run"]] = _Run(
+            span, conversation, AgentSpans(self._start, self._fail, conversation)
+        )
 
     def _on_node_started(
-        self, run: _Run, r: Mapping[str, Any], operation: Operation | None
+        self,
+        run: _Run,
+        r: Mapping[str, Any],
+        operation: Operation | None,
+        agent: str | None,
+        calls: tuple[tuple[str, str], ...],
     ) -> None:
         path = tuple(r["path"])
         # Branches of a fan-out share a path; the parent step's index tells them apart.
         parent = run.steps.get(r.get("parent") or 0) or self._parent(run, path[:-1], None)
+        under = parent.span if parent is not None else run.span
+        tool = run.agents.tool_run(parent, r) if parent is not None and parent.calls else None
+        if tool is not None:  # a graph run by a tool call (`agent_tool`): an agent's run
+            under, operation, turn = tool, AGENT, None
+        else:
+            under, turn = run.agents.turn(r, agent, under)
         attributes = {
             "agentgraph.node.name": r["node"],
             "agentgraph.node.path": "/".join(path),
@@ -191,16 +214,15 @@ class OtelSink:
         if operation is not None:
             attributes.update(operation_attributes(operation, name, run.conversation))
             name = span_name(operation, name)
-        span = self._start(
-            name, parent.span if parent is not None else run.span, r["time"], attributes
-        )
-        run.steps[r["index"]] = _Open(span, path, r["index"])
+        span = self._start(name, under, r["time"], attributes)
+        run.steps[r["index"]] = _Open(span, path, r["index"], calls, turn)
 
     def _on_node_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
         item = run.steps.pop(r["index"], None)
         if item is not None:
             item.span.set_attribute("agentgraph.step.attempts", r["attempts"])
-            item.span.end(end_time=_ns(r["time"]))
+            item.span.end(end_time=ns(r["time"]))
+            run.agents.step_ended(item.index, item.turn, r, None)
 
     def _on_node_failed(self, run: _Run, r: Mapping[str, Any]) -> None:
         self._end_calls(run, tuple(r["path"]), r)
@@ -209,6 +231,13 @@ class OtelSink:
             item.span.set_attribute("agentgraph.step.attempts", r["attempts"])
             error = r["error"]
             self._fail(item.span, error["type"], error["message"], at=r["time"])
+            run.agents.step_ended(item.index, item.turn, r, error)
+
+    def _on_handed_off(self, run: _Run, r: Mapping[str, Any]) -> None:
+        """A span event on the handing agent's turn (on the handoff step outside a turn)."""
+        item = run.steps.get(r["index"])
+        turn, span = (item.turn, item.span) if item is not None else (None, None)
+        run.agents.handed_off(turn, span, r, self.capture_content)
 
     def _on_retry_scheduled(self, run: _Run, r: Mapping[str, Any]) -> None:
         self._end_calls(run, tuple(r["path"]), r)
@@ -221,13 +250,13 @@ class OtelSink:
                 "error.type": error["type"],
                 "exception.message": error["message"],
             }
-            item.span.add_event("retry", attributes, _ns(r["time"]))
+            item.span.add_event("retry", attributes, ns(r["time"]))
 
     def _on_model_requested(self, run: _Run, r: Mapping[str, Any]) -> None:
         path = tuple(r["path"])
         parent = self._parent(run, path, r["index"])
         request = r["request"]
-        address, port = _server(r.get("server") or "")
+        address, port = server_address(r.get("server") or "")
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": CHAT,
             "gen_ai.conversation.id": run.conversation,
@@ -268,7 +297,7 @@ class OtelSink:
         if self.capture_content:
             attributes["gen_ai.output.messages"] = _json([response.get("message")])
         item.span.set_attributes({k: v for k, v in attributes.items() if v is not None})
-        item.span.end(end_time=_ns(r["time"]))
+        item.span.end(end_time=ns(r["time"]))
 
     def _on_tool_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
         path = tuple(r["path"])
@@ -283,16 +312,20 @@ class OtelSink:
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = _json(call.get("arguments", {}))
             attributes["gen_ai.tool.call.result"] = r["result"]
-        span = self._start(
-            span_name(TOOL, call["name"]),
-            parent.span if parent else run.span,
-            r["time"] - r["duration"],
-            attributes,
-        )
+        span = run.agents.calls.pop((r["index"], call["id"]), None)  # opened by its sub-run
+        if span is not None:
+            span.set_attributes(attributes)
+        else:
+            span = self._start(
+                span_name(TOOL, call["name"]),
+                parent.span if parent else run.span,
+                r["time"] - r["duration"],
+                attributes,
+            )
         if r["is_error"]:
             self._fail(span, "ToolError", r["result"], at=r["time"])
         else:
-            span.end(end_time=_ns(r["time"]))
+            span.end(end_time=ns(r["time"]))
 
     def _on_embedded(self, run: _Run, r: Mapping[str, Any]) -> None:
         parent = self._parent(run, tuple(r["path"]), r["index"])
@@ -307,12 +340,13 @@ class OtelSink:
             r["time"] - r["duration"],
             attributes,
         )
-        span.end(end_time=_ns(r["time"]))
+        span.end(end_time=ns(r["time"]))
 
     def _on_run_finished(self, run: _Run, r: Mapping[str, Any]) -> None:
         del self._runs[r["run"]]
         for item in [*run.calls, *reversed(run.steps.values())]:
             self._fail(item.span, "Interrupted", "the run ended while this ran", at=r["time"])
+        run.agents.run_ended(r, r.get("error") or None)
         usage = r.get("usage") or {}
         run.span.set_attributes(
             {
@@ -327,7 +361,7 @@ class OtelSink:
         if error:
             self._fail(run.span, error["type"], error["message"], at=r["time"])
         else:
-            run.span.end(end_time=_ns(r["time"]))
+            run.span.end(end_time=ns(r["time"]))
 
     def _on_guard_decided(self, run: _Run, r: Mapping[str, Any]) -> None:
         """A span event on the step (a block on a call in flight also marks the call's span)."""
@@ -344,9 +378,9 @@ class OtelSink:
         present = {k: v for k, v in attributes.items() if v is not None}
         call = next((c for c in reversed(run.calls) if c.path == path), None)
         if call is not None and r["action"] == "block":
-            call.span.add_event("guard", present, _ns(r["time"]))
+            call.span.add_event("guard", present, ns(r["time"]))
         item = self._parent(run, path, r["index"])
-        (item.span if item is not None else run.span).add_event("guard", present, _ns(r["time"]))
+        (item.span if item is not None else run.span).add_event("guard", present, ns(r["time"]))
 
     def _end_calls(self, run: _Run, path: tuple[str, ...], r: Mapping[str, Any]) -> None:
         """Model calls at `path` that never answered: the attempt failed while they ran."""
@@ -354,21 +388,3 @@ class OtelSink:
         for item in [c for c in run.calls if c.path == path]:
             run.calls.remove(item)
             self._fail(item.span, error["type"], error["message"], at=r["time"])
-
-
-def _at(seconds: float | None) -> int | None:
-    return None if seconds is None else _ns(seconds)
-
-
-def _server(url: str) -> tuple[str | None, int | None]:
-    """`server.address` and `server.port` of a base URL (the scheme's port when unsaid)."""
-    if not url:
-        return None, None
-    parsed = urlsplit(url)
-    try:
-        port = parsed.port
-    except ValueError:
-        port = None
-    if port is None:
-        port = {"https": 443, "http": 80}.get(parsed.scheme)
-    return parsed.hostname, port

@@ -25,6 +25,7 @@ __all__ = (
     "operation_attributes",
     "span_name",
     "step_operation",
+    "turn_agent",
 )
 
 Operation = Literal[
@@ -88,3 +89,14 @@ def conversation_id(run_id: str, thread_id: str | None = None) -> str:
     of the conversation shares one id; a run on its own is its own conversation.
     """
     return thread_id or run_id
+
+
+def turn_agent(node: Any, path: tuple[str, ...], ctx: Any) -> str | None:
+    """The team agent whose turn a starting step is part of (`agentgraph.teams`), or None.
+
+    Each turn of an agent in a team is one `invoke_agent` span: its chat and
+    tool steps, and the handoff step that ends it, nest under that span.
+    """
+    from ..teams._nodes import turn_agent as of_team
+
+    return of_team(node, path, ctx)

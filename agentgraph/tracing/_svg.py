@@ -7,10 +7,19 @@ from html import escape
 from ._diagram import Box, Diagram, Edge
 from ._layout import HEADER, PAD, layout
 from ._mermaid import times
-from ._text import seconds, step_text
+from ._text import handoff_text, seconds, step_text
 from ._tree import Step, Trace
 
-__all__ = ("BAR", "COLORS", "RETRY", "ROW_H", "STRIPE", "diagram_svg", "timeline_svg")
+__all__ = (
+    "BAR",
+    "COLORS",
+    "HANDOFF",
+    "RETRY",
+    "ROW_H",
+    "STRIPE",
+    "diagram_svg",
+    "timeline_svg",
+)
 
 COLORS = {
     "ran": ("#dff3e4", "#2e9d5b"),
@@ -21,7 +30,7 @@ COLORS = {
 }
 BAR = {"ok": "#2e9d5b", "failed": "#d64545", "running": "#8a8f98", "interrupted": "#8a8f98"}
 TAKEN, IDLE = "#2e9d5b", "#a4abb5"
-MODEL, TOOL, RETRY = "#3b6fb6", "#8e5bd0", "#e69b23"
+MODEL, TOOL, RETRY, HANDOFF = "#3b6fb6", "#8e5bd0", "#e69b23", "#1f7a8c"
 STRIPE = "#f6f8fa"  # the background of every other timeline row
 
 
@@ -153,7 +162,8 @@ LABEL_W, CHART_W, ROW_H, TOP = 280.0, 820.0, 24.0, 28.0
 
 
 def timeline_svg(trace: Trace) -> str:
-    """Every step as a bar on a shared time axis, with its retries, model and tool calls."""
+    """Every step as a bar on a shared time axis, with its retries, model and tool calls,
+    and a team's handoffs."""
     steps = list(trace.walk())
     ends = [s.start + (s.duration or 0.0) for s in steps]
     total = max([trace.duration or 0.0, *ends, 1e-6])
@@ -209,6 +219,12 @@ def _row(step: Step, row: int, scale: float) -> str:
         parts.append(
             f'<path class="retry" d="M{_num(cx)},{_num(y + 3)} l5,9 l-5,9 l-5,-9 z" '
             f'fill="{RETRY}" stroke="#fff"/>'
+        )
+    for handoff in step.handoffs:
+        cx = LABEL_W + float(handoff.get("elapsed", step.start)) * scale
+        parts.append(
+            f'<path class="handoff" d="M{_num(cx - 6)},{_num(y + 4)} l12,8 l-12,8 z" '
+            f'fill="{HANDOFF}" stroke="#fff"><title>{escape(handoff_text(handoff))}</title></path>'
         )
     parts.append("</g>")
     return "".join(parts)

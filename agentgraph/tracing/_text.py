@@ -16,6 +16,7 @@ __all__ = (
     "call_text",
     "error_text",
     "guard_text",
+    "handoff_text",
     "retry_text",
     "seconds",
     "short",
@@ -38,6 +39,7 @@ class Glyphs:
         self.model = marks["model"]
         self.tool = marks["tool"]
         self.output = marks["output"]
+        self.handoff = marks["handoff"]
         self.arrow = marks["arrow"]
         self.dot = marks["dot"]
         self.branch, self.last, self.pipe = marks["branch"], marks["last"], marks["pipe"]
@@ -58,6 +60,7 @@ UNICODE = Glyphs(
     model="◆",
     tool="⚙",
     output="▣",
+    handoff="⇄",
     arrow="→",
     dot="·",
     branch="├── ",
@@ -73,6 +76,7 @@ ASCII = Glyphs(
     model="*",
     tool="%",
     output="=",
+    handoff="<>",
     arrow="->",
     dot="|",
     branch="|-- ",
@@ -186,9 +190,31 @@ def guard_text(record: Mapping[str, Any], g: Glyphs = UNICODE) -> str:
     return _join(parts, g)
 
 
+def handoff_text(record: Mapping[str, Any], g: Glyphs = UNICODE) -> str:
+    """`⇄ handoff triage → billing · full · 5 messages · task: refund order 7`.
+
+    A sub-task handing back to its caller reads `⇄ return billing → triage`.
+    """
+    policy = str(record.get("history", "?"))
+    back = policy == "return"
+    source, target = record.get("source", "?"), record.get("target", "?")
+    count = record.get("messages")
+    parts = [
+        f"{g.handoff} {'return' if back else 'handoff'} {source} {g.arrow} {target}",
+        "" if back else policy,
+        f"{count} message{'s' if count != 1 else ''}" if isinstance(count, int) else "",
+    ]
+    task = record.get("task")
+    if task:
+        parts.append(f"task: {short(task, 60)}")
+    return _join(parts, g)
+
+
 def output_text(output: Mapping[str, Any], g: Glyphs = UNICODE) -> str:
     if output.get("event") == "guard_decided":
         return guard_text(output, g)
+    if output.get("event") == "handed_off":
+        return handoff_text(output, g)
     attempts = output.get("attempts") or ()
     return _join(
         [
@@ -214,12 +240,14 @@ def trace_text(trace: Trace, g: Glyphs = UNICODE) -> str:
 
 
 def entries(step: Step) -> list[tuple[float, object]]:
-    """What happened inside `step`, in time order: retries, calls, outputs, child steps."""
+    """What happened inside `step`, in time order: retries, calls, outputs, guards,
+    handoffs, child steps."""
     items: list[tuple[float, object]] = [(r.at, r) for r in step.retries]
     items += [(c.start, c) for c in step.model_calls]
     items += [(t.start, t) for t in step.tool_calls]
     items += [(float(o.get("elapsed", step.start)), o) for o in step.outputs]
     items += [(float(r.get("elapsed", step.start)), r) for r in step.guards]
+    items += [(float(r.get("elapsed", step.start)), r) for r in step.handoffs]
     items += [(c.start, c) for c in step.children]
     items.sort(key=lambda item: item[0])
     return items

@@ -2,7 +2,7 @@
 
 `TraceBuilder` takes records one by one (from a file, or live from a sink) and
 `build()` returns a frozen `Trace`: the run's steps nested, each with
-its retries, failure, model calls and tool calls, and the routes the run took.
+its retries, failure, model calls, tool calls and handoffs, and the routes the run took.
 A step hangs under the step its record names as `parent` (older records: by path).
 Times are seconds since the run started.
 """
@@ -119,6 +119,9 @@ class Step:
     children: tuple[Step, ...] = ()
     guards: tuple[Mapping[str, Any], ...] = ()
     """The `guard_decided` records of the step: what each guard decided, and why."""
+    handoffs: tuple[Mapping[str, Any], ...] = ()
+    """The `handed_off` records of the step (a team's `handoff` step): who handed the
+    conversation to whom, by which history policy, with which task."""
 
     def walk(self) -> Iterator[Step]:
         """This step and every step under it, depth first."""
@@ -162,6 +165,12 @@ class Trace:
         for step in self.steps:
             yield from step.walk()
 
+    @property
+    def handoffs(self) -> tuple[Mapping[str, Any], ...]:
+        """Every `handed_off` record of the run, in order: a team's conversation moving
+        between agents (`source`, `target`, `history`, `messages`, `task`)."""
+        return tuple(h for step in self.walk() for h in step.handoffs)
+
     def step(self, index: int) -> Step:
         """The step with run-wide number `index`."""
         for step in self.walk():
@@ -181,6 +190,7 @@ class _Open:
     tool_calls: list[ToolRecord] = attrs.field(factory=list)
     outputs: list[Mapping[str, Any]] = attrs.field(factory=list)
     guards: list[Mapping[str, Any]] = attrs.field(factory=list)
+    handoffs: list[Mapping[str, Any]] = attrs.field(factory=list)
 
     def freeze(self) -> Step:
         return attrs.evolve(
@@ -190,6 +200,7 @@ class _Open:
             tool_calls=tuple(self.tool_calls),
             outputs=tuple(self.outputs),
             guards=tuple(self.guards),
+            handoffs=tuple(self.handoffs),
             children=tuple(child.freeze() for child in self.children),
         )
 
@@ -356,6 +367,11 @@ class TraceBuilder:
         opened = self._find(_path(r["path"]), r.get("index"))
         if opened is not None:
             opened.guards.append(r)
+
+    def _on_handed_off(self, r: Mapping[str, Any]) -> None:
+        opened = self._find(_path(r["path"]), r.get("index"))
+        if opened is not None:
+            opened.handoffs.append(r)
 
     def _on_structured_output(self, r: Mapping[str, Any]) -> None:
         opened = self._find(_path(r["path"]), r.get("index"))

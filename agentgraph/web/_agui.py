@@ -2,7 +2,8 @@
 
 AG-UI (the Agent-User Interaction protocol) is what agent front-ends speak:
 a run is a stream of typed events (run, step, text message, tool call,
-state). The event models come from the official `ag-ui-protocol` package.
+state; a team's handoff is a `CUSTOM` event named `agentgraph.handoff`).
+The event models come from the official `ag-ui-protocol` package.
 Everything sent passes the run's `Redactor` first; streamed text is sent a
 word behind, so a secret that arrives in pieces is masked whole.
 """
@@ -18,6 +19,7 @@ import jsonpatch
 import orjson
 from ag_ui.core import (
     BaseEvent,
+    CustomEvent,
     Interrupt,
     RunAgentInput,
     RunErrorEvent,
@@ -41,6 +43,7 @@ from ag_ui.core import (
 from .._context import AgentContext
 from .._errors import GraphCancelled, Interrupted, RunInputError
 from .._events import (
+    HandedOff,
     ModelResponded,
     ModelStreamed,
     NodeFailedEvent,
@@ -54,7 +57,10 @@ from .._redact import Redactor
 from ..llm._messages import Message, ToolCall
 from ..tracing._records import plain
 
-__all__ = ("AguiTranslator", "context_from_input", "step_name")
+__all__ = ("HANDOFF", "AguiTranslator", "context_from_input", "step_name")
+
+HANDOFF = "agentgraph.handoff"
+"""The name of the `CUSTOM` event a team's handoff is sent as (`agentgraph.teams`)."""
 
 _SPACE = re.compile(r"\s")
 
@@ -214,6 +220,20 @@ class AguiTranslator:
             )
         ]
 
+    def _handed_off(self, event: HandedOff) -> list[BaseEvent]:
+        """A team's conversation moved: `from`, `to`, `policy` (`return` for a sub-task
+        handing back), how many `messages` the target reads, and the `task` (masked)."""
+        task = None if event.task is None else self._redactor.text(event.task, "task")
+        value = {
+            "from": event.source,
+            "to": event.target,
+            "policy": event.history,
+            "messages": event.messages,
+            "task": task,
+            "step": step_name(event.path),
+        }
+        return [CustomEvent(name=HANDOFF, value=value)]
+
     def _run_finished(self, event: RunFinished) -> list[BaseEvent]:
         out = self.close()
         error = event.error
@@ -306,6 +326,7 @@ _HANDLERS: dict[type[Any], Any] = {
     ModelStreamed: AguiTranslator._streamed,
     ModelResponded: AguiTranslator._responded,
     ToolFinished: AguiTranslator._tool_finished,
+    HandedOff: AguiTranslator._handed_off,
     RunFinished: AguiTranslator._run_finished,
 }
 

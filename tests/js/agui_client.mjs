@@ -10,7 +10,9 @@ import { HttpAgent } from "@ag-ui/client";
 const [url, scenario] = process.argv.slice(2);
 
 async function run(agent, parameters, { abortAtStep } = {}) {
-  const seen = { events: [], outcome: null, result: null, error: null, interrupts: [] };
+  const seen = {
+    events: [], outcome: null, result: null, error: null, interrupts: [], custom: [],
+  };
   const subscriber = {
     onEvent({ event }) {
       seen.events.push(event.type);
@@ -22,6 +24,9 @@ async function run(agent, parameters, { abortAtStep } = {}) {
       seen.outcome = finished.outcome;
       seen.result = finished.result ?? null;
       seen.interrupts = finished.interrupts ?? [];
+    },
+    onCustomEvent({ event }) {
+      seen.custom.push({ name: event.name, value: event.value });
     },
     onRunErrorEvent({ event }) {
       seen.error = { code: event.code ?? null, message: event.message };
@@ -86,6 +91,12 @@ const scenarios = {
     agent.messages.push({ id: "u2", role: "user", content: "What is my name?" });
     const second = await run(agent, { runId: "kept-2" });
     return { first, second, history: agent.messages.map((m) => [m.role, m.content ?? null]) };
+  },
+  // A team: the conversation handed from one agent to another, seen as a CUSTOM event.
+  async handoff() {
+    const agent = new HttpAgent({ url, threadId: "thread-team" });
+    agent.messages = [{ id: "u1", role: "user", content: "Please refund order 7." }];
+    return { run: await run(agent, { runId: "team-1" }) };
   },
 };
 

@@ -108,3 +108,37 @@ def test_the_official_client_continues_a_thread_across_two_requests(tmp_path: Pa
     # The second request resent the first turn: the model saw it once, with its answer.
     assert second["result"] == "My name is Ann. | My name is Ann. | What is my name?"
     assert ["assistant", "My name is Ann."] in seen["history"]
+
+
+def team() -> Graph[str, str]:
+    from agentgraph.teams import Agent, Handoff, swarm
+
+    triage = ScriptedModel(ScriptedModel.tool_call("transfer_to_billing", task="refund order 7"))
+    return swarm(
+        [
+            Agent("triage", triage, handoffs=[Handoff("billing", history="full")]),
+            Agent("billing", ScriptedModel("Order 7 is refunded.")),
+        ]
+    )
+
+
+def test_the_official_client_reads_a_teams_handoff_as_a_custom_event(tmp_path: Path):
+    with serving(team(), tmp_path) as server:
+        seen = drive(server.url + "agui", "handoff")
+    run = seen["run"]
+    assert "rejected" not in run, run
+    assert run["outcome"] == "success" and run["result"] == "Order 7 is refunded."
+    assert run["custom"] == [
+        {
+            "name": "agentgraph.handoff",
+            "value": {
+                "from": "triage",
+                "to": "billing",
+                "policy": "full",
+                "messages": 3,
+                "task": "refund order 7",
+                "step": "handoff",
+            },
+        }
+    ]
+    assert run["events"].count("CUSTOM") == 1

@@ -148,3 +148,27 @@ def test_runs_are_told_apart_and_the_page_says_the_model_is_scripted(tmp_path):
     with serving(agent(), tmp_path) as server, browser(tmp_path / "profile2") as (page, _):
         open_page(page, server.url)
         assert "offline scripted" in page.inner_text("#offline")
+
+
+def test_a_teams_handoff_shows_in_the_run_view(tmp_path):
+    from agentgraph.teams import Agent, Handoff, swarm
+    from agentgraph.testing import ScriptedModel
+
+    need_chromium()
+    triage = ScriptedModel(ScriptedModel.tool_call("transfer_to_billing", task="refund order 7"))
+    team = swarm(
+        [
+            Agent("triage", triage, handoffs=[Handoff("billing", history="full")]),
+            Agent("billing", ScriptedModel("Order 7 is refunded.")),
+        ]
+    )
+    with serving(team, tmp_path) as server, browser(tmp_path / "profile") as (page, _):
+        open_page(page, server.url)
+        start_run(page, "Please refund order 7.")
+        page.wait_for_selector("body[data-status='ok']", state="attached")
+        page.wait_for_selector("#step-list span.handoff")
+        shown = page.locator("#step-list span.handoff").all_inner_texts()
+        assert [s.strip() for s in shown] == [
+            "⇄ handoff triage → billing · full · 3 messages · task: refund order 7"
+        ]
+        assert page.locator("#timeline-box svg path.handoff").count() == 1

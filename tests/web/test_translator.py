@@ -53,3 +53,37 @@ async def test_a_failed_streamed_step_closes_its_message_and_step():
     check_sequence(events)
     assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "NodeFailed"
     assert [e["type"] for e in events[-3:-1]] == ["STEP_STARTED", "STEP_FINISHED"]
+
+
+async def test_a_handoff_is_a_custom_event_with_the_task_masked():
+    from agentgraph.teams import Agent, Handoff, swarm
+
+    key = "sk-test-0123456789abcdefghijklmnop"
+    team = swarm(
+        [
+            Agent(
+                "triage",
+                ScriptedModel(ScriptedModel.tool_call("transfer_to_billing", task=f"refund {key}")),
+                handoffs=[Handoff("billing", history="none")],
+            ),
+            Agent("billing", ScriptedModel("Refunded.")),
+        ]
+    )
+    sent = await translate(team)
+    (custom,) = [e for e in sent if e["type"] == "CUSTOM"]
+    assert custom == {
+        "type": "CUSTOM",
+        "name": "agentgraph.handoff",
+        "value": {
+            "from": "triage",
+            "to": "billing",
+            "policy": "none",
+            "messages": 1,
+            "task": "refund ***",
+            "step": "handoff",
+        },
+    }
+    at = sent.index(custom)
+    assert sent[at - 1] == {"type": "STEP_STARTED", "stepName": "handoff"}
+    assert sent[at + 1]["type"] == "STATE_DELTA"  # the team state: billing holds it now
+    assert sent[at + 2] == {"type": "STEP_FINISHED", "stepName": "handoff"}
