@@ -83,7 +83,7 @@ def parse_card(agent: str, data: Any) -> a2a_pb2.AgentCard:
     if not isinstance(data, Mapping):
         raise A2AFormatError(agent, "(card)", f"the card is a {type(data).__name__}, not an object")
     try:
-        card = json_format.ParseDict(data, a2a_pb2.AgentCard(), ignore_unknown_fields=True)
+        card = json_format.ParseDict(dict(data), a2a_pb2.AgentCard(), ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise A2AFormatError(agent, field_of(exc), str(exc)) from exc
     if not card.name:

@@ -163,7 +163,7 @@ class _Answer:
         self.agent = agent
         self.text: list[str] = []
         self.task = self.context = ""
-        self.state: int = _S.TASK_STATE_UNSPECIFIED
+        self.state: a2a_pb2.TaskState = _S.TASK_STATE_UNSPECIFIED
         self.said = ""  # the last status message: a question, or why it failed
 
     def take(self, item: a2a_pb2.StreamResponse) -> list[str]:

@@ -11,7 +11,7 @@ refuses to start under trio.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -92,7 +92,7 @@ class _Checked(DefaultRequestHandler):
 
     async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
-    ) -> AsyncIterator[Any]:
+    ) -> AsyncGenerator[Any, None]:
         self._check(params)
         async for event in super().on_message_send_stream(params, context):
             yield event

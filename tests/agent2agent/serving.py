@@ -6,7 +6,7 @@ server shares the test's loop, and so its checkpoint store.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,9 +52,11 @@ def graph_of(*steps: Any, name: str = "paint") -> Any:
 
 
 @asynccontextmanager
-async def served(app: Any) -> AsyncIterator[str]:
-    """Serve `app` on a loopback port; yields its base URL."""
+async def served(make: Callable[[str], Any]) -> AsyncIterator[str]:
+    """Serve the app `make(url)` builds on a loopback port; yields its base URL."""
     sock = bind("127.0.0.1", 0)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = make(url)
     config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=1
     )
@@ -64,6 +66,6 @@ async def served(app: Any) -> AsyncIterator[str]:
         while not server.started:
             await anyio.sleep(0.01)
         try:
-            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+            yield url
         finally:
             server.should_exit = True
