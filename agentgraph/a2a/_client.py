@@ -176,9 +176,12 @@ class _Answer:
         if kind == "task":
             return self._task(item.task)
         if kind == "status_update":
-            self._status(item.status_update.task_id, item.status_update.status, "statusUpdate")
+            update = item.status_update
+            self.context = update.context_id or self.context
+            self._status(update.task_id, update.status, "statusUpdate")
             return []
         if kind == "artifact_update":
+            self.context = item.artifact_update.context_id or self.context
             artifact = item.artifact_update.artifact
             if _partial(artifact):
                 return []
