@@ -52,7 +52,9 @@ class Tailor(AgentExecutor):
             await updater.requires_input(updater.new_agent_message([pb.Part(text="which size?")]))
             return
         await updater.add_artifact([pb.Part(text="a suit ")], artifact_id="a", append=False)
-        await updater.add_artifact([pb.Part(text=f"in {said}")], artifact_id="a", append=True, last_chunk=True)
+        await updater.add_artifact(
+            [pb.Part(text=f"in {said}")], artifact_id="a", append=True, last_chunk=True
+        )
         await updater.complete()
 
     async def cancel(self, context, queue) -> None:

@@ -1,4 +1,4 @@
-"""The official TypeScript SDK (@a2a-js/sdk) as a second client of a served graph, over both bindings."""
+"""The official TypeScript SDK (@a2a-js/sdk) as a second client of a served graph."""
 
 from __future__ import annotations
 

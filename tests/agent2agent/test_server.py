@@ -54,12 +54,16 @@ def _states(events: list[pb.StreamResponse]) -> list[str]:
 
 
 async def test_the_card_names_the_graph_its_skill_bindings_and_streaming():
-    async with served(lambda url: a2a_app(graph_of(echo), url=url, description="Echoes.")) as url:
-        async with httpx.AsyncClient() as http:
-            card = (await http.get(url + "/.well-known/agent-card.json")).json()
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url, description="Echoes.")) as url,
+        httpx.AsyncClient() as http,
+    ):
+        card = (await http.get(url + "/.well-known/agent-card.json")).json()
     assert card["name"] == "paint" and card["description"] == "Echoes."
     assert card["capabilities"] == {"streaming": True}
-    assert [(i["url"], i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]] == [
+    assert [
+        (i["url"], i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]
+    ] == [
         (url, "JSONRPC", "1.0"),
         (url, "HTTP+JSON", "1.0"),
     ]
@@ -69,10 +73,12 @@ async def test_the_card_names_the_graph_its_skill_bindings_and_streaming():
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_send_without_streaming_returns_the_completed_task(binding):
-    async with served(lambda url: a2a_app(graph_of(echo), url=url)) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding, streaming=False)
-            (event,) = await _events(client, _message("hi"))
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        (event,) = await _events(client, _message("hi"))
     task = event.task
     assert S.Name(task.status.state) == "TASK_STATE_COMPLETED"
     assert [(a.artifact_id, a.parts[0].text) for a in task.artifacts] == [("output", "echo: hi")]
@@ -81,15 +87,21 @@ async def test_send_without_streaming_returns_the_completed_task(binding):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_a_question_is_input_required_and_the_answer_resumes_the_run(binding):
     store = MemoryStore()
-    async with served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding)
-            first = await _events(client, _message("car"))
-            update = first[-1].status_update
-            ids = {"task_id": update.task_id, "context_id": update.context_id}
-            second = await _events(client, _message("red", **ids))
-            done = await client.get_task(pb.GetTaskRequest(id=update.task_id))
-    assert _states(first) == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"]
+    async with (
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        first = await _events(client, _message("car"))
+        update = first[-1].status_update
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        second = await _events(client, _message("red", **ids))
+        done = await client.get_task(pb.GetTaskRequest(id=update.task_id))
+    assert _states(first) == [
+        "TASK_STATE_SUBMITTED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+    ]
     assert update.status.message.parts[0].text == "which colour for car?"
     assert _states(second) == ["TASK_STATE_WORKING", "artifact:car in red", "TASK_STATE_COMPLETED"]
     assert S.Name(done.status.state) == "TASK_STATE_COMPLETED"
@@ -111,14 +123,16 @@ async def test_a_wrong_answer_to_an_approval_keeps_the_task_waiting(binding):
         return ctx.with_input(f"approved={ok!r}")
 
     store = MemoryStore()
-    async with served(lambda url: a2a_app(graph_of(approve), url=url, store=store)) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding)
-            first = await _events(client, _message("go"))
-            update = first[-1].status_update
-            ids = {"task_id": update.task_id, "context_id": update.context_id}
-            wrong = await _events(client, _message("perhaps", **ids))
-            right = await _events(client, _message("no", **ids))
+    async with (
+        served(lambda url: a2a_app(graph_of(approve), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        first = await _events(client, _message("go"))
+        update = first[-1].status_update
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        wrong = await _events(client, _message("perhaps", **ids))
+        right = await _events(client, _message("no", **ids))
     question = json_format.MessageToDict(update.status.message)
     assert question["parts"][1]["data"]["tool"] == "delete"
     assert _states(wrong)[-1] == "TASK_STATE_INPUT_REQUIRED"
@@ -128,25 +142,27 @@ async def test_a_wrong_answer_to_an_approval_keeps_the_task_waiting(binding):
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_cancel_ends_the_task_canceled_with_the_last_context(binding):
-    async with served(lambda url: a2a_app(graph_of(echo, waits), url=url, store=MemoryStore())) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding)
-            seen: list[pb.StreamResponse] = []
-            working = anyio.Event()
+    async with (
+        served(lambda url: a2a_app(graph_of(echo, waits), url=url, store=MemoryStore())) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        seen: list[pb.StreamResponse] = []
+        working = anyio.Event()
 
-            async def follow() -> None:
-                async for event in client.send_message(pb.SendMessageRequest(message=_message("hi"))):
-                    seen.append(event)
-                    if event.WhichOneof("payload") == "status_update":
-                        working.set()
+        async def follow() -> None:
+            async for event in client.send_message(pb.SendMessageRequest(message=_message("hi"))):
+                seen.append(event)
+                if event.WhichOneof("payload") == "status_update":
+                    working.set()
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(follow)
-                await working.wait()
-                task_id = seen[0].task.id
-                cancelled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
-                stored = await client.get_task(pb.GetTaskRequest(id=task_id))
-                tg.cancel_scope.cancel()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await working.wait()
+            task_id = seen[0].task.id
+            cancelled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+            stored = await client.get_task(pb.GetTaskRequest(id=task_id))
+            tg.cancel_scope.cancel()
     assert S.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
     message = json_format.MessageToDict(stored.status.message)
     assert S.Name(stored.status.state) == "TASK_STATE_CANCELED"
@@ -156,10 +172,12 @@ async def test_cancel_ends_the_task_canceled_with_the_last_context(binding):
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_a_failure_is_failed_with_the_error_masked(binding):
-    async with served(lambda url: a2a_app(graph_of(leaks), url=url)) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding)
-            events = await _events(client, _message("hi"))
+    async with (
+        served(lambda url: a2a_app(graph_of(leaks), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        events = await _events(client, _message("hi"))
     status = events[-1].status_update.status
     assert S.Name(status.state) == "TASK_STATE_FAILED"
     text = status.message.parts[0].text
@@ -169,32 +187,38 @@ async def test_a_failure_is_failed_with_the_error_masked(binding):
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_a_task_waiting_for_input_survives_a_server_restart(binding, tmp_path):
     path = tmp_path / "a2a.db"
-    async with SQLiteStore(path) as store:
-        async with served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url:
-            async with httpx.AsyncClient() as http:
-                client = await _client(http, url, binding)
-                update = (await _events(client, _message("boat")))[-1].status_update
+    async with (
+        SQLiteStore(path) as store,
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        update = (await _events(client, _message("boat")))[-1].status_update
     # A new process in all but name: a new store object over the file, a new app, a new port.
-    async with SQLiteStore(path) as store:
-        async with served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url:
-            async with httpx.AsyncClient() as http:
-                client = await _client(http, url, binding)
-                ids = {"task_id": update.task_id, "context_id": update.context_id}
-                events = await _events(client, _message("blue", **ids))
-                listed = await client.list_tasks(pb.ListTasksRequest(context_id=update.context_id))
+    async with (
+        SQLiteStore(path) as store,
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        events = await _events(client, _message("blue", **ids))
+        listed = await client.list_tasks(pb.ListTasksRequest(context_id=update.context_id))
     assert _states(events)[-2:] == ["artifact:boat in blue", "TASK_STATE_COMPLETED"]
     assert [t.id for t in listed.tasks] == [update.task_id]
 
 
 async def test_a_malformed_request_gets_the_protocols_error_object():
-    async with served(lambda url: a2a_app(graph_of(echo), url=url)) as url:
-        async with httpx.AsyncClient(headers={"A2A-Version": "1.0"}) as http:
-            parse = await http.post(url + "/", content=b'{"jsonrpc": "2.0", ')
-            shape = await http.post(
-                url + "/",
-                json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": 3}},
-            )
-            rest = await http.post(url + "/message:send", content=b"[1, 2")
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url)) as url,
+        httpx.AsyncClient(headers={"A2A-Version": "1.0"}) as http,
+    ):
+        parse = await http.post(url + "/", content=b'{"jsonrpc": "2.0", ')
+        shape = await http.post(
+            url + "/",
+            json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": 3}},
+        )
+        rest = await http.post(url + "/message:send", content=b"[1, 2")
     assert parse.json()["error"]["code"] == -32700 and parse.json()["id"] is None
     assert shape.json()["id"] == 7 and shape.json()["error"]["code"] in (-32600, -32602)
     assert rest.status_code == 400 and "error" in rest.json()
@@ -206,10 +230,9 @@ async def test_a_malformed_request_gets_the_protocols_error_object():
 async def test_an_oversized_message_is_refused_before_any_run(binding):
     store = MemoryStore()
     make = lambda url: a2a_app(graph_of(echo), url=url, store=store, max_message_bytes=200)  # noqa: E731
-    async with served(make) as url:
-        async with httpx.AsyncClient() as http:
-            client = await _client(http, url, binding)
-            with pytest.raises(Exception, match="this agent takes at most 200") as caught:
-                await _events(client, _message("x" * 500))
+    async with served(make) as url, httpx.AsyncClient() as http:
+        client = await _client(http, url, binding)
+        with pytest.raises(Exception, match="this agent takes at most 200") as caught:
+            await _events(client, _message("x" * 500))
     assert "Traceback" not in str(caught.value)
     assert store.run_ids == ()
