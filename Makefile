@@ -62,7 +62,7 @@ apt-update:
 	@if [ -n "$(APT_MISSING)" ] && [ "$$(id -u)" = 0 ]; then apt-get update -qq; fi
 
 # The npm packages the protocol tests drive (the official AG-UI client, the MCP reference
-# server, the MCP TypeScript SDK's client), pinned with their lock file in tests/js: `npm ci` when they are missing or the
+# server, the MCP TypeScript SDK's client, the A2A TypeScript SDK), pinned with their lock file in tests/js: `npm ci` when they are missing or the
 # lock file changed. Tests never fetch anything; without npm they skip outside CI.
 JS_STAMP := tests/js/node_modules/.installed
 

@@ -47,6 +47,8 @@ AgentGraphError
 │   │   ├── RateLimitError                  429 (not retryable when the quota is exhausted)
 │   │   └── ServerError                     5xx, 529
 │   ├── ResponseFormatError (ValueError)    a response that does not follow the wire format
+│   │   └── A2AFormatError                  a card or remote answer breaking A2A's schema (a2a)
+│   ├── RemoteTaskFailed                    a remote A2A agent's task did not complete (a2a)
 │   └── ProviderConfigError (ValueError)    a model string or client setup that cannot work
 ├── UnsupportedSetting (ValueError)         a setting the model cannot honour, under `policy="fail"`
 ├── UnsupportedType (TypeError)             a Python type with no JSON Schema / JSON form

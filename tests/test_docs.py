@@ -221,7 +221,7 @@ def test_public_names_are_honest():
     # Subpackages are attributes of the package once anything imported them; the
     # integrations (their extras) are imported only by their users and their tests.
     modules = {"checkpoint", "llm", "nodes", "rag", "structured", "tracing", "tools", "testing"}
-    modules |= {"evals", "guards", "mcp", "memory", "ray", "teams", "temporal", "web"}
+    modules |= {"a2a", "evals", "guards", "mcp", "memory", "ray", "teams", "temporal", "web"}
     assert public - modules - set(agentgraph.__all__) == set()
 
 

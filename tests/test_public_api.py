@@ -26,6 +26,7 @@ def public_modules() -> list[str]:
 def test_the_public_namespaces_are_the_architecture():
     assert public_modules() == [
         "agentgraph",
+        "agentgraph.a2a",
         "agentgraph.checkpoint",
         "agentgraph.evals",
         "agentgraph.guards",

@@ -1,0 +1,197 @@
+"""`GraphExecutor`: the A2A SDK's agent executor, running a graph as the task's run.
+
+The task id is the run id and the context id the thread, so a task's run is
+recorded in the checkpoint store under the id a client knows, and the turns
+of one A2A context are the turns of one thread. The task's states follow the
+run: working while it runs, input-required when a node asks a question (the
+client's next message on the task answers it and resumes the run), completed
+with the output as an artifact, canceled with the last completed context,
+failed with the masked error. Streamed model text goes out as artifact chunks
+as it arrives, a word behind so that a secret arriving in pieces is masked whole.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import anyio
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import a2a_pb2
+from google.protobuf import json_format
+
+from .._context import AgentContext
+from .._errors import GraphCancelled, Interrupted
+from .._events import ModelResponded, ModelStreamed
+from .._graph import Graph
+from .._journal import JournalSource
+from .._redact import Redactor
+from .._runner import NO_ANSWER, GraphRunner, RunHandle
+from ..checkpoint._threads import ThreadStore
+from ..tracing._records import plain
+from ._parts import (
+    PARTIAL,
+    QUESTION_KEY,
+    answer_of,
+    data_part,
+    graph_input,
+    output_parts,
+    question_parts,
+)
+
+__all__ = ("GraphExecutor",)
+
+_SPACE = re.compile(r"\s")
+_INTERRUPTED = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+class _Stream:
+    """One run's streamed model text, as chunks of one artifact per model call."""
+
+    def __init__(self, updater: TaskUpdater, redactor: Redactor) -> None:
+        self._updater = updater
+        self._redactor = redactor
+        self._texts: dict[int, tuple[str, str]] = {}  # step -> (received, sent)
+
+    async def __call__(self, event: Any) -> None:
+        if isinstance(event, ModelStreamed):
+            received, sent = self._texts.get(event.index, ("", ""))
+            received += event.text
+            masked = self._redactor.text(received, "text")
+            cut = max((m.start() for m in _SPACE.finditer(masked)), default=-1)
+            ready = masked[: cut + 1]
+            if len(ready) > len(sent) and ready.startswith(sent):
+                await self._send(event.index, ready[len(sent) :], sent != "", last=False)
+                sent = ready
+            self._texts[event.index] = (received, sent)
+        elif isinstance(event, ModelResponded) and event.index in self._texts:
+            received, sent = self._texts.pop(event.index)
+            masked = self._redactor.text(event.response.message.content or received, "text")
+            rest = masked[len(sent) :] if masked.startswith(sent) else ""
+            await self._send(event.index, rest, sent != "", last=True)
+
+    async def _send(self, index: int, text: str, append: bool, *, last: bool) -> None:
+        await self._updater.add_artifact(
+            [a2a_pb2.Part(text=text)],
+            artifact_id=f"stream-{index}",
+            name="streamed text",
+            metadata={PARTIAL: True},
+            append=append,
+            last_chunk=last,
+        )
+
+
+class GraphExecutor(AgentExecutor):
+    """Runs `graph` for the A2A tasks of one server (see the module's docstring)."""
+
+    def __init__(
+        self,
+        graph: Graph[Any, Any],
+        *,
+        runner: GraphRunner,
+        store: JournalSource | None,
+        redactor: Redactor,
+    ) -> None:
+        self.graph = graph
+        self.runner = runner
+        self.store = store
+        self.redactor = redactor
+        self._live: dict[str, tuple[RunHandle, anyio.Event]] = {}
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Start, resume or answer the task's run and follow it to where it stops."""
+        task_id, context_id = str(context.task_id), str(context.context_id)
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        current = context.current_task
+        message = context.message or a2a_pb2.Message()
+        if current is None:
+            submitted = a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED)
+            await event_queue.enqueue_event(
+                a2a_pb2.Task(id=task_id, context_id=context_id, status=submitted, history=[message])
+            )
+        answer: Any = NO_ANSWER
+        if current is not None and current.status.state == _INTERRUPTED:
+            kind = _question_kind(current)
+            try:
+                answer = answer_of(kind, message)
+            except ValueError as exc:
+                # Not an answer: the task keeps waiting, and says why.
+                text = self.redactor.text(f"{exc}; the question stands", "error")
+                parts = [a2a_pb2.Part(text=text)]
+                await updater.requires_input(
+                    updater.new_agent_message(parts, metadata={QUESTION_KEY: kind})
+                )
+                return
+        await updater.start_work()
+        handle, done = RunHandle(), anyio.Event()
+        self._live[task_id] = (handle, done)
+        runner = self.runner.evolve(sinks=(*self.runner.sinks, _Stream(updater, self.redactor)))
+        try:
+            await self._drive(runner, updater, current, message, answer, handle)
+        finally:
+            del self._live[task_id]
+            done.set()
+
+    async def _drive(
+        self,
+        runner: GraphRunner,
+        updater: TaskUpdater,
+        current: a2a_pb2.Task | None,
+        message: a2a_pb2.Message,
+        answer: Any,
+        handle: RunHandle,
+    ) -> None:
+        task_id = updater.task_id
+        try:
+            if current is None:
+                ctx = AgentContext(graph_input(self.graph.input_type, message))
+                thread = updater.context_id if isinstance(self.store, ThreadStore) else None
+                out = await runner.run(
+                    self.graph, ctx, handle=handle, store=self.store, run_id=task_id,
+                    thread_id=thread,
+                )  # fmt: skip
+            else:
+                if self.store is None:
+                    raise RuntimeError("this server has no checkpoint store to resume a task from")
+                out = await runner.resume(
+                    self.graph, task_id, self.store, answer=answer, handle=handle
+                )
+        except Interrupted as asked:
+            parts, kind = question_parts(asked.question, self.redactor)
+            await updater.requires_input(
+                updater.new_agent_message(parts, metadata={QUESTION_KEY: kind})
+            )
+        except GraphCancelled as cancelled:
+            await updater.cancel(updater.new_agent_message(self._last(cancelled)))
+        except Exception as error:
+            text = self.redactor.text(f"{type(error).__name__}: {error}", "error")
+            await updater.failed(updater.new_agent_message([a2a_pb2.Part(text=text)]))
+        else:
+            await updater.add_artifact(
+                output_parts(out.input, self.redactor), artifact_id="output", name="output"
+            )
+            await updater.complete()
+
+    def _last(self, cancelled: GraphCancelled) -> list[a2a_pb2.Part]:
+        """The canceled status: the step the run reached and its last completed context."""
+        ctx = cancelled.context
+        shown = self.redactor.record({"input": plain(ctx.input), "state": plain(dict(ctx.state))})
+        text = f"cancelled after step {cancelled.step}"
+        data = {"step": cancelled.step, "input": shown["input"], "state": shown["state"]}
+        return [a2a_pb2.Part(text=text), data_part(data)]
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the task's run through its handle, and wait until it said so."""
+        live = self._live.get(str(context.task_id))
+        if live is None:
+            return  # a task waiting for input has no run going: the SDK cancels it
+        handle, done = live
+        handle.cancel()
+        await done.wait()
+
+
+def _question_kind(task: a2a_pb2.Task) -> str:
+    meta = json_format.MessageToDict(task.status.message.metadata)
+    return str(meta.get(QUESTION_KEY, "input"))

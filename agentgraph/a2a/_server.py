@@ -1,0 +1,148 @@
+"""`a2a_app`: a graph served as an A2A agent, over JSON-RPC and HTTP+JSON.
+
+The SDK does the protocol: its routes parse requests and answer malformed
+ones with the protocol's error object, its request handler keeps tasks and
+streams their events. agentgraph gives it the executor (the graph's runs),
+the task store (the checkpoint store's, so tasks outlive the process) and a
+check that refuses a message too large, or not the graph's input, before
+any task or run begins. The SDK's server runs on asyncio only: the app
+refuses to start under trio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import sniffio
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    create_agent_card_routes,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.types import a2a_pb2
+from a2a.utils.errors import InvalidParamsError
+from starlette.applications import Starlette
+
+from .._errors import UsageError
+from .._graph import Graph
+from .._journal import JournalSource
+from .._node import Node
+from .._redact import Redactor
+from .._runner import GraphRunner, as_graph
+from ..checkpoint._store import CheckpointStore
+from ._card import Skill, agent_card
+from ._executor import GraphExecutor
+from ._parts import graph_input
+from ._tasks import CheckpointTaskStore
+
+__all__ = ("MAX_MESSAGE_BYTES", "a2a_app", "asyncio_only")
+
+MAX_MESSAGE_BYTES = 1_000_000
+"""The largest message a served graph takes by default (its protobuf size, in bytes)."""
+
+_MAX_ID = 128
+
+
+def asyncio_only(what: str) -> None:
+    """Refuse to go on under trio: the A2A SDK runs on asyncio only."""
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        library = None
+    if library != "asyncio":
+        raise UsageError(
+            f"{what} needs asyncio: the A2A SDK runs on asyncio only, not {library or 'no loop'}; "
+            "run this code under asyncio (anyio.run(..., backend='asyncio'))"
+        )
+
+
+class _Checked(DefaultRequestHandler):
+    """The SDK's handler, refusing what no run should start on."""
+
+    def __init__(self, *args: Any, limit: int, input_type: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._limit = limit
+        self._input_type = input_type
+
+    def _check(self, params: a2a_pb2.SendMessageRequest) -> None:
+        size = params.message.ByteSize()
+        if size > self._limit:
+            raise InvalidParamsError(
+                f"the message is {size} bytes; this agent takes at most {self._limit}"
+            )
+        for name, value in (("contextId", params.message.context_id),):
+            if len(value) > _MAX_ID or not value.isprintable():
+                raise InvalidParamsError(f"{name} is at most {_MAX_ID} printable characters")
+        if not params.message.task_id:  # a new task: the message is the graph's input
+            try:
+                graph_input(self._input_type, params.message)
+            except ValueError as exc:
+                raise InvalidParamsError(str(exc)) from None
+
+    async def on_message_send(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> Any:
+        self._check(params)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Any, None]:
+        self._check(params)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+@asynccontextmanager
+async def _lifespan(app: Starlette) -> AsyncIterator[None]:
+    asyncio_only("an A2A server")
+    yield
+
+
+def a2a_app(
+    graph: Node[Any, Any],
+    *,
+    url: str,
+    store: CheckpointStore | None = None,
+    runner: GraphRunner | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    version: str = "1.0.0",
+    skills: Sequence[Skill] = (),
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+) -> Starlette:
+    """An ASGI app serving `graph` as an A2A agent reachable at `url`.
+
+    It serves the Agent Card at `/.well-known/agent-card.json`, JSON-RPC at
+    `url` and HTTP+JSON under it (`/message:send`, `/tasks/{id}`, ...). Each
+    task is one run of the graph (its id is the run id) on the thread named by
+    the task's `contextId`. With a checkpoint `store`, tasks are kept in it
+    and a task waiting for input survives a restart of the server; without
+    one, tasks live in memory and a graph that asks a question cannot be
+    answered. Run it with any ASGI server on asyncio (uvicorn, say).
+    """
+    built: Graph[Any, Any] = as_graph(graph)
+    if max_message_bytes < 1:
+        raise UsageError(f"max_message_bytes must be at least 1, not {max_message_bytes}")
+    card = agent_card(
+        built, url=url, name=name, description=description, version=version, skills=skills
+    )
+    source: JournalSource | None = store if isinstance(store, JournalSource) else None
+    if store is not None and source is None:
+        raise UsageError("store must be a checkpoint store (agentgraph.checkpoint)")
+    executor = GraphExecutor(
+        built, runner=runner or GraphRunner(), store=source, redactor=Redactor()
+    )
+    tasks: TaskStore = CheckpointTaskStore(store) if store is not None else InMemoryTaskStore()
+    handler = _Checked(executor, tasks, card, limit=max_message_bytes, input_type=built.input_type)
+    routes = [
+        *create_agent_card_routes(card),
+        *create_jsonrpc_routes(handler, "/"),
+        *create_rest_routes(handler),
+    ]
+    return Starlette(routes=routes, lifespan=_lifespan)

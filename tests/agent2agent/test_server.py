@@ -1,0 +1,238 @@
+"""A graph served over A2A, driven by the official Python SDK's client over both bindings."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import pytest
+from a2a.client import ClientConfig, ClientFactory
+from a2a.types import a2a_pb2 as pb
+from google.protobuf import json_format
+
+from agentgraph.a2a import a2a_app
+from agentgraph.checkpoint import MemoryStore, SQLiteStore, read_thread
+
+from .serving import SECRET, asks, echo, graph_of, leaks, served, waits
+
+pytestmark = pytest.mark.anyio
+
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+S = pb.TaskState
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the A2A SDK's server and client run on asyncio only
+
+
+def _message(text: str, **ids: str) -> pb.Message:
+    return pb.Message(message_id=f"m-{text}", role=pb.ROLE_USER, parts=[pb.Part(text=text)], **ids)
+
+
+async def _client(http: httpx.AsyncClient, url: str, binding: str, *, streaming: bool = True):
+    config = ClientConfig(
+        httpx_client=http, supported_protocol_bindings=[binding], streaming=streaming
+    )
+    return await ClientFactory(config).create_from_url(url)
+
+
+async def _events(client, message: pb.Message) -> list[pb.StreamResponse]:
+    return [event async for event in client.send_message(pb.SendMessageRequest(message=message))]
+
+
+def _states(events: list[pb.StreamResponse]) -> list[str]:
+    out = []
+    for event in events:
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            out.append(S.Name(event.task.status.state))
+        elif kind == "status_update":
+            out.append(S.Name(event.status_update.status.state))
+        elif kind == "artifact_update":
+            out.append("artifact:" + event.artifact_update.artifact.parts[0].text)
+    return out
+
+
+async def test_the_card_names_the_graph_its_skill_bindings_and_streaming():
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url, description="Echoes.")) as url,
+        httpx.AsyncClient() as http,
+    ):
+        card = (await http.get(url + "/.well-known/agent-card.json")).json()
+    assert card["name"] == "paint" and card["description"] == "Echoes."
+    assert card["capabilities"] == {"streaming": True}
+    assert [
+        (i["url"], i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]
+    ] == [
+        (url, "JSONRPC", "1.0"),
+        (url, "HTTP+JSON", "1.0"),
+    ]
+    assert [(s["id"], s["name"]) for s in card["skills"]] == [("paint", "paint")]
+    assert card["defaultInputModes"] == ["text/plain"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_send_without_streaming_returns_the_completed_task(binding):
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        (event,) = await _events(client, _message("hi"))
+    task = event.task
+    assert S.Name(task.status.state) == "TASK_STATE_COMPLETED"
+    assert [(a.artifact_id, a.parts[0].text) for a in task.artifacts] == [("output", "echo: hi")]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_question_is_input_required_and_the_answer_resumes_the_run(binding):
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        first = await _events(client, _message("car"))
+        update = first[-1].status_update
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        second = await _events(client, _message("red", **ids))
+        done = await client.get_task(pb.GetTaskRequest(id=update.task_id))
+    assert _states(first) == [
+        "TASK_STATE_SUBMITTED",
+        "TASK_STATE_WORKING",
+        "TASK_STATE_INPUT_REQUIRED",
+    ]
+    assert update.status.message.parts[0].text == "which colour for car?"
+    assert _states(second) == ["TASK_STATE_WORKING", "artifact:car in red", "TASK_STATE_COMPLETED"]
+    assert S.Name(done.status.state) == "TASK_STATE_COMPLETED"
+    # The task is the run, and the context the thread.
+    log = await store.load(update.task_id)
+    assert log is not None and log.run.thread == update.context_id
+    thread = await read_thread(store, update.context_id)
+    assert thread.head == update.task_id
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_wrong_answer_to_an_approval_keeps_the_task_waiting(binding):
+    from agentgraph import AgentContext, Runtime, node
+    from agentgraph.llm import ToolCall
+
+    @node
+    async def approve(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        ok = await rt.interrupt(ToolCall("c1", "delete", {"path": "/tmp/x"}))
+        return ctx.with_input(f"approved={ok!r}")
+
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(graph_of(approve), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        first = await _events(client, _message("go"))
+        update = first[-1].status_update
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        wrong = await _events(client, _message("perhaps", **ids))
+        right = await _events(client, _message("no", **ids))
+    question = json_format.MessageToDict(update.status.message)
+    assert question["parts"][1]["data"]["tool"] == "delete"
+    assert _states(wrong)[-1] == "TASK_STATE_INPUT_REQUIRED"
+    assert "answer yes or no" in wrong[-1].status_update.status.message.parts[0].text
+    assert _states(right)[-2:] == ["artifact:approved=False", "TASK_STATE_COMPLETED"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_cancel_ends_the_task_canceled_with_the_last_context(binding):
+    async with (
+        served(lambda url: a2a_app(graph_of(echo, waits), url=url, store=MemoryStore())) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        seen: list[pb.StreamResponse] = []
+        working = anyio.Event()
+
+        async def follow() -> None:
+            async for event in client.send_message(pb.SendMessageRequest(message=_message("hi"))):
+                seen.append(event)
+                if event.WhichOneof("payload") == "status_update":
+                    working.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await working.wait()
+            task_id = seen[0].task.id
+            cancelled = await client.cancel_task(pb.CancelTaskRequest(id=task_id))
+            stored = await client.get_task(pb.GetTaskRequest(id=task_id))
+            tg.cancel_scope.cancel()
+    assert S.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
+    message = json_format.MessageToDict(stored.status.message)
+    assert S.Name(stored.status.state) == "TASK_STATE_CANCELED"
+    assert message["parts"][0]["text"] == "cancelled after step 1"
+    assert message["parts"][1]["data"]["input"] == "echo: hi"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_failure_is_failed_with_the_error_masked(binding):
+    async with (
+        served(lambda url: a2a_app(graph_of(leaks), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        events = await _events(client, _message("hi"))
+    status = events[-1].status_update.status
+    assert S.Name(status.state) == "TASK_STATE_FAILED"
+    text = status.message.parts[0].text
+    assert "ValueError" in text and SECRET not in text and SECRET[:12] not in text
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_task_waiting_for_input_survives_a_server_restart(binding, tmp_path):
+    path = tmp_path / "a2a.db"
+    async with (
+        SQLiteStore(path) as store,
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        update = (await _events(client, _message("boat")))[-1].status_update
+    # A new process in all but name: a new store object over the file, a new app, a new port.
+    async with (
+        SQLiteStore(path) as store,
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        ids = {"task_id": update.task_id, "context_id": update.context_id}
+        events = await _events(client, _message("blue", **ids))
+        listed = await client.list_tasks(pb.ListTasksRequest(context_id=update.context_id))
+    assert _states(events)[-2:] == ["artifact:boat in blue", "TASK_STATE_COMPLETED"]
+    assert [t.id for t in listed.tasks] == [update.task_id]
+
+
+async def test_a_malformed_request_gets_the_protocols_error_object():
+    async with (
+        served(lambda url: a2a_app(graph_of(echo), url=url)) as url,
+        httpx.AsyncClient(headers={"A2A-Version": "1.0"}) as http,
+    ):
+        parse = await http.post(url + "/", content=b'{"jsonrpc": "2.0", ')
+        shape = await http.post(
+            url + "/",
+            json={"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": 3}},
+        )
+        rest = await http.post(url + "/message:send", content=b"[1, 2")
+    assert parse.json()["error"]["code"] == -32700 and parse.json()["id"] is None
+    assert shape.json()["id"] == 7 and shape.json()["error"]["code"] in (-32600, -32602)
+    assert rest.status_code == 400 and "error" in rest.json()
+    for response in (parse, shape, rest):
+        assert "Traceback" not in response.text and 'File "' not in response.text
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_an_oversized_message_is_refused_before_any_run(binding):
+    store = MemoryStore()
+    make = lambda url: a2a_app(graph_of(echo), url=url, store=store, max_message_bytes=200)  # noqa: E731
+    async with served(make) as url, httpx.AsyncClient() as http:
+        client = await _client(http, url, binding)
+        with pytest.raises(Exception, match="this agent takes at most 200") as caught:
+            await _events(client, _message("x" * 500))
+    assert "Traceback" not in str(caught.value)
+    assert store.run_ids == ()
