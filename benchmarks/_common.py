@@ -73,6 +73,14 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
+def machine(load: float, *packages: str) -> str:
+    """A section's last line: the interpreter, `packages`' versions and the load at the start."""
+    return (
+        f"Machine: {python()}; {versions(*packages)}; 1-minute load average {load:.2f} at the "
+        "start (other work inflates every figure alike)."
+    )
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident set size in MiB."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -140,6 +148,15 @@ def case_parser(description: str, cases: Iterable[str]) -> argparse.ArgumentPars
         help="the Markdown file whose section to write (default: RESULTS.md beside this "
         "file, unless --quick)",
     )
+    return parser
+
+
+def section_parser(description: str, quick: str) -> argparse.ArgumentParser:
+    """The command line of a benchmark measured in its own process: `--quick` (its `quick`
+    help) and `--output`."""
+    parser = argparse.ArgumentParser(description=description.partition("\n")[0])
+    parser.add_argument("--quick", action="store_true", help=quick)
+    parser.add_argument("--output", type=Path, help="write the section here")
     return parser
 
 

@@ -16,21 +16,18 @@ Usage::
     python benchmarks/evals.py --quick   # fewer cases, prints only
 """
 
-import argparse
 import asyncio
-import re
 import statistics
-from pathlib import Path
 from time import thread_time
 from typing import Any
 
 import httpx
-from _common import load_average, publish, python, versions
+from _calculator import QUESTION, calculate, cases, reply
+from _common import load_average, machine, publish, section_parser
 
-from agentgraph import AgentContext, Event, GraphRunner, tool
+from agentgraph import AgentContext, Event, GraphRunner
 from agentgraph.evals import (
     Call,
-    Case,
     Contains,
     EqualsExpected,
     IsInstance,
@@ -45,27 +42,11 @@ from agentgraph.evals import (
     evaluate,
 )
 from agentgraph.evals._score import run_evaluator
-from agentgraph.llm import ChatRequest, Message, OpenAIModel, ToolCall
+from agentgraph.llm import Message, OpenAIModel, ToolCall
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 
 HEADING = "## Evaluations"
-QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-@tool
-def calculate(op: str, a: float, b: float) -> float:
-    """Add two numbers."""
-    return a + b
-
-
-def reply(request: ChatRequest) -> object:
-    last = request.messages[-1]
-    if last.role == "tool":
-        return f"The answer is {float(last.content or 'nan'):g}."
-    match = QUESTION.fullmatch(last.content or "")
-    assert match is not None
-    return ScriptedModel.tool_call("calculate", op="add", a=int(match[1]), b=int(match[2]))
 
 
 def respond(provider: str, record: Any) -> Message | str:
@@ -98,13 +79,6 @@ EVALUATORS: list[Any] = [
     MaxDuration(1.0),
     right_number,
 ]
-
-
-def cases(count: int) -> list[Case]:
-    return [
-        Case(f"c{i}", f"What is {i} + {i + 1}?", expected=f"The answer is {2 * i + 1}.")
-        for i in range(count)
-    ]
 
 
 async def per_case(count: int, rounds: int, model: Any) -> dict[str, float]:
@@ -223,17 +197,13 @@ def render(count: int, rounds: int) -> str:
         "the redaction of the output and reasons for the report, and the task group that "
         "bounds concurrency.",
         "",
-        f"Machine: {python()}; {versions('agentgraph', 'anyio', 'orjson')}; 1-minute load "
-        f"average {load:.2f} at the start (other work inflates every figure alike).",
+        machine(load, "agentgraph", "anyio", "orjson"),
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer cases; print only")
-    parser.add_argument("--output", type=Path, help="write the section here")
-    args = parser.parse_args(argv)
+    args = section_parser(__doc__, "fewer cases; print only").parse_args(argv)
     count, rounds = (20, 2) if args.quick else (200, 5)
     publish(render(count, rounds), output=args.output, quick=args.quick)
 

@@ -16,17 +16,15 @@ Usage::
     python benchmarks/evals_recorded.py --quick   # 300 runs, prints only
 """
 
-import argparse
 import asyncio
-import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import load_average, publish, python, versions
+from _calculator import calculate, cases, reply
+from _common import load_average, machine, publish, section_parser
 
-from agentgraph import tool
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
 from agentgraph.evals import (
     Case,
@@ -42,27 +40,10 @@ from agentgraph.evals import (
     score_runs,
     what_if,
 )
-from agentgraph.llm import ChatRequest
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
 
 HEADING = "## Evaluations of recorded runs"
-QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-@tool
-def calculate(op: str, a: float, b: float) -> float:
-    """Add two numbers."""
-    return a + b
-
-
-def reply(request: ChatRequest) -> object:
-    last = request.messages[-1]
-    if last.role == "tool":
-        return f"The answer is {float(last.content or 'nan'):g}."
-    match = QUESTION.fullmatch(last.content or "")
-    assert match is not None
-    return ScriptedModel.tool_call("calculate", op="add", a=int(match[1]), b=int(match[2]))
 
 
 EVALUATORS: list[Any] = [
@@ -78,13 +59,6 @@ EVALUATORS: list[Any] = [
 
 def agent(name: str) -> Any:
     return react_agent(ScriptedModel(reply, repeat=True, name=name), [calculate], max_turns=3)
-
-
-def cases(count: int) -> list[Case]:
-    return [
-        Case(f"c{i}", f"What is {i} + {i + 1}?", expected=f"The answer is {2 * i + 1}.")
-        for i in range(count)
-    ]
 
 
 async def record(store: Any, count: int) -> dict[str, Case]:
@@ -160,17 +134,13 @@ def render(count: int, forks: int) -> str:
         "so only the engine work shows; with a provider each saved call is a request's latency "
         "and tokens.",
         "",
-        f"Machine: {python()}; {versions('agentgraph', 'anyio', 'orjson')}; 1-minute load "
-        f"average {load:.2f} at the start (other work inflates every figure alike).",
+        machine(load, "agentgraph", "anyio", "orjson"),
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="300 runs; print only")
-    parser.add_argument("--output", type=Path, help="write the section here")
-    args = parser.parse_args(argv)
+    args = section_parser(__doc__, "300 runs; print only").parse_args(argv)
     count, forks = (300, 20) if args.quick else (10_000, 200)
     publish(render(count, forks), output=args.output, quick=args.quick)
 

@@ -15,7 +15,6 @@ Usage::
     python benchmarks/overheads.py --quick   # fewer repeats, prints only
 """
 
-import argparse
 import asyncio
 import os
 import statistics
@@ -28,7 +27,7 @@ from pathlib import Path
 from time import perf_counter, thread_time
 from typing import Any
 
-from _common import load_average, publish, python, versions
+from _common import load_average, machine, publish, section_parser
 from _engine_overhead_frameworks import agentgraph_chain
 
 from agentgraph import AgentContext, Event, GraphRunner, Message
@@ -222,17 +221,13 @@ def render(rounds: int, runs: int, repeats: int) -> str:
         + ". The runner, its events and policies load on first use: "
         f"`{RUNNING}` takes {imported['running_ms']:.1f} ms after the dependencies.",
         "",
-        f"Machine: {python()}; {versions('agentgraph', 'anyio', 'orjson')}; 1-minute load "
-        f"average {load:.2f} at the start (other work inflates every figure alike).",
+        machine(load, "agentgraph", "anyio", "orjson"),
     ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats; print only")
-    parser.add_argument("--output", type=Path, help="write the section here")
-    args = parser.parse_args(argv)
+    args = section_parser(__doc__, "fewer repeats; print only").parse_args(argv)
     rounds, runs, repeats = (5, 10, 3) if args.quick else (30, 20, 15)
     publish(render(rounds, runs, repeats), output=args.output, quick=args.quick)
 

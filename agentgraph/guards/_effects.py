@@ -31,7 +31,7 @@ from .._runtime import _GatedCall, _Replayed, _requested, _Watched
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from ._check import Round, ask, decide, settle, tripped
-from ._guard import Guard, Guards
+from ._guard import Guard, Guards, Stage
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
@@ -57,26 +57,22 @@ def _split(guards: Guards) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
     return before, tuple(g for g in guards.input if not g.rewrites)
 
 
-async def _before(rt: Runtime, guards: Sequence[Guard], request: ChatRequest, limit: float) -> Any:
-    if not guards:
-        return request
-    round = await ask(rt, "input", lambda: decide(guards, "input", request, limit))
-    await settle(rt, "input", round)
-    blocked = round.blocked
-    if blocked is not None:
-        raise tripped(rt, "input", blocked, request)
-    return round.value(request)
-
-
 async def output_checked(rt: Runtime, guards: Sequence[Guard], value: Any, limit: float) -> Any:
     """`value` (an answer) as the output guards leave it; raises when one blocks."""
+    return await _checked(rt, "output", guards, value, limit)
+
+
+async def _checked(
+    rt: Runtime, stage: Stage, guards: Sequence[Guard], value: Any, limit: float
+) -> Any:
+    """`value` as `guards` leave it, asked in turn (a request before its call, or an answer)."""
     if not guards:
         return value
-    round = await ask(rt, "output", lambda: decide(guards, "output", value, limit))
-    await settle(rt, "output", round)
+    round = await ask(rt, stage, lambda: decide(guards, stage, value, limit))
+    await settle(rt, stage, round)
     blocked = round.blocked
     if blocked is not None:
-        raise tripped(rt, "output", blocked, value)
+        raise tripped(rt, stage, blocked, value)
     return round.value(value)
 
 
@@ -197,7 +193,7 @@ async def _opened(
     for meter in rt.meters:
         meter.before(name)
     before, beside = _split(guards)
-    request = await _before(rt, before, request, guards.timeout)
+    request = await _checked(rt, "input", before, request, guards.timeout)
     if rt._run.emit is not None:
         await rt._run.emit(_requested(rt, model, name, request))
     return guards, name, request, beside

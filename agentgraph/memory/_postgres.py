@@ -23,21 +23,20 @@ it could not be tested here.
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio.to_thread
 import orjson
 
 from .._extras import pip_install
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
-from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
-from ._errors import MemoryBackendError, MemoryDataError
-from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
-from ._pushdown import NOTHING, VectorCache, Where, load, top
+from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
+from ._errors import MemoryDataError
+from ._items import Item, MemoryHit, Namespace, join_namespace
+from ._pushdown import NOTHING, Where, load, top
+from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
 if TYPE_CHECKING:
     import psycopg
@@ -75,7 +74,6 @@ CREATE TABLE IF NOT EXISTS memory_changes (
 );
 INSERT INTO memory_changes VALUES (0, 0) ON CONFLICT DO NOTHING;
 """
-_COLUMNS = "ns, key, value, text, version, created, updated, expires"
 _LIVE = "(expires IS NULL OR expires > %s)"
 _UNDER = "starts_with(ns, %s)"
 
@@ -88,7 +86,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresMemory(MemoryBase):
+class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
     """Items in PostgreSQL, shared by every process that opens the same schema.
 
     ```python
@@ -130,49 +128,63 @@ class PostgresMemory(MemoryBase):
         self.connect_timeout = connect_timeout
         where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
         self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
-        self._cache = VectorCache()
 
     def __repr__(self) -> str:
         return f"PostgresMemory({self._name!r})"
 
-    async def __aenter__(self) -> PostgresMemory:
-        return self
+    # -- the driver -----------------------------------------------------------------------
+    MARK = "%s"
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+    def _driver_error(self) -> type[Exception]:
+        error: type[Exception] = _psycopg().Error
+        return error
 
-    def close(self) -> None:
-        """Close the connection (blocks while a call runs; `aclose` from async code)."""
-        with self._lock:
-            self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    def _call(
+        self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], T]
+    ) -> T:
+        with conn.transaction():
+            return work(conn)
 
-    async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
+    def _broken(self, conn: psycopg.Connection[Any]) -> bool:
+        return conn.broken
 
-    # -- the connection -----------------------------------------------------------------
-    async def _run(self, action: str, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, action, work)
+    def _under(self, prefix: Namespace) -> tuple[str, list[Any]]:
+        return _UNDER, [join_namespace(prefix)]
 
-    def _locked(self, action: str, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        pg = _psycopg()
-        with self._lock:
-            if self._closed:
-                raise MemoryBackendError(repr(self), action, RuntimeError("the store is closed"))
-            try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                with self._conn.transaction():
-                    return work(self._conn)
-            except pg.Error as exc:
-                if self._conn is not None and self._conn.broken:
-                    self._conn = None  # the next call connects again
-                raise MemoryBackendError(repr(self), action, exc) from exc
+    def _put_row(
+        self,
+        conn: psycopg.Connection[Any],
+        ns: Namespace,
+        stored: str,
+        row: Row,
+        now: float,
+        expires: float | None,
+    ) -> Item:
+        # One statement: the version counts only live items, and concurrent puts of
+        # one key queue on its row lock rather than both reading the old version.
+        found = conn.execute(
+            "INSERT INTO memory_items AS m VALUES "
+            "(%s, %s, %s, %s, to_tsvector('simple', %s), %s, 1, %s, %s, %s) "
+            "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, text = excluded.text, "
+            "words = excluded.words, vector = excluded.vector, updated = excluded.updated, "
+            "expires = excluded.expires, "
+            "version = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.version + 1 "
+            "ELSE 1 END, "
+            "created = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.created "
+            "ELSE excluded.created END "
+            "RETURNING version, created",
+            (stored, row.key, row.raw, row.text, row.text, row.vector, now, now, expires, now, now),
+        ).fetchone()
+        assert found is not None, "an upsert returns its row"
+        return Item(ns, row.key, row.value, found[0], found[1], now, expires)
+
+    def _remove(
+        self, conn: psycopg.Connection[Any], stored: str, key: str
+    ) -> tuple[float | None] | None:
+        removed: tuple[float | None] | None = conn.execute(
+            "DELETE FROM memory_items WHERE ns = %s AND key = %s RETURNING expires", (stored, key)
+        ).fetchone()
+        return removed
 
     def _connect(self) -> psycopg.Connection[Any]:
         pg = _psycopg()
@@ -191,70 +203,7 @@ class PostgresMemory(MemoryBase):
             raise
         return conn
 
-    # -- the hooks ----------------------------------------------------------------------
-    async def _write(
-        self,
-        ns: Namespace,
-        rows: list[Row],
-        now: float,
-        expires: float | None,
-        effect: str | None,
-    ) -> list[Item]:
-        stored = join_namespace(ns)
-
-        def work(conn: psycopg.Connection[Any]) -> list[Item]:
-            done = _applied(conn, effect)
-            if done is not None:
-                result: list[Item] = effect_result(done, effect or "")
-                return result
-            items = [_put_row(conn, ns, stored, row, now, expires) for row in rows]
-            _changed(conn)
-            if effect is not None:
-                conn.execute(
-                    "INSERT INTO memory_effects VALUES (%s, %s, %s)",
-                    (effect, items_result(items), now),
-                )
-            return items
-
-        return await self._run("store items", work)
-
-    async def _prune(self, before: float) -> int:
-        def work(conn: psycopg.Connection[Any]) -> int:
-            return conn.execute("DELETE FROM memory_effects WHERE at < %s", (before,)).rowcount
-
-        return await self._run("prune effects", work)
-
-    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
-        def work(conn: psycopg.Connection[Any]) -> Item | None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memory_items WHERE ns = %s AND key = %s AND {_LIVE}",
-                (join_namespace(ns), key, now),
-            ).fetchone()
-            return None if row is None else _item(row)
-
-        return await self._run("read an item", work)
-
-    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
-        def work(conn: psycopg.Connection[Any]) -> bool:
-            done = _applied(conn, effect)
-            if done is not None:
-                return bool(effect_result(done, effect or ""))
-            found = conn.execute(
-                "DELETE FROM memory_items WHERE ns = %s AND key = %s RETURNING expires",
-                (join_namespace(ns), key),
-            ).fetchone()
-            there = found is not None and (found[0] is None or found[0] > now)
-            if found is not None:
-                _changed(conn)
-            if effect is not None:
-                conn.execute(
-                    "INSERT INTO memory_effects VALUES (%s, %s, %s)",
-                    (effect, b"true" if there else b"false", now),
-                )
-            return there
-
-        return await self._run("delete an item", work)
-
+    # -- the searches -------------------------------------------------------------------
     async def _scan(
         self,
         prefix: Namespace,
@@ -277,18 +226,18 @@ class PostgresMemory(MemoryBase):
             )
             params = [*params, *params, newest - 1]
 
-        plain = f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {_UNDER} AND {_LIVE}"
+        plain = f"SELECT {COLUMNS}, {vector} FROM memory_items WHERE {_UNDER} AND {_LIVE}"
 
         def work(conn: psycopg.Connection[Any]) -> list[Found]:
             try:
                 with conn.transaction():  # a savepoint: a failed query leaves the rest usable
                     rows = conn.execute(
-                        f"SELECT {_COLUMNS}, {vector} FROM memory_items WHERE {cond}", params
+                        f"SELECT {COLUMNS}, {vector} FROM memory_items WHERE {cond}", params
                     ).fetchall()
             except _psycopg().DataError:
                 # A damaged value: read every row, so the damage is named as such.
                 rows = conn.execute(plain, (join_namespace(prefix), now)).fetchall()
-            return [Found(_item(row), row[3], _bytes(row[8])) for row in rows]
+            return [Found(row_item(row), row[3], _bytes(row[8])) for row in rows]
 
         return await self._run("search items", work)
 
@@ -333,12 +282,12 @@ class PostgresMemory(MemoryBase):
             if not best:
                 return []
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memory_items WHERE (ns, key) IN "
+                f"SELECT {COLUMNS} FROM memory_items WHERE (ns, key) IN "
                 "(SELECT * FROM unnest(%s::text[], %s::text[]))",
                 ([ref[0] for ref, _ in best], [ref[1] for ref, _ in best]),
             ).fetchall()
             by_ref = {(row[0], row[1]): row for row in rows}
-            return [hit(Found(_item(by_ref[r]), by_ref[r][3]), score) for r, score in best]
+            return [hit(Found(row_item(by_ref[r]), by_ref[r][3]), score) for r, score in best]
 
         return await self._run("search items", work)
 
@@ -350,29 +299,14 @@ class PostgresMemory(MemoryBase):
 
         def work(conn: psycopg.Connection[Any]) -> list[Found]:
             rows = conn.execute(
-                f"SELECT {_COLUMNS}, ts_rank(words, q) FROM memory_items, "
+                f"SELECT {COLUMNS}, ts_rank(words, q) FROM memory_items, "
                 "to_tsquery('simple', %s) AS q "
                 f"WHERE words @@ q AND {_UNDER} AND {_LIVE}",
                 (query, join_namespace(prefix), now),
             ).fetchall()
-            return [Found(_item(row), row[3], None, float(row[8])) for row in rows]
+            return [Found(row_item(row), row[3], None, float(row[8])) for row in rows]
 
         return await self._run("search items", work)
-
-    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
-        def work(conn: psycopg.Connection[Any]) -> set[Namespace]:
-            rows = conn.execute(
-                f"SELECT DISTINCT ns FROM memory_items WHERE {_UNDER} AND {_LIVE}",
-                (join_namespace(prefix), now),
-            ).fetchall()
-            return {split_namespace(ns, "") for (ns,) in rows}
-
-        return await self._run("list namespaces", work)
-
-
-def _changed(conn: psycopg.Connection[Any]) -> None:
-    """Count a write, so every process's cached vectors know they are out of date."""
-    conn.execute("UPDATE memory_changes SET n = n + 1")
 
 
 def _equal(where: Where) -> tuple[str, list[Any]]:
@@ -389,52 +323,8 @@ def _equal(where: Where) -> tuple[str, list[Any]]:
 
 
 def _damaged(ref: tuple[str, str], why: str) -> MemoryDataError:
-    return MemoryDataError(tuple(ref[0].rstrip("\x1f").split("\x1f")), ref[1], why)
-
-
-def _applied(conn: psycopg.Connection[Any], effect: str | None) -> bytes | None:
-    if effect is None:
-        return None
-    # Two writers of one effect at once: the second's insert of it fails, rolling back its write.
-    row = conn.execute("SELECT result FROM memory_effects WHERE effect = %s", (effect,)).fetchone()
-    return None if row is None else bytes(row[0])
-
-
-def _put_row(
-    conn: psycopg.Connection[Any],
-    ns: Namespace,
-    stored: str,
-    row: Row,
-    now: float,
-    expires: float | None,
-) -> Item:
-    # One statement: the version counts only live items, and concurrent puts of
-    # one key queue on its row lock rather than both reading the old version.
-    found = conn.execute(
-        "INSERT INTO memory_items AS m VALUES "
-        "(%s, %s, %s, %s, to_tsvector('simple', %s), %s, 1, %s, %s, %s) "
-        "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, text = excluded.text, "
-        "words = excluded.words, vector = excluded.vector, updated = excluded.updated, "
-        "expires = excluded.expires, "
-        "version = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.version + 1 ELSE 1 END, "
-        "created = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.created "
-        "ELSE excluded.created END "
-        "RETURNING version, created",
-        (stored, row.key, row.raw, row.text, row.text, row.vector, now, now, expires, now, now),
-    ).fetchone()
-    assert found is not None, "an upsert returns its row"
-    return Item(ns, row.key, row.value, found[0], found[1], now, expires)
+    return damaged(ref[0], ref[1], why)
 
 
 def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
-
-
-def _item(row: Sequence[Any]) -> Item:
-    ns_text, key = row[0], row[1]
-    ns = split_namespace(ns_text, key)
-    value = decode_value(bytes(row[2]), ns, key)
-    version, created, updated, expires = row[4], row[5], row[6], row[7]
-    if not isinstance(version, int):
-        raise MemoryDataError(ns, key, "its version is not a number")
-    return Item(ns, key, value, version, created, updated, expires)

@@ -16,25 +16,22 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import anyio.to_thread
 import orjson
 
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
-from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row, effect_result, hit, items_result
-from ._errors import MemoryBackendError, MemoryDataError
-from ._items import Item, MemoryHit, Namespace, decode_value, join_namespace, split_namespace
-from ._pushdown import NOTHING, VectorCache, Where, load, top
+from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
+from ._errors import MemoryDataError
+from ._items import Item, MemoryHit, Namespace, join_namespace
+from ._pushdown import NOTHING, Where, load, top
+from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
 __all__ = ("SQLiteMemory",)
-
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memory_items (
@@ -62,7 +59,6 @@ CREATE TABLE IF NOT EXISTS memory_changes (
 );
 INSERT OR IGNORE INTO memory_changes VALUES (0, 0);
 """
-_COLUMNS = "ns, key, value, text, version, created, updated, expires"
 _LIVE = "(expires IS NULL OR expires > ?)"
 _BUSY = 30.0
 """Seconds a write waits for another process's transaction before failing."""
@@ -81,7 +77,7 @@ def _under(prefix: Namespace) -> tuple[str, list[Any]]:
     return "ns >= ? AND ns < ?", [low, low[:-1] + chr(ord(low[-1]) + 1)]
 
 
-class SQLiteMemory(MemoryBase):
+class SQLiteMemory(SQLMemory[sqlite3.Connection]):
     """Items in one SQLite file; several processes may use the same file at once.
 
     ```python
@@ -109,45 +105,68 @@ class SQLiteMemory(MemoryBase):
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise FileNotFoundError(f"the folder for the memory file {self.path} does not exist")
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._closed = False
-        self._cache = VectorCache()
 
     def __repr__(self) -> str:
         return f"SQLiteMemory({str(self.path)!r})"
 
-    async def __aenter__(self) -> SQLiteMemory:
-        return self
+    # -- the driver -----------------------------------------------------------------------
+    MARK = "?"
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
+    def _driver_error(self) -> type[Exception]:
+        return sqlite3.Error
 
-    def close(self) -> None:
-        """Close the connection (blocks while a call runs; `aclose` from async code)."""
-        with self._lock:
-            self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    def _writing(self, conn: sqlite3.Connection) -> _transaction:
+        return _write(conn)
 
-    async def aclose(self) -> None:
-        await anyio.to_thread.run_sync(self.close)
+    def _under(self, prefix: Namespace) -> tuple[str, list[Any]]:
+        return _under(prefix)
 
-    # -- the connection -----------------------------------------------------------------
-    async def _run(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, action, work)
+    def _put_row(
+        self,
+        conn: sqlite3.Connection,
+        ns: Namespace,
+        stored: str,
+        row: Row,
+        now: float,
+        expires: float | None,
+    ) -> Item:
+        old = conn.execute(
+            "SELECT rowid, version, created, expires FROM memory_items WHERE ns = ? AND key = ?",
+            (stored, row.key),
+        ).fetchone()
+        if old is not None and (old[3] is None or old[3] > now):
+            version, created = old[1] + 1, old[2]
+        else:
+            version, created = 1, now
+        values = (row.raw, row.text, row.vector, version, created, now, expires)
+        if old is None:
+            rowid = conn.execute(
+                "INSERT INTO memory_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (stored, row.key, *values),
+            ).lastrowid
+        else:
+            rowid = old[0]
+            conn.execute(
+                "UPDATE memory_items SET value = ?, text = ?, vector = ?, version = ?, "
+                "created = ?, updated = ?, expires = ? WHERE rowid = ?",
+                (*values, rowid),
+            )
+            conn.execute("DELETE FROM memory_words WHERE rowid = ?", (rowid,))
+        if row.text:
+            conn.execute("INSERT INTO memory_words (rowid, text) VALUES (?, ?)", (rowid, row.text))
+        return Item(ns, row.key, row.value, version, created, now, expires)
 
-    def _locked(self, action: str, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            if self._closed:
-                raise MemoryBackendError(repr(self), action, RuntimeError("the store is closed"))
-            try:
-                if self._conn is None:
-                    self._conn = self._connect()
-                return work(self._conn)
-            except sqlite3.Error as exc:
-                raise MemoryBackendError(repr(self), action, exc) from exc
+    def _remove(
+        self, conn: sqlite3.Connection, stored: str, key: str
+    ) -> tuple[float | None] | None:
+        found = conn.execute(
+            "SELECT rowid, expires FROM memory_items WHERE ns = ? AND key = ?", (stored, key)
+        ).fetchone()
+        if found is None:
+            return None
+        conn.execute("DELETE FROM memory_items WHERE rowid = ?", (found[0],))
+        conn.execute("DELETE FROM memory_words WHERE rowid = ?", (found[0],))
+        return (found[1],)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -165,75 +184,7 @@ class SQLiteMemory(MemoryBase):
             raise
         return conn
 
-    # -- the hooks ----------------------------------------------------------------------
-    async def _write(
-        self,
-        ns: Namespace,
-        rows: list[Row],
-        now: float,
-        expires: float | None,
-        effect: str | None,
-    ) -> list[Item]:
-        stored = join_namespace(ns)
-
-        def work(conn: sqlite3.Connection) -> list[Item]:
-            with _write(conn):
-                done = _applied(conn, effect)
-                if done is not None:
-                    result: list[Item] = effect_result(done, effect or "")
-                    return result
-                items = [_put_row(conn, ns, stored, row, now, expires) for row in rows]
-                _changed(conn)
-                if effect is not None:
-                    conn.execute(
-                        "INSERT INTO memory_effects VALUES (?, ?, ?)",
-                        (effect, items_result(items), now),
-                    )
-                return items
-
-        return await self._run("store items", work)
-
-    async def _prune(self, before: float) -> int:
-        def work(conn: sqlite3.Connection) -> int:
-            with _write(conn):
-                return conn.execute("DELETE FROM memory_effects WHERE at < ?", (before,)).rowcount
-
-        return await self._run("prune effects", work)
-
-    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
-        def work(conn: sqlite3.Connection) -> Item | None:
-            row = conn.execute(
-                f"SELECT {_COLUMNS} FROM memory_items WHERE ns = ? AND key = ? AND {_LIVE}",
-                (join_namespace(ns), key, now),
-            ).fetchone()
-            return None if row is None else _item(row)
-
-        return await self._run("read an item", work)
-
-    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
-        def work(conn: sqlite3.Connection) -> bool:
-            with _write(conn):
-                done = _applied(conn, effect)
-                if done is not None:
-                    return bool(effect_result(done, effect or ""))
-                found = conn.execute(
-                    "SELECT rowid, expires FROM memory_items WHERE ns = ? AND key = ?",
-                    (join_namespace(ns), key),
-                ).fetchone()
-                there = found is not None and (found[1] is None or found[1] > now)
-                if found is not None:
-                    conn.execute("DELETE FROM memory_items WHERE rowid = ?", (found[0],))
-                    conn.execute("DELETE FROM memory_words WHERE rowid = ?", (found[0],))
-                    _changed(conn)
-                if effect is not None:
-                    conn.execute(
-                        "INSERT INTO memory_effects VALUES (?, ?, ?)",
-                        (effect, b"true" if there else b"false", now),
-                    )
-                return there
-
-        return await self._run("delete an item", work)
-
+    # -- the searches -------------------------------------------------------------------
     async def _scan(
         self,
         prefix: Namespace,
@@ -247,7 +198,7 @@ class SQLiteMemory(MemoryBase):
         equal, values = _equal(where)
         cond = f"{under} AND {_LIVE}{equal}"
         pushed = [*params, now, *values]
-        select = f"SELECT {_COLUMNS}, {'vector' if vectors else 'NULL'} FROM memory_items"
+        select = f"SELECT {COLUMNS}, {'vector' if vectors else 'NULL'} FROM memory_items"
 
         def work(conn: sqlite3.Connection) -> list[Found]:
             with _read(conn):
@@ -263,7 +214,7 @@ class SQLiteMemory(MemoryBase):
                     rows = conn.execute(
                         f"{select} WHERE {under} AND {_LIVE}", [*params, now]
                     ).fetchall()
-            return [Found(_item(row), row[3], row[8]) for row in rows]
+            return [Found(row_item(row), row[3], row[8]) for row in rows]
 
         return await self._run("search items", work)
 
@@ -309,18 +260,18 @@ class SQLiteMemory(MemoryBase):
                     return []
                 marks = ", ".join("?" * len(best))
                 rows = conn.execute(
-                    f"SELECT {_COLUMNS}, rowid FROM memory_items WHERE rowid IN ({marks})",
+                    f"SELECT {COLUMNS}, rowid FROM memory_items WHERE rowid IN ({marks})",
                     [rowid for rowid, _ in best],
                 ).fetchall()
             by_id = {row[8]: row for row in rows}
-            return [hit(Found(_item(by_id[r]), by_id[r][3]), score) for r, score in best]
+            return [hit(Found(row_item(by_id[r]), by_id[r][3]), score) for r, score in best]
 
         return await self._run("search items", work)
 
     async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
         where, params = _under(prefix)
         match = " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
-        columns = ", ".join(f"i.{c.strip()}" for c in _COLUMNS.split(","))
+        columns = ", ".join(f"i.{c.strip()}" for c in COLUMNS.split(","))
 
         def work(conn: sqlite3.Connection) -> list[Found]:
             rows = conn.execute(
@@ -331,46 +282,33 @@ class SQLiteMemory(MemoryBase):
                 (match, *params, now),
             ).fetchall()
             # bm25 is lower for better matches: negated, higher is better as everywhere else.
-            return [Found(_item(row), row[3], None, -float(row[8])) for row in rows]
+            return [Found(row_item(row), row[3], None, -float(row[8])) for row in rows]
 
         return await self._run("search items", work)
 
-    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
-        where, params = _under(prefix)
 
-        def work(conn: sqlite3.Connection) -> set[Namespace]:
-            rows = conn.execute(
-                f"SELECT DISTINCT ns FROM memory_items WHERE {where} AND {_LIVE}", (*params, now)
-            ).fetchall()
-            return {split_namespace(ns, "") for (ns,) in rows}
+class _transaction:
+    """`with _transaction(conn, begin):` one transaction: committed, or rolled back on error."""
 
-        return await self._run("list namespaces", work)
-
-
-class _write:
-    """`with _write(conn):` one IMMEDIATE transaction: committed, or rolled back on error."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, begin: str) -> None:
         self.conn = conn
+        self.begin = begin
 
     def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.conn.execute(self.begin)
 
     def __exit__(self, kind: object, error: object, tb: object) -> None:
         self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
 
 
-class _read:
-    """`with _read(conn):` one read transaction, so that every statement sees one snapshot."""
+def _write(conn: sqlite3.Connection) -> _transaction:
+    """One IMMEDIATE transaction: writers take turns from its start, not at commit."""
+    return _transaction(conn, "BEGIN IMMEDIATE")
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
 
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN")
-
-    def __exit__(self, kind: object, error: object, tb: object) -> None:
-        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")
+def _read(conn: sqlite3.Connection) -> _transaction:
+    """One read transaction, so that every statement sees one snapshot."""
+    return _transaction(conn, "BEGIN")
 
 
 def _newest(
@@ -394,11 +332,6 @@ def _newest(
 
 def _bad_json(error: sqlite3.OperationalError) -> bool:
     return "JSON" in str(error)
-
-
-def _changed(conn: sqlite3.Connection) -> None:
-    """Count a write, so every process's cached vectors know they are out of date."""
-    conn.execute("UPDATE memory_changes SET n = n + 1")
 
 
 def _equal(where: Where) -> tuple[str, list[Any]]:
@@ -427,63 +360,4 @@ def _equal(where: Where) -> tuple[str, list[Any]]:
 def _damaged(conn: sqlite3.Connection, rowid: int, why: str) -> MemoryDataError:
     found = conn.execute("SELECT ns, key FROM memory_items WHERE rowid = ?", (rowid,)).fetchone()
     ns, key = found if found is not None else ("?", "?")
-    return MemoryDataError(tuple(str(ns).rstrip("\x1f").split("\x1f")), str(key), why)
-
-
-def _applied(conn: sqlite3.Connection, effect: str | None) -> bytes | None:
-    if effect is None:
-        return None
-    found = conn.execute("SELECT result FROM memory_effects WHERE effect = ?", (effect,))
-    row = found.fetchone()
-    return None if row is None else bytes(row[0])
-
-
-def _put_row(
-    conn: sqlite3.Connection,
-    ns: Namespace,
-    stored: str,
-    row: Row,
-    now: float,
-    expires: float | None,
-) -> Item:
-    old = conn.execute(
-        "SELECT rowid, version, created, expires FROM memory_items WHERE ns = ? AND key = ?",
-        (stored, row.key),
-    ).fetchone()
-    if old is not None and (old[3] is None or old[3] > now):
-        version, created = old[1] + 1, old[2]
-    else:
-        version, created = 1, now
-    values = (row.raw, row.text, row.vector, version, created, now, expires)
-    if old is None:
-        rowid = conn.execute(
-            "INSERT INTO memory_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (stored, row.key, *values),
-        ).lastrowid
-    else:
-        rowid = old[0]
-        conn.execute(
-            "UPDATE memory_items SET value = ?, text = ?, vector = ?, version = ?, created = ?, "
-            "updated = ?, expires = ? WHERE rowid = ?",
-            (*values, rowid),
-        )
-        conn.execute("DELETE FROM memory_words WHERE rowid = ?", (rowid,))
-    if row.text:
-        conn.execute("INSERT INTO memory_words (rowid, text) VALUES (?, ?)", (rowid, row.text))
-    return Item(ns, row.key, row.value, version, created, now, expires)
-
-
-def _item(row: Sequence[Any]) -> Item:
-    ns_text, key = row[0], row[1]
-    if not isinstance(key, str) or not isinstance(ns_text, str):
-        raise MemoryDataError(str(ns_text), str(key), "its namespace or key is not text")
-    ns = split_namespace(ns_text, key)
-    value = decode_value(row[2], ns, key)
-    version, created, updated, expires = row[4], row[5], row[6], row[7]
-    if not isinstance(version, int) or not isinstance(created, float | int):
-        raise MemoryDataError(ns, key, "its version or timestamps are not numbers")
-    if not isinstance(updated, float | int) or not (
-        expires is None or isinstance(expires, float | int)
-    ):
-        raise MemoryDataError(ns, key, "its timestamps are not numbers")
-    return Item(ns, key, value, version, float(created), float(updated), expires)
+    return damaged(str(ns), str(key), why)

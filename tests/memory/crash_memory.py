@@ -6,29 +6,11 @@ with `--kill` the process SIGKILLs itself the moment the memory store has
 committed the write, so the checkpoint store never records it.
 """
 
-import argparse
-import os
-import signal
-import time
-
-import anyio
-
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, RunBusy, Runtime, node
-from agentgraph.checkpoint import SQLiteStore
-from agentgraph.memory import SQLiteMemory
+from agentgraph import AgentContext, GraphBuilder, Runtime, node
+from tests.memory.crash import crash_run
 
 USER = ("user", "42")
 RUN_ID = "visit"
-
-
-class KillAfterPut(SQLiteMemory):
-    """Dies, as a process does, right after a put committed."""
-
-    async def put_many(self, *args, **kwargs):
-        items = await super().put_many(*args, **kwargs)
-        print("written", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-        return items
 
 
 def build(memory):
@@ -49,28 +31,6 @@ def build(memory):
     return g.build()
 
 
-async def main(args):
-    memory = (KillAfterPut if args.kill else SQLiteMemory)(args.memory)
-    async with SQLiteStore(args.runs, lease_term=0.3) as store:
-        runner = GraphRunner()
-        graph = build(memory)
-        if args.resume:
-            while True:  # the killed runner's lease lapses soon
-                try:
-                    out = await runner.resume(graph, RUN_ID, store)
-                    break
-                except RunBusy as busy:
-                    await anyio.sleep(max(0.01, busy.expires - time.time()))
-        else:
-            out = await runner.run(graph, AgentContext(0), store=store, run_id=RUN_ID)
-    memory.close()
-    print("version", out.input, flush=True)
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("runs")
-    parser.add_argument("memory")
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--kill", action="store_true")
-    anyio.run(main, parser.parse_args())
+    out = crash_run(build, AgentContext(0), RUN_ID)
+    print("version", out.input, flush=True)

@@ -7,32 +7,15 @@ process SIGKILLs itself the moment the memory store has committed the first
 the run makes the calls again; each store write carries the call's effect id.
 """
 
-import argparse
-import os
-import signal
-import time
-
-import anyio
-
-from agentgraph import AgentContext, GraphRunner, RunBusy, ToolCall
-from agentgraph.checkpoint import SQLiteStore
-from agentgraph.memory import SQLiteMemory, memory_tools
+from agentgraph import AgentContext, ToolCall
+from agentgraph.memory import memory_tools
 from agentgraph.memory._tools import fact_key
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
+from tests.memory.crash import crash_run
 
 RUN_ID = "remember"
 FACTS = ("Alice is vegetarian.", "Alice loves spicy food.")
-
-
-class KillAfterPut(SQLiteMemory):
-    """Dies, as a process does, right after a put committed."""
-
-    async def put_many(self, *args, **kwargs):
-        items = await super().put_many(*args, **kwargs)
-        print("written", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-        return items
 
 
 def reply(request):
@@ -54,32 +37,9 @@ def agent(memory):
     return react_agent(model, tools)
 
 
-async def main(args):
-    memory = (KillAfterPut if args.kill else SQLiteMemory)(args.memory)
-    graph = agent(memory)
-    async with SQLiteStore(args.runs, lease_term=0.3) as store:
-        runner = GraphRunner()
-        if args.resume:
-            while True:  # the killed runner's lease lapses soon
-                try:
-                    out = await runner.resume(graph, RUN_ID, store)
-                    break
-                except RunBusy as busy:
-                    await anyio.sleep(max(0.01, busy.expires - time.time()))
-        else:
-            ctx = AgentContext("Remember these", state={"user_id": "alice"})
-            out = await runner.run(graph, ctx, store=store, run_id=RUN_ID)
-    memory.close()
+if __name__ == "__main__":
+    out = crash_run(agent, AgentContext("Remember these", state={"user_id": "alice"}), RUN_ID)
     for message in out.history:
         if message.role == "tool":
             print("tool", message.content, flush=True)
     print("answer", out.input, flush=True)
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("runs")
-    parser.add_argument("memory")
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--kill", action="store_true")
-    anyio.run(main, parser.parse_args())

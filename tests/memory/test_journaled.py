@@ -1,9 +1,7 @@
 """Memory through the run's journal: no double write on resume, no write on replay, forks."""
 
-import signal
 import sqlite3
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -12,10 +10,10 @@ from agentgraph import AgentContext, GraphBuilder, GraphRunner, ReplayDiverged, 
 from agentgraph.checkpoint import MemoryStore, fork
 from agentgraph.memory import InMemoryMemory, journaled
 from tests.checkpoint.support import Crash
+from tests.memory.crash import ROOT, kill_after_write, resume_after_kill
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
 USER = ("user", "42")
 
 
@@ -151,13 +149,8 @@ async def test_a_write_the_journal_never_recorded_is_not_applied_twice():
 
 async def test_sigkill_between_the_write_and_the_journal_then_resume(tmp_path):
     runs, mem = tmp_path / "runs.db", tmp_path / "memory.db"
-    command = [sys.executable, "-m", "tests.memory.crash_memory", str(runs), str(mem)]
-    killed = await anyio.run_process([*command, "--kill"], cwd=ROOT, check=False)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
-    assert killed.stdout.decode().split() == ["written"]
-    resumed = await anyio.run_process([*command, "--resume"], cwd=ROOT, check=False)
-    assert resumed.returncode == 0, resumed.stderr.decode()
-    assert resumed.stdout.decode().split() == ["version", "1"]
+    await kill_after_write("crash_memory", runs, mem)
+    assert (await resume_after_kill("crash_memory", runs, mem)).split() == ["version", "1"]
     with sqlite3.connect(mem) as conn:
         rows = conn.execute("SELECT value, version FROM memory_items").fetchall()
         effects = conn.execute("SELECT count(*) FROM memory_effects").fetchone()[0]

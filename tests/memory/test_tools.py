@@ -1,22 +1,17 @@
 """The memory tools stay in the namespace the graph fixes; the example runs offline."""
 
 import runpy
-import signal
 import sqlite3
-import sys
-from pathlib import Path
 
-import anyio
 import pytest
 
 from agentgraph import AgentContext, ToolCall
 from agentgraph.memory import InMemoryMemory, memory_tools
 from agentgraph.memory._tools import fact_key
 from agentgraph.tools import execute_calls
+from tests.memory.crash import ROOT, kill_after_write, resume_after_kill
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def mine(ctx):
@@ -90,15 +85,10 @@ def test_the_memory_agent_example_runs_offline(capsys, tmp_path, monkeypatch):
 async def test_sigkill_inside_remember_then_resume_writes_once(tmp_path):
     """The store committed `remember`, the journal never heard: the resumed call is applied once."""
     runs, mem = tmp_path / "runs.db", tmp_path / "memory.db"
-    command = [sys.executable, "-m", "tests.memory.crash_tools", str(runs), str(mem)]
-    killed = await anyio.run_process([*command, "--kill"], cwd=ROOT, check=False)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
-    assert killed.stdout.decode().split() == ["written"]
+    await kill_after_write("crash_tools", runs, mem)
     with sqlite3.connect(mem) as conn:
         assert conn.execute("SELECT count(*) FROM memory_items").fetchone()[0] == 1
-    resumed = await anyio.run_process([*command, "--resume"], cwd=ROOT, check=False)
-    assert resumed.returncode == 0, resumed.stderr.decode()  # no ResumeError
-    out = resumed.stdout.decode().splitlines()
+    out = (await resume_after_kill("crash_tools", runs, mem)).splitlines()
     gone = fact_key("Alice eats meat.")
     assert out == [
         f"tool remembered ({fact_key('Alice is vegetarian.')})",

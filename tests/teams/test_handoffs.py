@@ -192,13 +192,18 @@ async def test_two_handoffs_in_one_turn_the_first_wins_and_both_are_answered():
     assert conversation_problem(out.history[:-1]) is None
 
 
-async def test_a_loop_of_handoffs_is_named_in_the_error():
+def ping_pong(max_handoffs):
+    """Two agents that hand the conversation to each other, never answering."""
     ping = ScriptedModel(transfer("transfer_to_pong"), repeat=True)
     pong = ScriptedModel(transfer("transfer_to_ping"), repeat=True)
-    team = swarm(
+    return swarm(
         [Agent("ping", ping, handoffs=["pong"]), Agent("pong", pong, handoffs=["ping"])],
-        max_handoffs=3,
+        max_handoffs=max_handoffs,
     )
+
+
+async def test_a_loop_of_handoffs_is_named_in_the_error():
+    team = ping_pong(max_handoffs=3)
     with pytest.raises(HandoffLoop, match="ping -> pong -> ping -> pong -> ping") as info:
         await GraphRunner().run(team, AgentContext("go"))
     assert isinstance(info.value, StepLimitExceeded)
@@ -207,12 +212,7 @@ async def test_a_loop_of_handoffs_is_named_in_the_error():
 
 
 async def test_without_a_team_limit_the_run_s_step_cap_stops_the_loop():
-    ping = ScriptedModel(transfer("transfer_to_pong"), repeat=True)
-    pong = ScriptedModel(transfer("transfer_to_ping"), repeat=True)
-    team = swarm(
-        [Agent("ping", ping, handoffs=["pong"]), Agent("pong", pong, handoffs=["ping"])],
-        max_handoffs=10_000,
-    )
+    team = ping_pong(max_handoffs=10_000)
     with pytest.raises(StepLimitExceeded) as info:
         await GraphRunner(max_steps=40).run(team, AgentContext("go"))
     assert len(info.value.context.state["team"]["chain"]) > 5

@@ -1,0 +1,86 @@
+"""What the crash scripts share: a memory store that dies after a put, and the run or resume.
+
+A script builds its graph around a `SQLiteMemory` and hands it to `crash_run`,
+which reads `RUNS_DB MEMORY_DB [--resume] [--kill]`: with `--kill` the store
+SIGKILLs the process the moment it has committed a put, so the checkpoint
+store never records the write; with `--resume` the run is resumed once the
+killed runner's lease lapses. The tests run a script through `kill_after_write`
+and `resume_after_kill`.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+from agentgraph import GraphRunner, RunBusy
+from agentgraph.checkpoint import SQLiteStore
+from agentgraph.memory import SQLiteMemory
+
+
+class KillAfterPut(SQLiteMemory):
+    """Dies, as a process does, right after a put committed."""
+
+    async def put_many(self, *args, **kwargs):
+        items = await super().put_many(*args, **kwargs)
+        print("written", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        return items
+
+
+def crash_run(build, ctx, run_id):
+    """Run `build(memory)` on `ctx` as `run_id` (or resume it), as the command line says;
+    the run's output context."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs")
+    parser.add_argument("memory")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--kill", action="store_true")
+    return anyio.run(_run, build, ctx, run_id, parser.parse_args())
+
+
+async def _run(build, ctx, run_id, args):
+    memory = (KillAfterPut if args.kill else SQLiteMemory)(args.memory)
+    graph = build(memory)
+    async with SQLiteStore(args.runs, lease_term=0.3) as store:
+        runner = GraphRunner()
+        if args.resume:
+            while True:  # the killed runner's lease lapses soon
+                try:
+                    out = await runner.resume(graph, run_id, store)
+                    break
+                except RunBusy as busy:
+                    await anyio.sleep(max(0.01, busy.expires - time.time()))
+        else:
+            out = await runner.run(graph, ctx, store=store, run_id=run_id)
+    memory.close()
+    return out
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def kill_after_write(script, runs, memory):
+    """Run `tests.memory.<script>` with `--kill`: it must die by SIGKILL right after its write."""
+    killed = await anyio.run_process(
+        [*_command(script, runs, memory), "--kill"], cwd=ROOT, check=False
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    assert killed.stdout.decode().split() == ["written"]
+
+
+async def resume_after_kill(script, runs, memory):
+    """Run `tests.memory.<script>` with `--resume`; what it printed."""
+    resumed = await anyio.run_process(
+        [*_command(script, runs, memory), "--resume"], cwd=ROOT, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()  # no ResumeError
+    return resumed.stdout.decode()
+
+
+def _command(script, runs, memory):
+    return [sys.executable, "-m", f"tests.memory.{script}", str(runs), str(memory)]
