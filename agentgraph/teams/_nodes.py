@@ -8,7 +8,7 @@ other graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,7 +25,16 @@ from ._handoff import Agent, Handoff, HandoffView, Summary, conversation_problem
 if TYPE_CHECKING:
     from .._runner import Runtime
 
-__all__ = ("STATE", "Begin", "Switch", "TeamTools", "handoff_spec", "team_state", "turn_agent")
+__all__ = (
+    "STATE",
+    "Begin",
+    "Route",
+    "Switch",
+    "TeamTools",
+    "handoff_spec",
+    "team_state",
+    "turn_agent",
+)
 
 STATE = "team"
 """The key of the team's bookkeeping in `ctx.state`."""
@@ -73,7 +82,7 @@ def turn_agent(node: Node[Any, Any], path: Sequence[str], ctx: AgentContext[Any]
         return None
     if len(path) != len(where) + 1 or any(a != b for a, b in zip(path, where, strict=False)):
         return None
-    if isinstance(node, Switch) or path[-1] in (agent, f"{agent}_tools", f"{agent}_last"):
+    if isinstance(node, Switch | Route) or path[-1] in (agent, f"{agent}_tools", f"{agent}_last"):
         return agent
     return None
 
@@ -185,6 +194,38 @@ class TeamTools(Node[Message, Message]):
         went = self.handoffs[chosen.name].to
         text = f"not transferred: the conversation went to {went}, one handoff per turn"
         return Message.tool(call.id, text, name=call.name, is_error=True)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Route(Node[Message, Message]):
+    """An agent's answer meets the team's router, which may name the agent to go on.
+
+    A name becomes a handoff the `handoff` step makes: the answer is withdrawn
+    from the conversation (a trailing answer would be read as the start of
+    the next agent's) and its text is the handoff's task. None lets the answer
+    stand: it ends the run, or goes back to a caller waiting for it.
+    """
+
+    router: Callable[[AgentContext[Message]], str | None]
+
+    async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
+        chosen = self.router(ctx)
+        if chosen is None:
+            return ctx
+        source = team_state(ctx)["agent"]
+        if not isinstance(chosen, str):
+            problem = f"the router returned a {type(chosen).__name__}, not an agent's name or None"
+            raise HandoffError(
+                problem,
+                source=source,
+                target=repr(chosen)[:60],
+                context=ctx,
+                step=rt.step,
+                path=rt.path,
+            )
+        task = ctx.input.content if isinstance(ctx.input, Message) else None
+        pending = {"to": chosen, "call": None, "tool": None, "task": task or None}
+        return _with_state(ctx, handoff=pending)
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
