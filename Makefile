@@ -52,6 +52,7 @@ test-long: $(STAMP)
 	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
+	AGENTGRAPH_TEAM_CASES=5000 $(BIN)/python -m pytest -q tests/teams/test_invariants.py
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.

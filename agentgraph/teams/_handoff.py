@@ -93,7 +93,9 @@ class Handoff:
     The agent is offered a tool `transfer_to_<to>` (with an optional `task`
     argument). With `returns=True` the receiving agent hands back when it
     answers: the caller's conversation resumes with that answer as the
-    result of its `transfer_to_<to>` call (a sub-task).
+    result of its `transfer_to_<to>` call (a sub-task). Until then the
+    caller waits: a handoff to it is answered with an error, so only the
+    sub-task's answer reaches its open call.
 
     Attributes:
         to: the receiving agent's name.

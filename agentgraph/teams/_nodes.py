@@ -8,7 +8,7 @@ other graph.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -25,7 +25,16 @@ from ._handoff import Agent, Handoff, HandoffView, Summary, conversation_problem
 if TYPE_CHECKING:
     from .._runner import Runtime
 
-__all__ = ("STATE", "Begin", "Switch", "TeamTools", "handoff_spec", "team_state", "turn_agent")
+__all__ = (
+    "STATE",
+    "Begin",
+    "Route",
+    "Switch",
+    "TeamTools",
+    "handoff_spec",
+    "team_state",
+    "turn_agent",
+)
 
 STATE = "team"
 """The key of the team's bookkeeping in `ctx.state`."""
@@ -73,9 +82,19 @@ def turn_agent(node: Node[Any, Any], path: Sequence[str], ctx: AgentContext[Any]
         return None
     if len(path) != len(where) + 1 or any(a != b for a, b in zip(path, where, strict=False)):
         return None
-    if isinstance(node, Switch) or path[-1] in (agent, f"{agent}_tools", f"{agent}_last"):
+    if isinstance(node, Switch | Route) or path[-1] in (agent, f"{agent}_tools", f"{agent}_last"):
         return agent
     return None
+
+
+def waiting_agents(state: Mapping[str, Any]) -> list[str]:
+    """The agents waiting for a sub-task's answer, the first caller first."""
+    return [frame["agent"] for frame in state["stack"]]
+
+
+def waiting_text(waiting: Sequence[str]) -> str:
+    """The stack as the errors name it: the callers, the one answered next last."""
+    return "waiting: " + ", then ".join(reversed(waiting))
 
 
 def _with_state(ctx: AgentContext[Any], **changes: Any) -> AgentContext[Any]:
@@ -94,6 +113,7 @@ class Begin(Node[str, str]):
             "agent": self.first.name,
             "to": None,
             "chain": [self.first.name],
+            "handoffs": 0,  # forward moves only: a sub-task's return is bounded by its call
             "stack": [],
             "path": list(rt.path[:-1]),  # the team graph's, so traces tell its steps apart
         }
@@ -105,8 +125,11 @@ class TeamTools(Node[Message, Message]):
     """Runs an agent's own tool calls and answers its handoff calls.
 
     The first handoff call of a turn wins; any other is answered with an error
-    saying where the conversation went. Every call gets its result, so the
-    conversation any agent reads next has no call left open.
+    saying where the conversation went. A handoff to an agent that waits for
+    a sub-task's answer (its frame is on the stack) is answered with an error
+    naming the waiting agents: only the sub-task's answer goes back to them.
+    Every call gets its result, so the conversation any agent reads next has
+    no call left open.
     """
 
     agent: Agent
@@ -114,7 +137,9 @@ class TeamTools(Node[Message, Message]):
 
     async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
         calls = ctx.input.tool_calls
-        chosen = next((c for c in calls if c.name in self.handoffs), None)
+        waiting = waiting_agents(team_state(ctx))
+        free = [c for c in calls if c.name in self.handoffs]
+        chosen = next((c for c in free if self.handoffs[c.name].to not in waiting), None)
         mine = {t.name for t in self.agent.tools}
         own = [c for c in calls if c.name in mine]
         answered = iter(await rt.call_tools(self.agent.tools, own, context=ctx))
@@ -122,6 +147,8 @@ class TeamTools(Node[Message, Message]):
         for call in calls:
             if call.name in mine:
                 results.append(next(answered)[1])
+            elif call.name in self.handoffs and self.handoffs[call.name].to in waiting:
+                results.append(self._busy(call, waiting))
             elif call.name in self.handoffs:
                 results.append(self._answer(call, chosen))
             else:
@@ -149,6 +176,16 @@ class TeamTools(Node[Message, Message]):
         text = f"there is no tool named {shown} here; the tools you may call are: {allowed}"
         return Message.tool(call.id, text, name=call.name, is_error=True)
 
+    def _busy(self, call: ToolCall, waiting: Sequence[str]) -> Message:
+        """A handoff to an agent waiting for the sub-task this agent is working on."""
+        target = self.handoffs[call.name].to
+        text = (
+            f"not transferred: {target} waits for the answer of a sub-task "
+            f"({waiting_text(waiting)}); answer instead, and your answer goes back to "
+            f"{waiting[-1]}"
+        )
+        return Message.tool(call.id, text, name=call.name, is_error=True)
+
     def _answer(self, call: ToolCall, chosen: ToolCall | None) -> Message:
         target = self.handoffs[call.name].to
         if call is chosen:
@@ -157,6 +194,38 @@ class TeamTools(Node[Message, Message]):
         went = self.handoffs[chosen.name].to
         text = f"not transferred: the conversation went to {went}, one handoff per turn"
         return Message.tool(call.id, text, name=call.name, is_error=True)
+
+
+@attrs.frozen(eq=False, slots=True, repr=False)
+class Route(Node[Message, Message]):
+    """An agent's answer meets the team's router, which may name the agent to go on.
+
+    A name becomes a handoff the `handoff` step makes: the answer is withdrawn
+    from the conversation (a trailing answer would be read as the start of
+    the next agent's) and its text is the handoff's task. None lets the answer
+    stand: it ends the run, or goes back to a caller waiting for it.
+    """
+
+    router: Callable[[AgentContext[Message]], str | None]
+
+    async def run(self, ctx: AgentContext[Message], rt: Runtime) -> AgentContext[Message]:
+        chosen = self.router(ctx)
+        if chosen is None:
+            return ctx
+        source = team_state(ctx)["agent"]
+        if not isinstance(chosen, str):
+            problem = f"the router returned a {type(chosen).__name__}, not an agent's name or None"
+            raise HandoffError(
+                problem,
+                source=source,
+                target=repr(chosen)[:60],
+                context=ctx,
+                step=rt.step,
+                path=rt.path,
+            )
+        task = ctx.input.content if isinstance(ctx.input, Message) else None
+        pending = {"to": chosen, "call": None, "tool": None, "task": task or None}
+        return _with_state(ctx, handoff=pending)
 
 
 @attrs.frozen(eq=False, slots=True, repr=False)
@@ -185,35 +254,45 @@ class Switch(Node[Any, Any]):
         self, ctx: AgentContext[Any], state: Mapping[str, Any], rt: Runtime
     ) -> AgentContext[Any]:
         source, pending = state["agent"], state["handoff"]
-        target = pending["to"]
+        target, routed = pending["to"], pending["call"] is None
         agent = self.agents.get(target)
         edge = self.edges.get((source, target))
-        if agent is None or edge is None:
-            members = ", ".join(sorted(self.agents))
+        waiting = waiting_agents(state)
+        problem = None
+        if agent is None:
+            problem = f"the team has no agent {target!r} (its agents: {', '.join(self.agents)})"
+        elif target == source:
+            problem = f"{source!r} may not hand to itself"
+        elif edge is None and not routed:  # a router may choose any member; a model its tools
+            problem = f"{source!r} may not hand to {target!r}"
+        elif target in waiting:
             problem = (
-                f"the team has no agent {target!r} (its agents: {members})"
-                if agent is None
-                else f"{source!r} may not hand to {target!r}"
+                f"{target!r} waits for the answer of a sub-task ({waiting_text(waiting)}): "
+                "only that answer goes back to it"
             )
+        if problem is not None:
             raise self._error(rt, ctx, source, target, problem)
+        assert agent is not None
         chain = [*state["chain"], target]
-        if len(chain) - 1 > self.max_handoffs:
+        moves = state.get("handoffs", len(state["chain"]) - 1) + 1
+        if moves > self.max_handoffs:
             raise HandoffLoop(
                 chain=chain, limit=self.max_handoffs, context=ctx, step=rt.step, path=rt.path
             )
         stack = list(state["stack"])
-        if edge.returns:  # the caller waits, its handoff call to be answered by the target
-            kept = [m for m in ctx.history if m.tool_call_id != pending["call"]]
+        if routed:  # the answer that was routed is withdrawn: no one reads a trailing answer
+            ctx = ctx.evolve(history=History(ctx.history[:-1]))
+        elif edge is not None and edge.returns:  # the caller waits for the target's answer
             stack.append(
                 {
                     "agent": source,
-                    "history": kept,
+                    "history": _open(ctx.history, pending["call"]),
                     "call": pending["call"],
                     "tool": pending["tool"],
                     "system_prompt": ctx.system_prompt,
                 }
             )
-        policy = edge.history if edge.history is not None else self.history
+        policy = edge.history if edge is not None and edge.history is not None else self.history
         view = HandoffView(source, target, tuple(ctx.history), pending["task"])
         messages, kind, ctx = await self._view(policy, view, ctx, rt)
         wrong = conversation_problem(messages)
@@ -223,7 +302,9 @@ class Switch(Node[Any, Any]):
             HandedOff(rt.step, rt.path, source, target, kind, len(messages), pending["task"])
         )
         out = ctx.evolve(history=History(messages), system_prompt=agent.system_prompt)
-        return _with_state(out, agent=target, handoff=None, chain=chain, stack=stack)
+        return _with_state(
+            out, agent=target, handoff=None, chain=chain, handoffs=moves, stack=stack
+        )
 
     async def _view(
         self, policy: Any, view: HandoffView, ctx: AgentContext[Any], rt: Runtime
@@ -284,6 +365,17 @@ class Switch(Node[Any, Any]):
         out = ctx.evolve(history=history, system_prompt=frame["system_prompt"])
         out = out.with_input(result)
         return _with_state(out, agent=caller, chain=[*state["chain"], caller], stack=stack)
+
+
+def _open(history: Sequence[Message], call: str) -> list[Message]:
+    """`history` with the result of the handoff `call` taken out of its last turn.
+
+    Only the last turn is searched: call ids are unique within one model
+    message, not across a conversation of several models.
+    """
+    turn = max((i for i, m in enumerate(history) if m.role == "assistant"), default=-1)
+    results = [m for m in history[turn + 1 :] if m.tool_call_id != call]
+    return [*history[: turn + 1], *results]
 
 
 def own_specs(agent: Agent, agents: Mapping[str, Agent]) -> tuple[ToolSpec, ...]:

@@ -7,7 +7,8 @@ The graph is plain: draw it, nest it, checkpoint it, run it with any runner.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._context import AgentContext
@@ -18,7 +19,7 @@ from ..llm._messages import Message
 from ..nodes._agent import answer, tool_turns
 from ..nodes._chat import chat
 from ._handoff import Agent, Handoff, HistoryPolicy, _check_policy
-from ._nodes import Begin, Switch, TeamTools, own_specs, team_state
+from ._nodes import Begin, Route, Switch, TeamTools, own_specs, team_state
 
 __all__ = ("supervisor", "swarm")
 
@@ -51,6 +52,7 @@ def swarm(
     start: str | None = None,
     history: HistoryPolicy = "full",
     max_handoffs: int = 10,
+    route: Callable[[AgentContext[Message]], str | None] | None = None,
     name: str = "swarm",
 ) -> Graph[str, str]:
     """Peers that hand the conversation to each other, as a `Graph[str, str]`.
@@ -62,6 +64,14 @@ def swarm(
     own instructions and tools. Whoever answers without a tool call ends the
     run (or, under a handoff with `returns=True`, hands back to its caller).
 
+    `route`, a plain function, hands off by code: it is given the context of
+    every answer (`ctx.input` the answer, `team_state(ctx)["agent"]` who gave
+    it) and returns the name of the agent to go on, or None to let the answer
+    stand. The routed answer is withdrawn from the conversation and becomes
+    the handoff's task; the receiving agent reads the conversation before it
+    by the history policy of the source's `Handoff` to it, else the team's.
+    A routed handoff does not return (no call waits for its answer).
+
     Raises:
         GraphDefinitionError: a handoff to an agent not in the team, two
             agents with one name.
@@ -70,6 +80,11 @@ def swarm(
     _check_policy(None, None, history)
     if max_handoffs < 0:
         raise UsageError(f"team {name!r}: max_handoffs must be 0 or more")
+    if route is not None and (not callable(route) or inspect.iscoroutinefunction(route)):
+        raise UsageError(
+            f"team {name!r}: route= takes a plain function of the context returning an "
+            f"agent's name or None, not {route!r}"
+        )
     first = members[start] if start is not None and start in members else None
     if start is not None and first is None:
         raise GraphDefinitionError(name, f"start agent {start!r} is not in the team")
@@ -78,6 +93,7 @@ def swarm(
     switch = Switch(members, edges, history, max_handoffs, name="handoff")
     reply = answer()
     begin = Begin(first, name="user_turn")
+    router = Route(route, name="route") if route is not None else None
     chats: dict[str, Node[Any, Message]] = {}
     with GraphBuilder[str, str](name) as g:
         g.start.edge_to(begin)
@@ -101,12 +117,15 @@ def swarm(
             think, last = chats[member.name], lasts[member.name]
             handoffs = {h.tool_name: h for h in member.handoffs}
             tools = TeamTools(member, handoffs, name=f"{member.name}_tools")
-            done = _done(switch, reply)
-            think.edge_to(_after_chat(tools, done), targets=(tools, switch, reply))
+            done = _done(switch, reply) if router is None else (lambda ctx: router)
+            ends = (switch, reply) if router is None else (router,)
+            think.edge_to(_after_chat(tools, done), targets=(tools, *ends))
             tools.edge_to(
                 _after_tools(switch, think, last, member.max_turns), targets=(switch, think, last)
             )
-            last.edge_to(done, targets=(switch, reply))
+            last.edge_to(done, targets=ends)
+        if router is not None:
+            router.edge_to(_routed(switch, reply), targets=(switch, reply))
         reply.edge_to(g.finish)
     return g.build()
 
@@ -121,6 +140,14 @@ def _to_agent(chats: Mapping[str, Node[Any, Message]]) -> Any:
 def _done(switch: Switch, reply: Node[Message, str]) -> Any:
     def route(ctx: AgentContext[Message]) -> Node[Any, Any]:
         return switch if team_state(ctx)["stack"] else reply  # a sub-task answers its caller
+
+    return route
+
+
+def _routed(switch: Switch, reply: Node[Message, str]) -> Any:
+    def route(ctx: AgentContext[Message]) -> Node[Any, Any]:
+        state = team_state(ctx)
+        return switch if state.get("handoff") is not None or state["stack"] else reply
 
     return route
 

@@ -91,3 +91,38 @@ async def test_an_agent_as_a_tool(provider, server):
         out = await GraphRunner().run(caller, AgentContext("refund 7"))
     assert out.input == "All set."
     assert out.history[2].content == "Done."
+
+
+@tool
+def status(order: str) -> str:
+    """Look an order's status up."""
+    return f"order {order} is paid"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_routed_answer_handed_on_with_the_whole_history(provider, server):
+    # The front desk looks the order up and answers; the router hands that answer on,
+    # so billing's request ends on the tool result (reasoning withdrawn with the answer).
+    server.add(
+        call("status", order="7"),
+        "A billing matter: refund order 7.",
+        call("refund", order="7"),
+        "Refunded order 7.",
+    )
+
+    def billing_matters(ctx):
+        return "billing" if ctx.input.content.startswith("A billing matter") else None
+
+    async with model(provider, server) as m:
+        team = swarm(
+            [
+                Agent("desk", m, tools=[status], system_prompt="Front desk."),
+                Agent("billing", m, tools=[refund], system_prompt="Billing."),
+            ],
+            route=billing_matters,
+        )
+        out = await GraphRunner().run(team, AgentContext("refund order 7"))
+    assert out.input == "Refunded order 7."
+    assert len(server.requests) == 4
+    sent = [str(r.body) for r in server.requests]
+    assert "A billing matter" not in sent[2] and "order 7 is paid" in sent[2]
