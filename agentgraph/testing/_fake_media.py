@@ -30,6 +30,7 @@ __all__ = (
     "ollama_parts",
     "openai_content_problem",
     "openai_part",
+    "responses_output_problem",
 )
 
 _OPENAI_USER_PARTS = ("text", "image_url", "input_audio", "file")
@@ -70,7 +71,8 @@ def openai_content_problem(role: str, content: Any, i: int) -> ErrorResponse | N
     """The error the service gives for `content` of a `role` message, or None."""
     if not isinstance(content, list):
         return None
-    allowed = _OPENAI_USER_PARTS if role == "user" else ("text", "refusal")
+    # A tool message takes text parts only: its images must go in a user message.
+    allowed = {"user": _OPENAI_USER_PARTS, "assistant": ("text", "refusal")}.get(role, ("text",))
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         where = f"messages[{i}].content[{j}]"
@@ -141,9 +143,28 @@ def responses_content_problem(role: str, content: Any, i: int) -> ErrorResponse 
     if not isinstance(content, list):
         return None
     allowed = _RESPONSES_USER_PARTS if role != "assistant" else ("output_text", "refusal")
+    return _responses_parts_problem(content, allowed, f"input[{i}].content")
+
+
+def responses_output_problem(output: Any, i: int) -> ErrorResponse | None:
+    """The error for a `function_call_output`'s `output`: text, or input text, images and files."""
+    if isinstance(output, str):
+        return None
+    if not isinstance(output, list):
+        return _bad(
+            f"Invalid type for 'input[{i}].output': expected one of a string or an array "
+            "of input content.",
+            param=f"input[{i}].output",
+        )
+    return _responses_parts_problem(output, _RESPONSES_USER_PARTS, f"input[{i}].output")
+
+
+def _responses_parts_problem(
+    content: list[Any], allowed: tuple[str, ...], at: str
+) -> ErrorResponse | None:
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        where = f"input[{i}].content[{j}]"
+        where = f"{at}[{j}]"
         if kind not in allowed:
             shown = ", ".join(f"'{k}'" for k in allowed)
             return _bad(
@@ -227,18 +248,45 @@ def anthropic_media_problem(body: Mapping[str, Any]) -> ErrorResponse | None:
     return problem
 
 
+_TOOL_RESULT_BLOCKS = ("text", "image", "document", "search_result")
+
+
 def _blocks_problem(role: str, blocks: list[Any], i: int) -> ErrorResponse | None:
-    """The error the service gives for the image and document blocks of message `i`, or None."""
+    """The error the service gives for the image and document blocks of message `i`, or None.
+
+    A `tool_result`'s own content may hold text, image, document and search
+    result blocks, checked like a user turn's.
+    """
     for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
+        where = f"messages.{i}.content.{j}"
+        if kind == "tool_result" and isinstance(block.get("content"), list):
+            problem = _tool_result_problem(block["content"], where)
+            if problem is not None:
+                return problem
         if kind not in ("image", "document"):
             continue
-        where = f"messages.{i}.content.{j}"
         if role != "user":
             return _bad(f"{where}: {kind} blocks are only allowed in user messages")
         problem = _anthropic_source_problem(kind, block.get("source"), where)
         if problem is not None:
             return problem
+    return None
+
+
+def _tool_result_problem(content: list[Any], at: str) -> ErrorResponse | None:
+    for k, inner in enumerate(content):
+        kind = inner.get("type") if isinstance(inner, dict) else None
+        where = f"{at}.content.{k}"
+        if kind not in _TOOL_RESULT_BLOCKS:
+            shown = ", ".join(f"'{t}'" for t in _TOOL_RESULT_BLOCKS)
+            return _bad(f"{where}: Input tag '{kind}' found does not match any of {shown}")
+        if kind == "text" and not str(inner.get("text") or "").strip():
+            return _bad(f"{where}: text content blocks must contain non-whitespace text")
+        if kind in ("image", "document"):
+            problem = _anthropic_source_problem(kind, inner.get("source"), where)
+            if problem is not None:
+                return problem
     return None
 
 
