@@ -136,7 +136,7 @@ def _anthropic_result(block: Mapping[str, Any]) -> Message:
     call_id, failed = str(block.get("tool_use_id", "")), bool(block.get("is_error"))
     if isinstance(content, list) and any(b.get("type") == "image" for b in content):
         parts = (anthropic_part(b) for b in content)
-        kept = [p for p in parts if isinstance(p, str | Image)]
+        kept: list[str | Image] = [p for p in parts if isinstance(p, str | Image)]
         return Message.tool(call_id, *kept, is_error=failed)
     return Message.tool(call_id, _anthropic_text(content), is_error=failed)
 
@@ -176,10 +176,11 @@ def _ollama_message(raw: Mapping[str, Any]) -> Message:
     if role == "system":
         return Message.system(content)
     if role == "tool":
-        parts = ollama_parts(raw) if raw.get("images") else (content,)
+        found = ollama_parts(raw) if raw.get("images") else (content,)
+        parts: list[str | Image] = [p for p in found if isinstance(p, str | Image)]
         return Message.tool(
             str(raw.get("tool_call_id") or ""),
-            *(parts or ("",)),
+            *(parts or [""]),
             name=raw.get("tool_name") or raw.get("name"),
         )
     if role == "assistant":

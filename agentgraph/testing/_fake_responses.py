@@ -300,8 +300,8 @@ def _decode_item(item: dict[str, Any], messages: list[Message]) -> None:
         output = item.get("output")
         if isinstance(output, list):  # text and images
             parts = [responses_part(p) for p in output if isinstance(p, dict)]
-            kept = [p for p in parts if isinstance(p, str | Image)]
-            messages.append(Message.tool(item["call_id"], *(kept or [""])))
+            said: list[str | Image] = [p for p in parts if isinstance(p, str | Image)]
+            messages.append(Message.tool(item["call_id"], *(said or [""])))
         else:
             text = output if isinstance(output, str) else ""
             messages.append(Message.tool(item["call_id"], text))

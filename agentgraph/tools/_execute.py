@@ -5,6 +5,8 @@ not JSON or do not validate, a tool that raises or runs out of time, a result
 that cannot be encoded) becomes a tool message with `is_error=True` that tells
 the model what happened, so it can recover. Every message is bounded
 (`max_result_chars`), so no tool can hand the model more than it can read.
+A tool that returns an `Image`, or a list of strings and `Image`s, answers
+with those parts; the bound cuts their text, never an image.
 Cancellation is never caught.
 """
 

@@ -8,6 +8,7 @@ import pytest
 
 from agentgraph import AgentContext, GraphRunner, ToolCall, tool
 from agentgraph.checkpoint import MemoryStore
+from agentgraph.guards import Guards, MaskSecrets
 from agentgraph.llm import Document, Image, Message, Usage
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
@@ -129,3 +130,18 @@ async def test_a_tool_image_is_journaled_as_a_blob_and_replays_exactly():
     expected = ("The chart for Paris:", IMAGE, "Rain on Tuesday.")
     assert replayed.history[2] == Message.tool(call_id, *expected, name="chart")
     assert replayed.input == "Rain on Tuesday."
+
+
+@tool
+def leaky() -> list[object]:
+    """A picture whose caption holds a secret."""
+    return ["token hunter2 in the chart", IMAGE]
+
+
+async def test_a_masking_guard_rewrites_the_text_and_keeps_the_image():
+    model = ScriptedModel(ScriptedModel.tool_call("leaky"), "Done.")
+    runner = GraphRunner(guards=Guards(input=[MaskSecrets(["hunter2"])]))
+    await runner.run(react_agent(model, [leaky]), AgentContext("go"))
+    sent = model.requests[1].messages[-1]
+    assert "hunter2" not in sent.content and sent.media == (IMAGE,)
+    assert sent.parts[0] == sent.content  # the text part and the content agree
