@@ -145,7 +145,8 @@ async def run_tools(
         done = journal.lookup(key, "result")
         if done is not None:
             data = orjson.loads(done)
-            answers[i] = (call, decode_message(data["m"], journal.types), data["d"])
+            message = decode_message(data["m"], journal.types, journal.blobs)
+            answers[i] = (call, message, data["d"])
         elif journal.replaying:
             raise journal.diverged(rt, f"tool call {_show(call)} was not in the record")
         else:
@@ -184,7 +185,9 @@ async def run_tools(
             raise
         for i, (call, message, duration) in zip(pending, outcomes, strict=True):
             answers[i] = (call, message, duration)
-            data = {"m": encode_message(message, "result"), "d": duration}
+            # A result's images go to the store's blobs, as a user message's do.
+            encoded = encode_message(message, "result", journal.store.put_blob)
+            data = {"m": encoded, "d": duration}
             journal.record(keys[i], "result", orjson.dumps(data))
     if risky:
         await journal.flush()

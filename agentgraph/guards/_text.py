@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from ..llm._messages import Message, ToolCall
+from ..llm._messages import Message, ToolCall, join_text
 from ..llm._model import ChatRequest
 from ._guard import ALLOW, Decision, Guard, Stage
 
@@ -24,6 +24,11 @@ def map_text(value: Any, fn: Any) -> Any:
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, Message):
+        if value.parts:  # the text of each part, so that the content stays the parts' text
+            parts = tuple(fn(p) if isinstance(p, str) and p else p for p in value.parts)
+            if all(a == b for a, b in zip(parts, value.parts, strict=True)):
+                return value
+            return attrs.evolve(value, content=join_text(parts), parts=parts)
         text = fn(value.content) if value.content else value.content
         return value if text == value.content else attrs.evolve(value, content=text)
     if isinstance(value, ChatRequest):

@@ -63,14 +63,15 @@ def _media_block(part: Part) -> dict[str, Any]:
     }
 
 
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    # whitespace-only text says nothing, and the API refuses it
+    return [_media_block(p) for p in message.parts if not isinstance(p, str) or p.strip()]
+
+
 def _user_blocks(message: Message, provider: str) -> list[dict[str, Any]]:
-    if message.parts:  # whitespace-only text says nothing, and the API refuses it
-        return [
-            _media_block(part)
-            for part in message.parts
-            if not isinstance(part, str) or part.strip()
-        ]
     if message.role != "tool":
+        if message.parts:
+            return _blocks(message)
         # Anthropic refuses text blocks holding only whitespace; such text says nothing.
         return [{"type": "text", "text": message.content}] if message.content.strip() else []
     if not message.tool_call_id:
@@ -78,7 +79,9 @@ def _user_blocks(message: Message, provider: str) -> list[dict[str, Any]]:
             "a tool message needs the tool_call_id of the call it answers", provider=provider
         )
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.tool_call_id}
-    if message.content:
+    if message.parts:  # a result's text and images, as blocks of its own
+        block["content"] = _blocks(message)
+    elif message.content:
         block["content"] = message.content
     if message.is_error:
         block["is_error"] = True

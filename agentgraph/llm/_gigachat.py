@@ -22,6 +22,7 @@ from .._errors import (
     ProviderConfigError,
     ProviderStatusError,
     ResponseFormatError,
+    UnsupportedSetting,
 )
 from ._capabilities import Capabilities
 from ._gigachat_wire import ChunkReader, gigachat_messages, parse_completion
@@ -186,6 +187,13 @@ class GigaChatModel(ChatClientBase):
     def build_body(self, request: ChatRequest, *, stream: bool = False) -> dict[str, Any]:
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
+        if any(m.role == "tool" and m.parts for m in request.messages):
+            raise UnsupportedSetting(
+                model,
+                "images in tool results",
+                "a GigaChat function result is JSON text; have the tool return text "
+                "(for an MCP server, MCPTools(images=False) describes its images in words)",
+            )
         self._caps.check_media(
             request.messages,
             model=model,

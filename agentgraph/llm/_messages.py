@@ -40,10 +40,12 @@ def _frozen_mapping(value: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def check_parts(message: Message) -> None:
-    """Refuse `parts` that are not a user message's content, in order, with `content` its text.
+    """Refuse `parts` that are not a user message's or a tool result's content, in order,
+    with `content` their text.
 
-    Checked where the parts are sent or stored rather than on every `Message`
-    made, so plain text messages cost nothing more to build.
+    A tool result carries text and images (no documents: not every provider
+    takes them there). Checked where the parts are sent or stored rather than
+    on every `Message` made, so plain text messages cost nothing more to build.
     """
     parts = message.parts
     if type(parts) is not tuple:
@@ -53,8 +55,13 @@ def check_parts(message: Message) -> None:
             raise TypeError(
                 f"a message part is a str, Image or Document, not {type(part).__name__}"
             )
-    if message.role != "user":
-        raise ValueError(f"only user messages carry images and documents, not {message.role}")
+    if message.role == "tool":
+        if any(isinstance(part, Document) for part in parts):
+            raise ValueError("a tool result carries text and images, not documents")
+    elif message.role != "user":
+        raise ValueError(
+            f"only user and tool messages carry images and documents, not {message.role}"
+        )
     text = join_text(parts)
     if message.content != text:
         raise ValueError(
@@ -174,9 +181,11 @@ class Message:
     keyed `"<provider>.<field>"`; other providers ignore it.
 
     `parts` is the content of a user message holding images or documents, in
-    order (strings, `Image`s and `Document`s); `content` is then its text, so
-    code that reads text keeps working. `Message.user(...)` sets both; parts
-    that disagree with the message are refused when it is sent or stored.
+    order (strings, `Image`s and `Document`s), or of a tool result holding
+    images (strings and `Image`s); `content` is then its text, so code that
+    reads text keeps working. `Message.user(...)` and `Message.tool(...)` set
+    both; parts that disagree with the message are refused when it is sent or
+    stored.
     """
 
     role: Role
@@ -237,9 +246,22 @@ class Message:
 
     @classmethod
     def tool(
-        cls, tool_call_id: str, content: str, *, name: str | None = None, is_error: bool = False
+        cls,
+        tool_call_id: str,
+        content: str | Image,
+        *more: str | Image,
+        name: str | None = None,
+        is_error: bool = False,
     ) -> Message:
-        return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
+        """The result of tool call `tool_call_id`: text, or text and images in order."""
+        if not more and type(content) is str:
+            return cls("tool", content, tool_call_id=tool_call_id, name=name, is_error=is_error)
+        parts = (content, *more)
+        text = join_text(parts)
+        kept = () if all(isinstance(part, str) for part in parts) else parts
+        return cls(
+            "tool", text, tool_call_id=tool_call_id, name=name, is_error=is_error, parts=kept
+        )
 
 
 # Pickling (for your own processes): read-only mappings travel as dicts.

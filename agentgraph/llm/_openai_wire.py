@@ -45,9 +45,18 @@ __all__ = (
 
 
 def openai_messages(messages: Sequence[Message], *, provider: str) -> list[dict[str, Any]]:
-    """Neutral messages as chat-completions messages (arguments as JSON text)."""
+    """Neutral messages as chat-completions messages (arguments as JSON text).
+
+    A tool message takes text only, so the images of tool results go in one
+    user message after the run of tool messages, each labelled with the call
+    it answers: the tool messages still follow their calls as the API requires.
+    """
     out: list[dict[str, Any]] = []
+    shown: list[dict[str, Any]] = []  # the images of the tool results just sent
     for message in messages:
+        if shown and message.role != "tool":
+            out.append({"role": "user", "content": shown})
+            shown = []
         if message.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
@@ -64,22 +73,38 @@ def openai_messages(messages: Sequence[Message], *, provider: str) -> list[dict[
                     for call in message.tool_calls
                 ]
         elif message.role == "tool":
-            if not message.tool_call_id:
-                raise BadRequestError(
-                    "a tool message needs the tool_call_id of the call it answers",
-                    provider=provider,
-                )
-            item = {
-                "role": "tool",
-                "tool_call_id": message.tool_call_id,
-                "content": message.content,
-            }
+            item = _tool_message(message, provider, shown)
         elif message.parts:
             item = {"role": "user", "content": [_part(part) for part in message.parts]}
         else:
             item = {"role": message.role, "content": message.content}
         out.append(item)
+    if shown:
+        out.append({"role": "user", "content": shown})
     return out
+
+
+def _tool_message(message: Message, provider: str, shown: list[dict[str, Any]]) -> dict[str, Any]:
+    """A `tool` message; the result's images are added to `shown`, to follow in a user message."""
+    if not message.tool_call_id:
+        raise BadRequestError(
+            "a tool message needs the tool_call_id of the call it answers", provider=provider
+        )
+    content = message.content
+    if message.parts:
+        images = [part for part in message.parts if isinstance(part, Image)]
+        shown.append({"type": "text", "text": _images_label(message)})
+        shown.extend(_part(image) for image in images)
+        if not content:
+            some = "an image" if len(images) == 1 else f"{len(images)} images"
+            content = f"[the result is {some}, in the user message that follows]"
+    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": content}
+
+
+def _images_label(message: Message) -> str:
+    """The words before a tool result's images where they cannot go in the result itself."""
+    tool = f"tool {message.name!r}" if message.name else "the tool"
+    return f"Images returned by {tool} (call {message.tool_call_id}):"
 
 
 def _part(part: Part) -> dict[str, Any]:

@@ -84,12 +84,12 @@ def responses_input(
                     "a tool message needs the tool_call_id of the call it answers",
                     provider=provider,
                 )
+            # A result with images is a list of input parts, as the service takes it.
+            output: Any = message.content
+            if message.parts:
+                output = [_input_part(part) for part in message.parts if part != ""]
             items.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id,
-                    "output": message.content,
-                }
+                {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
             )
         elif message.role == "assistant":
             items.extend(_assistant_items(message, reasoning))

@@ -7,6 +7,8 @@ which the tool executor turns into a message the model reads.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +25,7 @@ import pydantic
 from mcp.shared.exceptions import MCPError
 
 from .._errors import MCPConnectionError, MCPToolError
+from ..llm._content import Image
 from ._elicit import CALLING, ask_in_run
 
 if TYPE_CHECKING:
@@ -38,7 +41,7 @@ _PAGES = 100  # a server whose listing never ends cannot hang the connection
 class RemoteCall:
     """The function behind one MCP tool: sends the call on the toolset's connection."""
 
-    __slots__ = ("data", "output", "remote", "repeatable", "toolset")
+    __slots__ = ("data", "images", "output", "remote", "repeatable", "toolset")
 
     def __init__(
         self,
@@ -48,6 +51,7 @@ class RemoteCall:
         output: Validator | None = None,
         *,
         data: bool = False,
+        images: bool = False,
     ) -> None:
         self.toolset = toolset
         self.remote = remote
@@ -56,6 +60,8 @@ class RemoteCall:
         """The tool's `outputSchema` as a validator, when it declares one."""
         self.data = data
         """Give a checked structured result as data (else the text a model reads)."""
+        self.images = images
+        """Give a result's images as `Image`s beside its text (else described in words)."""
 
     async def __call__(self, **arguments: Any) -> Any:
         connection = self.toolset._connection
@@ -92,7 +98,9 @@ class RemoteCall:
                     ) from again
                 raise _refused(label, self.remote, again) from again
         data = _answer(label, self.remote, result, self.output)
-        return data if self.data or self.output is None else _text_of(result)
+        if self.data:
+            return data
+        return _parts_of(result) if self.images else _text_of(result)
 
     async def _send(
         self, client: mcp.Client, arguments: Mapping[str, Any]
@@ -230,6 +238,36 @@ def _answer(
     return data
 
 
+def _parts_of(result: mcp.types.CallToolResult) -> str | list[str | Image]:
+    """The result's text and images in order, or its text when it holds no image providers take."""
+    parts: list[str | Image] = []
+    for block in result.content:
+        image = _image(block)
+        if image is not None:
+            parts.append(image)
+            continue
+        text = _block(block)
+        if not text:
+            continue
+        if parts and isinstance(parts[-1], str):
+            parts[-1] += "\n" + text
+        else:
+            parts.append(text)
+    if not any(isinstance(part, Image) for part in parts):
+        return _text_of(result)
+    return parts
+
+
+def _image(block: mcp.types.ContentBlock) -> Image | None:
+    """An image block as an `Image`, when its bytes are a format providers take."""
+    if not isinstance(block, mcp.types.ImageContent):
+        return None
+    try:
+        return Image.from_bytes(base64.b64decode(block.data, validate=True))
+    except (binascii.Error, ValueError):  # described in words instead, as before
+        return None
+
+
 def _text_of(result: mcp.types.CallToolResult) -> str:
     text = "\n".join(p for p in (_block(b) for b in result.content) if p)
     return text or orjson.dumps(result.structured_content).decode()
@@ -255,7 +293,7 @@ def _block(block: mcp.types.ContentBlock) -> str:
         }
         shown = {k: v for k, v in link.items() if v is not None}
         return f"[resource link {orjson.dumps(shown).decode()}]"
-    # images and audio: the tool message carries text only
+    # audio, and images that are not a format providers take (SVG, damaged bytes)
     size = len(block.data.rstrip("=")) * 3 // 4  # base64: 4 characters per 3 bytes
     return f"[{block.type} ({block.mime_type}), {size} bytes, not shown]"
 

@@ -101,6 +101,9 @@ class MCPTools:
             An async function: it gets the `Elicitation` and returns the
             form's values (None declines) while the call waits, in every
             protocol version, within the call's `timeout`.
+        images: hand the model the images in a result beside its text (PNG,
+            JPEG, GIF or WebP; others are described in words). False describes
+            every image in words, for a model that cannot read them.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class MCPTools:
         mode: str = "auto",
         max_result_chars: int | None = None,
         elicitation: bool | Answerer = False,
+        images: bool = True,
     ) -> None:
         if isinstance(allow, str) or isinstance(unsafe, str):
             raise TypeError("allow and unsafe take a collection of tool names, not one string")
@@ -155,6 +159,7 @@ class MCPTools:
             raise TypeError(
                 "elicitation takes True, False or an async function answering questions"
             )
+        self.images = images
         self.elicitation = elicitation
         """How the server's questions are answered: False (the capability is not
         declared), True (the run's interrupts) or a function."""
@@ -178,6 +183,7 @@ class MCPTools:
         mode: str = "auto",
         max_result_chars: int | None = None,
         elicitation: bool | Answerer = False,
+        images: bool = True,
     ) -> MCPTools:
         """The tools of a server started as `command *args`, spoken to over stdin and stdout.
 
@@ -198,6 +204,7 @@ class MCPTools:
             mode=mode,
             max_result_chars=max_result_chars,
             elicitation=elicitation,
+            images=images,
         )
 
     @classmethod
@@ -215,6 +222,7 @@ class MCPTools:
         mode: str = "auto",
         max_result_chars: int | None = None,
         elicitation: bool | Answerer = False,
+        images: bool = True,
     ) -> MCPTools:
         """The tools of a server at `url` (streamable HTTP), with `headers` on every request."""
         tools = cls(
@@ -228,6 +236,7 @@ class MCPTools:
             mode=mode,
             max_result_chars=max_result_chars,
             elicitation=elicitation,
+            images=images,
         )
         if headers:
             tools._target = _HTTP(url, dict(headers))
@@ -385,7 +394,11 @@ class MCPTools:
         arguments = SchemaArguments(exposed, item.input_schema)
         spec = ToolSpec(exposed, item.description or "", item.input_schema)
         call = RemoteCall(
-            self, item.name, item.name not in self.unsafe, self._outputs.get(item.name)
+            self,
+            item.name,
+            item.name not in self.unsafe,
+            self._outputs.get(item.name),
+            images=self.images,
         )
         return Tool(
             call,

@@ -10,9 +10,10 @@ import orjson
 
 from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse
+from ._fake_cache import PromptCache
 from ._fake_common import Dialect
 from ._fake_decode import decode_anthropic
-from ._fake_media import PromptCache, anthropic_media_problem
+from ._fake_media import anthropic_media_problem
 from ._faults import ErrorResponse, StreamError
 from ._replies import ids, split_text
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from ..llm._content import Image
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..llm._model import ChatRequest, OutputSchema
 from ._fake_media import anthropic_part, ollama_parts, openai_part
@@ -118,15 +119,7 @@ def _anthropic_message(raw: Mapping[str, Any]) -> list[Message]:
         return [Message.assistant(text, tool_calls=calls, reasoning=thinking or None)]
     if not isinstance(content, list):
         return [Message.user(_anthropic_text(content))]
-    messages = [
-        Message.tool(
-            b.get("tool_use_id", ""),
-            _anthropic_text(b.get("content")),
-            is_error=bool(b.get("is_error")),
-        )
-        for b in content
-        if b.get("type") == "tool_result"
-    ]
+    messages = [_anthropic_result(b) for b in content if b.get("type") == "tool_result"]
     if any(b.get("type") in ("image", "document") for b in content):
         parts = (anthropic_part(b) for b in content if b.get("type") != "tool_result")
         messages.append(Message.user(*(part for part in parts if part is not None)))
@@ -135,6 +128,17 @@ def _anthropic_message(raw: Mapping[str, Any]) -> list[Message]:
     if text or not messages:
         messages.append(Message.user(text))
     return messages
+
+
+def _anthropic_result(block: Mapping[str, Any]) -> Message:
+    """A `tool_result` block as a tool message: its text, and its images in order."""
+    content = block.get("content")
+    call_id, failed = str(block.get("tool_use_id", "")), bool(block.get("is_error"))
+    if isinstance(content, list) and any(b.get("type") == "image" for b in content):
+        parts = (anthropic_part(b) for b in content)
+        kept: list[str | Image] = [p for p in parts if isinstance(p, str | Image)]
+        return Message.tool(call_id, *kept, is_error=failed)
+    return Message.tool(call_id, _anthropic_text(content), is_error=failed)
 
 
 def decode_anthropic(body: Mapping[str, Any]) -> ChatRequest:
@@ -172,9 +176,11 @@ def _ollama_message(raw: Mapping[str, Any]) -> Message:
     if role == "system":
         return Message.system(content)
     if role == "tool":
+        found = ollama_parts(raw) if raw.get("images") else (content,)
+        parts: list[str | Image] = [p for p in found if isinstance(p, str | Image)]
         return Message.tool(
             str(raw.get("tool_call_id") or ""),
-            content,
+            *(parts or [""]),
             name=raw.get("tool_name") or raw.get("name"),
         )
     if role == "assistant":

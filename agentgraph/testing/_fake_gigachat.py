@@ -122,12 +122,9 @@ class GigaChatDialect(Dialect):
             if role == "system" and i > 0:
                 return _error(422, "system message must be the first message")
             if role == "function":
-                if pending is None or message.get("name") not in (None, pending):
-                    return _error(422, f"messages[{i}]: function result without a function call")
-                try:
-                    orjson.loads(message.get("content") or "")
-                except orjson.JSONDecodeError:
-                    return _error(422, "Invalid function result json string")
+                problem = _result_problem(message, i, pending)
+                if problem is not None:
+                    return problem
                 pending = None
                 continue
             if pending is not None:
@@ -248,3 +245,19 @@ def _usage(response: ChatResponse) -> dict[str, int]:
         "total_tokens": usage.total_tokens,
         "precached_prompt_tokens": usage.cache_read_tokens,
     }
+
+
+def _result_problem(
+    message: Mapping[str, Any], i: int, pending: str | None
+) -> ErrorResponse | None:
+    """The error for a function result: one without its call, or content that is not JSON text."""
+    if pending is None or message.get("name") not in (None, pending):
+        return _error(422, f"messages[{i}]: function result without a function call")
+    content = message.get("content") or ""
+    if not isinstance(content, str):  # text only: no parts, no images
+        return _error(422, f"messages[{i}].content: str type expected")
+    try:
+        orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return _error(422, "Invalid function result json string")
+    return None

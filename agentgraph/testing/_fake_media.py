@@ -1,35 +1,31 @@
 """What the fake providers accept of images, documents and prompt-cache breakpoints.
 
 Each check follows the service's own rules: the part and block types it
-takes, the sources each may have, bytes that must decode and be the format
-they claim, and Anthropic's limit of four `cache_control` breakpoints. The
-decoders turn accepted parts back into neutral `Image`s and `Document`s, and
-`PromptCache` answers breakpoints with the cache reads and writes the service
-would report.
+takes (in user messages and in tool results), the sources each may have,
+bytes that must decode and be the format they claim, and Anthropic's limit of
+four `cache_control` breakpoints. The decoders turn accepted parts back into
+neutral `Image`s and `Document`s; `PromptCache` (in `_fake_cache`) answers
+breakpoints with the cache reads and writes the service would report.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-import orjson
 
 from ..llm._content import IMAGE_TYPES, Document, Image, Part
 from ._faults import ErrorResponse
 
 __all__ = (
-    "PromptCache",
     "anthropic_media_problem",
     "anthropic_part",
     "ollama_images_problem",
     "ollama_parts",
     "openai_content_problem",
     "openai_part",
+    "responses_output_problem",
 )
 
 _OPENAI_USER_PARTS = ("text", "image_url", "input_audio", "file")
@@ -70,7 +66,8 @@ def openai_content_problem(role: str, content: Any, i: int) -> ErrorResponse | N
     """The error the service gives for `content` of a `role` message, or None."""
     if not isinstance(content, list):
         return None
-    allowed = _OPENAI_USER_PARTS if role == "user" else ("text", "refusal")
+    # A tool message takes text parts only: its images must go in a user message.
+    allowed = {"user": _OPENAI_USER_PARTS, "assistant": ("text", "refusal")}.get(role, ("text",))
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         where = f"messages[{i}].content[{j}]"
@@ -141,9 +138,28 @@ def responses_content_problem(role: str, content: Any, i: int) -> ErrorResponse 
     if not isinstance(content, list):
         return None
     allowed = _RESPONSES_USER_PARTS if role != "assistant" else ("output_text", "refusal")
+    return _responses_parts_problem(content, allowed, f"input[{i}].content")
+
+
+def responses_output_problem(output: Any, i: int) -> ErrorResponse | None:
+    """The error for a `function_call_output`'s `output`: text, or input text, images and files."""
+    if isinstance(output, str):
+        return None
+    if not isinstance(output, list):
+        return _bad(
+            f"Invalid type for 'input[{i}].output': expected one of a string or an array "
+            "of input content.",
+            param=f"input[{i}].output",
+        )
+    return _responses_parts_problem(output, _RESPONSES_USER_PARTS, f"input[{i}].output")
+
+
+def _responses_parts_problem(
+    content: list[Any], allowed: tuple[str, ...], at: str
+) -> ErrorResponse | None:
     for j, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
-        where = f"input[{i}].content[{j}]"
+        where = f"{at}[{j}]"
         if kind not in allowed:
             shown = ", ".join(f"'{k}'" for k in allowed)
             return _bad(
@@ -227,18 +243,45 @@ def anthropic_media_problem(body: Mapping[str, Any]) -> ErrorResponse | None:
     return problem
 
 
+_TOOL_RESULT_BLOCKS = ("text", "image", "document", "search_result")
+
+
 def _blocks_problem(role: str, blocks: list[Any], i: int) -> ErrorResponse | None:
-    """The error the service gives for the image and document blocks of message `i`, or None."""
+    """The error the service gives for the image and document blocks of message `i`, or None.
+
+    A `tool_result`'s own content may hold text, image, document and search
+    result blocks, checked like a user turn's.
+    """
     for j, block in enumerate(blocks):
         kind = block.get("type") if isinstance(block, dict) else None
+        where = f"messages.{i}.content.{j}"
+        if kind == "tool_result" and isinstance(block.get("content"), list):
+            problem = _tool_result_problem(block["content"], where)
+            if problem is not None:
+                return problem
         if kind not in ("image", "document"):
             continue
-        where = f"messages.{i}.content.{j}"
         if role != "user":
             return _bad(f"{where}: {kind} blocks are only allowed in user messages")
         problem = _anthropic_source_problem(kind, block.get("source"), where)
         if problem is not None:
             return problem
+    return None
+
+
+def _tool_result_problem(content: list[Any], at: str) -> ErrorResponse | None:
+    for k, inner in enumerate(content):
+        kind = inner.get("type") if isinstance(inner, dict) else None
+        where = f"{at}.content.{k}"
+        if kind not in _TOOL_RESULT_BLOCKS:
+            shown = ", ".join(f"'{t}'" for t in _TOOL_RESULT_BLOCKS)
+            return _bad(f"{where}: Input tag '{kind}' found does not match any of {shown}")
+        if kind == "text" and not str(inner.get("text") or "").strip():
+            return _bad(f"{where}: text content blocks must contain non-whitespace text")
+        if kind in ("image", "document"):
+            problem = _anthropic_source_problem(kind, inner.get("source"), where)
+            if problem is not None:
+                return problem
     return None
 
 
@@ -326,71 +369,3 @@ def ollama_parts(message: Mapping[str, Any]) -> tuple[Part, ...]:
         if image is not None:
             images.append(image)
     return (text, *images) if text else tuple(images)
-
-
-# -- Anthropic prompt caching -----------------------------------------------------------
-
-_LOOKBACK = 20  # blocks before a breakpoint the service checks for an earlier cached prefix
-
-
-def _prompt_blocks(body: Mapping[str, Any]) -> list[tuple[bytes, bool]]:
-    """The request as the cache sees it: each tool, system block and content block in order,
-    with whether a breakpoint ends there."""
-    blocks: list[Any] = list(body.get("tools") or ())
-    system = body.get("system")
-    if isinstance(system, str) and system:
-        blocks.append({"type": "text", "text": system})
-    elif isinstance(system, list):
-        blocks.extend(system)
-    for message in body.get("messages") or ():
-        content = message.get("content")
-        items = content if isinstance(content, list) else [{"type": "text", "text": content}]
-        blocks.extend({"role": message.get("role"), **item} for item in items)
-    out: list[tuple[bytes, bool]] = []
-    for block in blocks:
-        marked = isinstance(block, dict) and block.get("cache_control") is not None
-        plain = {k: v for k, v in block.items() if k != "cache_control"} if marked else block
-        out.append((orjson.dumps(plain, option=orjson.OPT_SORT_KEYS), marked))
-    if out and body.get("cache_control") is not None:  # automatic: the last block
-        out[-1] = (out[-1][0], True)
-    return out
-
-
-class PromptCache:
-    """Anthropic's prompt cache, as the fake server keeps it.
-
-    Every prefix ending at a breakpoint is written; a later request reads the
-    longest written prefix found at one of its breakpoints or within the 20
-    blocks before one. Tokens are estimated as 4 characters each. Prompts of
-    any length are cached (the service has a minimum of about 1,024 tokens).
-    """
-
-    def __init__(self) -> None:
-        self._written: set[bytes] = set()
-        self._lock = threading.Lock()
-
-    def forget(self) -> None:
-        with self._lock:
-            self._written.clear()
-
-    def usage(self, body: Mapping[str, Any]) -> tuple[int, int, int] | None:
-        """`(uncached, written, read)` input tokens, or None for a request without breakpoints."""
-        blocks = _prompt_blocks(body)
-        marks = [i for i, (_, marked) in enumerate(blocks) if marked]
-        if not marks:
-            return None
-        digests, sizes = [], []
-        running = hashlib.sha256()
-        for data, _ in blocks:
-            running.update(data)
-            digests.append(running.copy().digest())
-            sizes.append(max(1, len(data) // 4))
-        with self._lock:
-            candidates = {p for b in marks for p in range(max(0, b - _LOOKBACK + 1), b + 1)}
-            hits = [p for p in candidates if digests[p] in self._written]
-            read_to = max(hits) + 1 if hits else 0
-            self._written.update(digests[b] for b in marks)
-        write_to = max(marks) + 1
-        read = sum(sizes[:read_to])
-        written = sum(sizes[read_to:write_to])
-        return sum(sizes[write_to:]), written, read

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from ..llm._content import Image
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..llm._model import ChatRequest, ChatResponse, OutputSchema
 from ._fake_common import unix_now
@@ -297,4 +298,10 @@ def _decode_item(item: dict[str, Any], messages: list[Message]) -> None:
             messages.append(Message.assistant(tool_calls=(call,)))
     elif kind == "function_call_output":
         output = item.get("output")
-        messages.append(Message.tool(item["call_id"], output if isinstance(output, str) else ""))
+        if isinstance(output, list):  # text and images
+            parts = [responses_part(p) for p in output if isinstance(p, dict)]
+            said: list[str | Image] = [p for p in parts if isinstance(p, str | Image)]
+            messages.append(Message.tool(item["call_id"], *(said or [""])))
+        else:
+            text = output if isinstance(output, str) else ""
+            messages.append(Message.tool(item["call_id"], text))

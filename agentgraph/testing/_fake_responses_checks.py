@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._fake_media import responses_content_problem
+from ._fake_media import responses_content_problem, responses_output_problem
 from ._faults import ErrorResponse
 
 __all__ = ("REASONING_MODEL", "check_body", "sealed")
@@ -281,7 +281,7 @@ def _check_item(
                 param="input",
             )
         pending.remove(call_id)
-        return None
+        return responses_output_problem(item.get("output"), i)
     if pending and kind != "function_call":
         return _bad(f"No tool output found for function call {pending[0]}.", param="input")
     if kind == "message":

@@ -5,6 +5,8 @@ not JSON or do not validate, a tool that raises or runs out of time, a result
 that cannot be encoded) becomes a tool message with `is_error=True` that tells
 the model what happened, so it can recover. Every message is bounded
 (`max_result_chars`), so no tool can hand the model more than it can read.
+A tool that returns an `Image`, or a list of strings and `Image`s, answers
+with those parts; the bound cuts their text, never an image.
 Cancellation is never caught.
 """
 
@@ -27,7 +29,8 @@ from .._errors import CheckpointError, NodeFailed, RunError, ToolError
 from .._json import to_data
 from .._runtime import Interrupt
 from .._tool_effect import calling
-from ..llm._messages import Message, ToolCall
+from ..llm._content import Document, Image, Part
+from ..llm._messages import Message, ToolCall, join_text
 from ..structured._schema import RAW_ARGUMENTS
 from ..structured._shapes import Invalid, show
 from ._tool import Tool, ToolResult, ToolSite
@@ -112,6 +115,8 @@ class _Calls:
         clipped = clip_result(message.content, limit)
         if clipped is message.content:
             return outcome
+        if message.parts:  # images do not count against the bound: only the text is cut
+            return attrs.evolve(outcome, message=_clip_parts(message, clipped))
         return attrs.evolve(outcome, message=attrs.evolve(message, content=clipped))
 
     async def _run(self, call: ToolCall) -> ToolOutcome:
@@ -180,12 +185,53 @@ async def _invoke(item: Tool[..., Any], kwargs: Mapping[str, Any]) -> Any:
     return value
 
 
+def _clip_parts(message: Message, clipped: str) -> Message:
+    """`message` with its text cut to `clipped`, in place of its first text part; images kept."""
+    parts: list[Part] = []
+    for part in message.parts:
+        if not isinstance(part, str):
+            parts.append(part)
+        elif clipped:
+            parts.append(clipped)
+            clipped = ""
+    return attrs.evolve(message, content=join_text(parts), parts=tuple(parts))
+
+
+def _parts_of(value: Any) -> tuple[str | Image, ...] | Document | None:
+    """A result's text and images, when it holds images; the document, when it holds one.
+
+    A tool returns an image as an `Image`, or with text as a list of strings
+    and `Image`s. A list of strings only is data like any other (JSON).
+    """
+    if isinstance(value, Image | Document):
+        return value if isinstance(value, Document) else (value,)
+    if not isinstance(value, list | tuple) or not value:
+        return None
+    if not all(isinstance(part, str | Image | Document) for part in value):
+        return None
+    for part in value:
+        if isinstance(part, Document):
+            return part
+    if all(isinstance(part, str) for part in value):
+        return None
+    return tuple(value)
+
+
 def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) -> ToolOutcome:
     usage = None
     if isinstance(value, ToolResult):
         value, usage = value.value, value.usage
-    if isinstance(value, str):
-        content = value
+    parts = _parts_of(value)
+    if isinstance(parts, Document):
+        text = (
+            f"tool {_quote(item.name)} returned a document ({parts.name}); a tool result "
+            "carries text and images only"
+        )
+        return _failed(call, start, "bad_result", text)
+    if parts is not None:
+        message = Message.tool(call.id, *parts, name=call.name)
+    elif isinstance(value, str):
+        message = Message.tool(call.id, value, name=call.name)
     else:
         try:
             content = orjson.dumps(to_data(value)).decode()
@@ -201,7 +247,7 @@ def _answered(call: ToolCall, start: float, item: Tool[..., Any], value: Any) ->
                 f"encoded: {type(exc).__name__}: {_text(exc)}"
             )
             return _failed(call, start, "bad_result", text, exc)
-    message = Message.tool(call.id, content, name=call.name)
+        message = Message.tool(call.id, content, name=call.name)
     if usage is not None:
         message = attrs.evolve(message, usage=usage)
     return ToolOutcome(call, message, time.perf_counter() - start)

@@ -94,7 +94,7 @@ async def test_parts_that_disagree_with_the_message_are_refused_when_sent_or_sto
     image = Image.from_bytes(PNG)
     bad = [
         (Message("user", "something else", parts=("hi", image)), ValueError, "text of its parts"),
-        (Message("assistant", "", parts=(image,)), ValueError, "only user messages"),
+        (Message("assistant", "", parts=(image,)), ValueError, "only user and tool messages"),
         (Message("user", "", parts=(b"raw",)), TypeError, "str, Image or Document"),  # type: ignore[arg-type]
         (Message("user", "", parts=[image]), TypeError, "tuple"),  # type: ignore[arg-type]
     ]

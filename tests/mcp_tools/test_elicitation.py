@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Interrupted, Message, ToolCall
 from agentgraph.checkpoint import MemoryStore
+from agentgraph.llm import Image
 from agentgraph.mcp import (
     Elicitation,
     MCPAnswerError,
@@ -100,11 +101,11 @@ async def test_a_question_stops_the_run_and_the_answer_goes_on_with_the_recorded
         out = await GraphRunner().resume(graph, "r1", store, answer={"name": "Ada", "guests": 2})
     reply = out.history[-1]
     assert reply.role == "tool" and not reply.is_error
-    assert reply.content.splitlines() == [
+    assert reply.parts == (
         "booked for Ada (2)",
-        "[image (image/png), 13 bytes, not shown]",
+        Image.from_bytes(base64.b64decode(PNG)),  # the resumed call's image is kept
         '[resource link {"uri":"file:///bookings/1.txt","name":"1.txt","mimeType":"text/plain"}]',
-    ]
+    )
     # The resume sent the answer with the recorded state; the call was never made anew.
     assert fresh == ["table 4"]
 
