@@ -6,7 +6,7 @@ schema, and runs inside a transaction the caller opened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
@@ -16,7 +16,7 @@ from ._records import Effect, Record, RunLog, RunRecord, StepRecord, damaged
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ("MIGRATIONS", "commit", "read_blob", "read_ids", "read_log")
+__all__ = ("MIGRATIONS", "commit", "read_blob", "read_ids", "read_log", "refusals")
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: runs, their steps and effects, leases and blobs.
@@ -69,22 +69,40 @@ MIGRATIONS: tuple[str, ...] = (
 )
 """Schema version N is reached by running the first N scripts, in order; never edit one."""
 
-_INSERT_RUN = (
+_INSERT_RUNS = (
     "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING RETURNING id"
+    "SELECT * FROM unnest(%b::text[], %b::text[], %b::bytea[], %b::bytea[], %b::float8[], "
+    "%b::text[], %b::int4[])"
 )
-_INSERT_STEP = "INSERT INTO steps VALUES "
-# A rewritten effect moves to the end, as it does in the other stores.
-_INSERT_EFFECT = "INSERT INTO effects (run, key, kind, value) VALUES "
-_UPSERT = (
-    " ON CONFLICT (run, key, kind) DO UPDATE "
+# Rows come as one array per column: the statements' text never changes, so each is
+# parsed once and prepared by the server, and the arrays travel in binary. A record of
+# a run that never started finds no id, and the NOT NULL column refuses it.
+_INSERT_STEPS = (
+    "INSERT INTO steps (run, seq, step, path, node, next, local, steps, context, at, duration) "
+    "SELECT (SELECT id FROM runs r WHERE r.run_id = u.run_id), u.seq, u.step, u.path::text[], "
+    "u.node, u.next, u.local, u.steps, u.context, u.at, u.duration "
+    "FROM unnest(%b::text[], %b::int4[], %b::int4[], %b::text[], %b::text[], "
+    "%b::text[], %b::int4[], %b::int4[], %b::bytea[], %b::float8[], %b::float8[]) "
+    "AS u(run_id, seq, step, path, node, next, local, steps, context, at, duration)"
+)
+# A rewritten effect moves to the end, as it does in the other stores: rows go in in the
+# order given (the ordinality), each taking the next position.
+_INSERT_EFFECTS = (
+    "INSERT INTO effects (run, key, kind, value) "
+    "SELECT (SELECT id FROM runs r WHERE r.run_id = u.run_id), u.key, u.kind, u.value "
+    "FROM unnest(%b::text[], %b::text[], %b::text[], %b::bytea[]) WITH ORDINALITY "
+    "AS u(run_id, key, kind, value, n) ORDER BY u.n "
+    "ON CONFLICT (run, key, kind) DO UPDATE "
     "SET value = excluded.value, position = nextval('effect_order')"
 )
-_ROWS = 1000
-"""Rows per INSERT statement: well under PostgreSQL's limit of 65,535 parameters."""
+_INSERT_BLOBS = (
+    "INSERT INTO blobs (digest, data) SELECT * FROM unnest(%b::text[], %b::bytea[]) "
+    "ON CONFLICT DO NOTHING"
+)
+_KNOWN = "SELECT run_id FROM runs WHERE run_id = ANY(%b::text[])"
 
 
-def _refusals() -> tuple[type[Exception], ...]:
+def refusals() -> tuple[type[Exception], ...]:
     """Errors that refuse one write: a taken run id, or a value PostgreSQL cannot keep
     (a NUL character in a text column, say)."""
     import psycopg
@@ -96,116 +114,136 @@ def commit(
     conn: psycopg.Connection[Any],
     writes: Sequence[Sequence[Record]],
     blobs: Sequence[tuple[str, bytes]],
-    ids: dict[str, int],
-    fences: dict[str, int],
+    lost: set[str],
+    sync: Callable[[], None],
 ) -> list[tuple[Sequence[Record], Exception]]:
-    """Commit `writes` and `blobs` in one transaction; return the writes refused, with errors.
+    """Insert `writes` and `blobs` and commit the transaction the caller began in its
+    pipeline (`sync` waits for the server); return the writes refused, with errors.
 
-    Writes of a run whose lease this store took are refused when the run's
-    fencing number is no longer the one taken. The lease rows are locked for
-    the transaction, so a take waits for this commit. The other writes go in
-    together; only when the database refuses one are they inserted again
-    one by one, each in a savepoint, so that it takes no other write down.
+    Writes of a run in `lost` (its lease passed to another runner) are refused.
+    The other writes go in together, with the COMMIT, in one exchange with the
+    server; only when the database refuses one are they inserted again one by
+    one, each in a savepoint, so that it takes no other write down.
     """
     refused: list[tuple[Sequence[Record], Exception]] = []
-    known = dict(ids)
+    kept = []
+    for records in writes:
+        gone = lost.intersection(r.run_id for r in records)
+        if gone:
+            refused.append((records, LeaseLost(min(gone), "another runner took it over")))
+        else:
+            kept.append(records)
+    if blobs:
+        conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+    conn.execute("SAVEPOINT kept")
+    _insert(conn, [r for records in kept for r in records])
+    conn.execute("RELEASE SAVEPOINT kept")
+    conn.execute("COMMIT")
     try:
-        with conn.transaction():
-            lost = _lost_leases(conn, {r.run_id for w in writes for r in w} & fences.keys(), fences)
-            kept = []
-            for records in writes:
-                gone = lost.intersection(r.run_id for r in records)
-                if gone:
-                    refused.append((records, LeaseLost(min(gone), "another runner took it over")))
-                else:
-                    kept.append(records)
-            if blobs:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO blobs (digest, data) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                        blobs,
-                    )
-            try:
-                with conn.transaction():
-                    _insert(conn, [r for records in kept for r in records], ids)
-                return refused
-            except _refusals():
-                ids.clear()
-                ids.update(known)
-            for records in kept:
-                before = dict(ids)
-                try:
-                    with conn.transaction():
-                        _insert(conn, records, ids)
-                except _refusals() as error:
-                    ids.clear()
-                    ids.update(before)
-                    refused.append((records, error))
-    except Exception:
-        ids.clear()
-        ids.update(known)
-        raise
+        sync()  # a refusal skips every statement after it, the COMMIT included
+        return refused
+    except refusals():
+        conn.execute("ROLLBACK TO SAVEPOINT kept")
+    for records in kept:
+        conn.execute("SAVEPOINT one")
+        try:
+            _check(conn, records)
+            _insert(conn, records)
+            sync()
+        except refusals() as error:
+            conn.execute("ROLLBACK TO SAVEPOINT one")
+            refused.append((records, error))
+        else:
+            conn.execute("RELEASE SAVEPOINT one")
+    conn.execute("COMMIT")
+    sync()
     return refused
 
 
-def _lost_leases(conn: psycopg.Connection[Any], runs: set[str], fences: dict[str, int]) -> set[str]:
-    """The runs among `runs` whose fencing number is not the one taken; their rows locked."""
-    if not runs:
-        return set()
-    rows = conn.execute(
-        "SELECT run_id, fence FROM leases WHERE run_id = ANY(%s) ORDER BY run_id FOR SHARE",
-        (sorted(runs),),
-    ).fetchall()
-    current = dict(rows)
-    return {run_id for run_id in runs if current.get(run_id) != fences[run_id]}
-
-
-def _insert(conn: psycopg.Connection[Any], records: Sequence[Record], ids: dict[str, int]) -> None:
-    steps: list[tuple[Any, ...]] = []
-    effects: list[tuple[Any, ...]] = []
+def _check(conn: psycopg.Connection[Any], records: Sequence[Record]) -> None:
+    """Raise, naming it, for a run of `records` started twice or one never started."""
+    started = [r.run_id for r in records if isinstance(r, RunRecord)]
+    rows = conn.execute(_KNOWN, (sorted({r.run_id for r in records}),)).fetchall()
+    known = {row[0] for row in rows}
+    for number, run_id in enumerate(started):
+        if run_id in known or run_id in started[:number]:
+            raise CheckpointError(f"run {run_id!r} is already in the store")
+    known.update(started)
     for r in records:
-        if isinstance(r, RunRecord):
-            started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
-            row = conn.execute(_INSERT_RUN, (*started, r.parent_step)).fetchone()
-            if row is None:
-                raise CheckpointError(f"run {r.run_id!r} is already in the store")
-            ids[r.run_id] = int(row[0])
-        elif isinstance(r, StepRecord):
-            row_ = (r.seq, r.step, list(r.path), r.node, r.next, r.local, r.steps, r.context)
-            steps.append((_run(conn, ids, r.run_id), *row_, r.at, r.duration))
-        else:
-            effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
-    _insert_rows(conn, _INSERT_STEP, steps)
-    # One statement may not upsert a row twice: of an effect written twice, the last counts.
-    last = {(run, key, kind): (run, key, kind, value) for run, key, kind, value in effects}
-    _insert_rows(conn, _INSERT_EFFECT, list(last.values()), _UPSERT)
+        if r.run_id not in known:
+            raise CheckpointError(f"a record for run {r.run_id!r}, which never started")
 
 
-def _insert_rows(
-    conn: psycopg.Connection[Any], head: str, rows: list[tuple[Any, ...]], tail: str = ""
-) -> None:
-    """Insert `rows` with few statements.
-
-    psycopg lets go of the GIL around each exchange with the server; with one exchange
-    per row, the event loop's thread would wait for it back once per row.
-    """
-    if not rows:
-        return
-    one = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
-    for start in range(0, len(rows), _ROWS):
-        chunk = rows[start : start + _ROWS]
-        values = [value for row in chunk for value in row]
-        conn.execute(head + ", ".join([one] * len(chunk)) + tail, values)
+_paths: dict[tuple[str, ...], str] = {}
 
 
-def _run(conn: psycopg.Connection[Any], ids: dict[str, int], run_id: str) -> int:
-    found = ids.get(run_id)
+def _path(path: tuple[str, ...]) -> str:
+    """`path` as a PostgreSQL array literal (a process has few paths: they are kept)."""
+    found = _paths.get(path)
     if found is None:
-        row = conn.execute("SELECT id FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        if row is None:
-            raise CheckpointError(f"a record for run {run_id!r}, which never started")
-        found = ids[run_id] = int(row[0])
+        quoted = ('"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
+        found = "{" + ",".join(quoted) + "}"
+        if len(_paths) < 4096:
+            _paths[path] = found
     return found
+
+
+def _insert(conn: psycopg.Connection[Any], records: Sequence[Record]) -> None:
+    """Send the statements that insert `records`: one per table, whatever their number."""
+    runs: list[RunRecord] = []
+    steps: list[StepRecord] = []
+    last: dict[tuple[str, str, str], Effect] = {}
+    for r in records:
+        if isinstance(r, StepRecord):
+            steps.append(r)
+        elif isinstance(r, RunRecord):
+            runs.append(r)
+        else:
+            # One statement may not upsert a row twice: of an effect written twice, the
+            # last counts (and moves to the end).
+            last.pop((r.run_id, r.key, r.kind), None)
+            last[(r.run_id, r.key, r.kind)] = r
+    if runs:
+        conn.execute(
+            _INSERT_RUNS,
+            (
+                [r.run_id for r in runs],
+                [r.graph for r in runs],
+                [r.structure for r in runs],
+                [r.context for r in runs],
+                [r.created for r in runs],
+                [r.parent for r in runs],
+                [r.parent_step for r in runs],
+            ),
+        )
+    if steps:
+        conn.execute(
+            _INSERT_STEPS,
+            (
+                [s.run_id for s in steps],
+                [s.seq for s in steps],
+                [s.step for s in steps],
+                [_path(s.path) for s in steps],
+                [s.node for s in steps],
+                [s.next for s in steps],
+                [s.local for s in steps],
+                [s.steps for s in steps],
+                [s.context for s in steps],
+                [s.at for s in steps],
+                [s.duration for s in steps],
+            ),
+        )
+    if last:
+        effects = list(last.values())
+        conn.execute(
+            _INSERT_EFFECTS,
+            (
+                [e.run_id for e in effects],
+                [e.key for e in effects],
+                [e.kind for e in effects],
+                [e.value for e in effects],
+            ),
+        )
 
 
 def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:

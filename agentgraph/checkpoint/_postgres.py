@@ -23,10 +23,12 @@ import attrs
 
 from .._errors import CheckpointError
 from .._extras import pip_install
-from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
+from ._lease import LEASE_TERM, Lease, RunBusy
+from ._pglease import LeaseTake, Settled, settle, text_refusal
 from ._pgsql import MIGRATIONS, commit, read_blob, read_ids, read_log
 from ._records import Record, RunLog
 from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
+from ._wake import Waiter, wake
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,25 +38,30 @@ __all__ = ("PostgresStore",)
 _GATHER = 0.005
 """Seconds the writer lets records gather before a commit, unless someone waits on it."""
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_NOW = "extract(epoch FROM clock_timestamp())::float8"
-"""The database's clock: lease terms are measured on it, so the machines' clocks may differ."""
 
 _T = TypeVar("_T")
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Call(Generic[_T]):
-    """Work for the writer's connection (a read, a lease take), and its outcome."""
+    """Work for the writer's connection (a read), answered through `waiter`."""
 
     work: Callable[[psycopg.Connection[Any]], _T]
     what: str
-    done: threading.Event = attrs.field(factory=threading.Event)
-    result: _T | None = None
-    error: Exception | None = None
+    waiter: Waiter
 
 
-# Records, a release, a blob, a call, a flush barrier, or close:
-_Item = Sequence[Record] | LeaseRelease | BlobWrite | _Call[Any] | threading.Event | None
+# Records, a release, a blob, a lease take, a read, a flush barrier, a wake-up, or close:
+_Item = (
+    Sequence[Record]
+    | LeaseRelease
+    | BlobWrite
+    | LeaseTake
+    | _Call[Any]
+    | Waiter
+    | threading.Event
+    | None
+)
 
 
 def _psycopg() -> Any:
@@ -148,11 +155,20 @@ class PostgresStore(WriterStore):
         return await self._call(read_ids, "be read")
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
-        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
-        term = self.lease_term
+        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it.
+
+        The take goes into the next group commit, beside the records queued before it.
+        """
+        refusal = text_refusal(run_id, owner)
+        if refusal is not None:
+            raise CheckpointError(f"{self._label} cannot lease runs: {refusal}")
+        self._usable()
         self._claim(owner)
         try:
-            lease = await self._call(lambda conn: _take(conn, run_id, owner, term), "lease runs")
+            take = LeaseTake(run_id, owner, self.lease_term, Waiter())
+            self._queue.put(take)
+            self._urgent.set()
+            lease: Lease = await take.waiter.wait()
         except BaseException:
             self._unclaim(owner)
             raise
@@ -217,23 +233,21 @@ class PostgresStore(WriterStore):
         if self._closed:
             self._raise()
         self._usable()
-        done = threading.Event()
+        done = Waiter()
         self._queue.put(done)
         self._urgent.set()
-        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+        await done.wait()
         if self._error is not None:
             self._raise()
 
     async def _call(self, work: Callable[[psycopg.Connection[Any]], _T], what: str) -> _T:
         """Run `work` on the writer's connection once what is queued before it is committed."""
         self._usable()
-        call = _Call(work, what)
+        call = _Call(work, what, Waiter())
         self._queue.put(call)
         self._urgent.set()
-        await anyio.to_thread.run_sync(call.done.wait, abandon_on_cancel=True)
-        if call.error is not None:
-            raise call.error
-        return call.result  # type: ignore[return-value]  # set when there is no error
+        result: _T = await call.waiter.wait()
+        return result
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -274,13 +288,12 @@ class PostgresStore(WriterStore):
             conn = self._connect()
         except Exception as exc:  # reported by the next write, flush or call
             self._stop(exc)
-        ids: dict[str, int] = {}
         try:
             while True:
                 batch = self._gather()
                 if conn is not None and self._error is None:
                     try:
-                        self._store(conn, batch, ids)
+                        self._store(conn, batch)
                     except Exception as exc:
                         self._stop(exc)
                 self._answer(batch)
@@ -292,12 +305,18 @@ class PostgresStore(WriterStore):
                 conn.close()
 
     def _answer(self, batch: list[_Item]) -> None:
+        """Wake whoever waits on `batch`; those not answered yet get the store's failure."""
+        waiters = []
         for item in batch:
-            if isinstance(item, _Call) and not item.done.is_set():
-                item.error = item.error or self._failure()
-                item.done.set()
+            if isinstance(item, LeaseTake | _Call):
+                if not item.waiter.answered:
+                    item.waiter.answer(error=self._failure())
+                waiters.append(item.waiter)
+            elif isinstance(item, Waiter):
+                waiters.append(item)
             elif isinstance(item, threading.Event):
                 item.set()
+        wake(waiters)
 
     def _failure(self) -> CheckpointError:
         error = self._error
@@ -331,52 +350,113 @@ class PostgresStore(WriterStore):
             except queue.Empty:
                 return batch
 
-    def _store(
-        self, conn: psycopg.Connection[Any], batch: list[_Item], ids: dict[str, int]
-    ) -> None:
-        """Commit a batch's records and blobs; then its releases, calls and due renewals."""
+    def _store(self, conn: psycopg.Connection[Any], batch: list[_Item]) -> None:
+        """Commit a batch's records, blobs, lease takes, releases and due renewals in one
+        transaction; then run its reads."""
         writes = [i for i in batch if isinstance(i, Sequence) and i]
         blobs = [(i.digest, i.data) for i in batch if isinstance(i, BlobWrite)]
-        if writes or blobs:
-            with self._lock:
-                fences = dict(self._fences)
-            with conn.pipeline():  # statements go out together: fewer round trips
-                refused = commit(conn, writes, blobs, ids, fences)
-            with self._lock:
-                for records, error in refused:
-                    for rid in {r.run_id for r in records}:
-                        self._rejected.setdefault(rid, error)
+        releases = [i.lease for i in batch if isinstance(i, LeaseRelease)]
+        takes = [i for i in batch if isinstance(i, LeaseTake)]
+        try:
+            self._commit(conn, writes, blobs, releases, takes)
+        except Exception as exc:
+            if not takes or conn.broken or conn.closed:
+                raise
+            # A take the database refused (a run id too long for its index, say): the
+            # rest goes in without the takes, and each take alone, failing alone.
+            self._commit(conn, writes, blobs, releases, [])
+            for take in takes:
+                try:
+                    self._commit(conn, [], [], [], [take])
+                except Exception as alone:
+                    if conn.broken or conn.closed:
+                        raise
+                    failed = f"{type(alone).__name__}: {alone}"
+                    error = CheckpointError(f"{self._label} cannot lease runs: {failed}")
+                    error.__cause__ = alone
+                    take.waiter.answer(error=error)
+            del exc
         for item in batch:
-            if isinstance(item, LeaseRelease):
-                self._let_go(conn, item.lease)
-            elif isinstance(item, _Call):
+            if isinstance(item, _Call):
                 self._run_call(conn, item)
-        self._renew(conn)
 
-    def _let_go(self, conn: psycopg.Connection[Any], lease: Lease) -> None:
-        # The row stays, lapsed: fencing numbers only ever grow.
-        conn.execute(
-            "UPDATE leases SET expires = 0 WHERE run_id = %s AND fence = %s",
-            (lease.run_id, lease.fence),
-        )
+    def _commit(
+        self,
+        conn: psycopg.Connection[Any],
+        writes: list[Sequence[Record]],
+        blobs: list[tuple[str, bytes]],
+        releases: list[Lease],
+        takes: list[LeaseTake],
+    ) -> None:
+        """One transaction, in two exchanges with the server: the lease rows locked and
+        read; then the lease changes, the records and the COMMIT."""
+        renewals = self._due()
+        if not (writes or blobs or releases or takes or renewals):
+            return
+        written = {r.run_id for w in writes for r in w}
         with self._lock:
-            if self._fences.get(lease.run_id) == lease.fence:
-                del self._fences[lease.run_id]
-        self._unclaim(lease.owner)
+            fences = {run: f for run, f in self._fences.items() if run in written}
+        renewed_until = time.time() + self.lease_term
+        with conn.pipeline() as pipeline:
+            conn.execute("BEGIN")
+            try:
+                settled = settle(
+                    conn,
+                    fences=fences,
+                    releases=releases,
+                    takes=takes,
+                    renewals=renewals,
+                    term=self.lease_term,
+                )
+                refused = commit(conn, writes, blobs, settled.lost, pipeline.sync)
+            except BaseException:
+                if not (conn.broken or conn.closed):
+                    conn.execute("ROLLBACK")
+                    pipeline.sync()
+                raise
+        self._settled(settled, renewed_until)
+        with self._lock:
+            for records, error in refused:
+                for rid in {r.run_id for r in records}:
+                    self._rejected.setdefault(rid, error)
+
+    def _settled(self, settled: Settled, renewed_until: float) -> None:
+        """The commit is durable: the leases as it left them, here too."""
+        for take, outcome in settled.taken:
+            if isinstance(outcome, Lease):
+                take.waiter.answer(outcome)
+            else:
+                take.waiter.answer(error=outcome)
+        for lease in settled.released:
+            with self._lock:
+                if self._fences.get(lease.run_id) == lease.fence:
+                    del self._fences[lease.run_id]
+            self._unclaim(lease.owner)
+        for run_id, renewed in settled.renewed.items():
+            with self._lock:
+                held = self._held.get(run_id)
+                if held is None:
+                    continue  # released meanwhile
+                if renewed:
+                    self._held[run_id] = attrs.evolve(held, expires=renewed_until)
+                else:  # taken over: the run sees it at its next look, and stops
+                    del self._held[run_id]
+            if not renewed:
+                self._unclaim(held.owner)
 
     def _run_call(self, conn: psycopg.Connection[Any], call: _Call[Any]) -> None:
         try:
             with conn.transaction():
-                call.result = call.work(conn)
+                call.waiter.answer(call.work(conn))
         except (RunBusy, CheckpointError) as exc:
-            call.error = exc
+            call.waiter.answer(error=exc)
         except Exception as exc:  # a refused request or a damaged row: this call fails alone
             if conn.broken or conn.closed:
                 raise  # the database is gone: the store stops
             failed = f"{type(exc).__name__}: {exc}"
-            call.error = CheckpointError(f"{self._label} cannot {call.what}: {failed}")
-            call.error.__cause__ = exc
-        call.done.set()
+            error = CheckpointError(f"{self._label} cannot {call.what}: {failed}")
+            error.__cause__ = exc
+            call.waiter.answer(error=error)
 
     def _renew_in(self) -> float | None:
         """Seconds until the next lease is due for renewal; None when none is held."""
@@ -386,26 +466,12 @@ class PostgresStore(WriterStore):
         due = min(lease.expires for lease in held) - self.lease_term * 2 / 3
         return max(0.0, due - time.time())
 
-    def _renew(self, conn: psycopg.Connection[Any]) -> None:
-        """Renew every lease held here that has used a third of its term."""
+    def _due(self) -> list[Lease]:
+        """The leases held here that have used a third of their term."""
         now = time.time()
-        for lease in list(self._held.values()):
-            if lease.expires - now > self.lease_term * 2 / 3:
-                continue
-            expires = time.time() + self.lease_term
-            renewed = conn.execute(
-                f"UPDATE leases SET expires = {_NOW} + %s WHERE run_id = %s AND fence = %s",
-                (self.lease_term, lease.run_id, lease.fence),
-            ).rowcount
-            with self._lock:
-                if self._held.get(lease.run_id) != lease:
-                    continue  # released meanwhile
-                if renewed:
-                    self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
-                else:  # taken over: the run sees it at its next look, and stops
-                    del self._held[lease.run_id]
-            if not renewed:
-                self._unclaim(lease.owner)
+        with self._lock:
+            held = list(self._held.values())
+        return [lease for lease in held if lease.expires - now <= self.lease_term * 2 / 3]
 
 
 def _restore(
@@ -414,30 +480,6 @@ def _restore(
     return PostgresStore(
         conninfo, schema=schema, lease_term=lease_term, connect_timeout=connect_timeout
     )
-
-
-def _take(conn: psycopg.Connection[Any], run_id: str, owner: str, term: float) -> Lease:
-    """Take `run_id`'s lease (inside the caller's transaction), or raise `RunBusy`."""
-    conn.execute(
-        "INSERT INTO leases (run_id, owner, fence, expires) VALUES (%s, '', 0, 0) "
-        "ON CONFLICT (run_id) DO NOTHING",
-        (run_id,),
-    )
-    row = conn.execute(
-        f"SELECT owner, fence, expires, {_NOW} FROM leases WHERE run_id = %s FOR UPDATE",
-        (run_id,),
-    ).fetchone()
-    assert row is not None, "the row was inserted above, or was there"
-    held_by, fence, expires = checked_lease(run_id, *row[:3])
-    now, local = row[3], time.time()
-    # A lease nobody can renew (its owner is gone) is free at once.
-    if expires > now and not owner_is_gone(held_by):
-        raise RunBusy(run_id, held_by, local + (expires - now))
-    conn.execute(
-        "UPDATE leases SET owner = %s, fence = %s, expires = %s WHERE run_id = %s",
-        (owner, fence + 1, now + term, run_id),
-    )
-    return Lease(run_id, owner, fence + 1, local + term)
 
 
 def _lock_key(schema: str) -> int:
