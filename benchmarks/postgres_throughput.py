@@ -96,8 +96,10 @@ class ServerCPU:
 
         with psycopg.connect(dsn, autocommit=True) as conn:
             row = conn.execute("SELECT pg_backend_pid()").fetchone()
-        assert row is not None
-        self._postmaster = psutil.Process(int(row[0])).parent()
+            assert row is not None
+            postmaster = psutil.Process(int(row[0])).parent()  # while the backend lives
+        assert postmaster is not None
+        self._postmaster = postmaster
 
     def seconds(self) -> float:
         import psutil

@@ -10,6 +10,7 @@ take, the old owner's commits find the new fencing number and are refused.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import queue
 import re
@@ -411,6 +412,8 @@ class PostgresStore(WriterStore):
                 refused = commit(conn, writes, blobs, settled.lost, pipeline.sync)
             except BaseException:
                 if not (conn.broken or conn.closed):
+                    with contextlib.suppress(Exception):
+                        pipeline.sync()  # out of the aborted state the error left
                     conn.execute("ROLLBACK")
                     pipeline.sync()
                 raise
