@@ -122,6 +122,11 @@ bench-rag: $(VENV)/.bench
 bench-guards: $(VENV)/.bench
 	$(BIN)/python benchmarks/injection.py
 
+# Durable throughput on PostgreSQL beside LangGraph's AsyncPostgresSaver (a server of its own).
+.PHONY: bench-postgres
+bench-postgres: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/postgres_throughput.py
+
 .PHONY: bench-memory
 bench-memory: $(VENV)/.bench
 	$(BIN)/python benchmarks/memory.py

@@ -37,7 +37,7 @@ from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop
 
 from agentgraph import AgentContext, Graph, GraphRunner, node
 from agentgraph.checkpoint import PostgresStore, RunLog, StoreBase
-from agentgraph.checkpoint._pgsql import MIGRATIONS
+from agentgraph.checkpoint._pgschema import MIGRATIONS
 from agentgraph.checkpoint._records import Effect, Record, RunRecord, StepRecord
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""The SQL of `PostgresStore`: its schema versions, the group commit and the reads.
+"""The SQL of `PostgresStore`: the group commit and the reads.
 
 Every function takes a psycopg connection whose `search_path` is the store's
 schema, and runs inside a transaction the caller opened.
@@ -6,7 +6,7 @@ schema, and runs inside a transaction the caller opened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
@@ -26,104 +26,66 @@ if TYPE_CHECKING:
     import psycopg
 
 __all__ = (
-    "MIGRATIONS",
     "commit",
+    "commit_alone",
     "delete_thread",
     "read_blob",
     "read_ids",
     "read_log",
     "read_thread",
     "read_thread_ids",
+    "refusals",
 )
 
-MIGRATIONS: tuple[str, ...] = (
-    # 1: runs, their steps and effects, leases and blobs.
-    """
-    CREATE TABLE runs (
-        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        run_id TEXT NOT NULL UNIQUE,
-        graph TEXT NOT NULL,
-        structure BYTEA NOT NULL,
-        context BYTEA NOT NULL,
-        created DOUBLE PRECISION NOT NULL,
-        parent TEXT,
-        parent_step INTEGER
-    );
-    CREATE TABLE steps (
-        run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        step INTEGER NOT NULL,
-        path TEXT[] NOT NULL,
-        node TEXT NOT NULL,
-        next TEXT NOT NULL,
-        local INTEGER NOT NULL,
-        steps INTEGER NOT NULL,
-        context BYTEA NOT NULL,
-        at DOUBLE PRECISION NOT NULL,
-        duration DOUBLE PRECISION NOT NULL,
-        PRIMARY KEY (run, seq)
-    );
-    CREATE SEQUENCE effect_order;
-    CREATE TABLE effects (
-        run BIGINT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-        key TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        value BYTEA NOT NULL,
-        position BIGINT NOT NULL DEFAULT nextval('effect_order'),
-        PRIMARY KEY (run, key, kind)
-    );
-    CREATE INDEX effects_in_order ON effects (run, position);
-    CREATE TABLE leases (
-        run_id TEXT PRIMARY KEY,
-        owner TEXT NOT NULL,
-        fence BIGINT NOT NULL,
-        expires DOUBLE PRECISION NOT NULL
-    );
-    CREATE TABLE blobs (
-        digest TEXT PRIMARY KEY,
-        data BYTEA NOT NULL
-    );
-    """,
-    # 2: threads: the turns of a conversation, and its head.
-    """
-    ALTER TABLE runs ADD COLUMN thread TEXT;
-    ALTER TABLE runs ADD COLUMN base TEXT;
-    CREATE INDEX runs_by_thread ON runs (thread, id) WHERE thread IS NOT NULL;
-    CREATE TABLE threads (
-        thread_id TEXT PRIMARY KEY,
-        head TEXT,
-        created DOUBLE PRECISION NOT NULL,
-        updated DOUBLE PRECISION NOT NULL
-    );
-    """,
-)
-"""Schema version N is reached by running the first N scripts, in order; never edit one."""
-
-_INSERT_RUN = (
+_INSERT_RUNS = (
     "INSERT INTO runs (run_id, graph, structure, context, created, parent, parent_step, "
-    "thread, base) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-    "ON CONFLICT (run_id) DO NOTHING RETURNING id"
+    "thread, base) "
+    "SELECT * FROM unnest(%b::text[], %b::text[], %b::bytea[], %b::bytea[], %b::float8[], "
+    "%b::text[], %b::int4[], %b::text[], %b::text[])"
 )
-_INSERT_THREAD = (
-    "INSERT INTO threads (thread_id, head, created, updated) VALUES (%s, NULL, %s, %s) "
+_INSERT_THREADS = (
+    "INSERT INTO threads (thread_id, head, created, updated) "
+    "SELECT u.thread, NULL, u.created, u.created "
+    "FROM unnest(%b::text[], %b::float8[]) AS u(thread, created) "
     "ON CONFLICT (thread_id) DO NOTHING"
 )
+# The head moves only from the head the turn started from. The division fails for a
+# run that never started, as a record of one must: the commit then goes write by
+# write, where `_check` names the run.
 _MOVE_HEAD = (
-    "UPDATE threads SET head = %s, updated = %s "
-    "WHERE thread_id = %s AND head IS NOT DISTINCT FROM %s"
+    "WITH moved AS (UPDATE threads SET head = %(run)b::text, updated = %(at)b::float8 "
+    "WHERE thread_id = %(thread)b::text AND head IS NOT DISTINCT FROM %(base)b::text) "
+    "SELECT 1 / count(*) FROM runs WHERE run_id = %(run)b::text"
 )
-_INSERT_STEP = "INSERT INTO steps VALUES "
-# A rewritten effect moves to the end, as it does in the other stores.
-_INSERT_EFFECT = "INSERT INTO effects (run, key, kind, value) VALUES "
-_UPSERT = (
-    " ON CONFLICT (run, key, kind) DO UPDATE "
+# Rows come as one array per column: the statements' text never changes, so each is
+# parsed once and prepared by the server, and the arrays travel in binary. A record of
+# a run that never started finds no id, and the NOT NULL column refuses it.
+_INSERT_STEPS = (
+    "INSERT INTO steps (run, seq, step, path, node, next, local, steps, context, at, duration) "
+    "SELECT (SELECT id FROM runs r WHERE r.run_id = u.run_id), u.seq, u.step, u.path::text[], "
+    "u.node, u.next, u.local, u.steps, u.context, u.at, u.duration "
+    "FROM unnest(%b::text[], %b::int4[], %b::int4[], %b::text[], %b::text[], "
+    "%b::text[], %b::int4[], %b::int4[], %b::bytea[], %b::float8[], %b::float8[]) "
+    "AS u(run_id, seq, step, path, node, next, local, steps, context, at, duration)"
+)
+# A rewritten effect moves to the end, as it does in the other stores: rows go in in the
+# order given (the ordinality), each taking the next position.
+_INSERT_EFFECTS = (
+    "INSERT INTO effects (run, key, kind, value) "
+    "SELECT (SELECT id FROM runs r WHERE r.run_id = u.run_id), u.key, u.kind, u.value "
+    "FROM unnest(%b::text[], %b::text[], %b::text[], %b::bytea[]) WITH ORDINALITY "
+    "AS u(run_id, key, kind, value, n) ORDER BY u.n "
+    "ON CONFLICT (run, key, kind) DO UPDATE "
     "SET value = excluded.value, position = nextval('effect_order')"
 )
-_ROWS = 1000
-"""Rows per INSERT statement: well under PostgreSQL's limit of 65,535 parameters."""
+_INSERT_BLOBS = (
+    "INSERT INTO blobs (digest, data) SELECT * FROM unnest(%b::text[], %b::bytea[]) "
+    "ON CONFLICT DO NOTHING"
+)
+_KNOWN = "SELECT run_id FROM runs WHERE run_id = ANY(%b::text[])"
 
 
-def _refusals() -> tuple[type[Exception], ...]:
+def refusals() -> tuple[type[Exception], ...]:
     """Errors that refuse one write: a taken run id, or a value PostgreSQL cannot keep
     (a NUL character in a text column, say)."""
     import psycopg
@@ -135,121 +97,189 @@ def commit(
     conn: psycopg.Connection[Any],
     writes: Sequence[Sequence[Record]],
     blobs: Sequence[tuple[str, bytes]],
-    ids: dict[str, int],
-    fences: dict[str, int],
-) -> list[tuple[Sequence[Record], Exception]]:
-    """Commit `writes` and `blobs` in one transaction; return the writes refused, with errors.
+    lost: set[str],
+    sync: Callable[[], None],
+) -> list[tuple[Sequence[Record], Exception]] | None:
+    """Insert `writes` and `blobs` and commit the transaction the caller began in its
+    pipeline (`sync` waits for the server); return the writes refused, with errors,
+    or None when the database refused one (the caller rolls back and calls
+    `commit_alone`).
 
-    Writes of a run whose lease this store took are refused when the run's
-    fencing number is no longer the one taken. The lease rows are locked for
-    the transaction, so a take waits for this commit. The other writes go in
-    together; only when the database refuses one are they inserted again
-    one by one, each in a savepoint, so that it takes no other write down.
+    Writes of a run in `lost` (its lease passed to another runner) are refused.
+    The other writes go in together, with the COMMIT, in one exchange with the
+    server.
     """
-    refused: list[tuple[Sequence[Record], Exception]] = []
-    known = dict(ids)
+    refused, kept = _fenced(writes, lost)
+    if blobs:
+        conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+    _insert(conn, [r for records in kept for r in records])
+    conn.execute("COMMIT")
     try:
-        with conn.transaction():
-            lost = _lost_leases(conn, {r.run_id for w in writes for r in w} & fences.keys(), fences)
-            kept = []
-            for records in writes:
-                gone = lost.intersection(r.run_id for r in records)
-                if gone:
-                    refused.append((records, LeaseLost(min(gone), "another runner took it over")))
-                else:
-                    kept.append(records)
-            if blobs:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO blobs (digest, data) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                        blobs,
-                    )
-            try:
-                with conn.transaction():
-                    _insert(conn, [r for records in kept for r in records], ids)
-                return refused
-            except _refusals():
-                ids.clear()
-                ids.update(known)
-            for records in kept:
-                before = dict(ids)
-                try:
-                    with conn.transaction():
-                        _insert(conn, records, ids)
-                except _refusals() as error:
-                    ids.clear()
-                    ids.update(before)
-                    refused.append((records, error))
-    except Exception:
-        ids.clear()
-        ids.update(known)
-        raise
+        sync()  # a refusal skips every statement after it, the COMMIT included
+    except refusals():
+        return None
     return refused
 
 
-def _lost_leases(conn: psycopg.Connection[Any], runs: set[str], fences: dict[str, int]) -> set[str]:
-    """The runs among `runs` whose fencing number is not the one taken; their rows locked."""
-    if not runs:
-        return set()
-    rows = conn.execute(
-        "SELECT run_id, fence FROM leases WHERE run_id = ANY(%s) ORDER BY run_id FOR SHARE",
-        (sorted(runs),),
-    ).fetchall()
-    current = dict(rows)
-    return {run_id for run_id in runs if current.get(run_id) != fences[run_id]}
+def commit_alone(
+    conn: psycopg.Connection[Any],
+    writes: Sequence[Sequence[Record]],
+    blobs: Sequence[tuple[str, bytes]],
+    lost: set[str],
+    sync: Callable[[], None],
+) -> list[tuple[Sequence[Record], Exception]]:
+    """Like `commit`, but each write in a savepoint of its own, so that a write the
+    database refuses takes no other write down.
 
-
-def _insert(conn: psycopg.Connection[Any], records: Sequence[Record], ids: dict[str, int]) -> None:
-    steps: list[tuple[Any, ...]] = []
-    effects: list[tuple[Any, ...]] = []
-    for r in records:
-        if isinstance(r, RunRecord):
-            started = (r.run_id, r.graph, r.structure, r.context, r.created, r.parent)
-            row = conn.execute(_INSERT_RUN, (*started, r.parent_step, r.thread, r.base)).fetchone()
-            if row is None:
-                raise CheckpointError(f"run {r.run_id!r} is already in the store")
-            ids[r.run_id] = int(row[0])
-            if r.thread is not None:
-                conn.execute(_INSERT_THREAD, (r.thread, r.created, r.created))
-        elif isinstance(r, ThreadHead):
-            _run(conn, ids, r.run_id)
-            conn.execute(_MOVE_HEAD, (r.run_id, r.at, r.thread, r.base))
-        elif isinstance(r, StepRecord):
-            row_ = (r.seq, r.step, list(r.path), r.node, r.next, r.local, r.steps, r.context)
-            steps.append((_run(conn, ids, r.run_id), *row_, r.at, r.duration))
-        else:
-            effects.append((_run(conn, ids, r.run_id), r.key, r.kind, r.value))
-    _insert_rows(conn, _INSERT_STEP, steps)
-    # One statement may not upsert a row twice: of an effect written twice, the last counts.
-    last = {(run, key, kind): (run, key, kind, value) for run, key, kind, value in effects}
-    _insert_rows(conn, _INSERT_EFFECT, list(last.values()), _UPSERT)
-
-
-def _insert_rows(
-    conn: psycopg.Connection[Any], head: str, rows: list[tuple[Any, ...]], tail: str = ""
-) -> None:
-    """Insert `rows` with few statements.
-
-    psycopg lets go of the GIL around each exchange with the server; with one exchange
-    per row, the event loop's thread would wait for it back once per row.
+    Nothing is prepared here: psycopg takes a statement it prepares in a pipeline
+    for prepared even when an earlier refusal made the server skip it.
     """
-    if not rows:
-        return
-    one = "(" + ", ".join(["%s"] * len(rows[0])) + ")"
-    for start in range(0, len(rows), _ROWS):
-        chunk = rows[start : start + _ROWS]
-        values = [value for row in chunk for value in row]
-        conn.execute(head + ", ".join([one] * len(chunk)) + tail, values)
+    refused, kept = _fenced(writes, lost)
+    if blobs:
+        conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+    for records in kept:
+        conn.execute("SAVEPOINT one", prepare=False)
+        try:
+            _check(conn, records)
+            _insert(conn, records, prepare=False)
+            sync()
+        except refusals() as error:
+            conn.execute("ROLLBACK TO SAVEPOINT one", prepare=False)
+            refused.append((records, error))
+        else:
+            conn.execute("RELEASE SAVEPOINT one", prepare=False)
+    conn.execute("COMMIT", prepare=False)
+    sync()
+    return refused
 
 
-def _run(conn: psycopg.Connection[Any], ids: dict[str, int], run_id: str) -> int:
-    found = ids.get(run_id)
+def _fenced(
+    writes: Sequence[Sequence[Record]], lost: set[str]
+) -> tuple[list[tuple[Sequence[Record], Exception]], list[Sequence[Record]]]:
+    """The writes of a run in `lost`, refused, and the others."""
+    refused: list[tuple[Sequence[Record], Exception]] = []
+    kept = []
+    for records in writes:
+        gone = lost.intersection(r.run_id for r in records)
+        if gone:
+            refused.append((records, LeaseLost(min(gone), "another runner took it over")))
+        else:
+            kept.append(records)
+    return refused, kept
+
+
+def _check(conn: psycopg.Connection[Any], records: Sequence[Record]) -> None:
+    """Raise, naming it, for a run of `records` started twice or one never started."""
+    started = [r.run_id for r in records if isinstance(r, RunRecord)]
+    rows = conn.execute(_KNOWN, (sorted({r.run_id for r in records}),), prepare=False).fetchall()
+    known = {row[0] for row in rows}
+    for number, run_id in enumerate(started):
+        if run_id in known or run_id in started[:number]:
+            raise CheckpointError(f"run {run_id!r} is already in the store")
+    known.update(started)
+    for r in records:
+        if r.run_id not in known:
+            raise CheckpointError(f"a record for run {r.run_id!r}, which never started")
+
+
+_paths: dict[tuple[str, ...], str] = {}
+
+
+def _path(path: tuple[str, ...]) -> str:
+    """`path` as a PostgreSQL array literal (a process has few paths: they are kept)."""
+    found = _paths.get(path)
     if found is None:
-        row = conn.execute("SELECT id FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        if row is None:
-            raise CheckpointError(f"a record for run {run_id!r}, which never started")
-        found = ids[run_id] = int(row[0])
+        quoted = ('"' + p.replace("\\", "\\\\").replace('"', '\\"') + '"' for p in path)
+        found = "{" + ",".join(quoted) + "}"
+        if len(_paths) < 4096:
+            _paths[path] = found
     return found
+
+
+def _insert(
+    conn: psycopg.Connection[Any], records: Sequence[Record], *, prepare: bool | None = None
+) -> None:
+    """Send the statements that insert `records`: one per table, whatever their number.
+
+    A thread's head moves where its record stands among the runs started (a
+    thread's first turn and the head it makes can come in one write).
+    """
+    runs: list[RunRecord] = []
+    steps: list[StepRecord] = []
+    last: dict[tuple[str, str, str], Effect] = {}
+    for r in records:
+        if isinstance(r, StepRecord):
+            steps.append(r)
+        elif isinstance(r, RunRecord):
+            runs.append(r)
+        elif isinstance(r, ThreadHead):
+            _insert_runs(conn, runs, prepare)
+            runs = []
+            head = {"run": r.run_id, "at": r.at, "thread": r.thread, "base": r.base}
+            conn.execute(_MOVE_HEAD, head, prepare=prepare)
+        else:
+            # One statement may not upsert a row twice: of an effect written twice, the
+            # last counts (and moves to the end).
+            last.pop((r.run_id, r.key, r.kind), None)
+            last[(r.run_id, r.key, r.kind)] = r
+    _insert_runs(conn, runs, prepare)
+    if steps:
+        conn.execute(
+            _INSERT_STEPS,
+            (
+                [s.run_id for s in steps],
+                [s.seq for s in steps],
+                [s.step for s in steps],
+                [_path(s.path) for s in steps],
+                [s.node for s in steps],
+                [s.next for s in steps],
+                [s.local for s in steps],
+                [s.steps for s in steps],
+                [s.context for s in steps],
+                [s.at for s in steps],
+                [s.duration for s in steps],
+            ),
+            prepare=prepare,
+        )
+    if last:
+        effects = list(last.values())
+        conn.execute(
+            _INSERT_EFFECTS,
+            (
+                [e.run_id for e in effects],
+                [e.key for e in effects],
+                [e.kind for e in effects],
+                [e.value for e in effects],
+            ),
+            prepare=prepare,
+        )
+
+
+def _insert_runs(
+    conn: psycopg.Connection[Any], runs: Sequence[RunRecord], prepare: bool | None
+) -> None:
+    """Start `runs`, and the threads the first turns of which are among them."""
+    if not runs:
+        return
+    conn.execute(
+        _INSERT_RUNS,
+        (
+            [r.run_id for r in runs],
+            [r.graph for r in runs],
+            [r.structure for r in runs],
+            [r.context for r in runs],
+            [r.created for r in runs],
+            [r.parent for r in runs],
+            [r.parent_step for r in runs],
+            [r.thread for r in runs],
+            [r.base for r in runs],
+        ),
+        prepare=prepare,
+    )
+    turns = [r for r in runs if r.thread is not None]
+    if turns:
+        threads = ([r.thread for r in turns], [r.created for r in turns])
+        conn.execute(_INSERT_THREADS, threads, prepare=prepare)
 
 
 def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:

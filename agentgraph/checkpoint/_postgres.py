@@ -1,32 +1,28 @@
 """`PostgresStore`: checkpoints in a PostgreSQL database, shared by many processes.
 
 One writer thread per store object, with one connection (sync psycopg, so the
-store works on asyncio and trio alike), does everything the database sees:
-group commits, lease takes, renewals and releases, and reads. A run's lease
-row is locked `FOR SHARE` inside every commit that writes the run, so a
+store works on asyncio and trio alike), does everything the database sees
+(`_pgwriter`): group commits, lease takes, renewals and releases, and reads.
+A run's lease row is locked inside every commit that writes the run, so a
 runner taking the lease over waits for that commit and sees it; after the
 take, the old owner's commits find the new fencing number and are refused.
 """
 
 from __future__ import annotations
 
-import hashlib
-import queue
 import re
 import threading
-import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
-import attrs
 
 from .._errors import CheckpointError
 from .._extras import pip_install
-from ._lease import LEASE_TERM, Lease, RunBusy, checked_lease, owner_is_gone
+from ._lease import LEASE_TERM, Lease
+from ._pglease import LeaseTake, text_refusal
+from ._pgschema import migrate
 from ._pgsql import (
-    MIGRATIONS,
-    commit,
     delete_thread,
     read_blob,
     read_ids,
@@ -34,36 +30,19 @@ from ._pgsql import (
     read_thread,
     read_thread_ids,
 )
+from ._pgwriter import Call, PostgresWriter
 from ._records import Record, RunLog, ThreadLog
-from ._store import BlobWrite, LeaseRelease, WriterStore, blob_digest
+from ._store import BlobWrite, LeaseRelease, blob_digest
+from ._wake import Waiter
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ("PostgresStore",)
 
-_GATHER = 0.005
-"""Seconds the writer lets records gather before a commit, unless someone waits on it."""
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_NOW = "extract(epoch FROM clock_timestamp())::float8"
-"""The database's clock: lease terms are measured on it, so the machines' clocks may differ."""
 
 _T = TypeVar("_T")
-
-
-@attrs.define
-class _Call(Generic[_T]):
-    """Work for the writer's connection (a read, a lease take), and its outcome."""
-
-    work: Callable[[psycopg.Connection[Any]], _T]
-    what: str
-    done: threading.Event = attrs.field(factory=threading.Event)
-    result: _T | None = None
-    error: Exception | None = None
-
-
-# Records, a release, a blob, a call, a flush barrier, or close:
-_Item = Sequence[Record] | LeaseRelease | BlobWrite | _Call[Any] | threading.Event | None
 
 
 def _psycopg() -> Any:
@@ -74,7 +53,7 @@ def _psycopg() -> Any:
     return psycopg
 
 
-class PostgresStore(WriterStore):
+class PostgresStore(PostgresWriter):
     """Checkpoints in PostgreSQL, for runs of many processes and machines sharing one database.
 
     Works like `SQLiteStore`: `write` only queues; one writer thread commits
@@ -133,7 +112,6 @@ class PostgresStore(WriterStore):
         where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
         self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
         super().__init__(f"Postgres store {self._name!r}")
-        self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._name!r})"
@@ -169,11 +147,20 @@ class PostgresStore(WriterStore):
         return await self._call(lambda conn: delete_thread(conn, thread_id), "delete threads")
 
     async def acquire(self, run_id: str, *, owner: str) -> Lease:
-        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it."""
-        term = self.lease_term
+        """Take `run_id`'s lease for `owner`, or raise `RunBusy` naming the runner that has it.
+
+        The take goes into the next group commit, beside the records queued before it.
+        """
+        refusal = text_refusal(run_id, owner)
+        if refusal is not None:
+            raise CheckpointError(f"{self._label} cannot lease runs: {refusal}")
+        self._usable()
         self._claim(owner)
         try:
-            lease = await self._call(lambda conn: _take(conn, run_id, owner, term), "lease runs")
+            take = LeaseTake(run_id, owner, self.lease_term, Waiter())
+            self._queue.put(take)
+            self._urgent.set()
+            lease: Lease = await take.waiter.wait()
         except BaseException:
             self._unclaim(owner)
             raise
@@ -238,23 +225,21 @@ class PostgresStore(WriterStore):
         if self._closed:
             self._raise()
         self._usable()
-        done = threading.Event()
+        done = Waiter()
         self._queue.put(done)
         self._urgent.set()
-        await anyio.to_thread.run_sync(done.wait, abandon_on_cancel=True)
+        await done.wait()
         if self._error is not None:
             self._raise()
 
     async def _call(self, work: Callable[[psycopg.Connection[Any]], _T], what: str) -> _T:
         """Run `work` on the writer's connection once what is queued before it is committed."""
         self._usable()
-        call = _Call(work, what)
+        call = Call(work, what, Waiter())
         self._queue.put(call)
         self._urgent.set()
-        await anyio.to_thread.run_sync(call.done.wait, abandon_on_cancel=True)
-        if call.error is not None:
-            raise call.error
-        return call.result  # type: ignore[return-value]  # set when there is no error
+        result: _T = await call.waiter.wait()
+        return result
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -272,7 +257,7 @@ class PostgresStore(WriterStore):
                 )
                 self._thread.start()
 
-    # -- the writer thread --------------------------------------------------------------
+    # -- the writer thread's connection -------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
         pg = _psycopg()
         conn: psycopg.Connection[Any] = pg.connect(
@@ -283,150 +268,11 @@ class PostgresStore(WriterStore):
         )
         try:
             conn.execute(pg.sql.SQL("SET search_path TO {}").format(pg.sql.Identifier(self.schema)))
-            _migrate(conn, self.schema)
+            migrate(conn, self.schema)
         except BaseException:
             conn.close()
             raise
         return conn
-
-    def _work(self) -> None:
-        conn: psycopg.Connection[Any] | None = None
-        try:
-            conn = self._connect()
-        except Exception as exc:  # reported by the next write, flush or call
-            self._stop(exc)
-        ids: dict[str, int] = {}
-        try:
-            while True:
-                batch = self._gather()
-                if conn is not None and self._error is None:
-                    try:
-                        self._store(conn, batch, ids)
-                    except Exception as exc:
-                        self._stop(exc)
-                self._answer(batch)
-                if None in batch:
-                    return
-        finally:
-            self._drain()
-            if conn is not None:
-                conn.close()
-
-    def _answer(self, batch: list[_Item]) -> None:
-        for item in batch:
-            if isinstance(item, _Call) and not item.done.is_set():
-                item.error = item.error or self._failure()
-                item.done.set()
-            elif isinstance(item, threading.Event):
-                item.set()
-
-    def _failure(self) -> CheckpointError:
-        error = self._error
-        if error is None:
-            return CheckpointError(f"{self._label} is closed")
-        return CheckpointError(
-            f"{self._label} stopped storing records: {type(error).__name__}: {error}"
-        )
-
-    def _drain(self) -> None:
-        """Answer whatever was queued after the writer stopped: nobody waits forever."""
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            self._answer([item])
-
-    def _gather(self) -> list[_Item]:
-        """The next batch: what queued up, or nothing when a lease is due for renewal."""
-        try:
-            batch = [self._queue.get(timeout=self._renew_in())]
-        except queue.Empty:
-            return []
-        if isinstance(batch[0], Sequence):
-            self._urgent.wait(_GATHER)  # fewer, larger transactions, unless someone waits
-        self._urgent.clear()
-        while True:  # group commit: take everything that queued up meanwhile
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                return batch
-
-    def _store(
-        self, conn: psycopg.Connection[Any], batch: list[_Item], ids: dict[str, int]
-    ) -> None:
-        """Commit a batch's records and blobs; then its releases, calls and due renewals."""
-        writes = [i for i in batch if isinstance(i, Sequence) and i]
-        blobs = [(i.digest, i.data) for i in batch if isinstance(i, BlobWrite)]
-        if writes or blobs:
-            with self._lock:
-                fences = dict(self._fences)
-            with conn.pipeline():  # statements go out together: fewer round trips
-                refused = commit(conn, writes, blobs, ids, fences)
-            with self._lock:
-                for records, error in refused:
-                    for rid in {r.run_id for r in records}:
-                        self._rejected.setdefault(rid, error)
-        for item in batch:
-            if isinstance(item, LeaseRelease):
-                self._let_go(conn, item.lease)
-            elif isinstance(item, _Call):
-                self._run_call(conn, item)
-        self._renew(conn)
-
-    def _let_go(self, conn: psycopg.Connection[Any], lease: Lease) -> None:
-        # The row stays, lapsed: fencing numbers only ever grow.
-        conn.execute(
-            "UPDATE leases SET expires = 0 WHERE run_id = %s AND fence = %s",
-            (lease.run_id, lease.fence),
-        )
-        with self._lock:
-            if self._fences.get(lease.run_id) == lease.fence:
-                del self._fences[lease.run_id]
-        self._unclaim(lease.owner)
-
-    def _run_call(self, conn: psycopg.Connection[Any], call: _Call[Any]) -> None:
-        try:
-            with conn.transaction():
-                call.result = call.work(conn)
-        except (RunBusy, CheckpointError) as exc:
-            call.error = exc
-        except Exception as exc:  # a refused request or a damaged row: this call fails alone
-            if conn.broken or conn.closed:
-                raise  # the database is gone: the store stops
-            failed = f"{type(exc).__name__}: {exc}"
-            call.error = CheckpointError(f"{self._label} cannot {call.what}: {failed}")
-            call.error.__cause__ = exc
-        call.done.set()
-
-    def _renew_in(self) -> float | None:
-        """Seconds until the next lease is due for renewal; None when none is held."""
-        held = list(self._held.values())
-        if not held:
-            return None
-        due = min(lease.expires for lease in held) - self.lease_term * 2 / 3
-        return max(0.0, due - time.time())
-
-    def _renew(self, conn: psycopg.Connection[Any]) -> None:
-        """Renew every lease held here that has used a third of its term."""
-        now = time.time()
-        for lease in list(self._held.values()):
-            if lease.expires - now > self.lease_term * 2 / 3:
-                continue
-            expires = time.time() + self.lease_term
-            renewed = conn.execute(
-                f"UPDATE leases SET expires = {_NOW} + %s WHERE run_id = %s AND fence = %s",
-                (self.lease_term, lease.run_id, lease.fence),
-            ).rowcount
-            with self._lock:
-                if self._held.get(lease.run_id) != lease:
-                    continue  # released meanwhile
-                if renewed:
-                    self._held[lease.run_id] = attrs.evolve(lease, expires=expires)
-                else:  # taken over: the run sees it at its next look, and stops
-                    del self._held[lease.run_id]
-            if not renewed:
-                self._unclaim(lease.owner)
 
 
 def _restore(
@@ -435,60 +281,3 @@ def _restore(
     return PostgresStore(
         conninfo, schema=schema, lease_term=lease_term, connect_timeout=connect_timeout
     )
-
-
-def _take(conn: psycopg.Connection[Any], run_id: str, owner: str, term: float) -> Lease:
-    """Take `run_id`'s lease (inside the caller's transaction), or raise `RunBusy`."""
-    conn.execute(
-        "INSERT INTO leases (run_id, owner, fence, expires) VALUES (%s, '', 0, 0) "
-        "ON CONFLICT (run_id) DO NOTHING",
-        (run_id,),
-    )
-    row = conn.execute(
-        f"SELECT owner, fence, expires, {_NOW} FROM leases WHERE run_id = %s FOR UPDATE",
-        (run_id,),
-    ).fetchone()
-    assert row is not None, "the row was inserted above, or was there"
-    held_by, fence, expires = checked_lease(run_id, *row[:3])
-    now, local = row[3], time.time()
-    # A lease nobody can renew (its owner is gone) is free at once.
-    if expires > now and not owner_is_gone(held_by):
-        raise RunBusy(run_id, held_by, local + (expires - now))
-    conn.execute(
-        "UPDATE leases SET owner = %s, fence = %s, expires = %s WHERE run_id = %s",
-        (owner, fence + 1, now + term, run_id),
-    )
-    return Lease(run_id, owner, fence + 1, local + term)
-
-
-def _lock_key(schema: str) -> int:
-    """The advisory lock that serializes creating and migrating `schema`."""
-    digest = hashlib.sha256(f"agentgraph schema {schema}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
-
-
-def _migrate(conn: psycopg.Connection[Any], schema: str) -> None:
-    """Create the schema's tables, or bring them up to date, under an advisory lock."""
-    sql = _psycopg().sql
-    name = sql.Identifier(schema)
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(schema),))
-        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), version INTEGER NOT NULL)"
-        )
-        row = conn.execute("SELECT version FROM schema_version").fetchone()
-        version = 0 if row is None else int(row[0])
-        if version > len(MIGRATIONS):
-            raise CheckpointError(
-                f"schema {schema!r} is at version {version}, written by a newer agentgraph; "
-                f"this one knows versions up to {len(MIGRATIONS)}"
-            )
-        for script in MIGRATIONS[version:]:
-            conn.execute(script)
-        conn.execute(
-            "INSERT INTO schema_version (version) VALUES (%s) "
-            "ON CONFLICT (one) DO UPDATE SET version = excluded.version",
-            (len(MIGRATIONS),),
-        )

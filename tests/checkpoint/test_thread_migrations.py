@@ -92,7 +92,7 @@ async def test_a_postgres_schema_of_the_previous_version_is_migrated(postgres_se
     import psycopg
     from psycopg import sql
 
-    from agentgraph.checkpoint._pgsql import MIGRATIONS
+    from agentgraph.checkpoint._pgschema import MIGRATIONS
 
     log = await recorded_run()
     schema = fresh_schema()
