@@ -9,7 +9,7 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -18,8 +18,9 @@ import anyio
 import attrs
 
 from ._context import AgentContext
+from ._dispatch import Dispatch, Sink, check_sink
 from ._errors import CheckpointError, GraphCancelled, GraphTimeout, Interrupted, UsageError
-from ._events import Event, RunFinished, RunStarted
+from ._events import Event, NodeFinished, NodeStarted, RouteChosen, RunFinished, RunStarted
 from ._gate import ModelGate
 from ._graph import Graph, GraphBuilder
 from ._journal import Journal, JournalSource
@@ -49,9 +50,6 @@ __all__ = (
 In = TypeVar("In")
 Out = TypeVar("Out")
 
-Sink = Callable[[Event], Awaitable[None] | None]
-"""A consumer of every event of a run (a trace file, a console, a tracer); sync or async."""
-
 _log = logging.getLogger("agentgraph")
 
 
@@ -80,7 +78,7 @@ def _guards(guards: Guards | None) -> Guards | None:
 
 
 def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
-    return tuple(sinks)
+    return tuple(check_sink(sink) for sink in sinks)
 
 
 def _check_sink_errors(_: Any, __: Any, value: str) -> None:
@@ -102,7 +100,9 @@ class GraphRunner:
         timeout: seconds for the whole run; `GraphTimeout` when it elapses.
         on_step: a callback, or several, called after every step, with the context
             it returned; a subgraph's call comes after those of the steps inside it.
-        sinks: callables (sync or async) that receive every event of every run.
+        sinks: callables (sync or async) that receive the events of every run:
+            every event, or only those of the classes in the sink's `wants`
+            attribute (a set of event classes) when it has one.
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`
             lets the error end the run.
@@ -130,10 +130,16 @@ class GraphRunner:
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
     guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
+    _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
+    _heard: bool = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         marked = tuple((cb, _maybe_async(cb)) for cb in self.on_step)
         object.__setattr__(self, "_marked", marked)
+        # Which sinks take each kind of event: worked out once per kind, for every run.
+        object.__setattr__(self, "_kinds", {})
+        heard = any(getattr(sink, "wants", None) != frozenset() for sink in self.sinks)
+        object.__setattr__(self, "_heard", heard)
 
     def evolve(self, **changes: Any) -> GraphRunner:
         """A copy of this runner with `changes` (any of the constructor's arguments)."""
@@ -371,12 +377,12 @@ class GraphRunner:
         handle.context, handle.step = ctx, 0
         if journal is not None:
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
-        return _Run(
+        run = _Run(
             run_id,
             self.retry,
             self.max_steps,
             self._marked,
-            self._emitter(emit),
+            None,
             handle,
             self.timeout is not None,
             journal,
@@ -384,6 +390,17 @@ class GraphRunner:
             self.model_gate,
             self.guards,
         )
+        if emit is not None or self.sinks:
+            dispatch = Dispatch(
+                self.sinks, emit, fail=self.sink_errors == "raise", by_kind=self._kinds
+            )
+            if emit is not None or self._heard:  # not when every sink wants nothing
+                run.emit = dispatch.emit
+            # The events of every step are built only when someone takes them.
+            run.started = dispatch.deliver if dispatch.takes(NodeStarted) else None
+            run.finished = dispatch.deliver if dispatch.takes(NodeFinished) else None
+            run.routed = dispatch.emit if dispatch.takes(RouteChosen) else None
+        return run
 
     async def _guarded(
         self,
@@ -431,53 +448,6 @@ class GraphRunner:
         if run.emit is not None:
             await run.emit(RunFinished(out, run.steps))
         return out, None
-
-    def _emitter(self, stream: Emit | None) -> Emit | None:
-        """The run's event dispatcher: the sinks, then the stream (None when nobody listens)."""
-        if not self.sinks:
-            return stream
-        return _dispatcher(self.sinks, stream, fail=self.sink_errors == "raise")
-
-
-def _dispatcher(sinks: tuple[Sink, ...], stream: Emit | None, *, fail: bool) -> Emit:
-    """Send each event to `sinks` in order, then to `stream`; a failing sink is detached.
-
-    A detached sink is dropped by replacing the tuple, never by changing it, so
-    an event being delivered (by a concurrent branch, say) still reaches the
-    sinks it started with, and no event pays for a copy.
-    """
-    active = sinks
-
-    def detach(sink: Sink, exc: Exception) -> None:
-        nonlocal active
-        if sink not in active:  # a concurrent delivery failed first and said so
-            return
-        kept = list(active)
-        kept.remove(sink)
-        active = tuple(kept)
-        from ._redact import masked  # its patterns compile when a sink first fails
-
-        # No traceback: its lines could show what the sink was writing.
-        _log.error(
-            "trace sink %r failed and was detached; the run goes on: %s",
-            sink,
-            masked(f"{type(exc).__name__}: {exc}"),
-        )
-
-    async def emit(event: Event) -> None:
-        for sink in active:
-            try:
-                result = sink(event)
-                if result is not None and inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                if fail:
-                    raise
-                detach(sink, exc)
-        if stream is not None:
-            await stream(event)
-
-    return emit
 
 
 class _RunIds:

@@ -81,6 +81,8 @@ StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitab
 """`on_step(step, node, ctx)`: called after each node; may be sync or async."""
 
 Emit = Callable[[Event], Awaitable[None]]
+Deliver = Callable[[Event], Awaitable[None] | None]
+"""Hands an event to the sinks that take it: None when all did at once, else what to await."""
 
 
 class Interrupt(BaseException):
@@ -133,6 +135,7 @@ class _Run:
 
     __slots__ = (
         "emit",
+        "finished",
         "gate",
         "guards",
         "handle",
@@ -141,7 +144,9 @@ class _Run:
         "max_steps",
         "on_step",
         "retry",
+        "routed",
         "run_id",
+        "started",
         "steps",
         "watch",
     )
@@ -170,6 +175,10 @@ class _Run:
         self.max_steps = max_steps
         self.on_step = on_step
         self.emit = emit
+        # The step events' own deliveries, None when nobody takes that kind.
+        self.started: Deliver | None = None
+        self.finished: Deliver | None = None
+        self.routed: Emit | None = None
         self.handle = handle
         self.journal = journal
 
@@ -498,9 +507,9 @@ class Runtime:
                     # A router that returned an awaitable leaves the route pending.
                     routed = routed if isinstance(routed, tuple) else await routed.settle()
                     target, position = routed
-                if run.emit is not None:
+                if run.routed is not None:
                     dynamic = graph.transitions[source][position].router is not None
-                    await run.emit(
+                    await run.routed(
                         RouteChosen(step, self.path, source.name, target.name, position, dynamic)
                     )
                 if journal is not None and source is not graph.start:
@@ -532,11 +541,11 @@ class Runtime:
         step = where[0]
         out = given.with_input(failure)
         run = self._run
-        if run.emit is not None:
+        if run.routed is not None:
             chosen = RouteChosen(
                 step, self.path, source.name, target.name, position, False, on_error=True
             )
-            await run.emit(chosen)
+            await run.routed(chosen)
         if run.journal is not None:
             self._commit(run.journal, source, target, out, where)
         return target, out
@@ -586,8 +595,12 @@ class Runtime:
         fn = node if type(node) is FunctionNode and node.timeout is None else None
         plain = fn is not None and not fn.wants_runtime and run.journal is None
         rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
-        if run.emit is not None:
-            await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
+        if run.started is not None:
+            told = run.started(
+                NodeStarted(index, local_index, self.depth, path, node, ctx, self.index)
+            )
+            if told is not None:
+                await told
         started = perf_counter()
         try:
             if fn is not None:
@@ -610,14 +623,12 @@ class Runtime:
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if run.on_step or run.emit is not None:
+        if run.on_step or run.finished is not None:
             # Built as a tuple: a step record costs a quarter of an attrs instance.
             info = _new_tuple(
                 StepInfo, (index, local_index, self.depth, path, attempts, perf_counter() - started)
             )
-            if run.emit is not None:
-                await run.emit(NodeFinished(info, node, out))
-            pending = _called_back(run.on_step, info, node, out)
+            pending = _reported(run, info, node, out)
             if pending is not None:
                 await pending
         return out
@@ -717,6 +728,20 @@ async def _checkpoint(index: int) -> None:
         await anyio.lowlevel.checkpoint()
     else:
         await anyio.lowlevel.checkpoint_if_cancelled()
+
+
+def _reported(
+    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
+) -> Awaitable[None] | None:
+    """Tell the run's listeners a step finished: its event, then the step callbacks.
+
+    None when all were done when they returned, else what is left to await.
+    """
+    if run.finished is not None:
+        told = run.finished(NodeFinished(info, node, out))
+        if told is not None:
+            return _awaited_back(told, run.on_step, info, node, out)
+    return _called_back(run.on_step, info, node, out)
 
 
 def _called_back(
