@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
 import logging
-import os
 import sys
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -27,7 +25,7 @@ from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
 from ._retry import RetryPolicy
-from ._runtime import Emit, Interrupt, StepCallback, _Run, placed
+from ._runtime import Emit, Interrupt, StepCallback, _Run, new_run_id, placed
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
 from ._usage import Meter, UsageLimits
@@ -171,6 +169,9 @@ class GraphRunner:
         """
         graph = as_graph(graph)
         _check_input(ctx)
+        if store is None and thread_id is None and compaction is None:
+            # Nothing to open, and the id is made only if something asks for it.
+            return await self._drive(graph, ctx, handle, None, run_id or None, None)
         rid = run_id or new_run_id()
         journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
         start = ctx if journal is None or thread_id is None else journal.initial
@@ -323,7 +324,7 @@ class GraphRunner:
         ctx: AgentContext[In],
         handle: RunHandle | None,
         emit: Emit | None,
-        run_id: str,
+        run_id: str | None,
         journal: Journal | None,
     ) -> AgentContext[Out]:
         """Run `graph`; every way out is reported to the sinks.
@@ -369,11 +370,10 @@ class GraphRunner:
         ctx: AgentContext[Any],
         handle: RunHandle,
         emit: Emit | None,
-        run_id: str,
+        run_id: str | None,
         journal: Journal | None,
     ) -> _Run:
         """The run's shared state, with the handle pointing at its first context."""
-        handle.run_id = run_id
         handle.context, handle.step = ctx, 0
         if journal is not None:
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
@@ -390,6 +390,7 @@ class GraphRunner:
             self.model_gate,
             self.guards,
         )
+        handle._run, handle._id = run, run_id
         if emit is not None or self.sinks:
             dispatch = Dispatch(
                 self.sinks, emit, fail=self.sink_errors == "raise", by_kind=self._kinds
@@ -448,29 +449,6 @@ class GraphRunner:
         if run.emit is not None:
             await run.emit(RunFinished(out, run.steps))
         return out, None
-
-
-class _RunIds:
-    """Run ids: 16 random hex digits per process, then a counter (32 hex digits in all).
-
-    As unique as a random UUID across processes and machines, at a tenth of its
-    cost, which matters for short runs; a forked child draws its own prefix.
-    """
-
-    def __init__(self) -> None:
-        self.reset()
-        os.register_at_fork(after_in_child=self.reset)
-
-    def reset(self) -> None:
-        self.prefix = os.urandom(8).hex()
-        self.count = itertools.count()
-
-    def __call__(self) -> str:
-        return f"{self.prefix}{next(self.count):016x}"
-
-
-new_run_id = _RunIds()
-"""A fresh run id."""
 
 
 _wrapped: weakref.WeakKeyDictionary[Node[Any, Any], Graph[Any, Any]] = weakref.WeakKeyDictionary()
