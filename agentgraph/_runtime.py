@@ -645,7 +645,8 @@ class Runtime:
             )
             if told is not None:
                 await told
-        started = perf_counter()
+        timed = run.on_step or run.finished is not None  # only a step record needs the clock
+        started = perf_counter() if timed else 0.0
         try:
             if fn is not None:
                 result = fn.fn(ctx, rt) if fn.wants_runtime else fn.fn(ctx)
@@ -667,7 +668,7 @@ class Runtime:
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if run.on_step or run.finished is not None:
+        if timed:
             # Built as a tuple: a step record costs a quarter of an attrs instance.
             info = _new_tuple(
                 StepInfo, (index, local_index, self.depth, path, attempts, perf_counter() - started)
