@@ -68,7 +68,7 @@ class Dispatch:
     still reaches the sinks it started with.
     """
 
-    __slots__ = ("_by_kind", "_fail", "_sinks", "_stream")
+    __slots__ = ("_all", "_by_kind", "_fail", "_sinks", "_stream")
 
     def __init__(
         self,
@@ -77,11 +77,23 @@ class Dispatch:
         *,
         fail: bool,
         by_kind: dict[type[Any], tuple[Sink, ...]] | None = None,
+        picky: bool | None = None,
     ) -> None:
-        self._sinks = sinks
         self._stream = stream
         self._fail = fail
         self._by_kind = {} if by_kind is None else by_kind
+        if picky is None:
+            self._use(sinks)
+        else:  # the runner says: one is made for every run
+            self._sinks, self._all = sinks, None if picky else sinks
+
+    def _use(self, sinks: tuple[Sink, ...], picky: bool | None = None) -> None:
+        """Deliver to `sinks`; `picky` says whether one of them has `wants` (found if None)."""
+        self._sinks = sinks
+        if picky is None:
+            picky = any(getattr(sink, "wants", None) is not None for sink in sinks)
+        # When no sink picks, every kind goes to all: no table to look in.
+        self._all = None if picky else sinks
 
     def sinks_for(self, kind: type[Any]) -> tuple[Sink, ...]:
         """The sinks that take events of class `kind`."""
@@ -90,24 +102,22 @@ class Dispatch:
             found = self._by_kind[kind] = wanted(self._sinks, kind)
         return found
 
-    def takes(self, kind: type[Any]) -> bool:
-        """Whether anyone (a sink or the stream) takes events of class `kind`."""
-        return self._stream is not None or bool(self.sinks_for(kind))
-
     def deliver(self, event: Event) -> Awaitable[None] | None:
         """Hand `event` to the sinks that take it: None when all did at once, else what
         to await for the rest (and the stream)."""
-        sinks = self._by_kind.get(type(event))
+        sinks = self._all
         if sinks is None:
             sinks = self.sinks_for(type(event))
-        for i, sink in enumerate(sinks):
+        i = 0  # counted by hand: an enumerate per event costs more than the count
+        for sink in sinks:
+            i += 1
             try:
                 result = sink(event)
             except Exception as exc:
                 self._failed(sink, exc)
                 continue
             if result is not None and inspect.isawaitable(result):
-                return self._rest(event, sink, result, sinks[i + 1 :])
+                return self._rest(event, sink, result, sinks[i:])
         return None if self._stream is None else self._stream(event)
 
     async def emit(self, event: Event) -> None:
@@ -140,8 +150,8 @@ class Dispatch:
             return
         kept = list(self._sinks)
         kept.remove(sink)
-        self._sinks = tuple(kept)
         self._by_kind = {}
+        self._use(tuple(kept))
         from ._redact import masked  # its patterns compile when a sink first fails
 
         # No traceback: its lines could show what the sink was writing.

@@ -16,7 +16,7 @@ import anyio
 import attrs
 
 from ._context import AgentContext
-from ._dispatch import Dispatch, Sink, check_sink
+from ._dispatch import Dispatch, Sink, check_sink, wanted
 from ._errors import CheckpointError, GraphCancelled, GraphTimeout, Interrupted, UsageError
 from ._events import Event, NodeFinished, NodeStarted, RouteChosen, RunFinished, RunStarted
 from ._gate import ModelGate
@@ -129,14 +129,22 @@ class GraphRunner:
     guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
     _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
-    _heard: bool = attrs.field(init=False, repr=False, eq=False)
+    _heard: tuple[bool, bool, bool, bool, bool] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         marked = tuple((cb, _maybe_async(cb)) for cb in self.on_step)
         object.__setattr__(self, "_marked", marked)
-        # Which sinks take each kind of event: worked out once per kind, for every run.
+        # Which sinks take each kind of event, worked out once for every run: the
+        # kinds, whether any sink picks, any event at all, and each step event.
         object.__setattr__(self, "_kinds", {})
-        heard = any(getattr(sink, "wants", None) != frozenset() for sink in self.sinks)
+        sinks = self.sinks
+        heard = (
+            any(getattr(sink, "wants", None) is not None for sink in sinks),
+            any(getattr(sink, "wants", None) != frozenset() for sink in sinks),
+            bool(wanted(sinks, NodeStarted)),
+            bool(wanted(sinks, NodeFinished)),
+            bool(wanted(sinks, RouteChosen)),
+        )
         object.__setattr__(self, "_heard", heard)
 
     def evolve(self, **changes: Any) -> GraphRunner:
@@ -392,15 +400,21 @@ class GraphRunner:
         )
         handle._run, handle._id = run, run_id
         if emit is not None or self.sinks:
+            picky, anything, started, finished, routed = self._heard
             dispatch = Dispatch(
-                self.sinks, emit, fail=self.sink_errors == "raise", by_kind=self._kinds
+                self.sinks,
+                emit,
+                fail=self.sink_errors == "raise",
+                by_kind=self._kinds,
+                picky=picky,
             )
-            if emit is not None or self._heard:  # not when every sink wants nothing
-                run.emit = dispatch.emit
+            deliver = dispatch.deliver
+            streamed = emit is not None  # a stream reads every event
+            run.emit = dispatch.emit if streamed or anything else None
             # The events of every step are built only when someone takes them.
-            run.started = dispatch.deliver if dispatch.takes(NodeStarted) else None
-            run.finished = dispatch.deliver if dispatch.takes(NodeFinished) else None
-            run.routed = dispatch.emit if dispatch.takes(RouteChosen) else None
+            run.started = deliver if streamed or started else None
+            run.finished = deliver if streamed or finished else None
+            run.routed = deliver if streamed or routed else None
         return run
 
     async def _guarded(

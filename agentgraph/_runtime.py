@@ -214,7 +214,7 @@ class _Run:
         # The step events' own deliveries, None when nobody takes that kind.
         self.started: Deliver | None = None
         self.finished: Deliver | None = None
-        self.routed: Emit | None = None
+        self.routed: Deliver | None = None
         self.handle = handle
         self.journal = journal
 
@@ -533,14 +533,9 @@ class Runtime:
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
         first = graph.first
-        if graph.node_retry is not None:
-            self.node_retry = graph.node_retry
-        if graph.usage_limits is not None:  # a fresh meter each time the graph runs
-            self.meters = (*self.meters, Meter(graph.usage_limits))
-        if journal is not None:
-            resumed = journal.reenter(self, graph)
-            if resumed is not None:
-                target, current, local, run.steps = resumed
+        resumed = self._enter(graph)
+        if resumed is not None:
+            target, current, local, run.steps = resumed
         while True:
             if target is None:
                 target = first.get(source)
@@ -553,9 +548,11 @@ class Runtime:
                     target, position = routed
                 if run.routed is not None:
                     dynamic = graph.transitions[source][position].router is not None
-                    await run.routed(
+                    told = run.routed(
                         RouteChosen(step, self.path, source.name, target.name, position, dynamic)
                     )
+                    if told is not None:
+                        await told
                 if journal is not None and source is not graph.start:
                     self._commit(journal, source, target, current, (step, local))
             if target is graph.finish:
@@ -568,6 +565,15 @@ class Runtime:
             except NodeFailed as failed:
                 # `current` is still the failed step's input: an error transition goes on from it.
                 target, current = await self._failed(graph, source, failed, current, (step, local))
+
+    def _enter(self, graph: Graph[Any, Any]) -> Any:
+        """Take on `graph`'s own policies; where a resumed run goes on in it, if it does."""
+        if graph.node_retry is not None:
+            self.node_retry = graph.node_retry
+        if graph.usage_limits is not None:  # a fresh meter each time the graph runs
+            self.meters = (*self.meters, Meter(graph.usage_limits))
+        journal = self._run.journal
+        return None if journal is None else journal.reenter(self, graph)
 
     async def _failed(
         self,
@@ -589,7 +595,9 @@ class Runtime:
             chosen = RouteChosen(
                 step, self.path, source.name, target.name, position, False, on_error=True
             )
-            await run.routed(chosen)
+            told = run.routed(chosen)
+            if told is not None:
+                await told
         if run.journal is not None:
             self._commit(run.journal, source, target, out, where)
         return target, out
