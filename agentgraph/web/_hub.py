@@ -6,7 +6,8 @@ at most one batch: when it falls behind, the next batch it takes is larger
 and its deltas are merged (consecutive text of one message, arguments of one
 tool call, state patches), so a slow page gets fewer, bigger events and the
 same final picture. Each event is encoded once, by the first reader to reach
-it; readers send those bytes, and encode again only what they merged.
+it, with a note of whether it merges into the one before; readers send those
+bytes, and encode again only what they merged.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ def frame(item: dict[str, Any]) -> bytes:
 class Channel:
     """The events of one run, as plain JSON-ready mappings, in order, and each encoded."""
 
-    __slots__ = ("_changed", "_frames", "_waiting", "closed", "log")
+    __slots__ = ("_changed", "_frames", "_joins", "_waiting", "closed", "log")
 
     def __init__(self) -> None:
         self.log: list[dict[str, Any]] = []
         self._frames: list[bytes] = []
+        self._joins: list[bool] = []  # whether `coalesce` merges each event into the one before
         self.closed = False
         self._changed = anyio.Event()
         self._waiting = 0
@@ -78,15 +80,24 @@ class Channel:
         while True:
             if cursor < len(self.log):
                 end = min(len(self.log), cursor + batch)
-                frames = self._frames
-                if len(frames) < end:  # encoded by the first reader that gets this far
-                    frames.extend(frame(item) for item in self.log[len(frames) : end])
-                yield _joined(self.log[cursor:end], frames[cursor:end])
+                if len(self._frames) < end:
+                    self._encode(end)
+                if True in self._joins[cursor + 1 : end]:  # deltas to merge: rare, and slow
+                    yield _joined(self.log[cursor:end], self._frames[cursor:end])
+                else:
+                    yield b"".join(self._frames[cursor:end])
                 cursor = end
             elif self.closed:
                 return
             else:
                 await self._wait()
+
+    def _encode(self, end: int) -> None:
+        """Encode the events up to `end`, once for every reader (the first to get there)."""
+        log, frames, joins = self.log, self._frames, self._joins
+        for i in range(len(frames), end):
+            frames.append(frame(log[i]))
+            joins.append(i > 0 and _merges(log[i - 1], log[i]))
 
     async def _wait(self) -> None:
         self._waiting += 1
