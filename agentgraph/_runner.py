@@ -385,8 +385,9 @@ class GraphRunner:
         handle.context, handle.step = ctx, 0
         if journal is not None:
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
+        ids = handle._ids = [run_id]
         run = _Run(
-            run_id,
+            ids,
             self.retry,
             self.max_steps,
             self._marked,
@@ -398,7 +399,6 @@ class GraphRunner:
             self.model_gate,
             self.guards,
         )
-        handle._run, handle._id = run, run_id
         if emit is not None or self.sinks:
             picky, anything, started, finished, routed = self._heard
             dispatch = Dispatch(

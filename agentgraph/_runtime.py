@@ -111,26 +111,28 @@ class RunHandle:
     `cancel()` from anywhere; the run then ends with `GraphCancelled`.
     """
 
-    __slots__ = ("_cancelled", "_id", "_run", "_scope", "context", "step")
+    __slots__ = ("_cancelled", "_ids", "_scope", "context", "step")
 
     def __init__(self) -> None:
         self.context: AgentContext[Any] | None = None
         self.step = 0
-        self._id: str | None = None
-        self._run: _Run | None = None
+        self._ids: list[str | None] | None = None  # the run's id, shared with the run
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
 
     @property
     def run_id(self) -> str | None:
         """The run's id (given to `run`, or made when it starts); None before it starts."""
-        if self._id is None and self._run is not None:
-            self._id = self._run.run_id
-        return self._id
+        ids = self._ids
+        if ids is None:
+            return None
+        if ids[0] is None:
+            ids[0] = new_run_id()
+        return ids[0]
 
     @run_id.setter
     def run_id(self, value: str | None) -> None:
-        self._id = value
+        self._ids = [value]
 
     def cancel(self) -> None:
         """End the run at its next checkpoint of cancellation (any await)."""
@@ -170,7 +172,7 @@ class _Run:
     """What every level of one run shares: the step counter, policy and listeners."""
 
     __slots__ = (
-        "_run_id",
+        "_ids",
         "emit",
         "finished",
         "gate",
@@ -189,7 +191,7 @@ class _Run:
 
     def __init__(  # positional: one is built for every run
         self,
-        run_id: str | None,
+        ids: list[str | None],
         retry: RetryPolicy,
         max_steps: int,
         on_step: tuple[tuple[StepCallback, bool], ...],
@@ -204,7 +206,9 @@ class _Run:
         self.limits = limits
         self.gate = gate
         self.guards = guards
-        self._run_id = run_id
+        # A one-item list the handle shares: the id is drawn by whichever asks first,
+        # and the run and its handle hold no reference to each other (no cycle to collect).
+        self._ids = ids
         self.steps = 0
         self.watch = watch
         self.retry = retry
@@ -222,9 +226,10 @@ class _Run:
     def run_id(self) -> str:
         """The run's id: the one given, or a new one made when something first asks
         (a run with no store, sink or reader never needs one)."""
-        if self._run_id is None:
-            self._run_id = new_run_id()
-        return self._run_id
+        ids = self._ids
+        if ids[0] is None:
+            ids[0] = new_run_id()
+        return ids[0]
 
 
 class Runtime:

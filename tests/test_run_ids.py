@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -68,3 +69,18 @@ async def test_each_run_gets_its_own_id(drawn):
     first = handle.run_id
     await runner.run(plain, AgentContext(0), handle=handle)
     assert handle.run_id != first and len(drawn) == 2
+
+
+async def test_a_finished_run_is_freed_without_the_cycle_collector():
+    # The id the run and its handle share must not tie them in a cycle: a run's
+    # state would then live on until a collection, for every run.
+    runner = GraphRunner()
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(5):
+            await runner.run(plain, AgentContext(0), handle=RunHandle())
+        left = [o for o in gc.get_objects() if type(o) is agentgraph._runtime._Run]
+    finally:
+        gc.enable()
+    assert left == []
