@@ -227,9 +227,10 @@ class _Run:
         """The run's id: the one given, or a new one made when something first asks
         (a run with no store, sink or reader never needs one)."""
         ids = self._ids
-        if ids[0] is None:
-            ids[0] = new_run_id()
-        return ids[0]
+        found = ids[0]
+        if found is None:
+            found = ids[0] = new_run_id()
+        return found
 
 
 class Runtime:
