@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import itertools
 import logging
-import os
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -18,15 +16,16 @@ import anyio
 import attrs
 
 from ._context import AgentContext
+from ._dispatch import Dispatch, Sink, check_sink, wanted
 from ._errors import CheckpointError, GraphCancelled, GraphTimeout, Interrupted, UsageError
-from ._events import Event, RunFinished, RunStarted
+from ._events import Event, NodeFinished, NodeStarted, RouteChosen, RunFinished, RunStarted
 from ._gate import ModelGate
 from ._graph import Graph, GraphBuilder
 from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
 from ._retry import RetryPolicy
-from ._runtime import Emit, Interrupt, StepCallback, _Run, placed
+from ._runtime import Emit, Interrupt, StepCallback, _Run, new_run_id, placed
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
 from ._usage import Meter, UsageLimits
@@ -48,9 +47,6 @@ __all__ = (
 
 In = TypeVar("In")
 Out = TypeVar("Out")
-
-Sink = Callable[[Event], Awaitable[None] | None]
-"""A consumer of every event of a run (a trace file, a console, a tracer); sync or async."""
 
 _log = logging.getLogger("agentgraph")
 
@@ -80,7 +76,7 @@ def _guards(guards: Guards | None) -> Guards | None:
 
 
 def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
-    return tuple(sinks)
+    return tuple(check_sink(sink) for sink in sinks)
 
 
 def _check_sink_errors(_: Any, __: Any, value: str) -> None:
@@ -102,7 +98,9 @@ class GraphRunner:
         timeout: seconds for the whole run; `GraphTimeout` when it elapses.
         on_step: a callback, or several, called after every step, with the context
             it returned; a subgraph's call comes after those of the steps inside it.
-        sinks: callables (sync or async) that receive every event of every run.
+        sinks: callables (sync or async) that receive the events of every run:
+            every event, or only those of the classes in the sink's `wants`
+            attribute (a set of event classes) when it has one.
         sink_errors: `"detach"` (default) logs a sink's first error once and stops
             calling that sink for the rest of the run, which goes on; `"raise"`
             lets the error end the run.
@@ -130,10 +128,24 @@ class GraphRunner:
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
     guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
+    _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
+    _heard: tuple[bool, bool, bool, bool, bool] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         marked = tuple((cb, _maybe_async(cb)) for cb in self.on_step)
         object.__setattr__(self, "_marked", marked)
+        # Which sinks take each kind of event, worked out once for every run: the
+        # kinds, whether any sink picks, any event at all, and each step event.
+        object.__setattr__(self, "_kinds", {})
+        sinks = self.sinks
+        heard = (
+            any(getattr(sink, "wants", None) is not None for sink in sinks),
+            any(getattr(sink, "wants", None) != frozenset() for sink in sinks),
+            bool(wanted(sinks, NodeStarted)),
+            bool(wanted(sinks, NodeFinished)),
+            bool(wanted(sinks, RouteChosen)),
+        )
+        object.__setattr__(self, "_heard", heard)
 
     def evolve(self, **changes: Any) -> GraphRunner:
         """A copy of this runner with `changes` (any of the constructor's arguments)."""
@@ -165,6 +177,9 @@ class GraphRunner:
         """
         graph = as_graph(graph)
         _check_input(ctx)
+        if store is None and thread_id is None and compaction is None:
+            # Nothing to open, and the id is made only if something asks for it.
+            return await self._drive(graph, ctx, handle, None, run_id or None, None)
         rid = run_id or new_run_id()
         journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
         start = ctx if journal is None or thread_id is None else journal.initial
@@ -317,7 +332,7 @@ class GraphRunner:
         ctx: AgentContext[In],
         handle: RunHandle | None,
         emit: Emit | None,
-        run_id: str,
+        run_id: str | None,
         journal: Journal | None,
     ) -> AgentContext[Out]:
         """Run `graph`; every way out is reported to the sinks.
@@ -363,20 +378,20 @@ class GraphRunner:
         ctx: AgentContext[Any],
         handle: RunHandle,
         emit: Emit | None,
-        run_id: str,
+        run_id: str | None,
         journal: Journal | None,
     ) -> _Run:
         """The run's shared state, with the handle pointing at its first context."""
-        handle.run_id = run_id
         handle.context, handle.step = ctx, 0
         if journal is not None:
             handle.context, handle.step = journal.resumed_at or (ctx, 0)
-        return _Run(
-            run_id,
+        ids = handle._ids = [run_id]
+        run = _Run(
+            ids,
             self.retry,
             self.max_steps,
             self._marked,
-            self._emitter(emit),
+            None,
             handle,
             self.timeout is not None,
             journal,
@@ -384,6 +399,23 @@ class GraphRunner:
             self.model_gate,
             self.guards,
         )
+        if emit is not None or self.sinks:
+            picky, anything, started, finished, routed = self._heard
+            dispatch = Dispatch(
+                self.sinks,
+                emit,
+                fail=self.sink_errors == "raise",
+                by_kind=self._kinds,
+                picky=picky,
+            )
+            deliver = dispatch.deliver
+            streamed = emit is not None  # a stream reads every event
+            run.emit = dispatch.emit if streamed or anything else None
+            # The events of every step are built only when someone takes them.
+            run.started = deliver if streamed or started else None
+            run.finished = deliver if streamed or finished else None
+            run.routed = deliver if streamed or routed else None
+        return run
 
     async def _guarded(
         self,
@@ -431,76 +463,6 @@ class GraphRunner:
         if run.emit is not None:
             await run.emit(RunFinished(out, run.steps))
         return out, None
-
-    def _emitter(self, stream: Emit | None) -> Emit | None:
-        """The run's event dispatcher: the sinks, then the stream (None when nobody listens)."""
-        if not self.sinks:
-            return stream
-        return _dispatcher(self.sinks, stream, fail=self.sink_errors == "raise")
-
-
-def _dispatcher(sinks: tuple[Sink, ...], stream: Emit | None, *, fail: bool) -> Emit:
-    """Send each event to `sinks` in order, then to `stream`; a failing sink is detached.
-
-    A detached sink is dropped by replacing the tuple, never by changing it, so
-    an event being delivered (by a concurrent branch, say) still reaches the
-    sinks it started with, and no event pays for a copy.
-    """
-    active = sinks
-
-    def detach(sink: Sink, exc: Exception) -> None:
-        nonlocal active
-        if sink not in active:  # a concurrent delivery failed first and said so
-            return
-        kept = list(active)
-        kept.remove(sink)
-        active = tuple(kept)
-        from ._redact import masked  # its patterns compile when a sink first fails
-
-        # No traceback: its lines could show what the sink was writing.
-        _log.error(
-            "trace sink %r failed and was detached; the run goes on: %s",
-            sink,
-            masked(f"{type(exc).__name__}: {exc}"),
-        )
-
-    async def emit(event: Event) -> None:
-        for sink in active:
-            try:
-                result = sink(event)
-                if result is not None and inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                if fail:
-                    raise
-                detach(sink, exc)
-        if stream is not None:
-            await stream(event)
-
-    return emit
-
-
-class _RunIds:
-    """Run ids: 16 random hex digits per process, then a counter (32 hex digits in all).
-
-    As unique as a random UUID across processes and machines, at a tenth of its
-    cost, which matters for short runs; a forked child draws its own prefix.
-    """
-
-    def __init__(self) -> None:
-        self.reset()
-        os.register_at_fork(after_in_child=self.reset)
-
-    def reset(self) -> None:
-        self.prefix = os.urandom(8).hex()
-        self.count = itertools.count()
-
-    def __call__(self) -> str:
-        return f"{self.prefix}{next(self.count):016x}"
-
-
-new_run_id = _RunIds()
-"""A fresh run id."""
 
 
 _wrapped: weakref.WeakKeyDictionary[Node[Any, Any], Graph[Any, Any]] = weakref.WeakKeyDictionary()

@@ -9,6 +9,8 @@ durability protocol in `_journal.py`).
 from __future__ import annotations
 
 import inspect
+import itertools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -83,6 +85,8 @@ StepCallback = Callable[[StepInfo, "Node[Any, Any]", AgentContext[Any]], Awaitab
 """`on_step(step, node, ctx)`: called after each node; may be sync or async."""
 
 Emit = Callable[[Event], Awaitable[None]]
+Deliver = Callable[[Event], Awaitable[None] | None]
+"""Hands an event to the sinks that take it: None when all did at once, else what to await."""
 
 
 _TOOL_RUNTIME: ContextVar[Runtime | None] = ContextVar("agentgraph_tool_runtime", default=None)
@@ -125,15 +129,28 @@ class RunHandle:
     `cancel()` from anywhere; the run then ends with `GraphCancelled`.
     """
 
-    __slots__ = ("_cancelled", "_scope", "context", "run_id", "step")
+    __slots__ = ("_cancelled", "_ids", "_scope", "context", "step")
 
     def __init__(self) -> None:
         self.context: AgentContext[Any] | None = None
         self.step = 0
-        self.run_id: str | None = None
-        """The run's id (given to `run`, or made when it starts); None before it starts."""
+        self._ids: list[str | None] | None = None  # the run's id, shared with the run
         self._scope: anyio.CancelScope | None = None
         self._cancelled = False
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id (given to `run`, or made when it starts); None before it starts."""
+        ids = self._ids
+        if ids is None:
+            return None
+        if ids[0] is None:
+            ids[0] = new_run_id()
+        return ids[0]
+
+    @run_id.setter
+    def run_id(self, value: str | None) -> None:
+        self._ids = [value]
 
     def cancel(self) -> None:
         """End the run at its next checkpoint of cancellation (any await)."""
@@ -146,11 +163,36 @@ class RunHandle:
         return self._cancelled
 
 
+class _RunIds:
+    """Run ids: 16 random hex digits per process, then a counter (32 hex digits in all).
+
+    As unique as a random UUID across processes and machines, at a tenth of its
+    cost, which matters for short runs; a forked child draws its own prefix.
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+        os.register_at_fork(after_in_child=self.reset)
+
+    def reset(self) -> None:
+        self.prefix = os.urandom(8).hex()
+        self.count = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self.prefix}{next(self.count):016x}"
+
+
+new_run_id = _RunIds()
+"""A fresh run id."""
+
+
 class _Run:
     """What every level of one run shares: the step counter, policy and listeners."""
 
     __slots__ = (
+        "_ids",
         "emit",
+        "finished",
         "gate",
         "guards",
         "handle",
@@ -159,14 +201,15 @@ class _Run:
         "max_steps",
         "on_step",
         "retry",
-        "run_id",
+        "routed",
+        "started",
         "steps",
         "watch",
     )
 
     def __init__(  # positional: one is built for every run
         self,
-        run_id: str,
+        ids: list[str | None],
         retry: RetryPolicy,
         max_steps: int,
         on_step: tuple[tuple[StepCallback, bool], ...],
@@ -181,15 +224,31 @@ class _Run:
         self.limits = limits
         self.gate = gate
         self.guards = guards
-        self.run_id = run_id
+        # A one-item list the handle shares: the id is drawn by whichever asks first,
+        # and the run and its handle hold no reference to each other (no cycle to collect).
+        self._ids = ids
         self.steps = 0
         self.watch = watch
         self.retry = retry
         self.max_steps = max_steps
         self.on_step = on_step
         self.emit = emit
+        # The step events' own deliveries, None when nobody takes that kind.
+        self.started: Deliver | None = None
+        self.finished: Deliver | None = None
+        self.routed: Deliver | None = None
         self.handle = handle
         self.journal = journal
+
+    @property
+    def run_id(self) -> str:
+        """The run's id: the one given, or a new one made when something first asks
+        (a run with no store, sink or reader never needs one)."""
+        ids = self._ids
+        found = ids[0]
+        if found is None:
+            found = ids[0] = new_run_id()
+        return found
 
 
 class Runtime:
@@ -514,14 +573,9 @@ class Runtime:
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
         first = graph.first
-        if graph.node_retry is not None:
-            self.node_retry = graph.node_retry
-        if graph.usage_limits is not None:  # a fresh meter each time the graph runs
-            self.meters = (*self.meters, Meter(graph.usage_limits))
-        if journal is not None:
-            resumed = journal.reenter(self, graph)
-            if resumed is not None:
-                target, current, local, run.steps = resumed
+        resumed = self._enter(graph)
+        if resumed is not None:
+            target, current, local, run.steps = resumed
         while True:
             if target is None:
                 target = first.get(source)
@@ -532,11 +586,13 @@ class Runtime:
                     # A router that returned an awaitable leaves the route pending.
                     routed = routed if isinstance(routed, tuple) else await routed.settle()
                     target, position = routed
-                if run.emit is not None:
+                if run.routed is not None:
                     dynamic = graph.transitions[source][position].router is not None
-                    await run.emit(
+                    told = run.routed(
                         RouteChosen(step, self.path, source.name, target.name, position, dynamic)
                     )
+                    if told is not None:
+                        await told
                 if journal is not None and source is not graph.start:
                     self._commit(journal, source, target, current, (step, local))
             if target is graph.finish:
@@ -549,6 +605,15 @@ class Runtime:
             except NodeFailed as failed:
                 # `current` is still the failed step's input: an error transition goes on from it.
                 target, current = await self._failed(graph, source, failed, current, (step, local))
+
+    def _enter(self, graph: Graph[Any, Any]) -> Any:
+        """Take on `graph`'s own policies; where a resumed run goes on in it, if it does."""
+        if graph.node_retry is not None:
+            self.node_retry = graph.node_retry
+        if graph.usage_limits is not None:  # a fresh meter each time the graph runs
+            self.meters = (*self.meters, Meter(graph.usage_limits))
+        journal = self._run.journal
+        return None if journal is None else journal.reenter(self, graph)
 
     async def _failed(
         self,
@@ -566,11 +631,13 @@ class Runtime:
         step = where[0]
         out = given.with_input(failure)
         run = self._run
-        if run.emit is not None:
+        if run.routed is not None:
             chosen = RouteChosen(
                 step, self.path, source.name, target.name, position, False, on_error=True
             )
-            await run.emit(chosen)
+            told = run.routed(chosen)
+            if told is not None:
+                await told
         if run.journal is not None:
             self._commit(run.journal, source, target, out, where)
         return target, out
@@ -620,9 +687,14 @@ class Runtime:
         fn = node if type(node) is FunctionNode and node.timeout is None else None
         plain = fn is not None and not fn.wants_runtime and run.journal is None
         rt = None if plain else self._child(node, ctx, index, local_index, path, fanout)
-        if run.emit is not None:
-            await run.emit(NodeStarted(index, local_index, self.depth, path, node, ctx, self.index))
-        started = perf_counter()
+        if run.started is not None:
+            told = run.started(
+                NodeStarted(index, local_index, self.depth, path, node, ctx, self.index)
+            )
+            if told is not None:
+                await told
+        timed = run.on_step or run.finished is not None  # only a step record needs the clock
+        started = perf_counter() if timed else 0.0
         try:
             if fn is not None:
                 result = fn.fn(ctx, rt) if fn.wants_runtime else fn.fn(ctx)
@@ -644,14 +716,12 @@ class Runtime:
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if run.on_step or run.emit is not None:
+        if timed:
             # Built as a tuple: a step record costs a quarter of an attrs instance.
             info = _new_tuple(
                 StepInfo, (index, local_index, self.depth, path, attempts, perf_counter() - started)
             )
-            if run.emit is not None:
-                await run.emit(NodeFinished(info, node, out))
-            pending = _called_back(run.on_step, info, node, out)
+            pending = _reported(run, info, node, out)
             if pending is not None:
                 await pending
         return out
@@ -753,17 +823,20 @@ async def _checkpoint(index: int) -> None:
         await anyio.lowlevel.checkpoint_if_cancelled()
 
 
-def _called_back(
-    callbacks: tuple[tuple[StepCallback, bool], ...],
-    info: StepInfo,
-    node: Node[Any, Any],
-    out: AgentContext[Any],
+def _reported(
+    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
 ) -> Awaitable[None] | None:
-    """Call the step callbacks in order; None if all were done when they returned.
+    """Tell the run's listeners a step finished: its event, then the step callbacks in order.
 
-    The first one that returns an awaitable hands it, and the callbacks after
-    it, to a coroutine: steps with only sync callbacks never build one.
+    None when all were done when they returned, else what is left to await: the
+    first callback that returns an awaitable hands it, and the callbacks after
+    it, to a coroutine, so steps with only sync listeners never build one.
     """
+    callbacks = run.on_step
+    if run.finished is not None:
+        told = run.finished(NodeFinished(info, node, out))
+        if told is not None:
+            return _awaited_back(told, callbacks, info, node, out)
     for i, (callback, is_coroutine) in enumerate(callbacks):
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):

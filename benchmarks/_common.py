@@ -25,10 +25,14 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 # -- machine facts ------------------------------------------------------------------------
 
 
+# Reports name the project as it is imported; its distribution is named otherwise.
+_DISTRIBUTIONS = {"agentgraph": "agentgraph-engine"}
+
+
 def version(package: str) -> str:
     """The installed version of `package`, or "not installed"."""
     try:
-        return metadata.version(package)
+        return metadata.version(_DISTRIBUTIONS.get(package, package))
     except metadata.PackageNotFoundError:
         return "not installed"
 

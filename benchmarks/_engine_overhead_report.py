@@ -16,6 +16,10 @@ HEADING = "## Engine overhead"
 Results = dict[tuple[str, str], dict[str, Any]]
 
 
+FLOOR_TARGET = 1.5
+"""The engine's time per step at most this many times the design floor's."""
+
+
 def _ratio(
     results: Results, scenario: str, framework: str, base: str = "agentgraph"
 ) -> float | None:
@@ -91,7 +95,9 @@ def _targets(results: Results) -> list[str]:
     rows.append(("concurrent: ≤ 15 µs/step", *_at_most(agentgraph("concurrent"), 15, " µs")))
     for scenario in ("linear", "loop", "concurrent"):
         over = _ratio(results, scenario, "agentgraph", "design-floor")
-        rows.append((f"{scenario}: ≤ 1.3x the design floor", *_at_most(over, 1.3, "x")))
+        rows.append(
+            (f"{scenario}: ≤ {FLOOR_TARGET}x the design floor", *_at_most(over, FLOOR_TARGET, "x"))
+        )
     late = agentgraph("loop", "late_over_early")
     rows.append(("loop: last 100 steps ≤ 1.2x steps 1-100", *_at_most(late, 1.2, "x")))
     lines = ["| Target (agentgraph) | Measured | Verdict |", "|---|--:|---|"]
@@ -100,7 +106,7 @@ def _targets(results: Results) -> list[str]:
 
 
 def _floor_budget(results: Results) -> list[str]:
-    """What 1.3x the design floor leaves the engine per step, beside what it takes."""
+    """What the design floor target leaves the engine per step, beside what it takes."""
     parts = []
     for scenario in ("linear", "loop", "concurrent"):
         ours = results.get((scenario, "agentgraph"), {}).get("us_per_step")
@@ -108,7 +114,8 @@ def _floor_budget(results: Results) -> list[str]:
         if ours is None or floor is None:
             continue
         parts.append(
-            f"{scenario} {0.3 * float(floor):.2f} µs (it takes {float(ours) - float(floor):.2f})"
+            f"{scenario} {(FLOOR_TARGET - 1) * float(floor):.2f} µs "
+            f"(it takes {float(ours) - float(floor):.2f})"
         )
     if not parts:
         return []
@@ -120,7 +127,8 @@ def _floor_budget(results: Results) -> list[str]:
         f"{float(bare):.2f} µs)"
     )
     return [
-        "Within 1.3x of the design floor, the engine's own work per step would have to fit in "
+        f"Within {FLOOR_TARGET}x of the design floor, the engine's own work per step would "
+        "have to fit in "
         + ", ".join(parts)
         + ". With the no-op `on_step` installed, that work is counting the step against the "
         "limit, looking for cancellation, calling the node, pointing the handle at the new "
@@ -128,7 +136,14 @@ def _floor_budget(results: Results) -> list[str]:
         "and ending the run (a tenth of it on the 10-node chain); `## Step profile` measures "
         "each of those parts with nodes that do no data work. The budget holds a few "
         f"function calls{awaited}: the target is out of reach for an engine that keeps the "
-        "callback, the step limit and cancellation."
+        "callback, the step limit and cancellation. What is left is spread thin: on the "
+        "chain about 0.5 µs a step is the step itself (the step's coroutine, counting, the "
+        "limit, the cancellation check, the node's path, the handle), 0.45 µs the no-op "
+        "callback (two clock reads, the `StepInfo`, the call) and 0.15 µs a tenth of "
+        "starting and ending the run; no one part is worth more than a fifth of the gap. "
+        "Meeting it would take a compiled step loop (mypyc or Cython: a build step and "
+        "binary wheels for a pure-Python package) or dropping guarantees a step gives today "
+        "(its `StepInfo` and duration, the handle's last context, the cancellation check)."
     ]
 
 

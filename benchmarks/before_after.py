@@ -31,6 +31,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 ENGINE = ("agentgraph:linear", "agentgraph:loop", "agentgraph:concurrent")
 DURABLE = ("agentgraph:memory", "agentgraph:sqlite")
+SINKS = ("sink:nothing", "sink:noop", "sink:jsonl", "sink:recorder")
+"""Event-loop CPU a sink adds per step of the 10-node chain (``overheads.py``)."""
+WEB = ("plain", "sink", "server:1", "server:50")
+"""µs per step of the 2,000-step state loop, unserved and served (``web.py``)."""
 
 
 @contextmanager
@@ -79,12 +83,17 @@ def main(argv: list[str] | None = None) -> None:
         "--title", default="One loop", help="the section: '<title>: before and after'"
     )
     parser.add_argument(
+        "--more", action="store_true", help="also the sinks' and the web server's costs"
+    )
+    parser.add_argument(
         "--change",
         default="two graph loops; this tree has one loop with a journal hook",
         help="what the earlier revision lacks, as the section says it",
     )
     args = parser.parse_args(argv)
     cases = [("engine_overhead.py", c) for c in ENGINE] + [("durability.py", c) for c in DURABLE]
+    if args.more:
+        cases += [("overheads.py", c) for c in SINKS] + [("web.py", c) for c in WEB]
     rows: list[str] = []
     load = load_average()
     with checkout(args.before) as before:
@@ -99,7 +108,9 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(f"| {case} | failed: {exc} | | |")
                 continue
             old, new = statistics.median(samples["before"]), statistics.median(samples["after"])
-            what = "store adds" if script == "durability.py" else "step"
+            what = {"durability.py": "store adds", "overheads.py": "loop CPU added"}.get(
+                script, "web step" if script == "web.py" else "step"
+            )
             rows.append(f"| {case} ({what}) | {old:.2f} | {new:.2f} | {new / old:.2f}x |")
     section = "\n".join(
         [
@@ -109,7 +120,15 @@ def main(argv: list[str] | None = None) -> None:
             f"measured in one run: each case in a fresh interpreter, the trees "
             f"taking turns, {args.rounds} turns each, medians shown. Engine rows are µs per "
             f"step with no store; durability rows are the µs a store adds per step of the "
-            f"1,001-step loop. Load average {load:.1f} → {load_average():.1f}; "
+            f"1,001-step loop"
+            + (
+                "; sink rows the event loop's CPU a sink adds per step of the 10-node chain; "
+                "web rows µs per step of the 2,000-step loop that changes its state every "
+                "step, with no server, with the web sink alone, and served to 1 and 50 clients"
+                if args.more
+                else ""
+            )
+            + f". Load average {load:.1f} → {load_average():.1f}; "
             f"Python {sys.version.split()[0]}.",
             "",
             "| case | before µs | after µs | after/before |",

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -37,9 +38,11 @@ __all__ = (
     "traces_from_records",
 )
 
-# Events that end or begin a step: the file is flushed after each, so a crash
-# loses at most the records of the step in progress.
-_FLUSH_ON = (RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished)
+# Events that end or begin a step: the writer is asked to write and flush what has
+# come by then, so a crash loses at most the records of the step in progress.
+_FLUSH_ON = frozenset(
+    {RunStarted, NodeStarted, NodeFinished, RetryScheduled, NodeFailedEvent, RunFinished}
+)
 
 
 def encode_record(record: Mapping[str, Any]) -> bytes:
@@ -74,10 +77,12 @@ class JsonlSink:
     ```
     The file is created (or emptied, unless `append=True`) here, so a path that
     cannot be written fails at once. The event loop only stamps each event with
-    its time and run; a writer thread (one of a few all sinks share) turns the
-    events into records (converted and redacted), writes them and flushes the
-    lines of each step as the step begins and ends, so the loop never waits for
-    that work or for the disk. A run's end waits until all its lines are written
+    its time and run and queues it; a writer thread (one of a few all sinks
+    share) turns the events into records (converted and redacted), writes them
+    and flushes the lines of each step as the step begins and ends (while it is
+    still busy with earlier lines, it takes the later ones in the same turn),
+    so the loop never waits for that work or for the disk. A run's end waits
+    until all its lines are written
     and the file is closed (it is reopened for the next run). Use the sink as a
     context manager (or call `close`) to write what is left when a run is
     abandoned mid-way.
@@ -103,43 +108,47 @@ class JsonlSink:
     ) -> None:
         self.path = Path(path)
         self._recorder = Recorder(redact=redact)
-        self._pending: list[Stamped] = []  # the events of the step in progress
         self._writer = _Writer(self.path, self._recorder, append=append)
+        self._stamp = self._recorder._stamp
+        self._queue = self._writer.queue
 
     def __call__(self, event: Any) -> Awaitable[None] | None:
         """Take `event`: at once, or (a run's last event) once its run's lines are written."""
-        if self._writer.error is not None:
-            self._writer.check()
-        self._pending.append(self._recorder._stamp(event))
-        if isinstance(event, _FLUSH_ON):
-            pending, self._pending = self._pending, []
-            self._writer.send(pending)
-            if isinstance(event, RunFinished):
+        writer = self._writer
+        if writer.error is not None:
+            writer.check()
+        self._queue.append(self._stamp(event))
+        kind = type(event)
+        if kind in _FLUSH_ON:
+            if kind is RunFinished:
                 return self._settled()
+            if not writer.asked:
+                writer.ask()
         return None
 
     async def _settled(self) -> None:
         # The thread says when it is done through the event loop itself: cheaper for the
         # loop than a worker thread that waits for it (to_thread), which costs a short
-        # run more than all its events. Shielded: a run's end always waits for its lines.
+        # run more than all its events. A run's end always waits for its lines, cancelled too.
         done = anyio.Event()
         soon = _call_soon()
         self._writer.settle_soon(True, lambda: soon(done.set))
-        with anyio.CancelScope(shield=True):
+        try:
             await done.wait()
+        except anyio.get_cancelled_exc_class():
+            # A shielded wait costs a run more than its events: taken only when cancelled.
+            with anyio.CancelScope(shield=True):
+                await done.wait()
+            raise
         self._writer.check()
 
     def flush(self) -> None:
         """Write what is pending now (blocking)."""
-        pending, self._pending = self._pending, []
-        self._writer.send(pending)
         self._writer.settle(False)
         self._writer.check()
 
     def close(self) -> None:
         """Write what is pending and close the file (blocking); a later event reopens it."""
-        pending, self._pending = self._pending, []
-        self._writer.send(pending)
         self._writer.settle(True)
         self._writer.check()
 
@@ -158,25 +167,32 @@ class JsonlSink:
 class _Writer:
     """The file, and the lane of the shared writer threads that records events and writes them.
 
-    Events are recorded and written in the order sent, on one of a few threads
-    shared by every sink of the process (`agentgraph._writers`), so a sink holds
-    no thread of its own, however often sinks are opened and closed. An error
-    there (a full disk) is kept for `check` to raise where the sink is called,
-    so the runner detaches the sink (or ends the run) as it does for any
-    failing sink.
+    Events wait in `queue` (appended by the event loop, taken by the writer: a
+    deque is safe for that between two threads) and are recorded and written in
+    that order, on one of a few threads shared by every sink of the process
+    (`agentgraph._writers`), so a sink holds no thread of its own, however
+    often sinks are opened and closed. `ask` has the writer take what is
+    queued; at most one such request waits at a time, so a writer busy with
+    earlier lines costs the loop nothing more per step. An error there (a
+    full disk) is kept for `check` to raise where the sink is called, so the
+    runner detaches the sink (or ends the run) as it does for any failing sink.
     """
 
     def __init__(self, path: Path, recorder: Recorder, *, append: bool) -> None:
         self._path = path
         self._recorder = recorder
         self._file: IO[bytes] | None = open(path, "ab" if append else "wb")  # noqa: SIM115
-        self._lane: Lane[list[Stamped] | tuple[bool, Callable[[], object]]] = Lane(self._handle)
+        self._lane: Lane[tuple[bool, Callable[[], object]] | None] = Lane(self._handle)
+        self.queue: deque[Stamped] = deque()
+        self.asked = False
+        """A request to write is waiting: the writer clears this before it takes the queue,
+        so an event queued while it is set is taken by that request."""
         self.error: Exception | None = None  # set by the writer, raised by `check`
 
-    def send(self, events: list[Stamped]) -> None:
-        """Queue `events` to be recorded, written and flushed; returns at once."""
-        if events:
-            self._lane.send(events)
+    def ask(self) -> None:
+        """Have the writer record, write and flush what is queued; returns at once."""
+        self.asked = True
+        self._lane.send(None)
 
     def settle(self, close: bool) -> None:
         """Wait until everything sent is written and flushed; then close the file if `close`."""
@@ -194,12 +210,12 @@ class _Writer:
         if error is not None:
             raise error
 
-    def _handle(self, item: list[Stamped] | tuple[bool, Callable[[], object]]) -> None:
-        if isinstance(item, list):
-            try:
-                self._write(item)
-            except Exception as exc:
-                self.error = self.error or exc
+    def _handle(self, item: tuple[bool, Callable[[], object]] | None) -> None:
+        try:
+            self._drain()
+        except Exception as exc:
+            self.error = self.error or exc
+        if item is None:
             return
         close, then = item
         try:
@@ -214,9 +230,15 @@ class _Writer:
         with contextlib.suppress(Exception):  # an event loop that has ended
             then()
 
-    def _write(self, events: list[Stamped]) -> None:
-        build = self._recorder._build
-        lines = [encode_record(build(stamped)) for stamped in events]
+    def _drain(self) -> None:
+        """Record and write every queued event, then flush unless more work waits."""
+        self.asked = False
+        queue, build = self.queue, self._recorder._build
+        lines = []
+        while queue:
+            lines.append(encode_record(build(queue.popleft())))
+        if not lines:
+            return
         if self._file is None:
             self._file = open(self._path, "ab")  # noqa: SIM115
         self._file.writelines(lines)

@@ -208,14 +208,15 @@ class Recorder:
         """`event` with its run's state and the time it arrived: all a record needs
         from the moment and the task that sent it. `_build` may run later, elsewhere."""
         state = self._state.get()
-        if state is None or isinstance(event, RunStarted):
+        kind = type(event)  # the runner's own events are never subclassed
+        if state is None or kind is RunStarted:
             # The run's own id, so traces join its checkpoint record; a run whose
             # start this recorder never saw gets one of its own.
-            run_id = event.run_id if isinstance(event, RunStarted) else ""
+            run_id = event.run_id if kind is RunStarted else ""
             state = _RunState(run_id or uuid.uuid4().hex[:12], perf_counter(), previous=state)
             self._state.set(state)
         stamped = (event, state, time(), perf_counter() - state.started)
-        if isinstance(event, RunFinished):
+        if kind is RunFinished:
             self._state.set(state.previous)
         return stamped
 

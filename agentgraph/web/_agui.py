@@ -3,9 +3,12 @@
 AG-UI (the Agent-User Interaction protocol) is what agent front-ends speak:
 a run is a stream of typed events (run, step, text message, tool call,
 state; a team's handoff is a `CUSTOM` event named `agentgraph.handoff`).
-The event models come from the official `ag-ui-protocol` package.
-Everything sent passes the run's `Redactor` first; streamed text is sent a
-word behind, so a secret that arrives in pieces is masked whole.
+The event models come from the official `ag-ui-protocol` package; the events
+of every step are built directly as the JSON those models serialize to (a
+test holds the two equal), since a pydantic model per event cost several
+times the step itself. Everything sent passes the run's `Redactor` first;
+streamed text is sent a word behind, so a secret that arrives in pieces is
+masked whole.
 """
 
 from __future__ import annotations
@@ -15,11 +18,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import jsonpatch
 import orjson
 from ag_ui.core import (
     BaseEvent,
-    CustomEvent,
+    Event,
     Interrupt,
     RunAgentInput,
     RunErrorEvent,
@@ -27,18 +29,8 @@ from ag_ui.core import (
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
     RunStartedEvent,
-    StateDeltaEvent,
-    StateSnapshotEvent,
-    StepFinishedEvent,
-    StepStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
 )
+from pydantic import TypeAdapter
 
 from .._context import AgentContext
 from .._errors import GraphCancelled, Interrupted, RunInputError
@@ -56,6 +48,7 @@ from .._events import (
 from .._redact import Redactor
 from ..llm._messages import Message, ToolCall
 from ..tracing._records import plain
+from ._state import StateView
 
 __all__ = ("HANDOFF", "AguiTranslator", "context_from_input", "step_name")
 
@@ -63,6 +56,15 @@ HANDOFF = "agentgraph.handoff"
 """The name of the `CUSTOM` event a team's handoff is sent as (`agentgraph.teams`)."""
 
 _SPACE = re.compile(r"\s")
+_MODELS: TypeAdapter[Any] = TypeAdapter(Event)
+
+Data = dict[str, Any]
+"""One AG-UI event as JSON-ready data: what its model dumps to (by alias, in JSON mode)."""
+
+
+def _dumped(event: BaseEvent) -> Data:
+    data: Data = event.model_dump(mode="json", by_alias=True)
+    return data
 
 
 def step_name(path: Sequence[str]) -> str:
@@ -85,7 +87,9 @@ class AguiTranslator:
     """Turns one run's step events into AG-UI events, redacted.
 
     One translator per AG-UI run (`thread_id`, `run_id`); call it with each
-    step event in order and send what it returns.
+    step event in order and send what it returns: `data(event)` gives the
+    events as JSON-ready data (what the server sends), calling the
+    translator gives them as the protocol's pydantic models.
     """
 
     def __init__(self, *, thread_id: str, run_id: str, redactor: Redactor) -> None:
@@ -93,12 +97,15 @@ class AguiTranslator:
         self.run_id = run_id
         self._redactor = redactor
         self._ids = itertools.count(1)
-        self._state: Any = None
-        self._seen: Any = None  # the state mapping last sent: most steps pass it on untouched
+        self._state = StateView(redactor)
         self._steps: dict[int, str] = {}
         self._texts: dict[int, _Text] = {}
 
     def __call__(self, event: Any) -> list[BaseEvent]:
+        return [_MODELS.validate_python(item) for item in self.data(event)]
+
+    def data(self, event: Any) -> list[Data]:
+        """The AG-UI events for step event `event`, as JSON-ready data (maybe none)."""
         handler = _HANDLERS.get(type(event))
         return [] if handler is None else handler(self, event)
 
@@ -110,70 +117,66 @@ class AguiTranslator:
     def _new_id(self, kind: str) -> str:
         return f"{self.run_id}-{kind}{next(self._ids)}"
 
-    def _state_of(self, ctx: AgentContext[Any]) -> dict[str, Any]:
-        state = self._clean(dict(ctx.state), "state")
-        return state if isinstance(state, dict) else {}
-
     def close(self) -> list[BaseEvent]:
         """End every message and step still open (a run that stopped midway)."""
-        out: list[BaseEvent] = []
+        return [_MODELS.validate_python(item) for item in self._closing()]
+
+    def _closing(self) -> list[Data]:
+        out: list[Data] = []
         for index in list(self._texts):
             out.extend(self._end_text(index, None))
         for index in sorted(self._steps, reverse=True):
-            out.append(StepFinishedEvent(step_name=self._steps.pop(index)))
+            out.append({"type": "STEP_FINISHED", "stepName": self._steps.pop(index)})
         return out
 
-    def _end_text(self, index: int, final: str | None) -> list[BaseEvent]:
+    def _end_text(self, index: int, final: str | None) -> list[Data]:
         text = self._texts.pop(index)
-        out: list[BaseEvent] = []
+        out: list[Data] = []
         masked = self._redactor.text(final if final is not None else text.received, "text")
         if masked.startswith(text.sent) and len(masked) > len(text.sent):
-            out.append(TextMessageContentEvent(message_id=text.id, delta=masked[len(text.sent) :]))
-        out.append(TextMessageEndEvent(message_id=text.id))
+            delta = masked[len(text.sent) :]
+            out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": text.id, "delta": delta})
+        out.append({"type": "TEXT_MESSAGE_END", "messageId": text.id})
         return out
 
     # -- one handler per event kind ----------------------------------------------------------
-    def _run_started(self, event: RunStarted) -> list[BaseEvent]:
-        self._seen = event.context.state
-        self._state = self._state_of(event.context)
+    def _run_started(self, event: RunStarted) -> list[Data]:
+        snapshot = self._state.start(event.context.state)
         return [
-            RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id),
-            StateSnapshotEvent(snapshot=self._state),
+            {"type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id},
+            {"type": "STATE_SNAPSHOT", "snapshot": snapshot},
         ]
 
-    def _node_started(self, event: NodeStarted) -> list[BaseEvent]:
+    def _node_started(self, event: NodeStarted) -> list[Data]:
         name = step_name(event.path)
         self._steps[event.index] = name
-        return [StepStartedEvent(step_name=name)]
+        return [{"type": "STEP_STARTED", "stepName": name}]
 
-    def _node_finished(self, event: NodeFinished) -> list[BaseEvent]:
-        out: list[BaseEvent] = []
-        if event.context.state is not self._seen:
-            self._seen = event.context.state
-            state = self._state_of(event.context)
-            if state != self._state:
-                patch = jsonpatch.make_patch(self._state, state).patch
-                self._state = state
-                if patch:
-                    out.append(StateDeltaEvent.model_validate({"delta": patch}))
+    def _node_finished(self, event: NodeFinished) -> list[Data]:
+        out: list[Data] = []
+        state = event.context.state
+        if state is not self._state.seen:  # most steps pass the state on untouched
+            patch = self._state.change(state)
+            if patch:
+                out.append({"type": "STATE_DELTA", "delta": patch})
         name = self._steps.pop(event.step.index, None)
         if name is not None:
-            out.append(StepFinishedEvent(step_name=name))
+            out.append({"type": "STEP_FINISHED", "stepName": name})
         return out
 
-    def _node_failed(self, event: NodeFailedEvent) -> list[BaseEvent]:
+    def _node_failed(self, event: NodeFailedEvent) -> list[Data]:
         out = self._end_text(event.index, None) if event.index in self._texts else []
         name = self._steps.pop(event.index, None)
         if name is not None:
-            out.append(StepFinishedEvent(step_name=name))
+            out.append({"type": "STEP_FINISHED", "stepName": name})
         return out
 
-    def _streamed(self, event: ModelStreamed) -> list[BaseEvent]:
-        out: list[BaseEvent] = []
+    def _streamed(self, event: ModelStreamed) -> list[Data]:
+        out: list[Data] = []
         text = self._texts.get(event.index)
         if text is None:
             text = self._texts[event.index] = _Text(self._new_id("m"))
-            out.append(TextMessageStartEvent(message_id=text.id, role="assistant"))
+            out.append({"type": "TEXT_MESSAGE_START", "messageId": text.id, "role": "assistant"})
         text.received += event.text
         # Send up to the last whitespace only: the word still arriving may be part
         # of a secret that the redactor can recognise only once it is whole.
@@ -181,13 +184,14 @@ class AguiTranslator:
         cut = max((m.start() for m in _SPACE.finditer(masked)), default=-1)
         ready = masked[: cut + 1]
         if len(ready) > len(text.sent) and ready.startswith(text.sent):
-            out.append(TextMessageContentEvent(message_id=text.id, delta=ready[len(text.sent) :]))
+            delta = ready[len(text.sent) :]
+            out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": text.id, "delta": delta})
             text.sent = ready
         return out
 
-    def _responded(self, event: ModelResponded) -> list[BaseEvent]:
+    def _responded(self, event: ModelResponded) -> list[Data]:
         message = event.response.message
-        out: list[BaseEvent] = []
+        out: list[Data] = []
         if event.index in self._texts:
             message_id = self._texts[event.index].id
             out.extend(self._end_text(event.index, message.content))
@@ -195,32 +199,38 @@ class AguiTranslator:
             message_id = self._new_id("m")
             if message.content:
                 text = self._redactor.text(message.content, "text")
-                out.append(TextMessageStartEvent(message_id=message_id, role="assistant"))
-                out.append(TextMessageContentEvent(message_id=message_id, delta=text))
-                out.append(TextMessageEndEvent(message_id=message_id))
+                out.append(
+                    {"type": "TEXT_MESSAGE_START", "messageId": message_id, "role": "assistant"}
+                )
+                out.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": message_id, "delta": text})
+                out.append({"type": "TEXT_MESSAGE_END", "messageId": message_id})
         for call in message.tool_calls:
             arguments = orjson.dumps(self._clean(call.arguments, "arguments")).decode()
             out.append(
-                ToolCallStartEvent(
-                    tool_call_id=call.id, tool_call_name=call.name, parent_message_id=message_id
-                )
+                {
+                    "type": "TOOL_CALL_START",
+                    "toolCallId": call.id,
+                    "toolCallName": call.name,
+                    "parentMessageId": message_id,
+                }
             )
-            out.append(ToolCallArgsEvent(tool_call_id=call.id, delta=arguments))
-            out.append(ToolCallEndEvent(tool_call_id=call.id))
+            out.append({"type": "TOOL_CALL_ARGS", "toolCallId": call.id, "delta": arguments})
+            out.append({"type": "TOOL_CALL_END", "toolCallId": call.id})
         return out
 
-    def _tool_finished(self, event: ToolFinished) -> list[BaseEvent]:
+    def _tool_finished(self, event: ToolFinished) -> list[Data]:
         content = self._redactor.text(event.result.content, "result")
         return [
-            ToolCallResultEvent(
-                message_id=self._new_id("t"),
-                tool_call_id=event.call.id,
-                content=content,
-                role="tool",
-            )
+            {
+                "type": "TOOL_CALL_RESULT",
+                "messageId": self._new_id("t"),
+                "toolCallId": event.call.id,
+                "content": content,
+                "role": "tool",
+            }
         ]
 
-    def _handed_off(self, event: HandedOff) -> list[BaseEvent]:
+    def _handed_off(self, event: HandedOff) -> list[Data]:
         """A team's conversation moved: `from`, `to`, `policy` (`return` for a sub-task
         handing back), how many `messages` the target reads, and the `task` (masked)."""
         task = None if event.task is None else self._redactor.text(event.task, "task")
@@ -232,23 +242,24 @@ class AguiTranslator:
             "task": task,
             "step": step_name(event.path),
         }
-        return [CustomEvent(name=HANDOFF, value=value)]
+        return [{"type": "CUSTOM", "name": HANDOFF, "value": value}]
 
-    def _run_finished(self, event: RunFinished) -> list[BaseEvent]:
-        out = self.close()
+    def _run_finished(self, event: RunFinished) -> list[Data]:
+        # Once a run: the models themselves build these (outcomes, interrupts, errors).
+        out = self._closing()
         error = event.error
+        ending: BaseEvent
         if error is None:
             result = self._clean(event.context.input, "output")
-            out.append(
-                RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=result)
-            )
+            ending = RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, result=result)
         elif isinstance(error, Interrupted):
-            out.append(self.interrupted(error))
+            ending = self.interrupted(error)
         elif isinstance(error, GraphCancelled):
-            out.append(self.cancelled())
+            ending = self.cancelled()
         else:
             message = self._redactor.text(f"{type(error).__name__}: {error}", "error")
-            out.append(RunErrorEvent(message=message, code=type(error).__name__))
+            ending = RunErrorEvent(message=message, code=type(error).__name__)
+        out.append(_dumped(ending))
         return out
 
     def framing(

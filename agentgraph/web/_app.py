@@ -55,8 +55,8 @@ class _EventStream(StreamingResponse):
 def _sse(live: LiveRun, start: int, on_exit: Callable[[], object] | None = None) -> Response:
     async def body() -> AsyncIterator[bytes]:
         try:
-            async for batch in live.channel.follow(start):
-                yield b"".join(b"data: " + orjson.dumps(item) + b"\n\n" for item in batch)
+            async for chunk in live.channel.stream(start):
+                yield chunk
         finally:
             if on_exit is not None:
                 on_exit()

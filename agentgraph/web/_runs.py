@@ -257,6 +257,7 @@ class Runs:
     def _sink(self, live: LiveRun, translator: AguiTranslator) -> Callable[[Any], None]:
         publish = live.channel.publish
         remember = live.trail.add
+        translate = translator.data
 
         def sink(event: Any) -> None:
             remember(event)
@@ -264,8 +265,8 @@ class Runs:
                 live.active = (step_name(event.path),)
             elif isinstance(event, NodeFinished):
                 live.active = ()
-            for item in translator(event):
-                publish(item.model_dump(mode="json", by_alias=True))
+            for item in translate(event):
+                publish(item)
 
         return sink
 

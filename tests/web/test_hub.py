@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import anyio
 import jsonpatch
+import orjson
 import pytest
 
 from agentgraph.web import Channel
-from agentgraph.web._hub import BATCH, coalesce
+from agentgraph.web._hub import BATCH, coalesce, frame
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +85,29 @@ async def test_a_late_reader_starts_where_it_asks():
     channel.close()
     batches = [batch async for batch in channel.follow(2)]
     assert [item["stepName"] for batch in batches for item in batch] == ["2", "3"]
+
+
+async def test_a_stream_sends_each_batch_as_follow_merges_it():
+    channel = Channel()
+    items = [
+        {"type": "STEP_STARTED", "stepName": "s"},
+        text("Hel"),
+        text("lo"),
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}]},
+        {"type": "STEP_FINISHED", "stepName": "s"},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/b", "value": 2}]},
+        {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/a"}]},
+    ]
+    for item in items:
+        channel.publish(item)
+    channel.close()
+    for batch in (2, 3, BATCH):
+        followed = [
+            b"".join(frame(item) for item in merged)
+            async for merged in channel.follow(0, batch=batch)
+        ]
+        streamed = [chunk async for chunk in channel.stream(0, batch=batch)]
+        assert streamed == followed
+    sent = b"".join([chunk async for chunk in channel.stream(1)])
+    assert sent.count(b"data: ") == 4  # the two texts merged, and the two last deltas
+    assert orjson.loads(sent.split(b"\n\n")[0][len(b"data: ") :])["delta"] == "Hello"

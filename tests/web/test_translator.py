@@ -5,15 +5,20 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import attrs
+import jsonpatch
+import orjson
 import pytest
+from ag_ui.core import BaseEvent
 
-from agentgraph import AgentContext, GraphRunner, NodeFailed
+from agentgraph import AgentContext, GraphBuilder, GraphRunner, NodeFailed, NodeFinished, node
 from agentgraph.nodes import chat
 from agentgraph.testing import ScriptedModel
 from agentgraph.tracing import Redactor
+from agentgraph.tracing._records import plain
 from agentgraph.web import AguiTranslator
 
-from .support import EVENTS
+from .support import EVENTS, SECRET
 from .test_agui import check_sequence
 
 pytestmark = pytest.mark.anyio
@@ -24,12 +29,13 @@ async def translate(node: Any) -> list[dict[str, Any]]:
     sent: list[dict[str, Any]] = []
 
     def sink(event: object) -> None:
-        sent.extend(e.model_dump(mode="json", by_alias=True) for e in translator(event))
+        sent.extend(translator.data(event))
 
     with contextlib.suppress(NodeFailed):  # a failing run still sends its events
         await GraphRunner(sinks=[sink]).run(node, AgentContext("hi"))
     for event in sent:
-        EVENTS.validate_python(event)
+        # Built without the models, the data is what the official models serialize to.
+        assert EVENTS.validate_python(event).model_dump(mode="json", by_alias=True) == event
     return sent
 
 
@@ -87,3 +93,81 @@ async def test_a_handoff_is_a_custom_event_with_the_task_masked():
     assert sent[at - 1] == {"type": "STEP_STARTED", "stepName": "handoff"}
     assert sent[at + 1]["type"] == "STATE_DELTA"  # the team state: billing holds it now
     assert sent[at + 2] == {"type": "STEP_FINISHED", "stepName": "handoff"}
+
+
+async def test_the_translator_gives_the_official_models_too():
+    translator = AguiTranslator(thread_id="t", run_id="r", redactor=Redactor())
+    models: list[Any] = []
+    data: list[dict[str, Any]] = []
+    twin = AguiTranslator(thread_id="t", run_id="r", redactor=Redactor())
+
+    def sink(event: object) -> None:
+        models.extend(translator(event))
+        data.extend(twin.data(event))
+
+    reply = ScriptedModel.tool_calls(("lookup", {"q": "x"}), content="Looking.")
+    await GraphRunner(sinks=[sink]).run(chat(ScriptedModel(reply)), AgentContext("hi"))
+    assert all(isinstance(m, BaseEvent) for m in models)
+    assert [m.model_dump(mode="json", by_alias=True) for m in models] == data
+
+
+@attrs.frozen
+class Point:
+    x: int
+    y: int
+
+
+STATES: list[dict[str, Any]] = [
+    {"count": 0, "keep": "same", "nested": {"a": [1, 2], "b": {"c": True}}},
+    {"count": 1, "keep": "same", "nested": {"a": [1, 2], "b": {"c": True}}},
+    {"count": 1, "keep": "same", "nested": {"a": [1, 2, 3], "b": {"c": 1}}, "api_key": "x" * 9},
+    {"count": 1.0, "keep": "same", "a/b~c": {"d": None}, "api_key": "y" * 9},
+    {"count": True, "token_note": f"key {SECRET}", "nested": {"b": {}}},
+    {},
+    {"list": [{"x": 1}], "Point": Point(1, 2)},
+    {"list": [{"x": 2}], "Point": Point(1, 3)},
+]
+
+
+def whole(state: dict[str, Any]) -> Any:
+    """The state as a client must see it: converted and redacted as one record field."""
+    return Redactor().record({"state": plain(state)})["state"]
+
+
+async def test_state_patches_rebuild_the_redacted_state_step_by_step():
+    @node(name="step")
+    async def step(ctx: AgentContext[int]) -> AgentContext[int]:
+        n = ctx.input + 1
+        if n < len(STATES):
+            # Unchanged entries pass on as the same objects, as `{**ctx.state, ...}` does.
+            kept = {k: ctx.state[k] for k in STATES[n] if ctx.state.get(k) == STATES[n][k]}
+            return ctx.evolve(input=n, state={**STATES[n], **kept})
+        return ctx.with_input(n)
+
+    def again(ctx: AgentContext[int]) -> Any:
+        return step if ctx.input < len(STATES) else g.finish
+
+    with GraphBuilder[int, int]("states") as g:
+        g.start.edge_to(step)
+        step.edge_to(again, targets=(step, g.finish))
+    translator = AguiTranslator(thread_id="t", run_id="r", redactor=Redactor())
+    shown: list[Any] = []
+    seen: list[Any] = []
+
+    def sink(event: object) -> None:
+        for item in translator.data(event):
+            EVENTS.validate_python(item)
+            if item["type"] == "STATE_SNAPSHOT":
+                shown.append(item["snapshot"])
+            elif item["type"] == "STATE_DELTA":
+                shown[-1] = jsonpatch.apply_patch(shown[-1], item["delta"])
+        if isinstance(event, NodeFinished):
+            seen.append((whole(dict(event.context.state)), shown[-1]))
+
+    await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0, state=STATES[0]))
+    assert len(seen) == len(STATES)
+    for expected, got in seen:
+        assert orjson.dumps(got, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+            expected, option=orjson.OPT_SORT_KEYS
+        )
+    assert SECRET not in orjson.dumps(seen).decode()
