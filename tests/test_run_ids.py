@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import agentgraph._run_state
 import agentgraph._runtime
 from agentgraph import AgentContext, GraphRunner, RunHandle, RunStarted, Runtime, node
 
@@ -23,7 +24,7 @@ def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         made.append(real())
         return made[-1]
 
-    monkeypatch.setattr(agentgraph._runtime, "new_run_id", counted)
+    monkeypatch.setattr(agentgraph._run_state, "new_run_id", counted)
     return made
 
 
