@@ -173,7 +173,17 @@ class SQLiteMemory(SQLMemory[sqlite3.Connection]):
             self.path, isolation_level=None, check_same_thread=False, timeout=_BUSY
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            # Switching a new file to WAL while another process does the same answers
+            # "locked" at once, without the busy timeout: try again, as the checkpoint
+            # store does.
+            for attempt in range(50):
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or attempt == 49:
+                        raise
+                    time.sleep(0.01 * (attempt + 1))
             conn.execute("PRAGMA synchronous=NORMAL")
             with _write(conn):
                 for statement in _SCHEMA.split(";"):
