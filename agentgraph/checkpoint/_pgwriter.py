@@ -15,6 +15,7 @@ import contextlib
 import queue
 import threading
 import time
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -74,8 +75,9 @@ class PostgresWriter(WriterStore):
         super().__init__(label)
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
 
+    @abstractmethod
     def _connect(self) -> psycopg.Connection[Any]:
-        raise NotImplementedError
+        """A new connection to the store's database, its schema in place."""
 
     def _work(self) -> None:
         conn: psycopg.Connection[Any] | None = None

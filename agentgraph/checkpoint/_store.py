@@ -15,6 +15,7 @@ import math
 import threading
 import time
 import weakref
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
@@ -231,7 +232,7 @@ class StoreBase:
         )
 
 
-class WriterStore(StoreBase):
+class WriterStore(StoreBase, ABC):
     """What the stores with a writer thread share: the leases taken here, the writes
     refused by run until a flush reports them, and `flush`, `held` and `fork`.
 
@@ -280,8 +281,9 @@ class WriterStore(StoreBase):
         for owner in owners.elements():
             let_go(owner)
 
+    @abstractmethod
     async def _barrier(self) -> None:
-        raise NotImplementedError
+        """Wait until what is queued is committed."""
 
     async def flush(self, run_id: str | None = None) -> None:
         """Wait until every queued record is committed; raise if the writer failed.

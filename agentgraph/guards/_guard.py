@@ -16,6 +16,7 @@ or rewrites it (masking, say) into a value of the same type.
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -82,7 +83,7 @@ class Decision:
 ALLOW = Decision("allow")
 
 
-class Guard:
+class Guard(ABC):
     """The base of guards: a name, the stages it looks at, and `check`.
 
     Subclass it (an attrs class, as the built-in guards are) and implement
@@ -106,9 +107,9 @@ class Guard:
         """Its own limit in seconds; None takes the `Guards` one."""
         return None
 
+    @abstractmethod
     async def check(self, stage: Stage, value: Any) -> Decision:
         """The decision about `value` shown at `stage`."""
-        raise NotImplementedError
 
 
 Check = Callable[[Any, Any], "Decision | Awaitable[Decision | None] | None"]

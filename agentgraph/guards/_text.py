@@ -7,6 +7,7 @@ its arguments), and rewrites only when some text changed.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,8 +62,9 @@ class TextGuard(Guard):
 
     rewrites = True
 
+    @abstractmethod
     def mask(self, text: str) -> str:
-        raise NotImplementedError
+        """`text` with what this guard hides masked."""
 
     def findings(self, before: Any, after: Any) -> dict[str, Any]:
         """The rewrite's detail for the record (what kinds were masked, say)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -84,7 +85,7 @@ def effect_result(raw: bytes, effect: str) -> Any:
         ) from exc
 
 
-class MemoryBase:
+class MemoryBase(ABC):
     """The shared half of every memory store; subclasses implement the `_` hooks.
 
     Args:
@@ -291,6 +292,7 @@ class MemoryBase:
         return _unit_matrix(await self.embedder.embed([query]), 1)
 
     # -- the backend's hooks ------------------------------------------------------------
+    @abstractmethod
     async def _write(
         self,
         ns: Namespace,
@@ -298,19 +300,19 @@ class MemoryBase:
         now: float,
         expires: float | None,
         effect: str | None,
-    ) -> list[Item]:
-        raise NotImplementedError
+    ) -> list[Item]: ...
 
-    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
-        raise NotImplementedError
+    @abstractmethod
+    async def _get(self, ns: Namespace, key: str, now: float) -> Item | None: ...
 
+    @abstractmethod
     async def _prune(self, before: float) -> int:
         """Forget the effect ids applied before `before`; how many there were."""
-        raise NotImplementedError
 
-    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
-        raise NotImplementedError
+    @abstractmethod
+    async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool: ...
 
+    @abstractmethod
     async def _scan(
         self,
         prefix: Namespace,
@@ -326,7 +328,6 @@ class MemoryBase:
         every item but the `newest` most recently updated (and any tied with the
         last of them): the caller filters and orders what it gets again.
         """
-        raise NotImplementedError
 
     async def _semantic(
         self, prefix: Namespace, now: float, query: Matrix, where: Where, limit: int
@@ -335,12 +336,12 @@ class MemoryBase:
         to have `search` score what `_scan` returns."""
         return None
 
+    @abstractmethod
     async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
         """Live items under `prefix` holding any of `words`, scored (higher is better)."""
-        raise NotImplementedError
 
-    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
-        raise NotImplementedError
+    @abstractmethod
+    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]: ...
 
 
 def _unit_matrix(vectors: Sequence[Sequence[float]], count: int) -> Matrix:

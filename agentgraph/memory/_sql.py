@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
@@ -102,13 +103,13 @@ class SQLMemory(MemoryBase, Generic[C]):
                 raise MemoryBackendError(repr(self), action, exc) from exc
 
     # -- the driver's hooks -------------------------------------------------------------
+    @abstractmethod
     def _connect(self) -> C:
         """A new connection, with the tables in place."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _driver_error(self) -> type[Exception]:
         """The base class of the driver's errors."""
-        raise NotImplementedError
 
     def _call(self, conn: C, work: Callable[[C], T]) -> T:
         """Run `work` on `conn` (in a transaction, where the driver wants one per call)."""
@@ -122,15 +123,15 @@ class SQLMemory(MemoryBase, Generic[C]):
         """The transaction a write runs in, where `_call` does not open one."""
         return contextlib.nullcontext()
 
+    @abstractmethod
     def _put_row(
         self, conn: C, ns: Namespace, stored: str, row: Row, now: float, expires: float | None
     ) -> Item:
         """Store `row` under the joined namespace `stored`; the item as stored."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _remove(self, conn: C, stored: str, key: str) -> tuple[float | None] | None:
         """Delete the row of `key`; its expiry when there was one, else None."""
-        raise NotImplementedError
 
     # -- the hooks of MemoryBase ----------------------------------------------------------
     async def _write(
@@ -207,9 +208,9 @@ class SQLMemory(MemoryBase, Generic[C]):
         """The condition that a row has not expired at the time given as its parameter."""
         return f"(expires IS NULL OR expires > {self.MARK})"
 
+    @abstractmethod
     def _under(self, prefix: Namespace) -> tuple[str, list[Any]]:
         """The SQL condition (and its parameters) for namespaces under `prefix`."""
-        raise NotImplementedError
 
     def _applied(self, conn: C, effect: str | None) -> bytes | None:
         """The outcome recorded for `effect`, when it was applied already."""
