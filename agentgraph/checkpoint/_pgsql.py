@@ -6,6 +6,7 @@ schema, and runs inside a transaction the caller opened.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -110,13 +111,14 @@ def commit(
     server.
     """
     refused, kept = _fenced(writes, lost)
-    if blobs:
-        conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
-    _insert(conn, [r for records in kept for r in records])
-    conn.execute("COMMIT")
     try:
+        if blobs:
+            conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+        _insert(conn, [r for records in kept for r in records])
+        conn.execute("COMMIT")
         sync()  # a refusal skips every statement after it, the COMMIT included
     except refusals():
+        _past_refusal(sync)
         return None
     return refused
 
@@ -144,6 +146,7 @@ def commit_alone(
             _insert(conn, records, prepare=False)
             sync()
         except refusals() as error:
+            _past_refusal(sync)
             conn.execute("ROLLBACK TO SAVEPOINT one", prepare=False)
             refused.append((records, error))
         else:
@@ -151,6 +154,19 @@ def commit_alone(
     conn.execute("COMMIT", prepare=False)
     sync()
     return refused
+
+
+def _past_refusal(sync: Callable[[], None]) -> None:
+    """Bring the pipeline past a refusal, whichever call raised it.
+
+    Most often `sync` raises it; but psycopg reads what the server has answered while
+    it sends, so a refusal can surface at any later `execute`, the statements sent
+    after it still waiting: they were skipped, and syncing says so.
+    """
+    import psycopg
+
+    with contextlib.suppress(psycopg.errors.PipelineAborted):
+        sync()
 
 
 def _fenced(

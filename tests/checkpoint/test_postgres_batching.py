@@ -1,6 +1,7 @@
 """`PostgresStore` settles lease takes, releases and records together in one commit."""
 
 import secrets
+import time
 
 import anyio
 import pytest
@@ -66,6 +67,30 @@ async def test_a_refused_take_fails_alone_beside_good_ones(dsn, schema):
         assert not isinstance(results["fine"], Exception)
         out = await GraphRunner().run(adds(2), AgentContext(0), store=store, run_id="after")
         assert out.input == 2
+
+
+@pytest.mark.anyio
+async def test_a_refusal_read_before_the_sync_fails_only_its_write(dsn, schema, monkeypatch):
+    """psycopg reads the server's answers while it sends: a taken run id can surface at
+    the statement after the insert, not at the sync. The store refuses that write and
+    goes on, as when the sync reports it."""
+    from agentgraph.checkpoint import _pgsql
+
+    insert_runs = _pgsql._insert_runs
+
+    def slow_insert_runs(*args, **kwargs):
+        insert_runs(*args, **kwargs)
+        time.sleep(0.2)  # the server's answer is in before the next statement is sent
+
+    async with PostgresStore(dsn, schema=schema) as store:
+        await GraphRunner().run(adds(2), AgentContext(0), store=store, run_id="r1")
+        monkeypatch.setattr(_pgsql, "_insert_runs", slow_insert_runs)
+        with pytest.raises(CheckpointError, match="'r1' is already in the store"):
+            await GraphRunner().run(adds(2), AgentContext(0), store=store, run_id="r1")
+        out = await GraphRunner().run(adds(2), AgentContext(5), store=store, run_id="r2")
+        assert out.input == 7
+        log = await store.load("r1")
+        assert log is not None and [s.step for s in log.steps] == [1, 2]
 
 
 @pytest.mark.anyio
