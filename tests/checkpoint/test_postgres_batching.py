@@ -183,7 +183,6 @@ def bench():
 
 @pytest.mark.parametrize("case", ["agentgraph:many", "agentgraph:one"])
 def test_the_throughput_benchmark_measures_rates_and_cpu(bench, postgres_server, case):
-    pytest.importorskip("psutil")
     result = bench.run_case(case, bench.QUICK, postgres_server.dsn)
     assert result["case"] == case and result["steps"] > 0
     assert result["steps_per_s"] > 0 and result["client_us"] > 0 and result["server_us"] >= 0

@@ -8,6 +8,9 @@ from tests.rag.support import WordEmbedder
 pytestmark = pytest.mark.anyio
 
 USER = ("user", "42")
+# The stores that keep their rows outside the process (the in-memory store holds a dict:
+# nothing to share, cache or damage).
+SHARED = ["sqlite", "postgres"]
 
 VALUES = {
     "true": {"f": True, "text": "a"},
@@ -61,9 +64,8 @@ async def test_a_listing_keeps_the_newest_and_breaks_ties_by_key(make_memory, cl
     assert [h.id for h in hits] == ["late", "k0", "k2"]
 
 
+@pytest.mark.parametrize("make_memory", SHARED, indirect=True)
 async def test_another_store_on_the_same_data_sees_every_write(make_memory, clock):
-    if make_memory.kind == "memory":
-        pytest.skip("a dict is not shared")
     reader = make_memory(embedder=WordEmbedder(), clock=clock)
     writer = make_memory(embedder=WordEmbedder(), clock=clock)
     await writer.put(USER, "cat", {"text": "a cat"})
@@ -77,9 +79,8 @@ async def test_another_store_on_the_same_data_sees_every_write(make_memory, cloc
     assert await reader.search(USER, "cat") == []
 
 
+@pytest.mark.parametrize("make_memory", SHARED, indirect=True)
 async def test_a_search_reads_the_vectors_again_only_after_a_write(make_memory, monkeypatch):
-    if make_memory.kind == "memory":
-        pytest.skip("keeps its vectors in memory anyway")
     from agentgraph.memory import _pushdown
 
     loads = []
@@ -117,9 +118,8 @@ async def test_vectors_of_another_size_are_a_data_error(make_memory):
         await other.search(USER, "apple")
 
 
+@pytest.mark.parametrize("make_memory", SHARED, indirect=True)
 async def test_a_damaged_value_under_a_filter_is_still_named(make_memory):
-    if make_memory.kind == "memory":
-        pytest.skip("holds no bytes to damage")
     memory = make_memory(embedder=WordEmbedder())
     await memory.put_many(USER, {"ok": {"text": "fine", "g": 1}, "bad": {"text": "soon broken"}})
     broken = (b"{not json", "bad")
