@@ -24,7 +24,7 @@ from ._nodes import Begin, Route, Switch, TeamTools, own_specs, team_state
 __all__ = ("supervisor", "swarm")
 
 
-def _members(name: str, agents: Sequence[Agent]) -> dict[str, Agent]:
+def _members(name: str, agents: Sequence[Agent], team_nodes: Sequence[str]) -> dict[str, Agent]:
     if isinstance(agents, Agent) or not agents:
         raise UsageError(f"team {name!r}: agents= takes a non-empty list of Agent")
     found: dict[str, Agent] = {}
@@ -43,7 +43,28 @@ def _members(name: str, agents: Sequence[Agent]) -> dict[str, Agent]:
                 )
             if h.to == member.name:
                 raise GraphDefinitionError(name, f"agent {member.name!r} hands off to itself")
+    _check_node_names(name, found, team_nodes)
     return found
+
+
+# Each agent makes three nodes, named after it.
+_AGENT_NODES = ("{}", "{}_last", "{}_tools")
+
+
+def _check_node_names(name: str, members: Mapping[str, Agent], team: Sequence[str]) -> None:
+    """Refuse agent names that would name two nodes of the team's graph alike."""
+    owners = {node: "the team" for node in team}
+    for agent in members:
+        for pattern in _AGENT_NODES:
+            node = pattern.format(agent)
+            owner = owners.setdefault(node, f"agent {agent!r}")
+            if owner != f"agent {agent!r}":
+                raise GraphDefinitionError(
+                    name,
+                    f"agent {agent!r} would make a node named {node!r}, as {owner} does: "
+                    f"rename the agent (the team's own nodes are {', '.join(team)}; "
+                    "each agent makes <name>, <name>_last and <name>_tools)",
+                )
 
 
 def swarm(
@@ -74,9 +95,12 @@ def swarm(
 
     Raises:
         GraphDefinitionError: a handoff to an agent not in the team, two
-            agents with one name.
+            agents with one name, an agent name that clashes with a node of the
+            team (`user_turn`, `handoff`, `answer`, `route` with `route=`, or
+            another agent's `<name>_last` and `<name>_tools`).
     """
-    members = _members(name, agents)
+    team_nodes = ("user_turn", "handoff", "answer", *(("route",) if route is not None else ()))
+    members = _members(name, agents, team_nodes)
     _check_policy(None, None, history)
     if max_handoffs < 0:
         raise UsageError(f"team {name!r}: max_handoffs must be 0 or more")

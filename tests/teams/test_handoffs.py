@@ -174,6 +174,17 @@ def test_a_team_that_names_an_agent_it_lacks_does_not_build():
         swarm([Agent("a", ScriptedModel("x"))], start="b")
 
 
+def test_an_agent_named_like_a_node_of_the_team_is_refused_by_name():
+    model = ScriptedModel("x")
+    with pytest.raises(GraphDefinitionError, match="agent 'handoff' would make a node named"):
+        swarm([Agent("handoff", model), Agent("b", model)])
+    with pytest.raises(GraphDefinitionError, match="'a_tools', as agent 'a' does"):
+        swarm([Agent("a", model), Agent("a_tools", model)])
+    with pytest.raises(GraphDefinitionError, match="'route', as the team does"):
+        swarm([Agent("route", model), Agent("b", model)], route=lambda ctx: None)
+    assert swarm([Agent("route", model), Agent("b", model)]).name == "swarm"  # no router
+
+
 async def test_two_handoffs_in_one_turn_the_first_wins_and_both_are_answered():
     first = ScriptedModel(
         ScriptedModel.tool_calls(("transfer_to_billing", {}), ("transfer_to_triage2", {}))
