@@ -195,11 +195,15 @@ def _calls(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     expected = args[0] if args else kwargs.pop("expected", ())
     if not isinstance(expected, list | tuple):
         raise TypeError(f"a trajectory is a list of calls, not {expected!r}")
-    calls = [
-        Call(str(item["name"]), item.get("arguments")) if isinstance(item, Mapping) else item
-        for item in expected
-    ]
-    return {"expected": calls, **kwargs}
+    return {"expected": [_call(item) for item in expected], **kwargs}
+
+
+def _call(item: Any) -> Any:
+    if not isinstance(item, Mapping):
+        return item
+    if "name" not in item:
+        raise TypeError(f"a call of a trajectory needs a 'name': {dict(item)!r}")
+    return Call(str(item["name"]), item.get("arguments"))
 
 
 def evaluator_to_spec(evaluator: Any) -> Any:

@@ -113,7 +113,7 @@ class Seal:
     def open(self, state: str) -> tuple[str, str, Kind] | None:
         """The tool, run id and kind a state names, or None when it was not made here."""
         body, _, mac = state.rpartition(".")
-        if not body or not hmac.compare_digest(mac, self._mac(body)):
+        if not body or not hmac.compare_digest(mac.encode(), self._mac(body).encode()):
             return None
         tool, run_id, kind = orjson.loads(body)
         return str(tool), str(run_id), kind

@@ -81,6 +81,10 @@ def test_a_type_the_graph_does_not_declare_is_refused_with_file_and_line(tmp_pat
         ('{"name": "a", "input": 1, "evaluators": [{"Contains": 1, "x": 2}]}', "evaluator spec"),
         ('{"name": "a", "input": 1, "evaluators": [{"MaxSteps": {"most": 2}}]}', "MaxSteps"),
         ('{"name": "a", "input": {"$type": "os:system"}}', "not a type this decoder"),
+        (
+            '{"name": "a", "input": 1, "evaluators": [{"Trajectory": [{"arguments": {}}]}]}',
+            "a call of a trajectory needs a 'name'",
+        ),
     ],
 )
 def test_a_malformed_line_is_a_typed_error_naming_the_file_and_line(tmp_path, line, reason):

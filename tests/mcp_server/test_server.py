@@ -168,10 +168,11 @@ async def test_bad_requests_get_protocol_answers_never_a_traceback(mode: str) ->
         assert "Traceback" not in bad.content[0].text  # type: ignore[union-attr]
 
 
-async def test_a_forged_request_state_is_refused() -> None:
+@pytest.mark.parametrize("mac", ["00", "é" * 64, ""], ids=["hex", "non-ascii", "empty"])
+async def test_a_forged_request_state_is_refused(mac: str) -> None:
     server = GraphServer([book])
     params = mcp.types.CallToolRequestParams(
-        name="book", arguments={"input": "x"}, request_state='["book","run-1","text"].00'
+        name="book", arguments={"input": "x"}, request_state=f'["book","run-1","text"].{mac}'
     )
     with pytest.raises(MCPError, match="request_state was not made by this server"):
         await server._call_tool(None, params)  # type: ignore[arg-type]
