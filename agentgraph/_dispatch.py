@@ -2,8 +2,12 @@
 
 A sink is a callable that takes an event (sync, or returning an awaitable). One
 that cares about some kinds only says so with a `wants` attribute, a set of
-event classes; the runner then builds an event only when a sink (or the run's
-stream) takes its kind, so a sink that wants nothing costs a run nothing.
+event classes, and is given only those. The runner builds a step's events
+(started, finished, route chosen) only when a sink or the run's stream takes
+their kind, and no event at all when no sink wants anything, so a sink that
+wants nothing costs a run nothing; the events of a run's start and end and of
+its model and tool calls, a few per model call, are built when any sink wants
+something.
 """
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ class Runtime(Effects):
                     if told is not None:
                         await told
                 if journal is not None and source is not graph.start:
-                    self._commit(journal, source, target, current, (step, local))
+                    self._commit(journal, source, target, current, step, local)
             if target is graph.finish:
                 return current
             local += 1
@@ -232,7 +232,7 @@ class Runtime(Effects):
             if told is not None:
                 await told
         if run.journal is not None:
-            self._commit(run.journal, source, target, out, where)
+            self._commit(run.journal, source, target, out, *where)
         return target, out
 
     def _commit(
@@ -241,10 +241,10 @@ class Runtime(Effects):
         source: Node[Any, Any],
         target: Node[Any, Any],
         out: AgentContext[Any],
-        where: tuple[int, int],
+        step: int,
+        local: int,
     ) -> None:
-        """Commit `source`'s step (run-wide and local numbers `where`) and where it goes next."""
-        step, local = where
+        """Commit `source`'s step (its run-wide and local numbers) and where it goes next."""
         try:
             journal.commit(self, source, target, out, local)
         except CheckpointError as error:  # the step ran; its record is what failed
