@@ -23,7 +23,7 @@ import orjson
 from ._clip import MAX_RESULT_CHARS
 from ._context import AgentContext
 from ._events import Embedded, ModelRequested, ModelResponded, ModelStreamed, ToolFinished
-from ._gate import ModelGate, provider_of
+from ._gate import ModelGate, gated_request, gated_stream
 from ._journal import EmbedCall, ModelCall, OnceCall, ToolAnswer, ToolsCall
 from ._json import to_data
 from .llm._embedder import Embedder
@@ -168,17 +168,9 @@ class Effects:
                 watched = _Watched(events, tell)
                 yield watched
         else:
-            provider = provider_of(model)
-            await gate.admit(provider, name, request)
-            try:
-                async with model.stream(request) as events:
-                    watched = _Watched(events, tell)
-                    yield watched
-            except Exception as error:
-                gate.settle(provider, name, request, None, error)
-                raise
-            done = watched.response
-            gate.settle(provider, name, request, None if done is None else done.usage, None)
+            async with gated_stream(gate, model, name, request) as events:
+                watched = _Watched(events, tell)
+                yield watched
         response = watched.response
         if response is not None:
             if journal is not None and recorded is None:
@@ -329,15 +321,7 @@ class _GatedCall(ModelCall):
     name: str
 
     async def __call__(self) -> ChatResponse:
-        provider = provider_of(self.model)
-        await self.gate.admit(provider, self.name, self.request)
-        try:
-            response = await self.model.request(self.request)
-        except Exception as error:
-            self.gate.settle(provider, self.name, self.request, None, error)
-            raise
-        self.gate.settle(provider, self.name, self.request, response.usage, None)
-        return response
+        return await gated_request(self.gate, self.model, self.name, self.request)
 
 
 def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelRequested:

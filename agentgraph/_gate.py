@@ -10,12 +10,17 @@ nothing extra.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Protocol, runtime_checkable
 
 from .llm._messages import Usage
-from .llm._model import ChatModel, ChatRequest
+from .llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
 
-__all__ = ("ModelGate", "provider_of")
+__all__ = ("PARTIAL", "ModelGate", "gated_request", "gated_stream", "provider_of")
+
+PARTIAL = Usage(requests=1, unmetered=1)
+"""What a model call cancelled in flight counts: one request, its tokens unreported."""
 
 
 @runtime_checkable
@@ -24,8 +29,9 @@ class ModelGate(Protocol):
 
     `provider` is the client's provider name (`openai`, `anthropic`, ...; empty
     for a model that names none) and `model` the model the request goes to.
-    `settle` must not block: it is called on the event loop after each
-    admitted call, with the response's usage, or with the error instead.
+    `settle` must not block: it is called on the event loop once after each
+    admitted call, however it ended: with the response's usage, with the error
+    instead, or with `PARTIAL` usage for a call cancelled in flight.
     """
 
     async def admit(self, provider: str, model: str, request: ChatRequest) -> None: ...
@@ -44,3 +50,66 @@ def provider_of(model: ChatModel) -> str:
     """The provider name a model's client gives, or an empty string."""
     provider = getattr(model, "provider", "")
     return provider if isinstance(provider, str) else ""
+
+
+async def gated_request(
+    gate: ModelGate, model: ChatModel, name: str, request: ChatRequest
+) -> ChatResponse:
+    """`model.request(request)`, admitted by `gate` and settled however it ends."""
+    provider = provider_of(model)
+    await gate.admit(provider, name, request)
+    try:
+        response = await model.request(request)
+    except Exception as error:
+        gate.settle(provider, name, request, None, error)
+        raise
+    except BaseException:  # cancelled: what the call used is not known
+        gate.settle(provider, name, request, PARTIAL, None)
+        raise
+    gate.settle(provider, name, request, response.usage, None)
+    return response
+
+
+@asynccontextmanager
+async def gated_stream(
+    gate: ModelGate, model: ChatModel, name: str, request: ChatRequest
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """`model.stream(request)`, admitted by `gate` and settled however it ends: with
+    the final response's usage, the error, or `PARTIAL` when the stream was cut
+    (cancelled, or left by its reader before the end)."""
+    provider = provider_of(model)
+    await gate.admit(provider, name, request)
+    try:
+        async with model.stream(request) as events:
+            seen = _Seen(events)
+            yield seen
+    except Exception as error:
+        gate.settle(provider, name, request, None, error)
+        raise
+    except BaseException:
+        gate.settle(provider, name, request, PARTIAL, None)
+        raise
+    gate.settle(provider, name, request, PARTIAL if seen.usage is None else seen.usage, None)
+
+
+class _Seen:
+    """Passes a stream's events on, keeping the usage of its `ResponseDone`.
+
+    A class rather than an async generator, so a reader that stops early
+    leaves nothing for the garbage collector to finalize.
+    """
+
+    __slots__ = ("_events", "usage")
+
+    def __init__(self, events: AsyncIterator[StreamEvent]) -> None:
+        self._events = events
+        self.usage: Usage | None = None
+
+    def __aiter__(self) -> _Seen:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        event = await self._events.__anext__()
+        if isinstance(event, ResponseDone):
+            self.usage = event.response.usage
+        return event

@@ -25,7 +25,7 @@ from anyio.abc import TaskStatus
 
 from .._errors_guards import GuardError
 from .._events import ModelResponded
-from .._gate import provider_of
+from .._gate import PARTIAL, gated_request, gated_stream
 from .._journal import ModelCall, ToolAnswer
 from .._runtime import _GatedCall, _Replayed, _requested, _Watched
 from ..llm._messages import Message, ToolCall, Usage
@@ -45,8 +45,6 @@ __all__ = (
     "output_checked",
 )
 
-PARTIAL = Usage(requests=1, unmetered=1)
-"""What a model call cancelled in flight counts: one request, its tokens unreported."""
 
 
 def _split(guards: Guards) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
@@ -130,18 +128,7 @@ async def _send(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) 
     gate = rt._run.gate
     if gate is None:
         return await model.request(request)
-    provider = provider_of(model)
-    await gate.admit(provider, name, request)
-    try:
-        response = await model.request(request)
-    except Exception as error:
-        gate.settle(provider, name, request, None, error)
-        raise
-    except BaseException:  # cancelled (by a guard, say): what it used is not known
-        gate.settle(provider, name, request, PARTIAL, None)
-        raise
-    gate.settle(provider, name, request, response.usage, None)
-    return response
+    return await gated_request(gate, model, name, request)
 
 
 async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest) -> None:
@@ -340,18 +327,8 @@ async def _source(
         async with model.stream(request) as events:
             yield events
         return
-    provider = provider_of(model)
-    await gate.admit(provider, name, request)
-    try:
-        async with model.stream(request) as events:
-            yield events
-    except Exception as error:
-        gate.settle(provider, name, request, None, error)
-        raise
-    except BaseException:
-        gate.settle(provider, name, request, PARTIAL, None)
-        raise
-    gate.settle(provider, name, request, None, None)
+    async with gated_stream(gate, model, name, request) as events:
+        yield events
 
 
 async def checked_calls(
