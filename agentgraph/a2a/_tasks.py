@@ -23,10 +23,17 @@ from google.protobuf import json_format
 from ..checkpoint._records import Effect, RunRecord
 from ..checkpoint._store import CheckpointStore
 
-__all__ = ("TASK_PREFIX", "CheckpointTaskStore")
+__all__ = ("OWNER_KEY", "TASK_PREFIX", "CheckpointTaskStore")
 
 TASK_PREFIX = "a2a.task:"
 """What the store's run id of a task record starts with."""
+
+OWNER_KEY = "agentgraph.a2a.owner"
+"""A call context's state key naming the owner outright: the server's own calls
+(taking up a task after a restart) act for the task's owner, whoever resolves
+owners. Clients cannot set it: the SDK fills a request's state itself."""
+
+_RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, a2a_pb2.TaskState.TASK_STATE_WORKING)
 
 _KEY, _KIND, _GONE = "task", "a2a.task", "a2a.deleted"
 _PAGE = 50
@@ -46,10 +53,14 @@ class CheckpointTaskStore(TaskStore):
         self._owner = owner_resolver
         self._known: set[str] = set()
 
+    def _owner_of(self, context: ServerCallContext) -> str:
+        named = context.state.get(OWNER_KEY)
+        return named if isinstance(named, str) else self._owner(context)
+
     async def save(self, task: a2a_pb2.Task, context: ServerCallContext) -> None:
         """Store `task` (durable when this returns)."""
         rid = TASK_PREFIX + task.id
-        body = {"owner": self._owner(context), "task": json_format.MessageToDict(task)}
+        body = {"owner": self._owner_of(context), "task": json_format.MessageToDict(task)}
         records: list[Any] = []
         if rid not in self._known and await self.store.load(rid) is None:
             records.append(RunRecord(rid, _KIND, b"", b"", time.time()))
@@ -61,7 +72,7 @@ class CheckpointTaskStore(TaskStore):
     async def get(self, task_id: str, context: ServerCallContext) -> a2a_pb2.Task | None:
         """The task, or None when there is none of that id for the caller."""
         found = await self._read(TASK_PREFIX + task_id)
-        if found is None or found[0] != self._owner(context):
+        if found is None or found[0] != self._owner_of(context):
             return None
         return found[1]
 
@@ -81,7 +92,7 @@ class CheckpointTaskStore(TaskStore):
         self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
     ) -> a2a_pb2.ListTasksResponse:
         """The caller's tasks, newest first, filtered and paged as the request asks."""
-        owner = self._owner(context)
+        owner = self._owner_of(context)
         tasks: list[a2a_pb2.Task] = []
         for rid in await self._task_ids():
             found = await self._read(rid)
@@ -104,11 +115,22 @@ class CheckpointTaskStore(TaskStore):
             page_size=size,
         )
 
+    async def unfinished(self) -> list[tuple[a2a_pb2.Task, str]]:
+        """Every owner's tasks still submitted or working, with their owner.
+
+        After a restart these are tasks whose run no server is driving any more
+        (or that another server sharing the store still drives).
+        """
+        found = [await self._read(rid) for rid in await self._task_ids()]
+        return [
+            (task, owner) for owner, task in filter(None, found) if task.status.state in _RUNNING
+        ]
+
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Forget the task: its record says it was deleted (the store keeps no holes)."""
         rid = TASK_PREFIX + task_id
         found = await self._read(rid)
-        if found is None or found[0] != self._owner(context):
+        if found is None or found[0] != self._owner_of(context):
             return
         self.store.write((Effect(rid, _KEY, _GONE, b"{}"),))
         await self.store.flush(run_id=rid)
