@@ -6,7 +6,8 @@ streams their events. agentgraph gives it the executor (the graph's runs),
 the task store (the checkpoint store's, so tasks outlive the process) and a
 check that refuses a message too large, or not the graph's input, before
 any task or run begins. The SDK's server runs on asyncio only: the app
-refuses to start under trio. With a store, a starting app takes up the tasks
+refuses to start under trio, and refuses each request under trio when the
+ASGI server skips the lifespan. With a store, a starting app takes up the tasks
 a stopped server left working (`_recovery`); a stopping one cancels the runs
 it drives, which leaves their tasks working for the next start to take up.
 """
@@ -30,6 +31,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from .._errors import UsageError
 from .._graph import Graph
@@ -102,6 +104,18 @@ class _Checked(DefaultRequestHandler):
             yield event
 
 
+class _AsyncioOnly:
+    """Refuses every request under trio, for ASGI servers that skip the lifespan."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            asyncio_only("an A2A server")
+        await self.app(scope, receive, send)
+
+
 def _lifespan(
     handler: _Checked, tasks: TaskStore, store: CheckpointStore | None
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
@@ -164,4 +178,8 @@ def a2a_app(
         *create_jsonrpc_routes(handler, "/"),
         *create_rest_routes(handler),
     ]
-    return Starlette(routes=routes, lifespan=_lifespan(handler, tasks, store))
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(_AsyncioOnly)],
+        lifespan=_lifespan(handler, tasks, store),
+    )
