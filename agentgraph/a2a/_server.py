@@ -131,6 +131,8 @@ def _lifespan(
         finally:
             with anyio.CancelScope(shield=True):
                 await handler.aclose()  # no run outlives its server
+                if isinstance(tasks, CheckpointTaskStore):
+                    await tasks.settle()
 
     return lifespan
 
