@@ -92,7 +92,7 @@ def render(repeats: int) -> str:
         for kind in STORES:
             for chunks in SIZES:
                 us, size = asyncio.run(_one(kind, chunks, repeats, Path(tmp)))
-                shown = f"{size / repeats / 1024:,.0f}" if size else "–"
+                shown = f"{size / repeats / 1024:,.0f}" if size else "-"
                 rows.append(f"| {kind} | {chunks:,} | {us:,.1f} | {shown} |")
     lines = [
         HEADING,

@@ -153,16 +153,16 @@ class CheckpointTaskStore(TaskStore):
             page_size=size,
         )
 
-    async def unfinished(self) -> list[tuple[a2a_pb2.Task, str]]:
+    async def unfinished(self) -> tuple[tuple[a2a_pb2.Task, str], ...]:
         """Every owner's tasks still submitted or working, with their owner.
 
         After a restart these are tasks whose run no server is driving any more
         (or that another server sharing the store still drives).
         """
         found = [await self._read(rid) for rid in await self._task_ids()]
-        return [
+        return tuple(
             (task, owner) for owner, task in filter(None, found) if task.status.state in _RUNNING
-        ]
+        )
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Forget the task: its record says it was deleted (the store keeps no holes)."""
