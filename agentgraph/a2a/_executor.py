@@ -8,11 +8,16 @@ client's next message on the task answers it and resumes the run), completed
 with the output as an artifact, canceled with the last completed context,
 failed with the masked error. Streamed model text goes out as artifact chunks
 as it arrives, a word behind so that a secret arriving in pieces is masked whole.
+
+A task still submitted or working when it reaches `execute` is one whose
+server stopped mid-run (see `_recovery`): its run goes on from its journal,
+or starts afresh from the task's first message when it never recorded one.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import anyio
@@ -23,12 +28,13 @@ from a2a.types import a2a_pb2
 from google.protobuf import json_format
 
 from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted
+from .._errors import GraphCancelled, Interrupted, RunBusy
 from .._events import ModelResponded, ModelStreamed
 from .._graph import Graph
 from .._journal import JournalSource
 from .._redact import Redactor
 from .._runner import NO_ANSWER, GraphRunner, RunHandle
+from ..checkpoint._store import CheckpointStore
 from ..checkpoint._threads import ThreadStore
 from ..tracing._records import plain
 from ._parts import (
@@ -45,6 +51,8 @@ __all__ = ("GraphExecutor",)
 
 _SPACE = re.compile(r"\s")
 _INTERRUPTED = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
+_WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
+_RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, _WORKING)
 
 
 class _Stream:
@@ -124,7 +132,8 @@ class GraphExecutor(AgentExecutor):
                     updater.new_agent_message(parts, metadata={QUESTION_KEY: kind})
                 )
                 return
-        await updater.start_work()
+        if current is None or current.status.state != _WORKING:
+            await updater.start_work()
         handle, done = RunHandle(), anyio.Event()
         self._live[task_id] = (handle, done)
         runner = self.runner.evolve(sinks=(*self.runner.sinks, _Stream(updater, self.redactor)))
@@ -144,14 +153,12 @@ class GraphExecutor(AgentExecutor):
         handle: RunHandle,
     ) -> None:
         task_id = updater.task_id
+        taken_up = current is not None and current.status.state in _RUNNING
         try:
             if current is None:
-                ctx = AgentContext(graph_input(self.graph.input_type, message))
-                thread = updater.context_id if isinstance(self.store, ThreadStore) else None
-                out = await runner.run(
-                    self.graph, ctx, handle=handle, store=self.store, run_id=task_id,
-                    thread_id=thread,
-                )  # fmt: skip
+                out = await self._start(runner, updater, message, handle)
+            elif taken_up:
+                out = await self._take_up(runner, updater, current, handle)
             else:
                 if self.store is None:
                     raise RuntimeError("this server has no checkpoint store to resume a task from")
@@ -166,13 +173,45 @@ class GraphExecutor(AgentExecutor):
         except GraphCancelled as cancelled:
             await updater.cancel(updater.new_agent_message(self._last(cancelled)))
         except Exception as error:
-            text = self.redactor.text(f"{type(error).__name__}: {error}", "error")
+            said = f"{type(error).__name__}: {error}"
+            if taken_up:  # the run id is the task id: whoever fixes the cause can resume it
+                stopped = f"run {task_id!r} was working when the server stopped"
+                said = f"{stopped}; resuming it failed: {said}"
+            text = self.redactor.text(said, "error")
             await updater.failed(updater.new_agent_message([a2a_pb2.Part(text=text)]))
         else:
             await updater.add_artifact(
                 output_parts(out.input, self.redactor), artifact_id="output", name="output"
             )
             await updater.complete()
+
+    async def _start(
+        self, runner: GraphRunner, updater: TaskUpdater, message: a2a_pb2.Message, handle: RunHandle
+    ) -> AgentContext[Any]:
+        ctx = AgentContext(graph_input(self.graph.input_type, message))
+        thread = updater.context_id if isinstance(self.store, ThreadStore) else None
+        return await runner.run(
+            self.graph, ctx, handle=handle, store=self.store, run_id=updater.task_id,
+            thread_id=thread,
+        )  # fmt: skip
+
+    async def _take_up(
+        self, runner: GraphRunner, updater: TaskUpdater, task: a2a_pb2.Task, handle: RunHandle
+    ) -> AgentContext[Any]:
+        """Go on with the run of a task whose server stopped while it worked."""
+        store = self.store
+        if not isinstance(store, CheckpointStore):
+            raise RuntimeError("this server has no checkpoint store to resume the task's run from")
+        while True:
+            try:
+                if await store.load(task.id) is None:
+                    # Stopped before the run's start was stored: nothing ran yet.
+                    first = task.history[0] if task.history else a2a_pb2.Message()
+                    return await self._start(runner, updater, first, handle)
+                return await runner.resume(self.graph, task.id, store, handle=handle)
+            except RunBusy as busy:
+                # The stopped server's lease lapses at `expires` unless it is alive after all.
+                await anyio.sleep(max(0.05, busy.expires - time.time()))
 
     def _last(self, cancelled: GraphCancelled) -> list[a2a_pb2.Part]:
         """The canceled status: the step the run reached and its last completed context."""

@@ -6,15 +6,19 @@ streams their events. agentgraph gives it the executor (the graph's runs),
 the task store (the checkpoint store's, so tasks outlive the process) and a
 check that refuses a message too large, or not the graph's input, before
 any task or run begins. The SDK's server runs on asyncio only: the app
-refuses to start under trio.
+refuses to start under trio, and refuses each request under trio when the
+ASGI server skips the lifespan. With a store, a starting app takes up the tasks
+a stopped server left working (`_recovery`); a stopping one cancels the runs
+it drives, which leaves their tasks working for the next start to take up.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+import anyio
 import sniffio
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -27,6 +31,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 
 from .._errors import UsageError
 from .._graph import Graph
@@ -38,6 +43,7 @@ from ..checkpoint._store import CheckpointStore
 from ._card import Skill, agent_card
 from ._executor import GraphExecutor
 from ._parts import graph_input
+from ._recovery import take_up_stopped
 from ._tasks import CheckpointTaskStore
 
 __all__ = ("MAX_MESSAGE_BYTES", "a2a_app", "asyncio_only")
@@ -98,10 +104,37 @@ class _Checked(DefaultRequestHandler):
             yield event
 
 
-@asynccontextmanager
-async def _lifespan(app: Starlette) -> AsyncIterator[None]:
-    asyncio_only("an A2A server")
-    yield
+class _AsyncioOnly:
+    """Refuses every request under trio, for ASGI servers that skip the lifespan."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            asyncio_only("an A2A server")
+        await self.app(scope, receive, send)
+
+
+def _lifespan(
+    handler: _Checked, tasks: TaskStore, store: CheckpointStore | None
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        asyncio_only("an A2A server")
+        try:
+            async with anyio.create_task_group() as tg:
+                if store is not None and isinstance(tasks, CheckpointTaskStore):
+                    tg.start_soon(take_up_stopped, handler, tasks, store)
+                yield
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await handler.aclose()  # no run outlives its server
+                if isinstance(tasks, CheckpointTaskStore):
+                    await tasks.settle()
+
+    return lifespan
 
 
 def a2a_app(
@@ -122,7 +155,9 @@ def a2a_app(
     `url` and HTTP+JSON under it (`/message:send`, `/tasks/{id}`, ...). Each
     task is one run of the graph (its id is the run id) on the thread named by
     the task's `contextId`. With a checkpoint `store`, tasks are kept in it
-    and a task waiting for input survives a restart of the server; without
+    and a task survives a restart of the server: one waiting for input is
+    answered as before, and one whose run was working when the server stopped
+    is taken up when it starts again, its run resumed from its journal; without
     one, tasks live in memory and a graph that asks a question cannot be
     answered. Run it with any ASGI server on asyncio (uvicorn, say).
     """
@@ -145,4 +180,8 @@ def a2a_app(
         *create_jsonrpc_routes(handler, "/"),
         *create_rest_routes(handler),
     ]
-    return Starlette(routes=routes, lifespan=_lifespan)
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(_AsyncioOnly)],
+        lifespan=_lifespan(handler, tasks, store),
+    )

@@ -9,6 +9,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 
+from agentgraph import UsageError
 from agentgraph.a2a import a2a_app
 from agentgraph.checkpoint import MemoryStore, SQLiteStore, read_thread
 
@@ -235,4 +236,23 @@ async def test_an_oversized_message_is_refused_before_any_run(binding):
         with pytest.raises(Exception, match="this agent takes at most 200") as caught:
             await _events(client, _message("x" * 500))
     assert "Traceback" not in str(caught.value)
+    assert store.run_ids == ()
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_trio_is_refused_at_start_and_on_each_request_naming_asyncio():
+    store = MemoryStore()
+    app = a2a_app(graph_of(echo), url="http://127.0.0.1:9", store=store)
+    remedy = "run this code under asyncio (anyio.run(..., backend='asyncio'))"
+    with pytest.raises(UsageError) as at_start:
+        async with app.router.lifespan_context(app):
+            pass
+    assert str(at_start.value) == (
+        f"an A2A server needs asyncio: the A2A SDK runs on asyncio only, not trio; {remedy}"
+    )
+    # An ASGI server that skips the lifespan still gets the refusal, not the SDK's asyncio calls.
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://a") as http:
+        with pytest.raises(UsageError, match="needs asyncio") as on_request:
+            await http.post("/message:send", json={"message": {"parts": [{"text": "hi"}]}})
+    assert "not trio" in str(on_request.value)
     assert store.run_ids == ()
