@@ -63,7 +63,8 @@ class RemoteCall:
         self.images = images
         """Give a result's images as `Image`s beside its text (else described in words)."""
 
-    async def __call__(self, **arguments: Any) -> Any:
+    # `self` positional-only: a tool may well have an argument named self.
+    async def __call__(self, /, **arguments: Any) -> Any:
         connection = self.toolset._connection
         label = self.toolset.label
         client = await connection.client()
