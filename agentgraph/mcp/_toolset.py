@@ -336,15 +336,24 @@ class MCPTools:
         tools apply (one reconnection after a loss), and so does `timeout`; the
         text is whole (no `max_result_chars` here).
 
+        Only the tools named in `allow` are called here too: the allowlist,
+        and `unsafe` with it, hold for your own code as for the model.
+
         Raises:
-            MCPToolError: the server answered with an error, refused the call, or
-                gave a structured result that breaks the tool's `outputSchema`
-                (or does not fit `into`).
+            MCPToolError: `tool` is not in `allow` (nothing is sent), or the
+                server answered with an error, refused the call, or gave a
+                structured result that breaks the tool's `outputSchema` (or
+                does not fit `into`).
             MCPConnectionError: the server could not be reached.
             TimeoutError: no answer within `timeout` seconds.
         """
         if self._stack is None:
             raise ToolError(f"MCP server {self.label!r}: enter `async with` to connect first")
+        if tool not in self.allow:
+            # Never sent: a tool outside `allow` cannot be named in `unsafe`, so a lost
+            # connection would send it again whatever it does.
+            allowed = ", ".join(repr(n) for n in sorted(self.allow))
+            raise MCPToolError(self.label, tool, f"not in allow ({allowed}); the call was not sent")
         output = self._outputs.get(tool)
         with anyio.fail_after(self.timeout):
             remote = RemoteCall(self, tool, tool not in self.unsafe, output, data=True)

@@ -1,4 +1,4 @@
-"""Calls that go wrong on this side: odd argument names, tools outside the allowlist, bad `into=`."""
+"""Calls that go wrong on this side: odd argument names, tools outside `allow`, a bad `into=`."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from agentgraph import ToolCall
-from agentgraph.mcp import MCPTools
+from agentgraph.mcp import MCPToolError, MCPTools
 from agentgraph.tools import run_tool_calls
+
+from .server import build
 
 pytestmark = pytest.mark.anyio
 
@@ -25,3 +27,15 @@ async def test_a_tool_with_an_argument_named_self_is_called():
         direct = await tools.call("bump", {"self": 5})
     assert outcome.ok and outcome.message.content == "3"
     assert direct == {"result": 6}
+
+
+async def test_call_refuses_a_tool_outside_the_allowlist_and_sends_nothing():
+    seen: list[str] = []
+    async with MCPTools(build(seen), allow=["add"]) as tools:
+        with pytest.raises(MCPToolError, match="not in allow \\('add'\\)") as hidden:
+            await tools.call("delete_everything", {})
+        with pytest.raises(MCPToolError, match="not in allow"):
+            await tools.call("no_such_tool", {})
+        assert await tools.call("add", {"a": 1, "b": 2}) == {"result": 3}
+    assert (hidden.value.server, hidden.value.tool) == ("test-tools", "delete_everything")
+    assert seen == ["add"]
