@@ -363,9 +363,9 @@ class MCPTools:
         try:
             return validate(into, value)
         except OutputError as exc:
-            raise MCPToolError(
-                self.label, tool, f"the result does not fit {into.__name__}: {exc}"
-            ) from exc
+            # A union or a generic alias has no __name__; its repr reads as written.
+            shown = into.__name__ if isinstance(into, type) else repr(into)
+            raise MCPToolError(self.label, tool, f"the result does not fit {shown}: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"<MCPTools {self.label!r}>"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from mcp.server.mcpserver import MCPServer
 
@@ -39,3 +41,13 @@ async def test_call_refuses_a_tool_outside_the_allowlist_and_sends_nothing():
         assert await tools.call("add", {"a": 1, "b": 2}) == {"result": 3}
     assert (hidden.value.server, hidden.value.tool) == ("test-tools", "delete_everything")
     assert seen == ["add"]
+
+
+@pytest.mark.parametrize("into", [str | None, list[int], dict[str, str] | None])
+async def test_a_result_that_does_not_fit_a_union_or_generic_is_a_typed_error(into):
+    async with MCPTools(build(), allow=["add"]) as tools:
+        with pytest.raises(MCPToolError, match=f"does not fit {re.escape(repr(into))}"):
+            await tools.call("add", {"a": 1, "b": 2}, into=into)
+        assert await tools.call("add", {"a": 1, "b": 2}, into=dict[str, int] | None) == {
+            "result": 3
+        }
