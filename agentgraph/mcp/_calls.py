@@ -130,7 +130,7 @@ def _raise_refused(refused: list[MCPToolError], before: int, cause: Exception | 
     mine = refused[before:]
     del refused[before:]
     if mine:
-        raise mine[0] from cause
+        raise mine[0] from mine[0].__cause__ or cause  # an answerer's own error first
 
 
 async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:
