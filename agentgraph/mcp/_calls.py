@@ -63,7 +63,8 @@ class RemoteCall:
         self.images = images
         """Give a result's images as `Image`s beside its text (else described in words)."""
 
-    async def __call__(self, **arguments: Any) -> Any:
+    # `self` positional-only: a tool may well have an argument named self.
+    async def __call__(self, /, **arguments: Any) -> Any:
         connection = self.toolset._connection
         label = self.toolset.label
         client = await connection.client()
@@ -129,7 +130,7 @@ def _raise_refused(refused: list[MCPToolError], before: int, cause: Exception | 
     mine = refused[before:]
     del refused[before:]
     if mine:
-        raise mine[0] from cause
+        raise mine[0] from mine[0].__cause__ or cause  # an answerer's own error first
 
 
 async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:

@@ -189,7 +189,9 @@ def live_answers(toolset: MCPTools) -> Any:
     """The SDK's elicitation callback for `toolset`: its answerer, or a refusal when it has none.
 
     A wrong answer is not sent: the server is told the question was
-    cancelled, and the call then fails with the `MCPAnswerError`.
+    cancelled, and the call then fails with the `MCPAnswerError`. So does an
+    answerer that raises: its error (which may say anything) stays here, and
+    the call fails with an `MCPToolError` caused by it.
     """
 
     async def answer(
@@ -207,6 +209,14 @@ def live_answers(toolset: MCPTools) -> Any:
             return reply_of(question, await answerer(question))
         except MCPAnswerError as exc:
             toolset.refused_answers.append(exc)
-            return mcp.types.ElicitResult(action="cancel")
+        except Exception as exc:
+            failed = MCPToolError(
+                toolset.label,
+                tool,
+                f"answering the server's question failed: {type(exc).__name__}: {exc}"[:2000],
+            )
+            failed.__cause__ = exc
+            toolset.refused_answers.append(failed)
+        return mcp.types.ElicitResult(action="cancel")
 
     return answer

@@ -3,55 +3,36 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from types import TracebackType
-from typing import Any, Self, TextIO, TypeVar
+from typing import Any, Self, TypeVar
 
 import anyio
-import attrs
-import httpx2
 import mcp
 import mcp.types
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._clip import check_max_result_chars
-from .._errors import MCPConnectionError, MCPToolError, OutputError, ToolError
+from .._errors import MCPToolError, OutputError, ToolError
 from ..llm._messages import ToolSpec
 from ..structured._schema import TOOL_NAME, validate
 from ..tools._tool import Tool
 from ._calls import RemoteCall, Validator, list_tools, output_validator
-from ._connection import Connection, Sessions
+from ._connection import Connection
 from ._elicit import Answerer, live_answers
 from ._labels import label_of
 from ._schema import SchemaArguments
+from ._transport import HTTPTarget, ServerTarget, Transport
 
 __all__ = ("CALL_TIMEOUT", "MCPTools")
 
 T = TypeVar("T")
 
-ServerTarget = str | mcp.StdioServerParameters | Server[Any] | MCPServer
-"""What `MCPTools` connects to: a streamable-HTTP URL, a command run over stdio,
-or a server object served in this process."""
-
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's defaults for MCP over HTTP
-
 CALL_TIMEOUT = 300.0
 """Seconds one MCP tool call may take unless `timeout=` says otherwise: a server
 whose answer never comes (or that the SDK drops) cannot hold a run forever."""
-
-
-@attrs.frozen
-class _HTTP:
-    # Both may hold credentials (userinfo or a token in the URL, an auth header).
-    url: str = attrs.field(repr=False)
-    headers: Mapping[str, str] = attrs.field(repr=False)
 
 
 class MCPTools:
@@ -137,18 +118,15 @@ class MCPTools:
         outside = sorted(set(unsafe) - set(allow))
         if outside:
             raise ValueError(f"unsafe names tools that allow does not: {outside}")
-        self._target: ServerTarget | _HTTP = (
-            _HTTP(server, {}) if isinstance(server, str) else server
-        )
         self.max_result_chars = check_max_result_chars("MCPTools", max_result_chars)
         self.label = name if name is not None else label_of(server)
+        self._transport = Transport(server, self.label)
         self.allow = frozenset(allow)
         self.prefix = prefix
         self.timeout = timeout
         self.unsafe = frozenset(unsafe)
         self.connect_timeout = connect_timeout
         self._connection = Connection(self.label, self._open, connect_timeout)
-        self._sessions: dict[int, Sessions] = {}  # by id() of each open HTTP client
         self._stack: AsyncExitStack | None = None
         self._tools: tuple[Tool[..., Any], ...] = ()
         self._outputs: dict[str, Validator | None] = {}
@@ -239,7 +217,7 @@ class MCPTools:
             images=images,
         )
         if headers:
-            tools._target = _HTTP(url, dict(headers))
+            tools._transport = Transport(HTTPTarget(url, dict(headers)), tools.label)
         return tools
 
     # -- the connection --------------------------------------------------------------------
@@ -252,12 +230,11 @@ class MCPTools:
 
     @property
     def over_http(self) -> bool:
-        return isinstance(self._target, _HTTP)
+        return self._transport.over_http
 
     def session_refused(self, client: mcp.Client) -> bool:
         """Whether the HTTP server said it no longer knows `client`'s session (it restarted)."""
-        sessions = self._sessions.get(id(client))
-        return sessions is not None and sessions.refused
+        return self._transport.session_refused(client)
 
     @property
     def connections(self) -> int:
@@ -295,74 +272,12 @@ class MCPTools:
             # in a group by the keeper's task group.
             await stack.aclose()
 
-    @asynccontextmanager
-    async def _open(self) -> AsyncIterator[mcp.Client]:
-        info = mcp.types.Implementation(name="agentgraph", version="0.1.0")
-        target = self._target
-        mode = self._mode_here()
+    def _open(self) -> AbstractAsyncContextManager[mcp.Client]:
         # The capability is declared only when a question can be answered (see `elicitation`).
         answers: Any = None if self.elicitation is False else live_answers(self)
-        if isinstance(target, _HTTP):
-            sessions = Sessions()
-            hooks = {"response": [sessions.watch]}
-            async with httpx2.AsyncClient(
-                headers=target.headers, timeout=_HTTP_TIMEOUT, event_hooks=hooks
-            ) as http:
-                transport = streamable_http_client(target.url, http_client=http)
-                async with mcp.Client(
-                    transport, client_info=info, mode=mode, elicitation_callback=answers
-                ) as client:
-                    self._check_era(client)
-                    self._sessions[id(client)] = sessions
-                    try:
-                        yield client
-                    finally:
-                        self._sessions.pop(id(client), None)
-        elif isinstance(target, mcp.StdioServerParameters):
-            with _server_stderr() as errlog:
-                transport = stdio_client(target, errlog=errlog)
-                async with mcp.Client(
-                    transport, client_info=info, mode=mode, elicitation_callback=answers
-                ) as client:
-                    self._check_era(client)
-                    yield client
-        else:
-            async with mcp.Client(
-                target, client_info=info, mode=mode, elicitation_callback=answers
-            ) as client:
-                self._check_era(client)
-                yield client
-
-    def _check_era(self, client: mcp.Client) -> None:
-        """Refuse `elicitation=True` where a question can only be answered inside the live call."""
-        if self.elicitation is not True or client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return
-        raise MCPConnectionError(
-            self.label,
-            f"the server speaks {client.protocol_version}, where a question waits inside the "
-            "live call and cannot stop the run to be answered later: pass "
-            "elicitation=<an async function> to answer it while the call waits",
+        return self._transport.open(
+            mode=self.mode, answers=answers, modern_only=self.elicitation is True
         )
-
-    def _mode_here(self) -> str:
-        """The SDK's connect mode for this connection, or a refusal on trio.
-
-        On trio the SDK's streamable-HTTP transport leaves the extra stream of a
-        handshake-era session to the garbage collector (a `ResourceWarning`
-        for each of its async generators), so HTTP there speaks the current
-        protocol only, adopted without the handshake fallback; stdio, and
-        asyncio, take every version.
-        """
-        if not self.over_http or not anyio.get_cancelled_exc_class().__module__.startswith("trio"):
-            return self.mode
-        if self.mode == "legacy":
-            raise MCPConnectionError(
-                self.label,
-                "the SDK does not close handshake-era (mode='legacy') HTTP sessions cleanly on "
-                "trio; run on asyncio, or use a server speaking "
-                f"{' or '.join(MODERN_PROTOCOL_VERSIONS)}",
-            )
-        return MODERN_PROTOCOL_VERSIONS[-1]
 
     # -- the tools -------------------------------------------------------------------------
     def _make_tools(
@@ -421,15 +336,24 @@ class MCPTools:
         tools apply (one reconnection after a loss), and so does `timeout`; the
         text is whole (no `max_result_chars` here).
 
+        Only the tools named in `allow` are called here too: the allowlist,
+        and `unsafe` with it, hold for your own code as for the model.
+
         Raises:
-            MCPToolError: the server answered with an error, refused the call, or
-                gave a structured result that breaks the tool's `outputSchema`
-                (or does not fit `into`).
+            MCPToolError: `tool` is not in `allow` (nothing is sent), or the
+                server answered with an error, refused the call, or gave a
+                structured result that breaks the tool's `outputSchema` (or
+                does not fit `into`).
             MCPConnectionError: the server could not be reached.
             TimeoutError: no answer within `timeout` seconds.
         """
         if self._stack is None:
             raise ToolError(f"MCP server {self.label!r}: enter `async with` to connect first")
+        if tool not in self.allow:
+            # Never sent: a tool outside `allow` cannot be named in `unsafe`, so a lost
+            # connection would send it again whatever it does.
+            allowed = ", ".join(repr(n) for n in sorted(self.allow))
+            raise MCPToolError(self.label, tool, f"not in allow ({allowed}); the call was not sent")
         output = self._outputs.get(tool)
         with anyio.fail_after(self.timeout):
             remote = RemoteCall(self, tool, tool not in self.unsafe, output, data=True)
@@ -439,9 +363,9 @@ class MCPTools:
         try:
             return validate(into, value)
         except OutputError as exc:
-            raise MCPToolError(
-                self.label, tool, f"the result does not fit {into.__name__}: {exc}"
-            ) from exc
+            # A union or a generic alias has no __name__; its repr reads as written.
+            shown = into.__name__ if isinstance(into, type) else repr(into)
+            raise MCPToolError(self.label, tool, f"the result does not fit {shown}: {exc}") from exc
 
     def __repr__(self) -> str:
         return f"<MCPTools {self.label!r}>"
@@ -451,25 +375,3 @@ def _check_mode(mode: str) -> str:
     if mode not in ("auto", "legacy"):
         raise ValueError(f"mode must be 'auto' or 'legacy', not {mode!r}")
     return mode
-
-
-@contextmanager
-def _server_stderr() -> Iterator[TextIO]:
-    """Where a server process writes its log: this process's stderr when it is a real file.
-
-    Under a notebook or a test's capture `sys.stderr` has no file descriptor to
-    hand to a child process; then the original stderr, or else nowhere.
-    """
-    usable = next((stream for stream in (sys.stderr, sys.__stderr__) if _has_fd(stream)), None)
-    if usable is not None:
-        yield usable
-        return
-    with open(os.devnull, "w") as devnull:
-        yield devnull
-
-
-def _has_fd(stream: TextIO | None) -> bool:
-    try:
-        return stream is not None and stream.fileno() >= 0
-    except (AttributeError, OSError, ValueError):
-        return False

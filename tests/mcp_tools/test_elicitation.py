@@ -173,6 +173,22 @@ async def test_a_live_answer_that_breaks_the_form_is_refused_in_both_eras():
                 await tools.call("book", {"table": 7})
 
 
+async def test_an_answerer_that_raises_fails_the_call_with_its_error_in_both_eras():
+    async def answer(question: Elicitation) -> dict[str, object]:
+        raise ValueError("the booking desk is closed")
+
+    for mode in ("auto", "legacy"):
+        async with MCPTools(
+            booking_server([]), allow=["book"], elicitation=answer, mode=mode
+        ) as tools:
+            with pytest.raises(MCPToolError) as raised:
+                await tools.call("book", {"table": 7})
+        assert raised.value.tool == "book" and raised.value.detail == (
+            "answering the server's question failed: ValueError: the booking desk is closed"
+        )
+        assert isinstance(raised.value.__cause__, ValueError)
+
+
 async def test_stopping_the_run_is_refused_where_a_question_waits_inside_the_call():
     with pytest.raises(MCPConnectionError, match="elicitation=<an async function>"):
         async with MCPTools(booking_server([]), allow=["book"], elicitation=True, mode="legacy"):

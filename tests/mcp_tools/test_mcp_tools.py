@@ -377,7 +377,7 @@ def test_credentials_stay_out_of_labels_and_reprs():
     tools = MCPTools.http(
         "https://user:pw@mcp.example.invalid/mcp?token=t0k", allow=["a"], headers={"auth": secret}
     )
-    shown = f"{tools!r} {tools._target!r} {tools.label}"
+    shown = f"{tools!r} {tools._transport!r} {tools._transport.target!r} {tools.label}"
     assert "s3cret" not in shown and "pw" not in shown and "t0k" not in shown
     assert tools.label == "mcp.example.invalid/mcp"
 

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.anyio
 PACKAGE = "@modelcontextprotocol/server-everything"
 TOOLS = ("echo", "get-sum", "trigger-long-running-operation")
 # Over HTTP the reference server speaks the handshake-era protocol, which the SDK
-# closes cleanly on asyncio only (see MCPTools._mode_here); stdio runs on both.
+# closes cleanly on asyncio only (see Transport._mode_here); stdio runs on both.
 ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])
 
 
