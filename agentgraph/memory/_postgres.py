@@ -34,7 +34,7 @@ from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
 from ._errors import MemoryDataError
 from ._items import Item, MemoryHit, Namespace, join_namespace
-from ._pushdown import NOTHING, Where, load, top
+from ._pushdown import NOTHING, Where, top
 from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
 if TYPE_CHECKING:
@@ -234,22 +234,16 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
             # The counter first: a write committed between the two reads leaves a newer
             # matrix under an older count, which the next search loads again.
             (version,) = conn.execute("SELECT n FROM memory_changes").fetchone() or (0,)
-            loaded = self._cache.get(prefix, version)
-            if loaded is None:
+
+            def read() -> list[tuple[tuple[str, str], float | None, bytes | None]]:
                 rows = conn.execute(
                     "SELECT ns, key, expires, vector FROM memory_items "
                     f"WHERE {_UNDER} AND vector IS NOT NULL",
                     (under,),
                 ).fetchall()
-                found = [((r[0], r[1]), r[2], _bytes(r[3])) for r in rows]
-                loaded = load(version, found, _damaged)
-                self._cache.put(prefix, loaded)
-            if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
-                raise _damaged(
-                    loaded.refs[0],
-                    f"its vector has {loaded.matrix.shape[1]} dimensions, the query "
-                    f"{query.shape[0]}: search with the embedder the items were stored with",
-                )
+                return [((r[0], r[1]), r[2], _bytes(r[3])) for r in rows]
+
+            loaded = self._cache.vectors(prefix, version, read, _damaged, query)
             allowed = None
             if where.fields:
                 equal, values = _equal(where)
