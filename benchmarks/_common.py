@@ -6,6 +6,7 @@ module as a sibling: ``python benchmarks/<name>.py`` puts this folder first on `
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -13,7 +14,7 @@ import re
 import resource
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,34 @@ def measure_in_children(
     before = load_average()
     results = measure_each(cases, one)
     return results, (before, load_average())
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def postgres_server(*, synchronous_commit: bool = True) -> Iterator[str]:
+    """A DSN: ``AGENTGRAPH_BENCH_POSTGRES`` as given, or a durable server of this process's
+    own (the tests' throwaway server), removed after; `synchronous_commit=False` turns
+    that setting off on it."""
+    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
+    if given:
+        yield given
+        return
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.pg_server import PostgresServer, bindir
+
+    found = bindir()
+    if found is None:
+        raise SystemExit("no PostgreSQL server binaries: `make postgres` installs them")
+    with PostgresServer(found, durable=True) as server:
+        if not synchronous_commit:
+            import psycopg
+
+            with psycopg.connect(server.dsn, autocommit=True) as conn:
+                conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+                conn.execute("SELECT pg_reload_conf()")
+        yield server.dsn
 
 
 # -- RESULTS.md ---------------------------------------------------------------------------

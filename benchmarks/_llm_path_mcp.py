@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _common import cpu_model, load_average, publish, python, versions
+from _common import cpu_model, load_average, publish, python, section_parser, versions
 
 HEADING = "## LLM path: MCP tool calls"
 CONTENDERS = ("agentgraph", "mcp-client", "mcp-session")
@@ -184,10 +184,8 @@ def render_section(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 calls per batch; print only")
+    parser = section_parser(__doc__, "100 calls per batch; print only")
     parser.add_argument("--calls", type=int, help="calls per batch")
-    parser.add_argument("--output", type=Path, help="write the section here (default: RESULTS.md)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:

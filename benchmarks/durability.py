@@ -28,20 +28,18 @@ import asyncio
 import contextlib
 import json
 import operator
-import os
 import sqlite3
 import statistics
-import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter
 from typing import Annotated, Any, TypedDict
 
 import orjson
-from _common import case_parser, measure_in_children, publish
+from _common import case_parser, measure_in_children, postgres_server, publish
 from _common import write_section as write_section  # re-exported: the section writer
 from _durability_report import render_section
 from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgraph_loop
@@ -49,8 +47,6 @@ from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgr
 from agentgraph import AgentContext, Graph, GraphRunner, node
 from agentgraph._json import to_data
 from agentgraph.checkpoint import MemoryStore, PostgresStore, SQLiteStore
-
-ROOT = Path(__file__).resolve().parents[1]
 
 # LangGraph's serializer does not take attrs classes: the same fields as plain dicts.
 ASSISTANT_DICT = {"role": "assistant", "content": "calling the probe tool"}
@@ -82,29 +78,6 @@ def _file_bytes(path: Path) -> int:
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
-
-
-@contextlib.contextmanager
-def _postgres_server(store: str) -> Iterator[str]:
-    """A DSN: ``AGENTGRAPH_BENCH_POSTGRES``, or a server of the case's own, removed after."""
-    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
-    if given:
-        yield given
-        return
-    sys.path.insert(0, str(ROOT))
-    from tests.pg_server import PostgresServer, bindir
-
-    found = bindir()
-    if found is None:
-        raise RuntimeError("no PostgreSQL server binaries (make postgres installs them)")
-    with PostgresServer(found, durable=True) as server:
-        if store == "postgres-async":
-            import psycopg
-
-            with psycopg.connect(server.dsn, autocommit=True) as conn:
-                conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-                conn.execute("SELECT pg_reload_conf()")
-        yield server.dsn
 
 
 def _postgres_bytes(dsn: str, schema: str) -> int:
@@ -310,7 +283,7 @@ def run_case(case: str, sizes: Sizes) -> dict[str, Any]:
 
     if not store.startswith("postgres"):
         return asyncio.run(main())
-    with _postgres_server(store) as dsn:
+    with postgres_server(synchronous_commit=store != "postgres-async") as dsn:
         _DSN[:] = [dsn]
         return asyncio.run(main())
 

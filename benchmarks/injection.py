@@ -14,16 +14,14 @@ guard that allows payments and mail only to known recipients.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import attrs
 import orjson
-from _common import publish, python, versions
+from _common import publish, python, section_parser, versions
 
 from agentgraph import AgentContext, GraphRunner, tool
 from agentgraph.guards import GuardDecided, Guards, ToolPolicy
@@ -313,9 +311,7 @@ def render(rows: dict[str, dict[str, Any]], tasks: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="two user tasks; print only")
-    parser.add_argument("--output", type=Path, help="write the section here")
+    parser = section_parser(__doc__, "two user tasks; print only")
     args = parser.parse_args(argv)
     tasks = USER_TASKS[:2] if args.quick else USER_TASKS
     rows = asyncio.run(measure(tasks))

@@ -20,7 +20,6 @@ Usage::
     python benchmarks/lenient.py --quick  # small run; prints the section only
 """
 
-import argparse
 import contextlib
 import importlib.util
 import json
@@ -35,7 +34,7 @@ from time import perf_counter
 from typing import Any
 
 import orjson
-from _common import load_average, publish, python, versions
+from _common import load_average, publish, python, section_parser, versions
 
 from agentgraph import OutputError, loads_lenient
 
@@ -332,9 +331,7 @@ def render(
 
 
 def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer rounds and sizes")
-    parser.add_argument("--output", type=Path, help="the Markdown file whose section to write")
+    parser = section_parser(__doc__, "fewer rounds and sizes")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
     before = load_average()

@@ -50,7 +50,15 @@ from typing import Any
 
 import httpx
 import orjson
-from _common import ChildFailed, load_average, measure_each, peak_rss_mib, publish, run_child
+from _common import (
+    ChildFailed,
+    load_average,
+    measure_each,
+    peak_rss_mib,
+    publish,
+    run_child,
+    section_parser,
+)
 from _common import replace_section as replace_section  # re-exported: the section writer
 from _llm_path_pool import Pool, httpx_client
 from _llm_path_report import HEADING as HEADING  # re-exported: the section's heading
@@ -364,8 +372,7 @@ def run_all(names: list[str], sizes: Sizes, pool: Pool) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="100 runs per batch; print only")
+    parser = section_parser(__doc__, "100 runs per batch; print only")
     parser.add_argument("--contenders", help="comma-separated (default: all)")
     parser.add_argument(
         "--section",
@@ -378,7 +385,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--shards", type=int, default=Pool.shards, help="connection pools")
     parser.add_argument("--connections", type=int, default=Pool.connections, help="per pool")
     parser.add_argument("--keepalive", type=int, help="kept-alive connections per pool")
-    parser.add_argument("--output", type=Path, help="write the section here (default: RESULTS.md)")
     parser.add_argument("--json", action="store_true", help="print the raw results as JSON")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--delay", type=float, default=FULL.delay, help=argparse.SUPPRESS)

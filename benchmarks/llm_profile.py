@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 import orjson
-from _common import ChildFailed, load_average, publish, python, run_child, versions
+from _common import ChildFailed, load_average, publish, python, run_child, section_parser, versions
 from _llm_path_pool import Pool
 from _llm_path_task import (
     MAX_TURNS,
@@ -462,12 +462,10 @@ def measure_all(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs; print only")
+    parser = section_parser(__doc__, "fewer runs; print only")
     parser.add_argument("--before", help="also measure agentgraph at this git revision")
     parser.add_argument("--runs", type=int, help="concurrent runs per batch")
     parser.add_argument("--rounds", type=int, help="turns per contender")
-    parser.add_argument("--output", type=Path, help="write the section here")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--profile", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

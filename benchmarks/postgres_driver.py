@@ -19,20 +19,18 @@ Usage::
     python benchmarks/postgres_driver.py --quick    # fewer runs, table only
 """
 
-import argparse
 import asyncio
 import contextlib
 import os
 import statistics
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from time import perf_counter
 from typing import Any
 
 import psycopg
-from _common import load_average, publish, versions
+from _common import load_average, postgres_server, publish, section_parser, versions
 from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop
 
 from agentgraph import AgentContext, Graph, GraphRunner, node
@@ -40,7 +38,6 @@ from agentgraph.checkpoint import PostgresStore, RunLog, StoreBase
 from agentgraph.checkpoint._pgschema import MIGRATIONS
 from agentgraph.checkpoint._records import Effect, Record, RunRecord, StepRecord
 
-ROOT = Path(__file__).resolve().parents[1]
 HEADING = "## Postgres driver"
 DESIGNS = ("thread", "async")
 LABELS = {
@@ -219,25 +216,6 @@ async def measure(dsn: str, repeats: int) -> dict[str, dict[str, float]]:
     }
 
 
-@contextlib.contextmanager
-def server() -> Iterator[str]:
-    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
-    if given:
-        yield given
-        return
-    sys.path.insert(0, str(ROOT))
-    from tests.pg_server import PostgresServer, bindir
-
-    found = bindir()
-    if found is None:
-        raise SystemExit("no PostgreSQL server binaries: `make postgres` installs them")
-    with PostgresServer(found, durable=True) as started:
-        with psycopg.connect(started.dsn, autocommit=True) as conn:
-            conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-            conn.execute("SELECT pg_reload_conf()")
-        yield started.dsn
-
-
 def render(results: dict[str, dict[str, float]], repeats: int, load: tuple[float, float]) -> str:
     thread, other = results["thread"], results["async"]
     lines = [
@@ -285,13 +263,11 @@ def render(results: dict[str, dict[str, float]], repeats: int, load: tuple[float
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs, table only")
-    parser.add_argument("--output", type=Path, help="the Markdown file whose section to write")
+    parser = section_parser(__doc__ or "", "fewer runs, table only")
     args = parser.parse_args(argv)
     repeats = 2 if args.quick else 15
     before = load_average()
-    with server() as dsn:
+    with postgres_server(synchronous_commit=False) as dsn:
         results = asyncio.run(measure(dsn, repeats))
     section = render(results, repeats, (before, load_average()))
     publish(section, output=args.output, quick=args.quick)

@@ -28,7 +28,6 @@ Usage::
     python benchmarks/postgres_throughput.py --case agentgraph:many   # one JSON line
 """
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -44,7 +43,16 @@ from pathlib import Path
 from time import perf_counter
 from typing import Annotated, Any, TypedDict
 
-from _common import ChildFailed, clean_error, load_average, publish, run_child, versions
+from _common import (
+    ChildFailed,
+    clean_error,
+    load_average,
+    postgres_server,
+    publish,
+    run_child,
+    section_parser,
+    versions,
+)
 from _engine_overhead_frameworks import ASSISTANT
 
 from agentgraph import AgentContext, Graph, GraphBuilder, GraphRunner, Node, node
@@ -250,22 +258,6 @@ def run_case(case: str, sizes: Sizes, dsn: str) -> dict[str, Any]:
 # -- the parent: server, turns, report ------------------------------------------------------
 
 
-@contextlib.contextmanager
-def postgres() -> Iterator[str]:
-    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
-    if given:
-        yield given
-        return
-    sys.path.insert(0, str(ROOT))
-    from tests.pg_server import PostgresServer, bindir
-
-    found = bindir()
-    if found is None:
-        raise SystemExit("no PostgreSQL server binaries: `make postgres` installs them")
-    with PostgresServer(found, durable=True) as server:
-        yield server.dsn
-
-
 def child(case: str, dsn: str, *, quick: bool, tree: Path = ROOT) -> dict[str, Any]:
     """One case in a fresh interpreter that imports agentgraph from `tree`."""
     args = ["--case", case, "--dsn", dsn, *(["--quick"] if quick else [])]
@@ -430,12 +422,10 @@ def maybe_checkout(rev: str | None) -> Iterator[Path | None]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = section_parser(__doc__ or "", "small sizes, table only")
     parser.add_argument("--case", choices=CASES, help="measure one case, print one JSON line")
     parser.add_argument("--dsn", help="the server (with --case)")
-    parser.add_argument("--quick", action="store_true", help="small sizes, table only")
     parser.add_argument("--before", help="an earlier revision to measure agentgraph against")
-    parser.add_argument("--output", type=Path, help="the Markdown file whose section to write")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.case:
@@ -444,7 +434,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_case(args.case, sizes, args.dsn)), flush=True)
         return
     load = load_average()
-    with postgres() as dsn, maybe_checkout(args.before) as before:
+    with postgres_server() as dsn, maybe_checkout(args.before) as before:
         results = measure_all(dsn, sizes, args.quick, before)
     section = render(results, sizes, (load, load_average()), args.before)
     publish(section, output=args.output, quick=args.quick)

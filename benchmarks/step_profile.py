@@ -13,7 +13,6 @@ Usage::
     python benchmarks/step_profile.py --quick   # fewer steps, prints only
 """
 
-import argparse
 import cProfile
 import pstats
 import statistics
@@ -24,7 +23,7 @@ from time import perf_counter
 from typing import Any
 
 import anyio
-from _common import load_average, publish, python, versions
+from _common import load_average, machine, publish, section_parser
 from _engine_overhead_frameworks import FRAMEWORKS
 
 HEADING = "## Step profile"
@@ -236,17 +235,12 @@ def render(steps: int, runs: int) -> str:
             for name, share, per in table
         ]
         lines.append("")
-    lines += [
-        f"Machine: {python()}; {versions('agentgraph', 'anyio', 'trio')}; 1-minute load "
-        f"average {load:.2f} at the start (other work inflates every figure alike).",
-    ]
+    lines.append(machine(load, "agentgraph", "anyio", "trio"))
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer steps; print only")
-    parser.add_argument("--output", type=Path, help="write the section here")
+    parser = section_parser(__doc__, "fewer steps; print only")
     args = parser.parse_args(argv)
     steps, runs = (101, 5) if args.quick else (1001, 20)
     publish(render(steps, runs), output=args.output, quick=args.quick)

@@ -21,19 +21,17 @@ Only the ``## Structured output parsing`` section of RESULTS.md is replaced; the
 the file is left as it is. The section is rendered in ``_structured_report.py``.
 """
 
-import argparse
 import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from time import perf_counter
 from typing import Any, Literal
 
 import _structured_report as report
 import attrs
 import orjson
-from _common import load_average, publish
+from _common import load_average, publish, section_parser
 from _common import write_section as write_section  # re-exported: the section writer
 from _structured_report import HEADING as HEADING  # re-exported: the section's heading
 
@@ -375,13 +373,7 @@ def render(
 
 
 def main(argv: list[str] | None = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="a small run; print, do not write")
-    parser.add_argument(
-        "--output",
-        type=Path,
-        help="the Markdown file whose section to write (default: RESULTS.md beside this file)",
-    )
+    parser = section_parser(__doc__, "a small run; print, do not write")
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else Sizes()
     before = load_average()

@@ -11,17 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
-from ._lease import LeaseLost
-from ._records import (
-    Effect,
-    Record,
-    RunLog,
-    RunRecord,
-    StepRecord,
-    ThreadHead,
-    ThreadLog,
-    damaged,
-)
+from ._records import Effect, Record, RunRecord, StepRecord, ThreadHead, damaged
+from ._sql import Reads, fenced, read_ids, read_thread_ids
 
 if TYPE_CHECKING:
     import psycopg
@@ -110,7 +101,7 @@ def commit(
     The other writes go in together, with the COMMIT, in one exchange with the
     server.
     """
-    refused, kept = _fenced(writes, lost)
+    refused, kept = fenced(writes, lost)
     try:
         if blobs:
             conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
@@ -136,7 +127,7 @@ def commit_alone(
     Nothing is prepared here: psycopg takes a statement it prepares in a pipeline
     for prepared even when an earlier refusal made the server skip it.
     """
-    refused, kept = _fenced(writes, lost)
+    refused, kept = fenced(writes, lost)
     if blobs:
         conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
     for records in kept:
@@ -167,21 +158,6 @@ def _past_refusal(sync: Callable[[], None]) -> None:
 
     with contextlib.suppress(psycopg.errors.PipelineAborted):
         sync()
-
-
-def _fenced(
-    writes: Sequence[Sequence[Record]], lost: set[str]
-) -> tuple[list[tuple[Sequence[Record], Exception]], list[Sequence[Record]]]:
-    """The writes of a run in `lost`, refused, and the others."""
-    refused: list[tuple[Sequence[Record], Exception]] = []
-    kept = []
-    for records in writes:
-        gone = lost.intersection(r.run_id for r in records)
-        if gone:
-            refused.append((records, LeaseLost(min(gone), "another runner took it over")))
-        else:
-            kept.append(records)
-    return refused, kept
 
 
 def _check(conn: psycopg.Connection[Any], records: Sequence[Record]) -> None:
@@ -298,58 +274,21 @@ def _insert_runs(
         conn.execute(_INSERT_THREADS, threads, prepare=prepare)
 
 
-def read_log(conn: psycopg.Connection[Any], run_id: str) -> RunLog | None:
-    """Every record of `run_id`, or None; a damaged row raises `CheckpointError`."""
-    row = conn.execute(
-        "SELECT id, graph, structure, context, created, parent, parent_step, thread, base "
-        "FROM runs WHERE run_id = %s",
-        (run_id,),
-    ).fetchone()
-    if row is None:
-        return None
-    rid, *fields = row
-    steps = conn.execute(
-        "SELECT seq, step, path, node, next, local, steps, context, at, duration "
-        "FROM steps WHERE run = %s ORDER BY seq",
-        (rid,),
-    ).fetchall()
-    effects = conn.execute(
-        "SELECT key, kind, value FROM effects WHERE run = %s ORDER BY position", (rid,)
-    ).fetchall()
-    for number, (_, _, path, *_rest) in enumerate(steps, 1):
-        if not all(isinstance(part, str) for part in path):
-            raise damaged(run_id, f"step record {number}", f"its path holds {path!r}")
-    return RunLog(
-        RunRecord(run_id, *fields),
-        tuple(StepRecord(run_id, s, step, tuple(path), *rest) for s, step, path, *rest in steps),
-        tuple(Effect(run_id, *e) for e in effects),
-    )
+def _stored_path(run_id: str, number: int, path: Any) -> tuple[str, ...]:
+    """A step's path, kept as a text array (a NULL part is damage)."""
+    if not all(isinstance(part, str) for part in path):
+        raise damaged(run_id, f"step record {number}", f"its path holds {path!r}")
+    return tuple(path)
 
 
-def read_ids(conn: psycopg.Connection[Any]) -> tuple[str, ...]:
-    return tuple(r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY id"))
+_READS = Reads("%s", "position", _stored_path)
+read_log = _READS.log
+read_thread = _READS.thread
 
 
 def read_blob(conn: psycopg.Connection[Any], digest: str) -> bytes | None:
     row = conn.execute("SELECT data FROM blobs WHERE digest = %s", (digest,)).fetchone()
     return None if row is None else bytes(row[0])
-
-
-def read_thread(conn: psycopg.Connection[Any], thread_id: str) -> ThreadLog | None:
-    """The thread's head and turns, or None."""
-    row = conn.execute(
-        "SELECT head, created, updated FROM threads WHERE thread_id = %s", (thread_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    runs = conn.execute(
-        "SELECT run_id, base FROM runs WHERE thread = %s ORDER BY id", (thread_id,)
-    ).fetchall()
-    return ThreadLog(thread_id, row[0], row[1], row[2], tuple((r, b) for r, b in runs))
-
-
-def read_thread_ids(conn: psycopg.Connection[Any]) -> tuple[str, ...]:
-    return tuple(r[0] for r in conn.execute("SELECT thread_id FROM threads ORDER BY created"))
 
 
 def delete_thread(conn: psycopg.Connection[Any], thread_id: str) -> bool:

@@ -10,7 +10,6 @@ take, the old owner's commits find the new fencing number and are refused.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio.to_thread
 
 from .._errors import CheckpointError
-from .._extras import pip_install
+from .._pg import load_psycopg, place
 from ._lease import LEASE_TERM, Lease
 from ._pglease import LeaseTake, text_refusal
 from ._pgschema import migrate
@@ -40,17 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ("PostgresStore",)
 
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
 _T = TypeVar("_T")
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise ImportError(f"PostgresStore needs psycopg: {pip_install('postgres')}") from None
-    return psycopg
 
 
 class PostgresStore(PostgresWriter):
@@ -91,15 +80,7 @@ class PostgresStore(PostgresWriter):
         lease_term: float = LEASE_TERM,
         connect_timeout: float = 10.0,
     ) -> None:
-        psycopg = _psycopg()
-        try:
-            parts = psycopg.conninfo.conninfo_to_dict(conninfo)
-        except psycopg.ProgrammingError as exc:
-            raise ValueError(f"not a PostgreSQL connection string: {exc}") from None
-        if not _SCHEMA_NAME.fullmatch(schema):
-            raise ValueError(
-                f"schema is a name of lowercase letters, digits and underscores, not {schema!r}"
-            )
+        self._name = place("PostgresStore", conninfo, schema)
         if not lease_term > 0:
             raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
         if not connect_timeout > 0:
@@ -108,9 +89,6 @@ class PostgresStore(PostgresWriter):
         self.schema = schema
         self.lease_term = lease_term
         self.connect_timeout = connect_timeout
-        parts.pop("password", None)
-        where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
-        self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
         super().__init__(f"Postgres store {self._name!r}")
 
     def __repr__(self) -> str:
@@ -259,7 +237,7 @@ class PostgresStore(PostgresWriter):
 
     # -- the writer thread's connection -------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        pg = _psycopg()
+        pg = load_psycopg("PostgresStore")
         conn: psycopg.Connection[Any] = pg.connect(
             self.conninfo,
             autocommit=True,

@@ -15,17 +15,8 @@ import orjson
 
 from .._errors import CheckpointError
 from ._codec import BlobDamaged
-from ._lease import LeaseLost
-from ._records import (
-    Effect,
-    Record,
-    RunLog,
-    RunRecord,
-    StepRecord,
-    ThreadHead,
-    ThreadLog,
-    damaged,
-)
+from ._records import Record, RunRecord, StepRecord, ThreadHead, damaged
+from ._sql import Reads, fenced, read_ids, read_thread_ids
 from ._store import BlobWrite
 
 __all__ = (
@@ -168,14 +159,7 @@ def commit(
     with _transaction(conn, ids):
         lost = _lost_leases(conn, {r.run_id for w in writes for r in w} & fences.keys(), fences)
         if lost:
-            kept = []
-            for records in writes:
-                gone = lost.intersection(r.run_id for r in records)
-                if gone:
-                    refused.append((records, LeaseLost(min(gone), "another runner took it over")))
-                else:
-                    kept.append(records)
-            writes = kept
+            refused, writes = fenced(writes, lost)
         _insert_blobs(conn, blobs)
         try:
             conn.execute("SAVEPOINT together")
@@ -289,34 +273,6 @@ def _insert(conn: sqlite3.Connection, head: str, rows: list[tuple[Any, ...]]) ->
         conn.execute(head + ", ".join([one] * len(chunk)), values)
 
 
-def read_log(conn: sqlite3.Connection, run_id: str) -> RunLog | None:
-    """Every record of `run_id`, or None."""
-    row = conn.execute(
-        "SELECT id, graph, structure, context, created, parent, parent_step, thread, base "
-        "FROM runs WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
-    if row is None:
-        return None
-    rid, *fields = row
-    steps = conn.execute(
-        "SELECT seq, step, path, node, next, local, steps, context, at, duration "
-        "FROM steps WHERE run = ? ORDER BY seq",
-        (rid,),
-    ).fetchall()
-    effects = conn.execute(
-        "SELECT key, kind, value FROM effects WHERE run = ? ORDER BY rowid", (rid,)
-    ).fetchall()
-    return RunLog(
-        RunRecord(run_id, *fields),
-        tuple(
-            StepRecord(run_id, seq, step, _path(run_id, i, path), *rest)
-            for i, (seq, step, path, *rest) in enumerate(steps, 1)
-        ),
-        tuple(Effect(run_id, *e) for e in effects),
-    )
-
-
 def _path(run_id: str, number: int, stored: Any) -> tuple[Any, ...]:
     """A step's path, kept as a JSON list (its parts are checked with the rest of the log)."""
     try:
@@ -328,8 +284,9 @@ def _path(run_id: str, number: int, stored: Any) -> tuple[Any, ...]:
     return tuple(path)
 
 
-def read_ids(conn: sqlite3.Connection) -> tuple[str, ...]:
-    return tuple(r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY id"))
+_READS = Reads("?", "rowid", _path)
+read_log = _READS.log
+read_thread = _READS.thread
 
 
 def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
@@ -341,23 +298,6 @@ def read_blob(conn: sqlite3.Connection, digest: str) -> bytes | None:
             f"blob {digest!r} is damaged: it holds {type(row[0]).__name__}, not bytes"
         )
     return row[0]
-
-
-def read_thread(conn: sqlite3.Connection, thread_id: str) -> ThreadLog | None:
-    """The thread's head and turns, or None."""
-    row = conn.execute(
-        "SELECT head, created, updated FROM threads WHERE thread_id = ?", (thread_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    runs = conn.execute(
-        "SELECT run_id, base FROM runs WHERE thread = ? ORDER BY id", (thread_id,)
-    ).fetchall()
-    return ThreadLog(thread_id, row[0], row[1], row[2], tuple((r, b) for r, b in runs))
-
-
-def read_thread_ids(conn: sqlite3.Connection) -> tuple[str, ...]:
-    return tuple(r[0] for r in conn.execute("SELECT thread_id FROM threads ORDER BY created"))
 
 
 def delete_thread(conn: sqlite3.Connection, thread_id: str) -> bool:

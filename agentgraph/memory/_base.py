@@ -34,7 +34,7 @@ from ._items import (
     indexed_text,
     terms,
 )
-from ._pushdown import NOTHING, Where, pushdown
+from ._pushdown import NOTHING, Where, pushdown, wrong_size
 
 __all__ = ("Clock", "Found", "MemoryBase", "Row", "effect_result", "hit", "items_result")
 
@@ -380,10 +380,7 @@ def _nearest(found: list[Found], query: Matrix, limit: int) -> list[MemoryHit]:
     if matrix.shape[1] != query.shape[0]:
         first = found[0].item
         raise MemoryDataError(
-            first.namespace,
-            first.key,
-            f"its vector has {matrix.shape[1]} dimensions, the query {query.shape[0]}: "
-            "search with the embedder the items were stored with",
+            first.namespace, first.key, wrong_size(matrix.shape[1], query.shape[0])
         )
     scores = np.einsum("ij,j->i", matrix, query)
     order = np.argsort(-scores, kind="stable")[:limit]

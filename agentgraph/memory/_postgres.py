@@ -22,20 +22,19 @@ it could not be tested here.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from .._extras import pip_install
+from .._pg import load_psycopg, place
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
 from ._errors import MemoryDataError
 from ._items import Item, MemoryHit, Namespace, join_namespace
-from ._pushdown import NOTHING, Where, load, top
+from ._pushdown import NOTHING, Where, top
 from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
 if TYPE_CHECKING:
@@ -45,7 +44,6 @@ __all__ = ("PostgresMemory",)
 
 T = TypeVar("T")
 
-_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SETUP = """
 CREATE TABLE IF NOT EXISTS memory_items (
     ns TEXT NOT NULL,
@@ -79,11 +77,7 @@ _UNDER = "starts_with(ns, %s)"
 
 
 def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise ImportError(f"PostgresMemory needs psycopg: {pip_install('postgres')}") from None
-    return psycopg
+    return load_psycopg("PostgresMemory")
 
 
 class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
@@ -114,20 +108,10 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
         connect_timeout: float = 10.0,
     ) -> None:
         super().__init__(embedder=embedder, index=index, clock=clock, keep_effects=keep_effects)
-        pg = _psycopg()
-        try:
-            parts = pg.conninfo.conninfo_to_dict(conninfo)
-        except pg.ProgrammingError as exc:
-            raise ValueError(f"not a PostgreSQL connection string: {exc}") from None
-        if not _SCHEMA_NAME.fullmatch(schema):
-            raise ValueError(
-                f"schema is a name of lowercase letters, digits and underscores, not {schema!r}"
-            )
+        self._name = place("PostgresMemory", conninfo, schema)
         self.conninfo = conninfo
         self.schema = schema
         self.connect_timeout = connect_timeout
-        where = f"{parts.get('host', 'localhost')}:{parts.get('port', 5432)}"
-        self._name = f"{where}/{parts.get('dbname', '')}/{schema}"
 
     def __repr__(self) -> str:
         return f"PostgresMemory({self._name!r})"
@@ -250,22 +234,16 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
             # The counter first: a write committed between the two reads leaves a newer
             # matrix under an older count, which the next search loads again.
             (version,) = conn.execute("SELECT n FROM memory_changes").fetchone() or (0,)
-            loaded = self._cache.get(prefix, version)
-            if loaded is None:
+
+            def read() -> list[tuple[tuple[str, str], float | None, bytes | None]]:
                 rows = conn.execute(
                     "SELECT ns, key, expires, vector FROM memory_items "
                     f"WHERE {_UNDER} AND vector IS NOT NULL",
                     (under,),
                 ).fetchall()
-                found = [((r[0], r[1]), r[2], _bytes(r[3])) for r in rows]
-                loaded = load(version, found, _damaged)
-                self._cache.put(prefix, loaded)
-            if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
-                raise _damaged(
-                    loaded.refs[0],
-                    f"its vector has {loaded.matrix.shape[1]} dimensions, the query "
-                    f"{query.shape[0]}: search with the embedder the items were stored with",
-                )
+                return [((r[0], r[1]), r[2], _bytes(r[3])) for r in rows]
+
+            loaded = self._cache.vectors(prefix, version, read, _damaged, query)
             allowed = None
             if where.fields:
                 equal, values = _equal(where)

@@ -37,6 +37,7 @@ __all__ = (
     "load",
     "pushdown",
     "top",
+    "wrong_size",
 )
 
 CACHED_PREFIXES = 8
@@ -120,6 +121,28 @@ class VectorCache:
     def clear(self) -> None:
         self._entries.clear()
 
+    def vectors(
+        self,
+        prefix: tuple[str, ...],
+        version: int,
+        read: Callable[[], Sequence[tuple[Any, float | None, Any]]],
+        damaged: Callable[[Any, str], Exception],
+        query: Matrix,
+    ) -> Loaded:
+        """The vectors under `prefix` at change count `version`: kept ones, else `read()`'s
+        rows stacked (see `load`) and kept.
+
+        Raises `damaged(ref, why)` for a damaged vector, or when the vectors are not
+        of `query`'s size.
+        """
+        loaded = self.get(prefix, version)
+        if loaded is None:
+            loaded = load(version, read(), damaged)
+            self.put(prefix, loaded)
+        if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
+            raise damaged(loaded.refs[0], wrong_size(loaded.matrix.shape[1], query.shape[0]))
+        return loaded
+
 
 def load(
     version: int,
@@ -137,6 +160,14 @@ def load(
     matrix = np.frombuffer(b"".join(r[2] for r in rows), np.float32).reshape(len(rows), -1)
     expires = np.array([math.inf if r[1] is None else r[1] for r in rows], np.float64)
     return Loaded(version, [r[0] for r in rows], expires, matrix)
+
+
+def wrong_size(size: int, query: int) -> str:
+    """Why an item's vector of `size` dimensions cannot be scored against a `query`-sized one."""
+    return (
+        f"its vector has {size} dimensions, the query {query}: "
+        "search with the embedder the items were stored with"
+    )
 
 
 def top(

@@ -28,7 +28,7 @@ from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
 from ._errors import MemoryDataError
 from ._items import Item, MemoryHit, Namespace, join_namespace
-from ._pushdown import NOTHING, Where, load, top
+from ._pushdown import NOTHING, Where, top
 from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
 __all__ = ("SQLiteMemory",)
@@ -236,22 +236,17 @@ class SQLiteMemory(SQLMemory[sqlite3.Connection]):
         def work(conn: sqlite3.Connection) -> list[MemoryHit] | None:
             with _read(conn):  # one snapshot: the counter and the rows agree
                 (version,) = conn.execute("SELECT n FROM memory_changes").fetchone()
-                loaded = self._cache.get(prefix, version)
-                if loaded is None:
-                    rows = conn.execute(
+                loaded = self._cache.vectors(
+                    prefix,
+                    version,
+                    lambda: conn.execute(
                         "SELECT rowid, expires, vector FROM memory_items "
                         f"WHERE {under} AND vector IS NOT NULL",
                         params,
-                    ).fetchall()
-                    loaded = load(version, rows, lambda ref, why: _damaged(conn, ref, why))
-                    self._cache.put(prefix, loaded)
-                if loaded.refs and loaded.matrix.shape[1] != query.shape[0]:
-                    raise _damaged(
-                        conn,
-                        loaded.refs[0],
-                        f"its vector has {loaded.matrix.shape[1]} dimensions, the query "
-                        f"{query.shape[0]}: search with the embedder the items were stored with",
-                    )
+                    ).fetchall(),
+                    lambda ref, why: _damaged(conn, ref, why),
+                    query,
+                )
                 allowed = None
                 if where.fields:
                     equal, values = _equal(where)

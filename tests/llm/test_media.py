@@ -23,17 +23,20 @@ from agentgraph.llm import (
 from agentgraph.nodes import chat
 from agentgraph.testing import ScriptedModel
 
+from .media import (
+    B64_PNG,
+    PNG,
+    anthropic_served,
+    gigachat_unserved,
+    ollama_served,
+    openai_completion,
+)
 from .support import Server, Sleeps, json_response, retry
 
 pytestmark = pytest.mark.anyio
 
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-    "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
-)
 JPEG = b"\xff\xd8\xff\xe0" + bytes(16)
 PDF = b"%PDF-1.4\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n"
-B64_PNG = base64.b64encode(PNG).decode()
 B64_PDF = base64.b64encode(PDF).decode()
 URL = "https://images.test/cat.png"
 
@@ -128,19 +131,6 @@ def test_a_context_with_an_image_round_trips_through_json():
 # -- OpenAI chat completions ------------------------------------------------------------
 
 
-def openai_completion() -> dict:
-    return {
-        "id": "c1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-4o",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
-    }
-
-
 async def test_openai_sends_image_urls_data_urls_and_pdf_files(anyio_backend):
     server = Server(json_response(openai_completion()))
     model = OpenAIModel(
@@ -193,19 +183,7 @@ async def test_openai_refuses_images_for_a_text_model_and_pdfs_for_compatible_se
 
 
 async def test_anthropic_sends_image_and_document_blocks(anyio_backend):
-    answer = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": 1},
-    }
-    server = Server(json_response(answer))
-    model = AnthropicModel(
-        "claude-sonnet-4-5", api_key="sk-ant-x", http_client=server.client(), retry=retry(Sleeps())
-    )
+    server, model = anthropic_served()
     await model.request(ChatRequest([asked()]))
     assert server.body()["messages"] == [
         {
@@ -237,15 +215,7 @@ async def test_anthropic_refuses_media_for_models_before_vision(anyio_backend):
 
 
 async def test_ollama_sends_base64_images_and_refuses_urls_and_pdfs(anyio_backend):
-    answer = {
-        "model": "llava",
-        "created_at": "2025-07-07T20:32:53Z",
-        "message": {"role": "assistant", "content": "a cat"},
-        "done": True,
-        "done_reason": "stop",
-    }
-    server = Server(json_response(answer))
-    model = OllamaModel("llava", http_client=server.client(), retry=retry(Sleeps()))
+    server, model = ollama_served("a cat")
     await model.request(ChatRequest([Message.user("What is it?", Image.from_bytes(PNG))]))
     assert server.body()["messages"] == [
         {"role": "user", "content": "What is it?", "images": [B64_PNG]}
@@ -258,14 +228,7 @@ async def test_ollama_sends_base64_images_and_refuses_urls_and_pdfs(anyio_backen
 
 
 async def test_gigachat_refuses_images_and_documents_before_signing_in(anyio_backend):
-    server = Server()
-    model = GigaChatModel(
-        "GigaChat-Max",
-        credentials="Y2xpZW50OnNlY3JldA==",
-        base_url="https://giga.test/api/v1",
-        auth_url="https://ngw.test/api/v2/oauth",
-        http_client=server.client(),
-    )
+    server, model = gigachat_unserved()
     for part in (Image.from_bytes(PNG), Document.from_bytes(PDF)):
         with pytest.raises(UnsupportedSetting, match="GigaChat takes files only as uploads"):
             await model.request(ChatRequest([Message.user("?", part)]))

@@ -2,35 +2,32 @@
 
 from __future__ import annotations
 
-import base64
-
 import pytest
 
 from agentgraph import UnsupportedSetting
 from agentgraph.llm import (
-    AnthropicModel,
     ChatRequest,
     Document,
-    GigaChatModel,
     Image,
     Message,
-    OllamaModel,
     OpenAIModel,
     OpenAIResponsesModel,
     ToolCall,
 )
 
+from .media import (
+    B64_PNG,
+    PNG,
+    anthropic_served,
+    gigachat_unserved,
+    ollama_served,
+    openai_completion,
+)
 from .support import Server, Sleeps, json_response, retry
-from .test_media import openai_completion
 from .test_responses import message_item, response
 
 pytestmark = pytest.mark.anyio
 
-PNG = bytes.fromhex(
-    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
-    "0000000d4944415478da63f8cfc0f01f0005000201a5f5a1e20000000049454e44ae426082"
-)
-B64_PNG = base64.b64encode(PNG).decode()
 DATA_URL = f"data:image/png;base64,{B64_PNG}"
 URL = "https://images.test/chart.png"
 IMAGE = Image.from_bytes(PNG)
@@ -153,19 +150,7 @@ async def test_responses_sends_a_function_output_of_input_parts(anyio_backend):
 
 
 async def test_anthropic_sends_image_blocks_inside_the_tool_result(anyio_backend):
-    answer = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-5",
-        "content": [{"type": "text", "text": "ok"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 10, "output_tokens": 1},
-    }
-    server = Server(json_response(answer))
-    model = AnthropicModel(
-        "claude-sonnet-4-5", api_key="sk-ant-x", http_client=server.client(), retry=retry(Sleeps())
-    )
+    server, model = anthropic_served()
     messages = [*history()[:2], Message.tool("c1", "The chart:", Image.from_url(URL), IMAGE)]
     messages.append(Message.tool("c2", "21C", is_error=True))
     await model.request(ChatRequest(messages))
@@ -190,15 +175,7 @@ async def test_anthropic_sends_image_blocks_inside_the_tool_result(anyio_backend
 
 
 async def test_ollama_sends_the_images_on_the_tool_message(anyio_backend):
-    answer = {
-        "model": "llava",
-        "created_at": "2025-07-07T20:32:53Z",
-        "message": {"role": "assistant", "content": "sunny"},
-        "done": True,
-        "done_reason": "stop",
-    }
-    server = Server(json_response(answer))
-    model = OllamaModel("llava", http_client=server.client(), retry=retry(Sleeps()))
+    server, model = ollama_served("sunny")
     await model.request(ChatRequest(history()))
     assert server.body()["messages"][2] == {
         "role": "tool",
@@ -213,14 +190,7 @@ async def test_ollama_sends_the_images_on_the_tool_message(anyio_backend):
 
 
 async def test_gigachat_refuses_tool_images_before_signing_in(anyio_backend):
-    server = Server()
-    model = GigaChatModel(
-        "GigaChat-Max",
-        credentials="Y2xpZW50OnNlY3JldA==",
-        base_url="https://giga.test/api/v1",
-        auth_url="https://ngw.test/api/v2/oauth",
-        http_client=server.client(),
-    )
+    server, model = gigachat_unserved()
     with pytest.raises(
         UnsupportedSetting, match=r"images in tool results.*MCPTools\(images=False\)"
     ):

@@ -85,13 +85,12 @@ async def test_a_search_reads_the_vectors_again_only_after_a_write(make_memory, 
 
     loads = []
     real = _pushdown.load
-    module = f"agentgraph.memory._{make_memory.kind}"
 
     def counted(*args, **kwargs):
         loads.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(f"{module}.load", counted)
+    monkeypatch.setattr(_pushdown, "load", counted)
     memory = make_memory(embedder=WordEmbedder())
     await memory.put_many(USER, {"a": {"text": "red apple"}, "b": {"text": "blue sky"}})
     for _ in range(3):
