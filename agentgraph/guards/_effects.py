@@ -46,7 +46,6 @@ __all__ = (
 )
 
 
-
 def _split(guards: Guards) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
     """The input guards to ask before the call, and those to ask beside it."""
     if not guards.beside:
