@@ -68,6 +68,9 @@ def _strategy(instance: Any, attribute: Any, value: Any) -> None:
 class Compaction:
     """A thread's compaction policy: `runner.run(..., thread_id=..., compaction=policy)`.
 
+    A turn past the budget starts with a `compact` step whose summary request
+    is a model call of the run (events, usage and its limits, retries).
+
     Args:
         budget: the most tokens a turn may start from (system prompt, history
             and the new input, as `count` counts them).

@@ -287,3 +287,45 @@ async def test_a_summary_too_long_for_its_room_fails_in_its_step_with_the_contex
     assert error.step == 1 and error.path == ("chat", "compact")
     assert error.context.input == "third" and len(error.context.history) == 4
     assert "over the 20 set aside" in str(error)
+
+
+async def test_the_otel_sink_gives_the_summary_a_chat_span_under_the_compact_step():
+    pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from agentgraph.tracing import OtelSink
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = MemoryStore()
+    model = await long_thread(store)
+    summarizer = ScriptedModel(SUMMARY, name="summarizer")
+    try:
+        await GraphRunner(sinks=[OtelSink(provider)]).run(
+            chat(model),
+            AgentContext("third"),
+            store=store,
+            thread_id="t",
+            compaction=policy(summarizer),
+        )
+        spans = exporter.get_finished_spans()
+    finally:
+        provider.shutdown()
+    by_id = {s.context.span_id: s for s in spans}
+    summary = next(s for s in spans if s.name == "chat summarizer")
+    assert summary.kind is SpanKind.CLIENT
+    assert summary.attributes["gen_ai.operation.name"] == "chat"
+    assert summary.attributes["gen_ai.request.max_tokens"] == 20
+    assert summary.attributes["gen_ai.usage.input_tokens"] > 0
+    step = by_id[summary.parent.span_id]
+    assert step.name == "compact"
+    run = by_id[step.parent.span_id]
+    assert run.parent is None and run.attributes["gen_ai.operation.name"] == "invoke_workflow"
+    below = sorted(
+        s.name for s in spans if s.parent is not None and s.parent.span_id == run.context.span_id
+    )
+    assert below == ["chat", "compact"]
