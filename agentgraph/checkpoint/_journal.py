@@ -122,8 +122,7 @@ class StoreJournal:
         self._look_at = 0.0
         self._term = 0.0 if lease is None else lease.expires - time.time()
         self.thread_id: str | None = None
-        # The step the run takes before its graph starts (a thread turn's compaction),
-        # and the context the graph started from: `initial`, or what that step made of it.
+        # A thread turn's compaction step, and the context the graph started from.
         self.prelude: Node[Any, Any] | None = None
         self.entry = initial
         # A turn of a thread: the thread's lease, and the head the turn started from.

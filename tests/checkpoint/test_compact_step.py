@@ -329,3 +329,23 @@ async def test_the_otel_sink_gives_the_summary_a_chat_span_under_the_compact_ste
         s.name for s in spans if s.parent is not None and s.parent.span_id == run.context.span_id
     )
     assert below == ["chat", "compact"]
+
+
+async def test_output_guards_are_shown_the_summary_as_any_answer():
+    from agentgraph import NodeFailed
+    from agentgraph.guards import GuardrailTripped, Guards, MaxLength
+
+    store = MemoryStore()
+    model = await long_thread(store)
+    runner = GraphRunner(guards=Guards(output=[MaxLength(5)]))
+    with pytest.raises(NodeFailed) as failed:
+        await runner.run(
+            chat(model),
+            AgentContext("third"),
+            store=store,
+            thread_id="t",
+            compaction=policy(ScriptedModel(SUMMARY)),
+        )
+    assert failed.value.path == ("chat", "compact")
+    assert isinstance(failed.value.__cause__, GuardrailTripped)
+    assert failed.value.context.input == "third"
