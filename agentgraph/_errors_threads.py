@@ -86,7 +86,9 @@ class ThreadBusy(RunBusy):
 class CompactionFailed(RunError):
     """A thread's compaction policy cannot bring the conversation within its budget.
 
-    Nothing ran: `.context` is the run's first context, uncompacted;
+    Raised before the turn runs when what it must keep does not fit (step 0),
+    or by the turn's `compact` step when the summary came out too long for the
+    room left for it. `.context` is the turn's first context, uncompacted;
     `.budget` is the policy's token budget and `.needed` the tokens of what
     it must keep (the system prompt, system messages and the latest turn).
     """

@@ -10,6 +10,13 @@ the only way nodes reach the world. In a run with a journal, both consult it:
 - each effect method asks the journal first, which serves a recorded result
   (resume, replay) or runs the effect and records what it returned.
 
+A journal may also have a `prelude` attribute: a node the root graph runs as
+the run's first step, before its start routes (numbered 0 in the graph, and
+committed like any step), unless the run resumes past it. A thread turn's
+compaction is one: its summary call is then a model call like a node's. Such
+a journal's `entry` is the context the graph started from (what the prelude
+made of `initial`).
+
 With no journal the loop pays one attribute test per step. `agentgraph.checkpoint`
 implements the protocol over a `CheckpointStore`; other engines (a workflow
 engine's activities, say) can implement it too.

@@ -167,8 +167,11 @@ class Runtime(Effects):
         step = self.index  # the step whose output is being routed (the graph's own at first)
         first = graph.first
         resumed = self._enter(graph)
+        prelude: Node[Any, Any] | None = None  # committed in the start's place, once it routed
         if resumed is not None:
             target, current, local, run.steps = resumed
+        elif journal is not None and self.depth == 0:
+            prelude, step, current = await self._prelude(journal, current)
         while True:
             if target is None:
                 target = first.get(source)
@@ -186,8 +189,9 @@ class Runtime(Effects):
                     )
                     if told is not None:
                         await told
-                if journal is not None and source is not graph.start:
-                    self._commit(journal, source, target, current, step, local)
+                done = source if source is not graph.start else prelude
+                if journal is not None and done is not None:
+                    self._commit(journal, done, target, current, step, local)
             if target is graph.finish:
                 return current
             local += 1
@@ -198,6 +202,17 @@ class Runtime(Effects):
             except NodeFailed as failed:
                 # `current` is still the failed step's input: an error transition goes on from it.
                 target, current = await self._failed(graph, source, failed, current, (step, local))
+
+    async def _prelude(
+        self, journal: Journal, ctx: AgentContext[Any]
+    ) -> tuple[Node[Any, Any] | None, int, AgentContext[Any]]:
+        """Run the journal's prelude (a thread turn's compaction), if it has one, as the
+        run's first step, numbered 0 in the root graph; it, its step and its output."""
+        prelude: Node[Any, Any] | None = getattr(journal, "prelude", None)
+        if prelude is None:
+            return None, self.index, ctx
+        step = self._run.steps + 1
+        return prelude, step, await self.execute(prelude, ctx, 0)
 
     def _enter(self, graph: Graph[Any, Any]) -> Any:
         """Take on `graph`'s own policies; where a resumed run goes on in it, if it does."""

@@ -1,9 +1,10 @@
 """Compaction: a thread's policy for keeping its conversation within a token budget.
 
-Before a turn starts, the conversation it continues (the system prompt, the
-history and the new input) is measured; past the budget, the oldest messages
-are replaced by a summary (`whole`, `keep_last`, `chunked`: the summarize
-node's strategies) or dropped (`drop`). What is kept: the system prompt, every
+When a turn starts, the conversation it continues (the system prompt, the
+history and the new input) is measured; past the budget, the turn's first
+step, `compact` (see `_compact_step.py`), replaces the oldest messages by a
+summary (`whole`, `keep_last`, `chunked`: the summarize node's strategies) or
+drops them (`drop`). What is kept: the system prompt, every
 system message (earlier summaries are folded into the new one), the latest
 turn, and every tool call with its results. What was done is a `Compacted`
 record, kept with the turn's run, and `apply_compaction` rebuilds the
@@ -12,7 +13,7 @@ compacted context from the original and the record alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -20,7 +21,7 @@ import attrs
 from .._context import AgentContext, History
 from .._errors_threads import CompactionFailed
 from ..llm._messages import Message, Usage
-from ..llm._model import ChatModel, ChatRequest
+from ..llm._model import ChatModel, ChatRequest, ChatResponse
 from ..nodes._summarize import (
     DEFAULT_INSTRUCTIONS,
     _callers,
@@ -31,7 +32,18 @@ from ..nodes._summarize import (
 )
 from ..nodes._tokens import MESSAGE_OVERHEAD, TokenCounter, count_message_tokens, estimate_tokens
 
-__all__ = ("Compacted", "Compaction", "apply_compaction", "compact", "is_summary", "measure")
+__all__ = (
+    "Ask",
+    "Compacted",
+    "Compaction",
+    "Plan",
+    "apply_compaction",
+    "carry_out",
+    "compact",
+    "is_summary",
+    "measure",
+    "plan",
+)
 
 Strategy = Literal["whole", "keep_last", "chunked", "drop"]
 _SUMMARY_HEAD = summary_message("").content
@@ -55,6 +67,9 @@ def _strategy(instance: Any, attribute: Any, value: Any) -> None:
 @attrs.frozen
 class Compaction:
     """A thread's compaction policy: `runner.run(..., thread_id=..., compaction=policy)`.
+
+    A turn past the budget starts with a `compact` step whose summary request
+    is a model call of the run (events, usage and its limits, retries).
 
     Args:
         budget: the most tokens a turn may start from (system prompt, history
@@ -177,18 +192,30 @@ def _plan(ctx: AgentContext[Any], policy: Compaction) -> tuple[int, tuple[int, .
     return 0, (), best[2]
 
 
-async def compact(
-    ctx: AgentContext[Any], policy: Compaction, thread_id: str
-) -> tuple[AgentContext[Any], Compacted | None]:
-    """`ctx` within `policy.budget`, and what was done (None when it already fits).
+@attrs.frozen
+class Plan:
+    """What a compaction will do before its summary is written: the cut, the system
+    messages it keeps, the tokens of what is kept (with room for the summary), and
+    the tokens before."""
+
+    cut: int
+    kept: tuple[int, ...]
+    needed: int
+    before: int
+
+    def as_data(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def plan(ctx: AgentContext[Any], policy: Compaction, thread_id: str) -> Plan | None:
+    """What compacting `ctx` under `policy` will do; None when it already fits.
 
     Raises:
-        CompactionFailed: what must be kept does not fit, or the summary came out
-            longer than the room left for it; `.context` is `ctx`, untouched.
+        CompactionFailed: what must be kept does not fit; `.context` is `ctx`.
     """
     before = measure(ctx, policy.count)
     if before <= policy.budget:
-        return ctx, None
+        return None
     cut, kept, needed = _plan(ctx, policy)
     if cut == 0:
         raise CompactionFailed(
@@ -200,28 +227,68 @@ async def compact(
             needed=needed,
             context=ctx,
         )
+    return Plan(cut, kept, needed, before)
+
+
+Ask = Callable[[ChatRequest], Awaitable[ChatResponse]]
+"""Sends a summary request: the policy's model itself, or a run's `call_model` with it."""
+
+
+async def carry_out(
+    ctx: AgentContext[Any],
+    policy: Compaction,
+    thread_id: str,
+    planned: Plan,
+    ask: Ask | None = None,
+) -> tuple[AgentContext[Any], Compacted, Usage]:
+    """`ctx` compacted as `planned`, what was done, and what the summary cost.
+
+    Raises:
+        CompactionFailed: the summary came out longer than the room left for
+            it; `.context` is `ctx`, untouched.
+    """
     summary: str | None = None
     usage = Usage()
     if policy.strategy != "drop":
-        summary, usage = await _summarize(ctx.history[:cut], policy)
-    done = Compacted(cut, kept, summary, policy.strategy, before, 0)
+        assert policy.model is not None
+        send = ask or policy.model.request
+        summary, usage = await _summarize(ctx.history[: planned.cut], policy, send)
+    done = Compacted(planned.cut, planned.kept, summary, policy.strategy, planned.before, 0)
     out = apply_compaction(ctx, done).add_usage(usage)
     after = measure(out, policy.count)
     if after > policy.budget:
         raise CompactionFailed(
             thread_id,
-            f"the summary came out at {after - needed + policy.reserve} tokens, over the "
-            f"{policy.reserve} set aside for it (raise summary_tokens or the budget)",
+            f"the summary came out at {after - planned.needed + policy.reserve} tokens, over "
+            f"the {policy.reserve} set aside for it (raise summary_tokens or the budget)",
             budget=policy.budget,
             needed=after,
             context=ctx,
         )
-    return out, attrs.evolve(done, after=after)
+    return out, attrs.evolve(done, after=after), usage
 
 
-async def _summarize(messages: Sequence[Message], policy: Compaction) -> tuple[str, Usage]:
-    """The summary of `messages`, written by the policy's model, piece by piece."""
-    assert policy.model is not None
+async def compact(
+    ctx: AgentContext[Any], policy: Compaction, thread_id: str
+) -> tuple[AgentContext[Any], Compacted | None]:
+    """`ctx` within `policy.budget`, and what was done (None when it already fits),
+    the summary written by the policy's model outside any run.
+
+    Raises:
+        CompactionFailed: what must be kept does not fit, or the summary came out
+            longer than the room left for it; `.context` is `ctx`, untouched.
+    """
+    planned = plan(ctx, policy, thread_id)
+    if planned is None:
+        return ctx, None
+    out, done, _ = await carry_out(ctx, policy, thread_id, planned)
+    return out, done
+
+
+async def _summarize(
+    messages: Sequence[Message], policy: Compaction, ask: Ask
+) -> tuple[str, Usage]:
+    """The summary of `messages`, asked of the policy's model piece by piece."""
     blocks = [_transcript_block(m) for m in messages]
     if policy.strategy == "chunked":
         budget = policy.chunk_tokens or max(1, policy.budget // 2)
@@ -239,7 +306,7 @@ async def _summarize(messages: Sequence[Message], policy: Compaction) -> tuple[s
             (Message.system(policy.instructions), Message.user(text)),
             max_output=policy.reserve,
         )
-        response = await policy.model.request(request)
+        response = await ask(request)
         usage += response.usage
         summary = response.message.content.strip()
     return summary, usage

@@ -122,6 +122,8 @@ class StoreJournal:
         self._look_at = 0.0
         self._term = 0.0 if lease is None else lease.expires - time.time()
         self.thread_id: str | None = None
+        self.prelude: Node[Any, Any] | None = None  # a thread turn's compaction step
+        self.entry = initial  # the context the graph started from (after that step)
         # A turn of a thread: the thread's lease, and the head the turn started from.
         self._thread: tuple[Lease, str | None] | None = None
 

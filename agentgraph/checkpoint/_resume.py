@@ -14,6 +14,7 @@ from .._graph import Graph
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
 from ._codec import decode_context, full_context, load_blobs
+from ._compact_step import entry_of, recorded_step
 from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
@@ -318,6 +319,9 @@ async def open_resume(
 
             held = await hold_thread(store, log.run.thread, contexts[-1])
             journal.join_thread(log.run.thread, held, log.run.base)
+            if not log.steps:
+                journal.prelude = recorded_step(journal, log.run.thread)
+            journal.entry = entry_of(log.steps, contexts)
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
     except BaseException:
@@ -355,4 +359,8 @@ async def open_replay(
         blobs=blobs,
     )
     journal.thread_id = log.run.thread  # a replayed turn sees its thread, as the run did
+    if log.run.thread is not None and not start:
+        journal.prelude = recorded_step(journal, log.run.thread)
+    elif log.run.thread is not None:
+        journal.entry = entry_of(log.steps, contexts)
     return journal

@@ -24,8 +24,8 @@ from .._json import NO_TYPES, Types
 from .._runner import new_run_id
 from ..llm._messages import Message
 from ._codec import full_context
-from ._compaction import Compaction, compact
-from ._journal import encode_value
+from ._compact_step import start_with
+from ._compaction import Compaction, plan
 from ._lease import Lease, new_owner
 from ._records import RunRecord, ThreadHead, ThreadLog, checked
 from ._resume import decode_contexts, log_blobs, open_run
@@ -49,8 +49,6 @@ __all__ = (
 )
 
 _MAX_ID = 256
-COMPACTION_KEY = "0.0.0:thread.compaction"
-"""The effect key of a turn's compaction record (step 0: before any step ran)."""
 _SEED = orjson.dumps({"graph": "thread", "nodes": [], "edges": {}, "subgraphs": {}})
 
 
@@ -175,16 +173,16 @@ async def open_thread(
         start = ctx
         if head is not None:
             start = continued(await _context_of(store, thread_id, head, types, ctx), ctx)
-        done = None
-        if compaction is not None:
-            start, done = await compact(start, compaction, thread_id)
+        # Planned now, so a budget that cannot be met is refused before the run exists;
+        # the summary is the run's first step.
+        planned = None if compaction is None else plan(start, compaction, thread_id)
         journal = await open_run(graph, start, store, run_id, thread=thread_id, base=head)
         journal.join_thread(thread_id, lease, head)
     except BaseException:
         store.release(lease)
         raise
-    if done is not None:
-        journal.record(COMPACTION_KEY, "value", encode_value(done.as_data(), "compaction"))
+    if compaction is not None:
+        start_with(journal, thread_id, planned, compaction)
     return journal
 
 

@@ -115,7 +115,9 @@ def _opens_turn(ctx: AgentContext[Any], rt: Runtime) -> bool:
     last = ctx.history[-1]
     if last.role == "user" and last.content == ctx.input:
         return False
-    return len(ctx.history) == len(journal.initial.history)
+    # The conversation the graph started from: a thread turn's compaction step changes it.
+    start: AgentContext[Any] = getattr(journal, "entry", journal.initial)
+    return len(ctx.history) == len(start.history)
 
 
 def _first_turn(ctx: AgentContext[Any], name: str) -> AgentContext[Any]:

@@ -13,9 +13,9 @@ from agentgraph.checkpoint import (
     apply_compaction,
     read_thread,
 )
+from agentgraph.checkpoint._compact_step import COMPACTION_KEY
 from agentgraph.checkpoint._compaction import compact, is_summary, measure
 from agentgraph.checkpoint._journal import decode_value
-from agentgraph.checkpoint._threads import COMPACTION_KEY
 from agentgraph.nodes import chat
 from agentgraph.testing import ScriptedModel
 
