@@ -55,8 +55,11 @@ async def run_and_kill(db: Place, counter: Path, kill_at: int) -> bool:
                 break
         errors = b"".join([chunk async for chunk in process.stderr])
         code = await process.wait()
-    assert code in (0, -signal.SIGKILL), errors.decode()
-    return killed and code == -signal.SIGKILL
+    # With a lease this short, a worker starved of CPU may miss renewing it: it then
+    # stops itself before its next step, as it must, and leaves the run to resume.
+    stopped = code == 1 and b"LeaseLost" in errors
+    assert code in (0, -signal.SIGKILL) or stopped, errors.decode()
+    return (killed and code == -signal.SIGKILL) or stopped
 
 
 async def resume_when_free(graph, store):
