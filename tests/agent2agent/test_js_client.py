@@ -24,6 +24,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(autouse=True)
+def _client_installed() -> None:
+    """Skip (or fail in CI) before a server starts: a skip inside its task group is an error."""
+    need_npm_package("@a2a-js/sdk")
+
+
 async def _drive(url: str, binding: str, scenario: str) -> list[list]:
     node, _ = need_npm_package("@a2a-js/sdk")
     done = await anyio.run_process(
