@@ -82,3 +82,16 @@ async def test_settle_writes_what_was_kept_in_memory():
     await tasks.settle()
     restored = await CheckpointTaskStore(store).get("t", CALL)
     assert restored is not None and len(restored.artifacts[0].parts) == 30
+
+
+@pytest.fixture
+def bench():
+    from tests.helpers import load_benchmark
+
+    yield from load_benchmark("a2a_tasks")
+
+
+@pytest.mark.parametrize("kind", ["SQLiteStore", "MemoryStore", "SDK InMemoryTaskStore"])
+async def test_the_task_store_benchmark_feeds_whole_tasks(bench, kind, tmp_path):
+    us, size = await bench._one(kind, 10, 1, tmp_path)
+    assert us > 0 and (size > 0) == (kind == "SQLiteStore")
