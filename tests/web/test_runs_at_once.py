@@ -6,9 +6,9 @@ import anyio
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, node
-from agentgraph._redact import Redactor
 from agentgraph.checkpoint import MemoryStore, ThreadBusy, read_thread
 from agentgraph.llm import Message
+from agentgraph.tracing import Redactor
 from agentgraph.web import RunInputError
 from agentgraph.web._runs import Runs
 from tests.web.test_agui_client import remembers
