@@ -325,8 +325,11 @@ async def open_resume(
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, contexts[-1])
     except BaseException:
-        store.release(lease)
-        if journal is not None:
+        # Each lease is given back once: the journal holds the run's (and the
+        # thread's, once joined) as soon as it exists.
+        if journal is None:
+            store.release(lease)
+        else:
             journal.close()
         raise
     return journal

@@ -182,7 +182,12 @@ async def _check_prefix(
     cut: int,
     types: Types,
 ) -> None:
-    """Replay steps up to `cut` through `graph` from the journal; raise if they differ."""
+    """Replay steps up to `cut` through `graph` from the journal; raise if they differ.
+
+    `runner` is the caller's runner without its sinks and step callbacks: the
+    check is no run of theirs, and the exception that stops it at the fork
+    point must not reach them as the recorded run started again and failed.
+    """
     contexts = decode_contexts(log, types=types, blobs=blobs)
     last = log.steps[cut].steps
     journal = _PrefixJournal(
@@ -254,6 +259,7 @@ async def what_if(
     if not isinstance(store, JournalSource):
         raise UsageError(f"{type(store).__name__} cannot resume runs: what_if needs a StoreBase")
     base = runner or GraphRunner()
+    checker = base.evolve(sinks=(), on_step=())
     graph = as_graph(change.graph)
     known = base.types.with_types(*graph.data_types(), *((types,) if types else ()))
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
@@ -264,7 +270,7 @@ async def what_if(
     async def one(run_id: str, case: Case | None, repeat: int) -> WhatIfCase:
         log, blobs = await load_log(store, run_id)
         cut = _cut(log, change.at)
-        await _check_prefix(base, graph, store, log, blobs, cut, known)
+        await _check_prefix(checker, graph, store, log, blobs, cut, known)
         recorded = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
         forked_at = decode_contexts(log, types=known, blobs=blobs)[cut + 1]
         context = None if change.context is None else change.context(forked_at)

@@ -232,9 +232,15 @@ class GraphServer:
                     return _input_required(
                         asked, self._seal.state(served.name, stop.run_id, asked.kind)
                     )
-                reply = await ctx.session.elicit_form(
-                    asked.message, dict(asked.schema), related_request_id=ctx.request_id
-                )
+                try:
+                    reply = await ctx.session.elicit_form(
+                        asked.message, dict(asked.schema), related_request_id=ctx.request_id
+                    )
+                except Exception as exc:
+                    # The client refused the request, broke, timed out or went away: it
+                    # cannot answer now, as one without the capability cannot.
+                    why = f"the client did not answer the question ({type(exc).__name__}: {exc})"
+                    return _waiting(stop.run_id, why)
                 answer, why = answer_of(asked.kind, reply.action, reply.content)
                 if answer is NO_ANSWER:
                     return _waiting(stop.run_id, why)

@@ -325,6 +325,7 @@ async def run_tool_calls(
     slots: list[ToolOutcome | None] = [None] * len(calls)
     limiter = anyio.CapacityLimiter(limit)
     asked: dict[int, Interrupt] = {}
+    stopped: dict[int, Exception] = {}
 
     async def one(index: int, call: ToolCall) -> None:
         async with limiter:
@@ -334,10 +335,18 @@ async def run_tool_calls(
                 # A tool that ran steps asked a question: the others go on, so that
                 # the question surfaced is always the first call's.
                 asked[index] = stop
+            except Exception as error:
+                # Only what ends the run gets out of a call (a limit, the store):
+                # the other calls stop with it, and the run sees the error itself,
+                # with its context, not a group of it.
+                stopped[index] = error
+                group.cancel_scope.cancel()
 
     async with anyio.create_task_group() as group:
         for index, call in enumerate(calls):
             group.start_soon(one, index, call)
+    if stopped:  # the run ends here; a question asked beside it is asked again on resume
+        raise stopped[min(stopped)]
     if asked:
         raise asked[min(asked)]
     # The task group only ends normally once every call has filled its slot.

@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from .._context import AgentContext
 from .._errors import RunInputError
+from .._errors_threads import ThreadBusy
 from .._graph import Graph
 from .._node import Node
 from .._redact import Redaction, Redactor
@@ -178,6 +179,8 @@ class _Endpoints:
             live = await self.runs.start(AgentContext(text), thread_id=thread)
         except RunInputError as exc:
             return _refuse(str(exc))
+        except ThreadBusy as exc:
+            return _refuse(str(exc), 409)
         return JSONResponse({"id": live.id})
 
     async def view(self, request: Request) -> Response:

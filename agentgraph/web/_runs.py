@@ -10,11 +10,9 @@ the run itself pays for the AG-UI events alone.
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from time import perf_counter
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
@@ -23,19 +21,22 @@ from anyio.abc import TaskGroup
 
 from .._context import AgentContext
 from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._errors_threads import ThreadBusy
 from .._events import NodeFinished, NodeStarted
 from .._graph import Graph
 from .._journal import JournalSource
 from .._redact import Redactor
 from .._runner import NO_ANSWER, GraphRunner, RunHandle, new_run_id
+from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._records import RunLog
 from ..checkpoint._threads import ThreadStore, read_thread, rewind_thread
 from ..llm._messages import Message
 from ..tracing._jsonl import traces_from_records
-from ..tracing._records import Recorder, plain
+from ..tracing._records import plain
 from ..tracing._tree import Trace, TraceBuilder
 from ._agui import AguiTranslator, step_name
 from ._hub import Channel
+from ._trail import Trail, log_status, records_from_log
 
 __all__ = ("LiveRun", "Runs", "Store")
 
@@ -51,42 +52,6 @@ class Store(JournalSource, Protocol):
     async def aclose(self) -> None: ...
 
 
-class _Trail:
-    """A run's step events, turned into trace records when they are asked for.
-
-    The clock is read as each event arrives, so the records time the run, not
-    the moment someone looked. The recorder keeps its per-run state in a
-    context of its own, as it would inside the run.
-    """
-
-    __slots__ = ("_context", "_pending", "_recorder", "_started", "records")
-
-    def __init__(self, redactor: Redactor) -> None:
-        self._recorder = Recorder(redact=redactor)
-        self._context = contextvars.Context()
-        self._pending: list[tuple[Any, float, float]] = []
-        self._started: float | None = None
-        self.records: list[dict[str, Any]] = []
-
-    def add(self, event: Any) -> None:
-        now = perf_counter()
-        if self._started is None:
-            self._started = now
-        self._pending.append((event, time.time(), now - self._started))
-
-    def __len__(self) -> int:
-        return len(self.records) + len(self._pending)
-
-    def all(self) -> list[dict[str, Any]]:
-        """Every record so far."""
-        for event, wall, elapsed in self._pending:
-            record = self._context.run(self._recorder, event)
-            record["time"], record["elapsed"] = wall, elapsed
-            self.records.append(record)
-        self._pending.clear()
-        return self.records
-
-
 @attrs.define(eq=False)
 class LiveRun:
     """A run this server started (or resumed): its records, its events and how it stands."""
@@ -95,7 +60,7 @@ class LiveRun:
     thread_id: str
     started: float
     channel: Channel = attrs.field(factory=Channel)
-    trail: _Trail = attrs.field(factory=lambda: _Trail(Redactor()))
+    trail: Trail = attrs.field(factory=lambda: Trail(Redactor()))
     status: str = "running"
     active: tuple[str, ...] = ()
     question: Any = None
@@ -145,17 +110,35 @@ class Runs:
         thread_id: str | None = None,
         agui_run_id: str | None = None,
     ) -> LiveRun:
-        """Start a run of the graph on `ctx`; it goes on in the server's task group."""
+        """Start a run of the graph on `ctx`; it goes on in the server's task group.
+
+        The run is this server's from before anything is read: until it ends,
+        a second start with its id is refused, and so is a turn of its thread
+        (`ThreadBusy`), whose reading of the thread would race this one's
+        (see `_on_thread`).
+        """
         rid = new_run_id() if run_id is None else run_id
-        await self._check_new(rid)
+        _check_id(rid, "run")
+        if rid in self.live:
+            raise _taken(rid)
         threaded = thread_id is not None and isinstance(self.store, ThreadStore)
         if threaded:
             assert thread_id is not None
-            ctx = await self._on_thread(ctx, thread_id)
+            _check_id(thread_id, "thread")
+            self._check_idle(thread_id, ctx)
         live = self.live[rid] = self._new(rid, thread_id)
         live.threaded = threaded
-        live.input = self._clean(ctx.input, "input")
-        self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
+        try:
+            if self.store is not None and await self.store.load(rid):
+                raise _taken(rid)
+            if threaded:
+                assert thread_id is not None
+                ctx = await self._on_thread(ctx, thread_id)
+            live.input = self._clean(ctx.input, "input")
+            self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
+        except BaseException:  # not started: the id and the thread are free again
+            del self.live[rid]
+            raise
         return live
 
     async def resume(
@@ -176,8 +159,10 @@ class Runs:
             log = await self._load(run_id)
             if log is None:
                 raise RunInputError(f"no run {run_id!r} in the store")
-            if _log_status(log) == "ok":
+            if log_status(log) == "ok":
                 raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
+            if run_id in self.live:  # another request took it up while the store was read
+                raise RunInputError(f"run {run_id!r} is still running")
             live = self.live[run_id] = self._new(run_id, thread_id)
         elif live.status == "ok":
             raise RunInputError(f"run {run_id!r} finished; there is nothing to resume")
@@ -197,7 +182,7 @@ class Runs:
         return live
 
     def _new(self, run_id: str, thread_id: str | None) -> LiveRun:
-        return LiveRun(run_id, thread_id or run_id, time.time(), trail=_Trail(self.redactor))
+        return LiveRun(run_id, thread_id or run_id, time.time(), trail=Trail(self.redactor))
 
     def cancel(self, run_id: str) -> bool:
         """Cancel a live run; False when there is no such run still running."""
@@ -207,11 +192,12 @@ class Runs:
         live.handle.cancel()
         return True
 
-    async def _check_new(self, run_id: str) -> None:
-        if not run_id or len(run_id) > _MAX_ID or not run_id.isprintable():
-            raise RunInputError(f"a run id is 1 to {_MAX_ID} printable characters")
-        if run_id in self.live or (self.store is not None and await self.store.load(run_id)):
-            raise RunInputError(f"run id {run_id!r} is taken; resume that run or pick a new id")
+    def _check_idle(self, thread_id: str, ctx: AgentContext[Any]) -> None:
+        """Refuse a turn of `thread_id` while another turn of it is this server's."""
+        for other in self.live.values():
+            if other.threaded and other.thread_id == thread_id and not other.finished:
+                owner = f"run {other.id!r} of this server"
+                raise ThreadBusy(thread_id, owner, time.time() + LEASE_TERM, context=ctx)
 
     async def _on_thread(self, ctx: AgentContext[Any], thread_id: str) -> AgentContext[Any]:
         """`ctx` as the next turn of the thread: only the messages the thread lacks.
@@ -220,9 +206,13 @@ class Runs:
         conversation begins it, the rest is new; when the two differ, the
         thread is rewound to their first difference (the turns after it stay
         readable) and the client's messages from there on are the new ones.
+
+        The thread is read, and rewound under a lease of its own, before the
+        turn takes the thread's lease: no other turn of this server runs on
+        the thread in between (`start` refuses one). A turn that another
+        process runs on the same store in that moment would make this one
+        continue from a conversation the client did not see.
         """
-        if len(thread_id) > _MAX_ID or not thread_id.isprintable():
-            raise RunInputError(f"a thread id is 1 to {_MAX_ID} printable characters")
         found = await self.store.load_thread(thread_id)  # type: ignore[union-attr]
         sent = tuple(ctx.history)
         if found is None or found.head is None or not sent:
@@ -323,7 +313,7 @@ class Runs:
                     rows.append(
                         {
                             "id": run_id,
-                            "status": _log_status(log),
+                            "status": log_status(log),
                             "started": log.run.created,
                             "source": "store",
                         }
@@ -361,8 +351,8 @@ class Runs:
             return trace, facts
         log = await self._load(run_id)
         if log is not None:
-            trace = traces_from_records(_records_from_log(log))[-1]
-            status = _log_status(log)
+            trace = traces_from_records(records_from_log(log))[-1]
+            status = log_status(log)
             return trace, {"status": status, "active": [], "source": "store", "events": 0}
         traced = self.traces.get(run_id)
         if traced is not None:
@@ -384,6 +374,15 @@ class Runs:
         return await self.store.load(run_id)
 
 
+def _check_id(value: str, kind: str) -> None:
+    if not value or len(value) > _MAX_ID or not value.isprintable():
+        raise RunInputError(f"a {kind} id is 1 to {_MAX_ID} printable characters")
+
+
+def _taken(run_id: str) -> RunInputError:
+    return RunInputError(f"run id {run_id!r} is taken; resume that run or pick a new id")
+
+
 def _same(stored: Message, sent: Message) -> bool:
     """Whether a client's message is the stored one, as far as a client can say it."""
     return (
@@ -393,52 +392,3 @@ def _same(stored: Message, sent: Message) -> bool:
         and [(c.id, c.name, dict(c.arguments)) for c in stored.tool_calls]
         == [(c.id, c.name, dict(c.arguments)) for c in sent.tool_calls]
     )
-
-
-def _log_status(log: RunLog) -> str:
-    """How a stored run stands: finished, waiting for an answer, or stopped midway."""
-    if log.steps and log.steps[-1].next == "finish" and len(log.steps[-1].path) == 1:
-        return "ok"
-    kinds = [effect.kind for effect in log.effects]
-    if "interrupt" in kinds and kinds.count("interrupt") > kinds.count("answer"):
-        return "interrupted"
-    return "stopped"
-
-
-def _records_from_log(log: RunLog) -> list[dict[str, Any]]:
-    """Trace records for a stored run: its committed steps, as far as the record says."""
-    run = log.run
-    records: list[dict[str, Any]] = [
-        {
-            "event": "run_started",
-            "run": run.run_id,
-            "time": run.created,
-            "elapsed": 0.0,
-            "graph": run.graph,
-            "context": {},
-        },
-    ]
-    for step in log.steps:
-        path = [*step.path, step.node]
-        end = step.at - run.created
-        common = {"run": run.run_id, "index": step.step, "path": path, "node": step.node}
-        records.append(
-            {
-                **common,
-                "event": "node_started",
-                "time": step.at - step.duration,
-                "elapsed": end - step.duration,
-                "local_index": step.local,
-                "depth": len(step.path) - 1,
-            }
-        )
-        records.append(
-            {
-                **common,
-                "event": "node_finished",
-                "time": step.at,
-                "elapsed": end,
-                "duration": step.duration,
-            }
-        )
-    return records

@@ -122,6 +122,36 @@ async def test_memory_stores_lease_too():
     assert (await store.acquire("r", owner="b")).owner == "b"
 
 
+class CountingReleases(MemoryStore):
+    """A store that counts each giving back of a lease, by the lease's key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released: Counter[str] = Counter()
+
+    def release(self, lease) -> None:
+        self.released[lease.run_id] += 1
+        super().release(lease)
+
+
+async def test_a_resume_that_fails_to_open_releases_each_lease_once():
+    store = CountingReleases()
+    graph = chain("g", counting())
+    await GraphRunner().run(graph, AgentContext(0), store=store, run_id="r")
+    store.released.clear()
+    with pytest.raises(ResumeError, match="no question is waiting"):
+        await GraphRunner().resume(graph, "r", store, answer="late")
+    assert store.released == {"r": 1}
+    # A turn of a thread resumed while another run holds the thread: refused, its lease given back.
+    await GraphRunner().run(graph, AgentContext(0), store=store, run_id="t1", thread_id="t")
+    held = await store.acquire("thread:t", owner="another")
+    store.released.clear()
+    with pytest.raises(RunBusy):
+        await GraphRunner().resume(graph, "t1", store)
+    assert store.released == {"t1": 1}
+    store.release(held)
+
+
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 async def test_blobs_are_stored_by_content(kind, tmp_path, request):
     if kind == "postgres":

@@ -19,6 +19,7 @@ from agentgraph.evals import (
 )
 from agentgraph.nodes import react_agent
 from agentgraph.testing import ScriptedModel
+from agentgraph.tracing import TraceRecorder
 from tests.evals.agents import calculate, reply
 
 pytestmark = pytest.mark.anyio
@@ -121,6 +122,24 @@ async def test_a_change_that_alters_the_recorded_prefix_is_replay_diverged_namin
     other = react_agent(ScriptedModel(reply, repeat=True), [calculate], max_turns=3, name="other")
     with pytest.raises(ReplayDiverged, match="step 1"):
         await what_if(store, runs, Variant(other, at=2), EVALUATORS)
+
+
+async def test_the_runner_s_sinks_and_callbacks_see_the_new_run_only():
+    store = MemoryStore()
+    _, runs = await recorded(store, 1)
+    graph = react_agent(ScriptedModel(reply, repeat=True), [calculate], max_turns=3)
+    recorder, steps = TraceRecorder(), []
+    runner = GraphRunner(sinks=[recorder], on_step=lambda step, node, ctx: steps.append(step.index))
+    report = await what_if(store, runs, Variant(graph, at=3), runner=runner)
+    (pair,) = report.cases
+    assert pair.changed.error is None
+    # The check of the recorded prefix is not a run of theirs: no event of the recorded run.
+    assert [r.get("run") for r in recorder.records if r.get("run") == "run-0"] == []
+    started = [r["run"] for r in recorder.records if r["event"] == "run_started"]
+    finished = [r for r in recorder.records if r["event"] == "run_finished"]
+    assert len(started) == 1 and started[0] != "run-0"
+    assert [r.get("error") for r in finished] == [None]
+    assert steps == [4, 5]  # the steps run after the fork point, none of the prefix
 
 
 async def test_bad_runs_and_fork_points_are_refused_by_name():

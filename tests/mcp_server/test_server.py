@@ -105,6 +105,30 @@ async def test_an_unanswered_question_leaves_the_run_waiting(
     assert done.input == "booked car for Bo"
 
 
+async def _refuses(context: Any, params: Any) -> mcp.types.ErrorData:
+    return mcp.types.ErrorData(
+        code=mcp.types.INTERNAL_ERROR, message=f"no form here sk-{'a1' * 20}"
+    )
+
+
+async def _breaks(context: Any, params: Any) -> mcp.types.ElicitResult:
+    raise RuntimeError("the form window crashed")
+
+
+@pytest.mark.parametrize("elicit", [_refuses, _breaks])
+async def test_a_client_that_fails_to_answer_leaves_the_run_waiting(elicit: Any) -> None:
+    store = MemoryStore()
+    server = GraphServer([book], store=store)
+    async with mcp.Client(server.server, mode="legacy", elicitation_callback=elicit) as client:
+        result = await client.call_tool("book", {"input": "car"})
+    assert result.is_error and result.meta is not None
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert "the client did not answer the question" in text and "waits" in text
+    assert "sk-" not in text and "Traceback" not in text
+    done = await GraphRunner().resume(book, result.meta["agentgraph/run_id"], store, answer="Bo")
+    assert done.input == "booked car for Bo"
+
+
 @tool
 def delete_file(path: str) -> str:
     """Delete a file."""

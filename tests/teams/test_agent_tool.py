@@ -7,11 +7,13 @@ record, so nothing it did is done twice, whether it stopped at a question
 or was cut off mid-way.
 """
 
+import anyio
 import attrs
 import pytest
 
 from agentgraph import (
     AgentContext,
+    CheckpointError,
     GraphCancelled,
     GraphRunner,
     Interrupted,
@@ -21,6 +23,8 @@ from agentgraph import (
     StepLimitExceeded,
     ToolError,
     Usage,
+    UsageLimitExceeded,
+    UsageLimits,
     tool,
 )
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
@@ -188,3 +192,67 @@ async def test_two_sub_runs_in_one_turn_ask_in_call_order(store):
     out = await runner.resume(caller, first.value.run_id, store, answer=True)
     assert [m.content for m in out.history if m.role == "tool"] == ["a booked.", "b booked."]
     assert len(outer.requests) == 2
+
+
+def _looper(name):
+    loop = ScriptedModel(call("book", city="x"), repeat=True)
+    return agent_tool(react_agent(loop, [book], name=name, max_turns=50))
+
+
+def _both(*names):
+    return ScriptedModel.tool_calls(*[(name, {"task": "x"}) for name in names])
+
+
+async def test_a_step_limit_hit_by_two_sub_runs_of_one_turn_is_the_limit_itself():
+    outer = ScriptedModel(_both("a", "b"), "done")
+    caller = react_agent(outer, [_looper("a"), _looper("b")])
+    with pytest.raises(StepLimitExceeded) as info:
+        await GraphRunner(max_steps=20).run(caller, AgentContext("go"))
+    assert info.value.context is not None and info.value.step == 20
+    assert info.value.path[:2] == ("react_agent", "tools")
+    assert info.value.path[2] in ("a", "b")
+
+
+async def test_a_usage_limit_hit_by_two_sub_runs_of_one_turn_is_the_limit_itself():
+    outer = ScriptedModel(_both("a", "b"), "done")
+    caller = react_agent(outer, [_looper("a"), _looper("b")])
+    runner = GraphRunner(usage_limits=UsageLimits(requests=4))
+    with pytest.raises(UsageLimitExceeded) as info:
+        await runner.run(caller, AgentContext("go"))
+    assert info.value.context is not None and info.value.path[:2] == ("react_agent", "tools")
+
+
+async def test_of_two_calls_that_end_the_run_the_first_call_s_error_ends_it():
+    ready = anyio.Event()
+
+    @tool
+    async def first(site: ToolSite) -> str:
+        """Fails after the second call did."""
+        with anyio.CancelScope(shield=True):  # so both errors are raised, in reverse order
+            await ready.wait()
+        raise StepLimitExceeded(context=AgentContext("first"), step=1, path=("first",))
+
+    @tool
+    async def second(site: ToolSite) -> str:
+        """Fails at once."""
+        ready.set()
+        raise CheckpointError("the store is gone")
+
+    outer = ScriptedModel(ScriptedModel.tool_calls(("first", {}), ("second", {})), "done")
+    with pytest.raises(StepLimitExceeded) as info:
+        await GraphRunner().run(react_agent(outer, [first, second]), AgentContext("go"))
+    assert info.value.context == AgentContext("first")
+
+
+async def test_a_run_cancelled_during_two_sub_runs_is_cancelled_with_its_last_context():
+    handle = RunHandle()
+
+    def cut(request):
+        handle.cancel()
+        return call("book", city="x")
+
+    quick = agent_tool(react_agent(ScriptedModel(cut, repeat=True), [book], name="a"))
+    caller = react_agent(ScriptedModel(_both("a", "b"), "done"), [quick, _looper("b")])
+    with pytest.raises(GraphCancelled) as info:
+        await GraphRunner().run(caller, AgentContext("go"), handle=handle)
+    assert info.value.context is not None and info.value.context.history[-1].tool_calls

@@ -59,3 +59,15 @@ def test_a_run_on_a_busy_thread_ends_in_thread_busy(tmp_path: Path):
             events = agui_run(client, body("b2", user("y")))
             gate["closed"] = False
         assert events[-1]["type"] == "RUN_ERROR" and events[-1]["code"] == "ThreadBusy"
+
+
+def test_a_page_run_on_a_busy_thread_is_refused(tmp_path: Path):
+    from .support import gated
+
+    graph, gate = gated()
+    with serving(graph, tmp_path) as server, httpx.Client(base_url=server.url) as client:
+        first = client.post("api/runs", json={"input": "x", "thread": "t-1"})
+        assert first.status_code == 200
+        busy = client.post("api/runs", json={"input": "y", "thread": "t-1"})
+        gate["closed"] = False
+    assert busy.status_code == 409 and "thread 't-1' is busy" in busy.json()["error"]
