@@ -11,10 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TextIO
-
-import anyio
 
 from .._errors import ContextEncodingError
 from .._events import Event, ModelResponded, RunFinished
@@ -111,21 +109,20 @@ async def evaluate(
     results: list[RunResult | None] = [None] * len(jobs)
     shared = (*dataset.evaluators, *evaluators)
     tell = _progress(progress, dataset.name)
-    limiter = anyio.CapacityLimiter(concurrency)
     done = 0
 
-    async def one(index: int, case: Case, rep: int) -> None:
+    async def one(index: int) -> None:
         nonlocal done
-        async with limiter:
-            outcome = await _run(base, graph, case, rep, store, prices)
-            results[index] = await _scored(outcome, shared, redactor)
+        case, rep = jobs[index]
+        outcome = await _run(base, graph, case, rep, store, prices)
+        results[index] = await _scored(outcome, shared, redactor)
         done += 1
         if tell is not None:
             tell(done, len(jobs))
 
-    async with anyio.create_task_group() as tg:
-        for index, (case, rep) in enumerate(jobs):
-            tg.start_soon(one, index, case, rep)
+    # `concurrency` workers take the jobs in turn: a task per job, all waiting
+    # at once, would keep a frame per case alive for the garbage collector to scan.
+    await spread(len(jobs), concurrency, one)
     return Report(dataset.name, [r for r in results if r is not None], repeat)
 
 
@@ -167,19 +164,27 @@ async def score_runs(
         TraceFormatError: a trace file that cannot be read.
     """
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
+    if isinstance(source, CheckpointStore):
+        # Each run is scored as soon as it is read and its outcome dropped: only
+        # `concurrency` outcomes (events, contexts, histories) are alive at once.
+        chosen = await _chosen(source, runs, concurrency)
+        results: list[RunResult | None] = [None] * len(chosen)
+
+        async def score(i: int, outcome: Outcome) -> None:
+            results[i] = await _scored(outcome, evaluators, redactor)
+
+        await _each_run(source, chosen, score, types, prices, concurrency)
+        counts = [repeat + 1 for _, _, repeat in chosen]
+        return Report(name, [r for r in results if r is not None], max(counts, default=1))
     if isinstance(source, str | os.PathLike):
         outcomes: Sequence[Outcome] = read_trace_runs(source, runs, prices=prices)
-    elif isinstance(source, CheckpointStore):
-        outcomes = await read_runs(
-            source, runs, types=types, prices=prices, concurrency=concurrency
-        )
     else:
         outcomes = source
-    results = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
-    counts: dict[str, int] = {}
+    scored = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
+    repeats: dict[str, int] = {}
     for outcome in outcomes:
-        counts[outcome.case.name] = counts.get(outcome.case.name, 0) + 1
-    return Report(name, results, max(counts.values(), default=1))
+        repeats[outcome.case.name] = repeats.get(outcome.case.name, 0) + 1
+    return Report(name, scored, max(repeats.values(), default=1))
 
 
 async def read_runs(
@@ -201,20 +206,42 @@ async def read_runs(
             or is damaged.
         UsageError: `runs` is None and the store cannot list its runs.
     """
+    chosen = await _chosen(store, runs, concurrency)
+    found: list[Outcome | None] = [None] * len(chosen)
+
+    async def keep(i: int, outcome: Outcome) -> None:
+        found[i] = outcome
+
+    await _each_run(store, chosen, keep, types, prices, concurrency)
+    return [o for o in found if o is not None]
+
+
+async def _chosen(
+    store: CheckpointStore, runs: Sequence[str] | Mapping[str, Case] | None, concurrency: int
+) -> list[tuple[str, Case | None, int]]:
     if concurrency < 1:
         raise ValueError(f"concurrency is at least 1, not {concurrency}")
     listed = await run_ids_of(store) if runs is None else ()
-    chosen = stored_runs(runs, listed)
+    return stored_runs(runs, listed)
+
+
+async def _each_run(
+    store: CheckpointStore,
+    chosen: Sequence[tuple[str, Case | None, int]],
+    use: Callable[[int, Outcome], Awaitable[None]],
+    types: Types | None,
+    prices: Mapping[str, Price] | None,
+    concurrency: int,
+) -> None:
+    """`use(i, outcome)` for the i-th chosen run, read from its journal, `concurrency` at once."""
     known = types or NO_TYPES
-    found: list[Outcome | None] = [None] * len(chosen)
 
     async def read(i: int) -> None:
         run_id, case, repeat = chosen[i]
         log, blobs = await load_log(store, run_id)
-        found[i] = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
+        await use(i, outcome_from_log(log, blobs, case, repeat, types=known, prices=prices))
 
     await spread(len(chosen), concurrency, read)
-    return [o for o in found if o is not None]
 
 
 async def _scored(
