@@ -23,7 +23,7 @@ from ..structured._shapes import Invalid
 from ..tools._tool import Tool
 from ._calls import RemoteCall, Validator, list_tools, output_validator
 from ._connection import Connection
-from ._elicit import Answerer, live_answers
+from ._elicit import Answerer, Call, live_answers
 from ._labels import label_of
 from ._schema import SchemaArguments
 from ._transport import HTTPTarget, ServerTarget, Transport
@@ -144,9 +144,8 @@ class MCPTools:
         self.elicitation = elicitation
         """How the server's questions are answered: False (the capability is not
         declared), True (the run's interrupts) or a function."""
-        self.refused_answers: list[MCPToolError] = []
-        self.in_flight: list[str] = []
-        """The tools whose calls wait for their answer (a question names its call by them)."""
+        self.in_flight: list[Call] = []
+        """The calls waiting for their answer, which a server's question may be for."""
 
     @classmethod
     def stdio(
