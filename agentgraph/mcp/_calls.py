@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from .._errors import MCPConnectionError, MCPToolError
 from ..llm._content import Image
-from ._elicit import CALLING, ask_in_run
+from ._elicit import CALLING, Call, ask_in_run
 
 if TYPE_CHECKING:
     from ._toolset import MCPTools
@@ -110,27 +110,19 @@ class RemoteCall:
         toolset = self.toolset
         if toolset.elicitation is True:
             return await ask_in_run(toolset.label, self.remote, client, arguments)
-        token = CALLING.set(self.remote)
-        before = len(toolset.refused_answers)
-        toolset.in_flight.append(self.remote)
+        call = Call(self.remote)
+        token = CALLING.set(call)
+        toolset.in_flight.append(call)
         try:
             result = await client.call_tool(self.remote, dict(arguments))
         except Exception as exc:
-            _raise_refused(toolset.refused_answers, before, exc)
+            call.raise_refused(exc)
             raise
         finally:
             CALLING.reset(token)
-            toolset.in_flight.remove(self.remote)
-        _raise_refused(toolset.refused_answers, before, None)
+            toolset.in_flight.remove(call)
+        call.raise_refused(None)
         return result
-
-
-def _raise_refused(refused: list[MCPToolError], before: int, cause: Exception | None) -> None:
-    """Raise the first answer refused during a call: it was never sent, whatever the server said."""
-    mine = refused[before:]
-    del refused[before:]
-    if mine:
-        raise mine[0] from mine[0].__cause__ or cause  # an answerer's own error first
 
 
 async def list_tools(label: str, client: mcp.Client) -> list[mcp.types.Tool]:

@@ -38,13 +38,32 @@ if TYPE_CHECKING:
 
     from ._toolset import MCPTools
 
-__all__ = ("Answerer", "Elicitation", "ask_in_run", "live_answers", "reply_of")
+__all__ = ("Answerer", "CALLING", "Call", "Elicitation", "ask_in_run", "live_answers", "reply_of")
 
 MAX_ROUNDS = 16
 """Rounds of questions one call may take before it is given up (the SDK's own bound)."""
 
-CALLING: ContextVar[str] = ContextVar("agentgraph_mcp_calling", default="")
-"""The server's name of the tool whose call is in flight in this task (for `Elicitation.tool`)."""
+
+class Call:
+    """One call in flight with an answer function, and the refused answers that are its own."""
+
+    __slots__ = ("refused", "tool")
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        """The server's name of the tool called."""
+        self.refused: list[MCPToolError] = []
+
+    def raise_refused(self, cause: Exception | None) -> None:
+        """Raise the first refused answer: it was never sent, whatever the server said."""
+        if self.refused:
+            first = self.refused[0]
+            raise first from first.__cause__ or cause  # an answerer's own error first
+
+
+CALLING: ContextVar[Call | None] = ContextVar("agentgraph_mcp_calling", default=None)
+"""The call in flight in this task: a 2026-07-28 question is answered inside it, and the
+SDK answers a handshake-era one in the context of the call whose stream it came on."""
 
 
 @attrs.frozen
@@ -60,8 +79,8 @@ class Elicitation:
     Attributes:
         server: the server's label (as errors name it).
         tool: the server's name of the tool whose call asks ("" when it cannot
-            be told: a handshake-era question names no call, and several were
-            in flight).
+            be told: a handshake-era question over stdio names no call, and
+            several were in flight).
         message: the question, in the server's words.
         schema: the JSON Schema of the form (a flat object of simple fields).
     """
@@ -192,6 +211,16 @@ def live_answers(toolset: MCPTools) -> Any:
     cancelled, and the call then fails with the `MCPAnswerError`. So does an
     answerer that raises: its error (which may say anything) stays here, and
     the call fails with an `MCPToolError` caused by it.
+
+    The failure goes to the call that asked, when that is certain. A
+    2026-07-28 question is answered inside its own call. A handshake-era
+    `elicitation/create` names no request it serves, but over streamable HTTP
+    it comes on the stream of the call's POST, which the SDK answers in that
+    call's context (as it does in process); over stdio it is a call's only
+    when that call is alone in flight. One asked over stdio while several
+    were in flight fails each of them still waiting (the one that asked is
+    among them), each with an error of its own naming the question, so that
+    no call takes the server's "cancelled" for an answer.
     """
 
     async def answer(
@@ -202,21 +231,46 @@ def live_answers(toolset: MCPTools) -> Any:
             return mcp.types.ErrorData(
                 code=mcp.types.INVALID_REQUEST, message="agentgraph answers form questions only"
             )
-        # A handshake-era question names no call: it is the one in flight, if only one is.
-        tool = CALLING.get() or (toolset.in_flight[0] if len(toolset.in_flight) == 1 else "")
+        waiting = list(toolset.in_flight)
+        own = CALLING.get()
+        if own not in waiting:  # not in a call's context (stdio): told only when alone
+            own = waiting[0] if len(waiting) == 1 else None
+        tool = own.tool if own is not None else ""
         question = Elicitation(toolset.label, tool, params.message, dict(params.requested_schema))
         try:
             return reply_of(question, await answerer(question))
         except MCPAnswerError as exc:
-            toolset.refused_answers.append(exc)
+            refusal: MCPToolError = exc
         except Exception as exc:
-            failed = MCPToolError(
+            refusal = MCPToolError(
                 toolset.label,
                 tool,
                 f"answering the server's question failed: {type(exc).__name__}: {exc}"[:2000],
             )
-            failed.__cause__ = exc
-            toolset.refused_answers.append(failed)
+            refusal.__cause__ = exc
+        if own is not None:
+            own.refused.append(refusal)
+        else:
+            for call in waiting:
+                if call in toolset.in_flight:
+                    call.refused.append(
+                        _unsure(toolset.label, call, question, len(waiting), refusal)
+                    )
         return mcp.types.ElicitResult(action="cancel")
 
     return answer
+
+
+def _unsure(
+    label: str, call: Call, question: Elicitation, waiting: int, refusal: MCPToolError
+) -> MCPToolError:
+    """The error of a call that may be the one whose question was refused."""
+    failed = MCPToolError(
+        label,
+        call.tool,
+        f"the server asked {question.message!r} while {waiting} calls were in flight, and the "
+        f"answer was refused ({type(refusal).__name__}: {refusal.detail}); the question names "
+        "no call, so each call it may be for fails rather than take 'cancelled' for an answer",
+    )
+    failed.__cause__ = refusal
+    return failed

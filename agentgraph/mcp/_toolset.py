@@ -17,11 +17,13 @@ from mcp.server.mcpserver import MCPServer
 from .._clip import check_max_result_chars
 from .._errors import MCPToolError, OutputError, ToolError
 from ..llm._messages import ToolSpec
+from ..structured._compile import shape_of
 from ..structured._schema import TOOL_NAME, validate
+from ..structured._shapes import Invalid
 from ..tools._tool import Tool
 from ._calls import RemoteCall, Validator, list_tools, output_validator
 from ._connection import Connection
-from ._elicit import Answerer, live_answers
+from ._elicit import Answerer, Call, live_answers
 from ._labels import label_of
 from ._schema import SchemaArguments
 from ._transport import HTTPTarget, ServerTarget, Transport
@@ -130,6 +132,7 @@ class MCPTools:
         self._stack: AsyncExitStack | None = None
         self._tools: tuple[Tool[..., Any], ...] = ()
         self._outputs: dict[str, Validator | None] = {}
+        self._arguments: dict[str, SchemaArguments] = {}
         self.hidden: tuple[str, ...] = ()
         """Names the server listed that `allow` left out (set when connected)."""
         self.mode = _check_mode(mode)
@@ -141,9 +144,8 @@ class MCPTools:
         self.elicitation = elicitation
         """How the server's questions are answered: False (the capability is not
         declared), True (the run's interrupts) or a function."""
-        self.refused_answers: list[MCPToolError] = []
-        self.in_flight: list[str] = []
-        """The tools whose calls wait for their answer (a question names its call by them)."""
+        self.in_flight: list[Call] = []
+        """The calls waiting for their answer, which a server's question may be for."""
 
     @classmethod
     def stdio(
@@ -306,7 +308,7 @@ class MCPTools:
                 f"MCP server {self.label!r}: tool name {exposed!r} is not one providers accept "
                 "(1-64 letters, digits, '_' or '-')"
             )
-        arguments = SchemaArguments(exposed, item.input_schema)
+        arguments = self._arguments[item.name] = SchemaArguments(exposed, item.input_schema)
         spec = ToolSpec(exposed, item.description or "", item.input_schema)
         call = RemoteCall(
             self,
@@ -337,13 +339,17 @@ class MCPTools:
         text is whole (no `max_result_chars` here).
 
         Only the tools named in `allow` are called here too: the allowlist,
-        and `unsafe` with it, hold for your own code as for the model.
+        and `unsafe` with it, hold for your own code as for the model, and so
+        does the check of `arguments` against the tool's input schema.
 
         Raises:
-            MCPToolError: `tool` is not in `allow` (nothing is sent), or the
-                server answered with an error, refused the call, or gave a
-                structured result that breaks the tool's `outputSchema` (or
-                does not fit `into`).
+            MCPToolError: `tool` is not in `allow`, or `arguments` break its
+                input schema (in both cases nothing is sent); or the server
+                answered with an error, refused the call, or gave a structured
+                result that breaks the tool's `outputSchema` (or does not fit
+                `into`).
+            UnsupportedType: `into` is a type results cannot be checked
+                against (nothing is sent).
             MCPConnectionError: the server could not be reached.
             TimeoutError: no answer within `timeout` seconds.
         """
@@ -354,6 +360,14 @@ class MCPTools:
             # connection would send it again whatever it does.
             allowed = ", ".join(repr(n) for n in sorted(self.allow))
             raise MCPToolError(self.label, tool, f"not in allow ({allowed}); the call was not sent")
+        checked = self._arguments[tool].check(arguments, False)
+        if isinstance(checked, Invalid):
+            lines = "\n".join(f"- {problem}" for problem in checked.render())
+            raise MCPToolError(
+                self.label, tool, f"invalid arguments, so the call was not sent:\n{lines}"
+            )
+        if into is not None:
+            shape_of(into)  # an unsupported type is refused before the call has effects
         output = self._outputs.get(tool)
         with anyio.fail_after(self.timeout):
             remote = RemoteCall(self, tool, tool not in self.unsafe, output, data=True)

@@ -2,7 +2,7 @@
 
 Run as a script it serves over stdio (`python server.py`) or streamable HTTP on
 a loopback port (`python server.py http PORT`); `build()` gives the same server
-for in-process use.
+for in-process use. A last argument `bookings` serves `bookings()` instead.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import os
 import sys
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
 
 
 def build(seen: list[str] | None = None) -> MCPServer:
@@ -65,8 +66,37 @@ def build(seen: list[str] | None = None) -> MCPServer:
     return server
 
 
+class Booking(BaseModel):
+    name: str
+
+
+def bookings() -> MCPServer:
+    """`book` asks who books with `elicitation/create` (handshake era), once `together` calls
+    are in (so that each question comes while they all are in flight)."""
+    server = MCPServer("bookings", log_level="WARNING")
+    arrived: list[int] = []
+    changed = anyio.Event()
+
+    @server.tool()
+    async def book(table: int, ctx: Context, together: int = 2) -> str:
+        """Book a table; asks who books it."""
+        nonlocal changed
+        arrived.append(table)
+        changed.set()
+        changed = anyio.Event()
+        while len(arrived) < together:
+            await changed.wait()
+        reply = await ctx.elicit(f"Who books table {table}?", Booking)
+        if reply.action != "accept":
+            return f"not booked: {reply.action}"
+        return f"booked for {reply.data.name}"
+
+    return server
+
+
 if __name__ == "__main__":
+    made = bookings() if sys.argv[-1] == "bookings" else build()
     if sys.argv[1:2] == ["http"]:
-        build().run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        made.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
-        build().run("stdio")
+        made.run("stdio")

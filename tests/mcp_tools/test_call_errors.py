@@ -7,7 +7,7 @@ import re
 import pytest
 from mcp.server.mcpserver import MCPServer
 
-from agentgraph import ToolCall
+from agentgraph import ToolCall, UnsupportedType
 from agentgraph.mcp import MCPToolError, MCPTools
 from agentgraph.tools import run_tool_calls
 
@@ -51,3 +51,14 @@ async def test_a_result_that_does_not_fit_a_union_or_generic_is_a_typed_error(in
         assert await tools.call("add", {"a": 1, "b": 2}, into=dict[str, int] | None) == {
             "result": 3
         }
+
+
+async def test_an_into_type_that_cannot_be_checked_is_refused_before_the_call():
+    class Opaque:  # no fields to check a result against
+        pass
+
+    seen: list[str] = []
+    async with MCPTools(build(seen), allow=["add"]) as tools:
+        with pytest.raises(UnsupportedType):
+            await tools.call("add", {"a": 1, "b": 2}, into=Opaque)
+    assert seen == []

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Awaitable, Callable
 
+import anyio
 import mcp.types
 import pytest
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,6 +23,8 @@ from agentgraph.mcp import (
 )
 from agentgraph.nodes import tool_use
 
+from .conftest import HttpServer, stdio_command
+
 pytestmark = pytest.mark.anyio
 
 FORM = {
@@ -36,11 +40,22 @@ class Booking(BaseModel):
     guests: int = 1
 
 
-def booking_server(fresh: list[str]) -> MCPServer:
-    """Asks who books: by `InputRequiredResult` (2026-07-28) or `elicitation/create` (before)."""
+async def at_once(table: int, moment: str) -> None:
+    return None
+
+
+def booking_server(
+    fresh: list[str], hold: Callable[[int, str], Awaitable[None]] = at_once
+) -> MCPServer:
+    """Asks who books: by `InputRequiredResult` (2026-07-28) or `elicitation/create` (before).
+
+    `hold(table, "ask")` is awaited before asking, `hold(table, "end")` once the
+    reply is in, before the call ends.
+    """
     server = MCPServer("bookings")
 
-    def done(name: object, guests: object) -> list[mcp.types.ContentBlock]:
+    async def done(table: int, name: object, guests: object) -> list[mcp.types.ContentBlock]:
+        await hold(table, "end")
         return [
             mcp.types.TextContent(type="text", text=f"booked for {name} ({guests})"),
             mcp.types.ImageContent(type="image", data=PNG, mime_type="image/png"),
@@ -57,12 +72,15 @@ def booking_server(fresh: list[str]) -> MCPServer:
         table: int, ctx: Context
     ) -> list[mcp.types.ContentBlock] | mcp.types.InputRequiredResult:
         if ctx.protocol_version != "2026-07-28":
+            await hold(table, "ask")
             reply = await ctx.elicit(f"Who books table {table}?", Booking)
             if reply.action != "accept":
+                await hold(table, "end")
                 return [mcp.types.TextContent(type="text", text=f"not booked: {reply.action}")]
-            return done(reply.data.name, reply.data.guests)
+            return await done(table, reply.data.name, reply.data.guests)
         answers = ctx.input_responses
         if answers is None:
+            await hold(table, "ask")
             fresh.append(f"table {table}")
             form = mcp.types.ElicitRequestFormParams(
                 message=f"Who books table {table}?", requested_schema=FORM
@@ -74,8 +92,9 @@ def booking_server(fresh: list[str]) -> MCPServer:
         assert ctx.request_state == f"table={table}"
         reply = answers["who"]
         if reply.action != "accept":
+            await hold(table, "end")
             return [mcp.types.TextContent(type="text", text=f"not booked: {reply.action}")]
-        return done(reply.content["name"], reply.content.get("guests", 1))
+        return await done(table, reply.content["name"], reply.content.get("guests", 1))
 
     return server
 
@@ -187,6 +206,153 @@ async def test_an_answerer_that_raises_fails_the_call_with_its_error_in_both_era
             "answering the server's question failed: ValueError: the booking desk is closed"
         )
         assert isinstance(raised.value.__cause__, ValueError)
+
+
+async def calls_side_by_side(mode: str, answer, *, second_after_first_asks: bool) -> dict:
+    """Tables 1 and 2 booked by two calls in flight at once; each call's outcome or error.
+
+    Table 2's call starts once table 1's question is asked, or else table 1's
+    question waits for table 2's call to reach the server; the server ends table
+    1's call only after table 2's has ended on this side.
+    """
+    outcomes: dict[int, object] = {}
+    first_asked, second_arrived, second_ended = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def hold(table: int, moment: str) -> None:
+        if (table, moment) == (2, "ask"):
+            second_arrived.set()
+        elif (table, moment) == (1, "ask") and not second_after_first_asks:
+            await second_arrived.wait()
+        elif (table, moment) == (1, "end"):
+            await second_ended.wait()
+
+    async def asking(question: Elicitation) -> object:
+        if question.message == "Who books table 1?":
+            first_asked.set()
+        return await answer(question)
+
+    server = booking_server([], hold)
+    async with MCPTools(server, allow=["book"], elicitation=asking, mode=mode) as tools:
+
+        async def book(table: int) -> None:
+            try:
+                outcomes[table] = await tools.call("book", {"table": table})
+            except MCPToolError as exc:
+                outcomes[table] = exc
+            finally:
+                if table == 2:
+                    second_ended.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(book, 1)
+            if second_after_first_asks:
+                await first_asked.wait()
+            group.start_soon(book, 2)
+    return outcomes
+
+
+def refuse_table_1_after_table_2_asks():
+    """An answerer that refuses table 1's question only once table 2's is asked, and answers
+    table 2's only after that refusal: each call then ends after the other's question."""
+    second_asked, refusing = anyio.Event(), anyio.Event()
+
+    async def answer(question: Elicitation) -> dict[str, object]:
+        if question.message == "Who books table 1?":
+            await second_asked.wait()
+            refusing.set()
+            return {"guests": 2}  # no name: refused, never sent
+        second_asked.set()
+        await refusing.wait()
+        return {"name": "Bo"}
+
+    return answer
+
+
+@pytest.mark.parametrize("together", [False, True])
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_two_calls_in_flight_each_get_the_outcome_of_their_own_question(mode, together):
+    # On 2026-07-28 each question comes back in its call's own result; before, an
+    # in-process question comes in its call's context, and one asked while its
+    # call was the only one in flight is that call's.
+    outcomes = await calls_side_by_side(
+        mode, refuse_table_1_after_table_2_asks(), second_after_first_asks=not together
+    )
+    refused = outcomes[1]
+    assert isinstance(refused, MCPAnswerError) and refused.tool == "book"
+    assert refused.problems == ("(root): 'name' is a required property",)
+    assert isinstance(outcomes[2], str) and outcomes[2].startswith("booked for Bo (1)")
+
+
+class BookingsOverHttp(HttpServer):
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        command, env = super().command()
+        return [*command, "bookings"], env
+
+
+async def both_tables(tools: MCPTools) -> dict[int, object]:
+    outcomes: dict[int, object] = {}
+
+    async def book(table: int) -> None:
+        try:
+            outcomes[table] = await tools.call("book", {"table": table})
+        except MCPToolError as exc:
+            outcomes[table] = exc
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(book, 1)
+        group.start_soon(book, 2)
+    return outcomes
+
+
+async def refuse_table_1(question: Elicitation) -> dict[str, object]:
+    return {} if question.message == "Who books table 1?" else {"name": "Bo"}
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # handshake-era HTTP is asyncio only
+async def test_over_http_a_question_belongs_to_the_call_whose_stream_it_comes_on():
+    server = BookingsOverHttp()
+    server.start()
+    try:
+        async with MCPTools(
+            server.url, allow=["book"], elicitation=refuse_table_1, mode="legacy"
+        ) as tools:
+            outcomes = await both_tables(tools)
+    finally:
+        server.stop()
+    # Both questions came while both calls were in flight, each on its call's own stream.
+    assert isinstance(outcomes[1], MCPAnswerError) and outcomes[1].tool == "book"
+    assert outcomes[2] == {"result": "booked for Bo"}
+
+
+async def test_a_refused_question_no_call_can_be_told_for_fails_every_call_it_may_be_for():
+    # Over stdio a handshake-era question names no call, and both were in flight when
+    # table 1's came: neither call takes the server's "cancelled" for an answer, and
+    # neither raises the other's error as its own.
+    command, script = stdio_command()
+    async with MCPTools.stdio(
+        command, script, "bookings", allow=["book"], elicitation=refuse_table_1, mode="legacy"
+    ) as tools:
+        outcomes = await both_tables(tools)
+    for table in (1, 2):
+        failed = outcomes[table]
+        assert type(failed) is MCPToolError and failed.tool == "book"
+        assert failed.detail.startswith(
+            "the server asked 'Who books table 1?' while 2 calls were in flight, and the "
+            "answer was refused (MCPAnswerError: the answer does not fit the form"
+        )
+        assert isinstance(failed.__cause__, MCPAnswerError)
+    assert outcomes[1] is not outcomes[2]
+
+
+async def test_over_stdio_a_question_asked_while_its_call_is_alone_is_that_calls():
+    command, script = stdio_command()
+    async with MCPTools.stdio(
+        command, script, "bookings", allow=["book"], elicitation=refuse_table_1, mode="legacy"
+    ) as tools:
+        with pytest.raises(MCPAnswerError) as refused:
+            await tools.call("book", {"table": 1, "together": 1})
+        assert await tools.call("book", {"table": 2, "together": 1}) == {"result": "booked for Bo"}
+    assert refused.value.tool == "book"
 
 
 async def test_stopping_the_run_is_refused_where_a_question_waits_inside_the_call():

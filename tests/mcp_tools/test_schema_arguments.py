@@ -98,3 +98,22 @@ async def test_a_server_listing_an_allowed_name_twice_is_refused():
     with pytest.raises(ToolError, match=r"lists the tools \['order'\] more than once"):
         async with MCPTools(low_level(schema, [], copies=2), allow=["order"]):
             pass
+
+
+async def test_call_checks_the_arguments_as_the_model_path_does_and_sends_nothing():
+    arguments = {"items": [{"qty": 0}, {}], "odd key": "blue"}
+    model, _ = await outcome_of(NESTED, arguments)
+    seen: list = []
+    async with MCPTools(low_level(NESTED, seen), allow=["order"]) as mcp_tools:
+        with pytest.raises(MCPToolError) as bad:
+            await mcp_tools.call("order", arguments)
+        with pytest.raises(MCPToolError, match="the call was not sent"):
+            await mcp_tools.call("order", {"items": "none"})
+        assert await mcp_tools.call("order", {"items": [{"qty": 1}]}) == "ordered"
+    assert seen == [{"items": [{"qty": 1}]}]  # only the valid call reached the server
+    assert (bad.value.server, bad.value.tool) == ("orders", "order")
+    problems = [line for line in model.message.content.splitlines() if line.startswith("- ")]
+    assert bad.value.detail.splitlines() == [
+        "invalid arguments, so the call was not sent:",
+        *problems,
+    ]
