@@ -11,8 +11,7 @@ import math
 import anyio
 import pytest
 
-from agentgraph.evals import Case, evaluate, pass_at_k, pass_hat_k, score_runs
-from agentgraph.evals._report import Report, RunResult
+from agentgraph.evals import Case, Report, RunResult, evaluate, pass_at_k, pass_hat_k, score_runs
 from tests.checkpoint.conftest import store as store  # the three stores, as a fixture
 from tests.evals.agents import EVALUATORS, agent
 
