@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import CheckpointError, RunBusy, RunError
+from ._errors import CheckpointError
+from ._errors_run import RunBusy, RunError
 from ._errors_root import masked
 
 if TYPE_CHECKING:
