@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._errors import CheckpointError, RunBusy, RunError
+from ._errors import CheckpointError
 from ._errors_root import masked
+from ._errors_run import RunBusy, RunError
 
 if TYPE_CHECKING:
     from ._context import AgentContext

@@ -73,6 +73,7 @@ def test_import_agentgraph_loads_what_building_a_graph_needs_and_no_more():
         "agentgraph._errors_guards",
         "agentgraph._errors_provider",
         "agentgraph._errors_root",
+        "agentgraph._errors_run",
         "agentgraph._errors_toolkit",
         "agentgraph._failure",
         "agentgraph._graph",

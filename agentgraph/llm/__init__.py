@@ -29,7 +29,7 @@ if _typing.TYPE_CHECKING:
     from ._gateways import openrouter_model as openrouter_model
     from ._gigachat import GigaChatModel as GigaChatModel
     from ._gigachat_embed import GigaChatEmbedder as GigaChatEmbedder
-    from ._http import ProviderRetry as ProviderRetry
+    from ._http_retry import ProviderRetry as ProviderRetry
     from ._model import ChatModel as ChatModel
     from ._model import ChatRequest as ChatRequest
     from ._model import ChatResponse as ChatResponse
@@ -63,7 +63,7 @@ _LAZY = {
     "OpenAIModel": "_openai",
     "OpenAIResponsesModel": "_responses",
     "OutputSchema": "_model",
-    "ProviderRetry": "_http",
+    "ProviderRetry": "_http_retry",
     "ReasoningDelta": "_model",
     "ResponseDone": "_model",
     "SpreadTransport": "_pool",
