@@ -1,0 +1,122 @@
+"""The base of the stores that commit from a writer thread (SQLite, PostgreSQL).
+
+`write` queues records for the thread and returns; what the stores share is
+kept here: the orders a writer thread takes besides records, the leases taken
+here, and the writes the database refused, held by run until a flush reports
+them.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import Counter
+from typing import Any
+
+import attrs
+
+from .._context import AgentContext
+from .._errors import CheckpointError
+from ._base import StoreBase, _storage, fork
+from ._lease import Lease, LeaseLost, hold, let_go
+
+__all__ = ("BlobWrite", "LeaseRelease", "WriterStore")
+
+
+@attrs.frozen
+class LeaseRelease:
+    """A writer thread's order to give `lease` back, after the records queued before it."""
+
+    lease: Lease
+
+
+@attrs.frozen
+class BlobWrite:
+    """A writer thread's order to store `data` under its `digest`."""
+
+    digest: str
+    data: bytes
+
+
+class WriterStore(StoreBase, ABC):
+    """What the stores with a writer thread share: the leases taken here, the writes
+    refused by run until a flush reports them, and `flush`, `held` and `fork`.
+
+    `label` names the store in errors ("SQLite store 'runs.db'"); a subclass
+    implements `_barrier`, which waits until what is queued is committed.
+
+    The owners of the leases taken here are registered with this process's
+    live owners (`_lease.hold`) from before the take until the release is
+    written, the lease is lost, or the store stops (`_stop`): a lease whose
+    release could not be written is then free at once for the other stores
+    of this process.
+    """
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._held: dict[str, Lease] = {}  # the leases taken here, as last renewed
+        self._fences: dict[str, int] = {}  # their fences, kept until released: writes check them
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None  # the database failed: no more writes
+        self._rejected: dict[str, Exception] = {}  # a write refused, by run, until flushed
+        self._closed = False
+        self._lock = threading.Lock()
+        self._urgent = threading.Event()
+        self._owners: Counter[str] = Counter()  # the owners registered by this store
+
+    def _claim(self, owner: str) -> None:
+        """Register `owner` before its lease is taken: nobody here may think it gone."""
+        with self._lock:
+            self._owners[owner] += 1
+        hold(owner)
+
+    def _unclaim(self, owner: str) -> None:
+        """`owner`'s lease was released, lost or never taken."""
+        with self._lock:
+            if self._owners[owner] <= 0:
+                return
+            self._owners[owner] -= 1
+        let_go(owner)
+
+    def _stop(self, error: BaseException | None = None) -> None:
+        """The store closed, or (`error`) its database failed: it holds no lease any more."""
+        if error is not None and self._error is None:
+            self._error = error
+        with self._lock:
+            owners, self._owners = self._owners, Counter()
+        for owner in owners.elements():
+            let_go(owner)
+
+    @abstractmethod
+    async def _barrier(self) -> None:
+        """Wait until what is queued is committed."""
+
+    async def flush(self, run_id: str | None = None) -> None:
+        """Wait until every queued record is committed; raise if the writer failed.
+
+        Also raises for a write of `run_id` (of any run when None) that the
+        database refused since the last such flush.
+        """
+        await self._barrier()
+        with self._lock:
+            if run_id is None:
+                refused = next(iter(self._rejected.items()), None)
+                self._rejected.clear()
+            else:
+                error = self._rejected.pop(run_id, None)
+                refused = None if error is None else (run_id, error)
+        if refused is not None and isinstance(refused[1], LeaseLost):
+            raise LeaseLost(refused[1].run_id, refused[1].why) from None
+        if refused is not None:
+            where = f"{self._label} refused records of run {refused[0]!r}"
+            raise CheckpointError(f"{where}: {refused[1]}") from refused[1]
+
+    def held(self, run_id: str) -> Lease | None:
+        """The lease taken here on `run_id` as last renewed; None if it was lost or released."""
+        return self._held.get(run_id)
+
+    async def fork(
+        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+    ) -> str:
+        """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
+        return await fork(_storage(self), run_id, step, context=context)
