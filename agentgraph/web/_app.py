@@ -18,8 +18,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._context import AgentContext
-from .._errors import RunInputError
-from .._errors_threads import ThreadBusy
+from .._errors import AgentGraphError, CheckpointError, RunBusy, RunInputError
 from .._graph import Graph
 from .._node import Node
 from .._redact import Redaction, Redactor
@@ -83,6 +82,24 @@ def _failed_run(run_input: RunAgentInput, error: Exception, redactor: Redactor) 
 
 def _refuse(reason: str, status: int = 422) -> JSONResponse:
     return JSONResponse({"error": reason}, status_code=status)
+
+
+def _not_started(error: AgentGraphError, redactor: Redactor) -> JSONResponse:
+    """A run the page asked for that could not start, as a JSON error with a fitting status.
+
+    A bad request is the client's to fix (422), a busy run or thread is worth
+    retrying later (409), a store that failed is the server's (503); anything
+    else is an error of the server (500). The message is masked, as in a run.
+    """
+    if isinstance(error, RunInputError):
+        return _refuse(str(error))
+    status = 500
+    if isinstance(error, RunBusy):
+        status = 409
+    elif isinstance(error, CheckpointError):
+        status = 503
+    message = redactor.text(f"{type(error).__name__}: {error}", "error")
+    return JSONResponse({"error": message, "code": type(error).__name__}, status_code=status)
 
 
 async def _json_body(request: Request) -> Any:
@@ -177,10 +194,8 @@ class _Endpoints:
             if thread is not None and (not isinstance(thread, str) or not thread):
                 raise RunInputError('"thread" names a thread: a non-empty string')
             live = await self.runs.start(AgentContext(text), thread_id=thread)
-        except RunInputError as exc:
-            return _refuse(str(exc))
-        except ThreadBusy as exc:
-            return _refuse(str(exc), 409)
+        except AgentGraphError as exc:
+            return _not_started(exc, self.runs.redactor)
         return JSONResponse({"id": live.id})
 
     async def view(self, request: Request) -> Response:
@@ -210,8 +225,8 @@ class _Endpoints:
                 reason = body.get("reason")
                 answer = True if body["approve"] is True else (reason or False)
             live = await self.runs.resume(run_id, answer)
-        except RunInputError as exc:
-            return _refuse(str(exc))
+        except AgentGraphError as exc:
+            return _not_started(exc, self.runs.redactor)
         return JSONResponse({"id": live.id, "from": live.mark})
 
     async def cancel(self, request: Request) -> Response:
