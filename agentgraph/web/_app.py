@@ -29,7 +29,7 @@ from ..tracing._svg import diagram_svg, timeline_svg
 from ..tracing._tree import Trace
 from ._agui import context_from_input
 from ._page import page
-from ._runs import LiveRun, Runs, Store
+from ._runs import KEEP_RUNS, LiveRun, Runs, Store
 
 __all__ = ("agui_app", "dev_app")
 
@@ -210,7 +210,8 @@ class _Endpoints:
         run_id = request.path_params["run_id"]
         live = self.runs.live.get(run_id)
         if live is None:
-            return _refuse(f"no live run {run_id!r}", 404)
+            # Ended runs leave memory after a while; their steps stay readable from the store.
+            return _refuse(f"no live run {run_id!r}: read what it did at api/runs/{run_id}", 404)
         start = request.query_params.get("from", "0")
         return _sse(live, int(start) if start.isdigit() else 0)
 
@@ -267,6 +268,7 @@ def _runs(
     store: Store | None,
     redact: Redaction | Redactor | None,
     traces: tuple[Trace, ...] = (),
+    keep_runs: int = KEEP_RUNS,
 ) -> Runs:
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
     return Runs(
@@ -275,6 +277,7 @@ def _runs(
         store=store,
         redactor=redactor,
         traces=traces,
+        keep=keep_runs,
     )
 
 
@@ -284,6 +287,7 @@ def agui_app(
     runner: GraphRunner | None = None,
     store: Store | None = None,
     redact: Redaction | Redactor | None = None,
+    keep_runs: int = KEEP_RUNS,
 ) -> Starlette:
     """`graph` as an AG-UI agent: POST a `RunAgentInput` to `/`, read its events as SSE.
 
@@ -298,8 +302,10 @@ def agui_app(
     answer is one whole AG-UI run (a start, then a finish or an error) or a
     4xx refusal. Everything
     sent is redacted (`redact` adds a hook to the built-in masking).
+    Runs going on and the last `keep_runs` that ended stay in memory; older
+    ones are in `store` only.
     """
-    runs = _runs(graph, runner, store, redact)
+    runs = _runs(graph, runner, store, redact, keep_runs=keep_runs)
     endpoints = _Endpoints(runs, runs.graph.name)
     return Starlette(
         routes=[Route("/", endpoints.agui, methods=["POST"])], lifespan=_lifespan(runs)
@@ -314,6 +320,7 @@ def dev_app(
     redact: Redaction | Redactor | None = None,
     traces: tuple[Trace, ...] = (),
     title: str | None = None,
+    keep_runs: int = KEEP_RUNS,
 ) -> Starlette:
     """The live development page for `graph`, with its AG-UI endpoint at `/agui`.
 
@@ -321,9 +328,11 @@ def dev_app(
     `traces` loaded with `load_traces`), starts runs on the text typed into
     its form, shows their steps as they happen and answers interrupts. Every
     browser watching a run reads the same events; none of them can slow the
-    run. The app closes `store` when it shuts down.
+    run. The app closes `store` when it shuts down. Runs going on and the
+    last `keep_runs` that ended are kept in memory (with their events for
+    `/api/runs/{id}/events`); older ones are read back from `store`.
     """
-    runs = _runs(graph, runner, store, redact, traces)
+    runs = _runs(graph, runner, store, redact, traces, keep_runs)
     endpoints = _Endpoints(runs, title or f"{runs.graph.name} · agentgraph")
     routes = [
         Route("/", endpoints.index),

@@ -6,11 +6,16 @@ that started it, so cancelling it (a client that left) ends it with
 its AG-UI events (for every reader, through a `Channel`) and its step events,
 which become redacted trace records (for the page) only when someone looks:
 the run itself pays for the AG-UI events alone.
+
+A server lives long and sees many runs, so only the runs going on and the
+last `keep` that ended stay in memory; an older one is read back from the
+store (a reader already streaming its events keeps its own reference).
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +25,7 @@ import attrs
 from anyio.abc import TaskGroup
 
 from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._errors import GraphCancelled, Interrupted, RunInputError, UsageError
 from .._errors_threads import ThreadBusy
 from .._events import NodeFinished, NodeStarted
 from .._graph import Graph
@@ -41,6 +46,8 @@ from ._trail import Trail, log_status, records_from_log
 __all__ = ("LiveRun", "Runs", "Store")
 
 _MAX_ID = 128
+KEEP_RUNS = 100
+"""How many ended runs a server keeps in memory by default, besides those going on."""
 
 
 @runtime_checkable
@@ -75,6 +82,8 @@ class LiveRun:
     """Where the events of the latest start or resume begin in the channel."""
     threaded: bool = False
     """The run is a turn of the thread `thread_id` in the store."""
+    ended: int = 0
+    """When the run last ended, as a count of the runs this server saw end (0: never)."""
 
     @property
     def finished(self) -> bool:
@@ -92,7 +101,12 @@ class Runs:
         store: Store | None,
         redactor: Redactor,
         traces: tuple[Trace, ...] = (),
+        keep: int = KEEP_RUNS,
     ) -> None:
+        if keep < 0:
+            raise UsageError(f"keep_runs is a count of runs, 0 or more, not {keep}")
+        self.keep = keep
+        self._ends = itertools.count(1)
         self.graph = graph
         self.runner = runner
         self.store = store
@@ -287,7 +301,17 @@ class Runs:
             for event in translator.framing(kinds, ending, status=live.status, output=live.output):
                 live.channel.publish(event.model_dump(mode="json", by_alias=True))
             live.channel.close()
+            live.ended = next(self._ends)
             live.done.set()
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the runs that ended longest ago, past the last `keep` (the store has them)."""
+        ended = [run for run in self.live.values() if run.finished]
+        if len(ended) > self.keep:
+            ended.sort(key=lambda run: run.ended)
+            for run in ended[: len(ended) - self.keep]:
+                del self.live[run.id]
 
     def _clean(self, value: Any, field: str) -> Any:
         return self.redactor.record({field: plain(value)})[field]
