@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import inspect
 import logging
 import sys
@@ -58,6 +59,15 @@ class _NoAnswer:
 
 NO_ANSWER: Any = _NoAnswer()
 """`resume`'s default: no answer given (None is an answer)."""
+
+
+class _AnyHead(enum.Enum):
+    ANY = "any"
+
+
+ANY_HEAD: Literal[_AnyHead.ANY] = _AnyHead.ANY
+"""`expect_head=` not given: a thread's turn continues from whatever its head is."""
+Head = str | None | Literal[_AnyHead.ANY]
 
 
 def _callbacks(on_step: StepCallback | Sequence[StepCallback]) -> tuple[StepCallback, ...]:
@@ -161,6 +171,7 @@ class GraphRunner:
         run_id: str | None = None,
         thread_id: str | None = None,
         compaction: Any = None,
+        expect_head: Head = ANY_HEAD,
     ) -> AgentContext[Out]:
         """Run `graph` on `ctx` and return the context that reached finish.
 
@@ -173,7 +184,10 @@ class GraphRunner:
         its messages after the thread's), and when it finishes the thread goes
         on from its final context. `compaction` (`checkpoint.Compaction`)
         keeps the conversation within a token budget. A run on a thread that
-        another run holds is refused with `ThreadBusy`.
+        another run holds is refused with `ThreadBusy`. `expect_head` (the
+        run id of the thread's head when `ctx` was made from it; None: the
+        thread had none) refuses the turn, with `ThreadBusy` too, when
+        another turn moved the head since.
         """
         graph = as_graph(graph)
         _check_input(ctx)
@@ -181,7 +195,7 @@ class GraphRunner:
             # Nothing to open, and the id is made only if something asks for it.
             return await self._drive(graph, ctx, handle, None, run_id or None, None)
         rid = run_id or new_run_id()
-        journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
+        journal = await self._open(graph, ctx, store, rid, thread_id, compaction, expect_head)
         start = ctx if journal is None or thread_id is None else journal.initial
         return await self._drive(graph, start, handle, None, rid, journal)
 
@@ -193,6 +207,7 @@ class GraphRunner:
         run_id: str,
         thread_id: str | None,
         compaction: Any,
+        expect_head: Head = ANY_HEAD,
     ) -> Journal | None:
         """The run's journal: none, a new run's, or a thread's next turn's."""
         if thread_id is None:
@@ -206,8 +221,11 @@ class GraphRunner:
                 "store=MemoryStore(), SQLiteStore(...) or PostgresStore(...)"
             )
         types = self.types.with_types(*graph.data_types())
+        # Only a caller that read the thread asks for a head, so a store of its
+        # own making need not know the keyword otherwise.
+        more = {} if expect_head is ANY_HEAD else {"expect_head": expect_head}
         journal: Journal = await opener(
-            graph, ctx, run_id, thread_id, compaction=compaction, types=types
+            graph, ctx, run_id, thread_id, compaction=compaction, types=types, **more
         )
         return journal
 

@@ -25,7 +25,7 @@ import attrs
 from .._context import AgentContext
 from .._errors import CheckpointError
 from .._json import NO_TYPES, Types
-from .._runner import NO_ANSWER, new_run_id
+from .._runner import ANY_HEAD, NO_ANSWER, Head, new_run_id
 from ._codec import full_context
 from ._lease import Lease, RunBusy
 from ._records import Record, RunLog, RunRecord, checked, effect_step
@@ -131,10 +131,18 @@ class StoreBase:
         *,
         compaction: Compaction | None = None,
         types: Types = NO_TYPES,
+        expect_head: Head = ANY_HEAD,
     ) -> StoreJournal:
         """Start recording a turn of `thread_id` (see `GraphRunner.run(..., thread_id=...)`)."""
         return await open_thread(
-            graph, ctx, _storage(self), run_id, thread_id, compaction=compaction, types=types
+            graph,
+            ctx,
+            _storage(self),
+            run_id,
+            thread_id,
+            compaction=compaction,
+            types=types,
+            expect_head=expect_head,
         )
 
     async def open_resume(

@@ -7,6 +7,11 @@ start to its end, so a second run on a busy thread is refused (`ThreadBusy`)
 before anything runs. A turn that finishes moves the head to itself, unless
 another turn moved it since this one started (a stale turn, resumed late,
 stays in the thread without becoming its head).
+
+A caller that decided what a turn sends from the thread as it read it (a
+server comparing a client's conversation with the stored one) names the head
+it read (`expect_head=`): the turn, and a rewind, are refused with
+`ThreadBusy` under the thread's lease when another turn moved the head since.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from .._context import AgentContext, History, Settings
 from .._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
 from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadNotFound
 from .._json import NO_TYPES, Types
-from .._runner import new_run_id
+from .._runner import ANY_HEAD, Head, new_run_id
 from ..llm._messages import Message
 from ._codec import full_context
 from ._compact_step import start_with
@@ -116,6 +121,13 @@ async def hold_thread(store: CheckpointStore, thread_id: str, ctx: AgentContext[
         raise ThreadBusy(thread_id, busy.owner, busy.expires, context=ctx) from None
 
 
+def _check_head(thread_id: str, head: str | None, expected: Head, ctx: AgentContext[Any]) -> None:
+    """Refuse to go on from `head` when the caller read the thread at another one."""
+    if expected is not ANY_HEAD and head != expected:
+        owner = f"run {head!r}, a turn that became its head after {expected!r} was read"
+        raise ThreadBusy(thread_id, owner, time.time(), context=ctx)
+
+
 async def _context_of(
     store: CheckpointStore,
     thread_id: str,
@@ -162,14 +174,21 @@ async def open_thread(
     *,
     compaction: Compaction | None = None,
     types: Types = NO_TYPES,
+    expect_head: Head = ANY_HEAD,
 ) -> StoreJournal:
-    """Start a turn of `thread_id` (a new thread when there is none) as run `run_id`."""
+    """Start a turn of `thread_id` (a new thread when there is none) as run `run_id`.
+
+    With `expect_head` (a run id, or None for a thread with no head yet), the
+    turn is refused with `ThreadBusy` when the head is another run by the
+    time the turn holds the thread.
+    """
     threads = _threads(store)
     _check_id(thread_id)
     lease = await hold_thread(store, thread_id, ctx)
     try:
         found = await threads.load_thread(thread_id)
         head = None if found is None else found.head
+        _check_head(thread_id, head, expect_head, ctx)
         start = ctx
         if head is not None:
             start = continued(await _context_of(store, thread_id, head, types, ctx), ctx)
@@ -265,7 +284,12 @@ async def fork_thread(
 
 
 async def rewind_thread(
-    store: Any, thread_id: str, at_message: int, *, types: Types = NO_TYPES
+    store: Any,
+    thread_id: str,
+    at_message: int,
+    *,
+    types: Types = NO_TYPES,
+    expect_head: Head = ANY_HEAD,
 ) -> str:
     """Make the thread go on from its first `at_message` messages; return the new head.
 
@@ -274,7 +298,8 @@ async def rewind_thread(
     the next turn continues from the shortened conversation.
 
     Raises:
-        ThreadBusy: a run on the thread is going on.
+        ThreadBusy: a run on the thread is going on, or (with `expect_head`)
+            the head is no longer the run the caller read.
     """
     found = await _log(store, thread_id)
     if found.head is None:
@@ -282,6 +307,7 @@ async def rewind_thread(
     lease = await hold_thread(store, thread_id, AgentContext(None))
     try:
         found = await _log(store, thread_id)  # the head as it is now that the thread is ours
+        _check_head(thread_id, found.head, expect_head, AgentContext(None))
         assert found.head is not None
         last = await _context_of(store, thread_id, found.head, types)
         return await _seed(store, thread_id, _cut(last, at_message, thread_id), found.head)

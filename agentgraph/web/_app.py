@@ -18,8 +18,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._context import AgentContext
-from .._errors import RunInputError
-from .._errors_threads import ThreadBusy
+from .._errors import AgentGraphError, CheckpointError, RunBusy, RunInputError
 from .._graph import Graph
 from .._node import Node
 from .._redact import Redaction, Redactor
@@ -30,7 +29,7 @@ from ..tracing._svg import diagram_svg, timeline_svg
 from ..tracing._tree import Trace
 from ._agui import context_from_input
 from ._page import page
-from ._runs import LiveRun, Runs, Store
+from ._runs import KEEP_RUNS, LiveRun, Runs, Store
 
 __all__ = ("agui_app", "dev_app")
 
@@ -83,6 +82,24 @@ def _failed_run(run_input: RunAgentInput, error: Exception, redactor: Redactor) 
 
 def _refuse(reason: str, status: int = 422) -> JSONResponse:
     return JSONResponse({"error": reason}, status_code=status)
+
+
+def _not_started(error: AgentGraphError, redactor: Redactor) -> JSONResponse:
+    """A run the page asked for that could not start, as a JSON error with a fitting status.
+
+    A bad request is the client's to fix (422), a busy run or thread is worth
+    retrying later (409), a store that failed is the server's (503); anything
+    else is an error of the server (500). The message is masked, as in a run.
+    """
+    if isinstance(error, RunInputError):
+        return _refuse(str(error))
+    status = 500
+    if isinstance(error, RunBusy):
+        status = 409
+    elif isinstance(error, CheckpointError):
+        status = 503
+    message = redactor.text(f"{type(error).__name__}: {error}", "error")
+    return JSONResponse({"error": message, "code": type(error).__name__}, status_code=status)
 
 
 async def _json_body(request: Request) -> Any:
@@ -177,10 +194,8 @@ class _Endpoints:
             if thread is not None and (not isinstance(thread, str) or not thread):
                 raise RunInputError('"thread" names a thread: a non-empty string')
             live = await self.runs.start(AgentContext(text), thread_id=thread)
-        except RunInputError as exc:
-            return _refuse(str(exc))
-        except ThreadBusy as exc:
-            return _refuse(str(exc), 409)
+        except AgentGraphError as exc:
+            return _not_started(exc, self.runs.redactor)
         return JSONResponse({"id": live.id})
 
     async def view(self, request: Request) -> Response:
@@ -195,7 +210,8 @@ class _Endpoints:
         run_id = request.path_params["run_id"]
         live = self.runs.live.get(run_id)
         if live is None:
-            return _refuse(f"no live run {run_id!r}", 404)
+            # Ended runs leave memory after a while; their steps stay readable from the store.
+            return _refuse(f"no live run {run_id!r}: read what it did at api/runs/{run_id}", 404)
         start = request.query_params.get("from", "0")
         return _sse(live, int(start) if start.isdigit() else 0)
 
@@ -210,8 +226,8 @@ class _Endpoints:
                 reason = body.get("reason")
                 answer = True if body["approve"] is True else (reason or False)
             live = await self.runs.resume(run_id, answer)
-        except RunInputError as exc:
-            return _refuse(str(exc))
+        except AgentGraphError as exc:
+            return _not_started(exc, self.runs.redactor)
         return JSONResponse({"id": live.id, "from": live.mark})
 
     async def cancel(self, request: Request) -> Response:
@@ -252,6 +268,7 @@ def _runs(
     store: Store | None,
     redact: Redaction | Redactor | None,
     traces: tuple[Trace, ...] = (),
+    keep_runs: int = KEEP_RUNS,
 ) -> Runs:
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
     return Runs(
@@ -260,6 +277,7 @@ def _runs(
         store=store,
         redactor=redactor,
         traces=traces,
+        keep=keep_runs,
     )
 
 
@@ -269,6 +287,7 @@ def agui_app(
     runner: GraphRunner | None = None,
     store: Store | None = None,
     redact: Redaction | Redactor | None = None,
+    keep_runs: int = KEEP_RUNS,
 ) -> Starlette:
     """`graph` as an AG-UI agent: POST a `RunAgentInput` to `/`, read its events as SSE.
 
@@ -283,8 +302,10 @@ def agui_app(
     answer is one whole AG-UI run (a start, then a finish or an error) or a
     4xx refusal. Everything
     sent is redacted (`redact` adds a hook to the built-in masking).
+    Runs going on and the last `keep_runs` that ended stay in memory; older
+    ones are in `store` only.
     """
-    runs = _runs(graph, runner, store, redact)
+    runs = _runs(graph, runner, store, redact, keep_runs=keep_runs)
     endpoints = _Endpoints(runs, runs.graph.name)
     return Starlette(
         routes=[Route("/", endpoints.agui, methods=["POST"])], lifespan=_lifespan(runs)
@@ -299,6 +320,7 @@ def dev_app(
     redact: Redaction | Redactor | None = None,
     traces: tuple[Trace, ...] = (),
     title: str | None = None,
+    keep_runs: int = KEEP_RUNS,
 ) -> Starlette:
     """The live development page for `graph`, with its AG-UI endpoint at `/agui`.
 
@@ -306,9 +328,11 @@ def dev_app(
     `traces` loaded with `load_traces`), starts runs on the text typed into
     its form, shows their steps as they happen and answers interrupts. Every
     browser watching a run reads the same events; none of them can slow the
-    run. The app closes `store` when it shuts down.
+    run. The app closes `store` when it shuts down. Runs going on and the
+    last `keep_runs` that ended are kept in memory (with their events for
+    `/api/runs/{id}/events`); older ones are read back from `store`.
     """
-    runs = _runs(graph, runner, store, redact, traces)
+    runs = _runs(graph, runner, store, redact, traces, keep_runs)
     endpoints = _Endpoints(runs, title or f"{runs.graph.name} · agentgraph")
     routes = [
         Route("/", endpoints.index),

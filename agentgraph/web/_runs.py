@@ -6,11 +6,16 @@ that started it, so cancelling it (a client that left) ends it with
 its AG-UI events (for every reader, through a `Channel`) and its step events,
 which become redacted trace records (for the page) only when someone looks:
 the run itself pays for the AG-UI events alone.
+
+A server lives long and sees many runs, so only the runs going on and the
+last `keep` that ended stay in memory; an older one is read back from the
+store (a reader already streaming its events keeps its own reference).
 """
 
 from __future__ import annotations
 
 import inspect
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
@@ -20,27 +25,29 @@ import attrs
 from anyio.abc import TaskGroup
 
 from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._errors import GraphCancelled, Interrupted, RunInputError, UsageError
 from .._errors_threads import ThreadBusy
 from .._events import NodeFinished, NodeStarted
 from .._graph import Graph
 from .._journal import JournalSource
 from .._redact import Redactor
-from .._runner import NO_ANSWER, GraphRunner, RunHandle, new_run_id
+from .._runner import ANY_HEAD, NO_ANSWER, GraphRunner, Head, RunHandle, new_run_id
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._records import RunLog
-from ..checkpoint._threads import ThreadStore, read_thread, rewind_thread
-from ..llm._messages import Message
+from ..checkpoint._threads import ThreadStore
 from ..tracing._jsonl import traces_from_records
 from ..tracing._records import plain
 from ..tracing._tree import Trace, TraceBuilder
 from ._agui import AguiTranslator, step_name
 from ._hub import Channel
 from ._trail import Trail, log_status, records_from_log
+from ._turns import on_thread
 
 __all__ = ("LiveRun", "Runs", "Store")
 
 _MAX_ID = 128
+KEEP_RUNS = 100
+"""How many ended runs a server keeps in memory by default, besides those going on."""
 
 
 @runtime_checkable
@@ -75,6 +82,10 @@ class LiveRun:
     """Where the events of the latest start or resume begin in the channel."""
     threaded: bool = False
     """The run is a turn of the thread `thread_id` in the store."""
+    head: Head = ANY_HEAD
+    """The thread's head the turn's context was worked out from (see `on_thread`)."""
+    ended: int = 0
+    """When the run last ended, as a count of the runs this server saw end (0: never)."""
 
     @property
     def finished(self) -> bool:
@@ -92,7 +103,12 @@ class Runs:
         store: Store | None,
         redactor: Redactor,
         traces: tuple[Trace, ...] = (),
+        keep: int = KEEP_RUNS,
     ) -> None:
+        if keep < 0:
+            raise UsageError(f"keep_runs is a count of runs, 0 or more, not {keep}")
+        self.keep = keep
+        self._ends = itertools.count(1)
         self.graph = graph
         self.runner = runner
         self.store = store
@@ -115,7 +131,7 @@ class Runs:
         The run is this server's from before anything is read: until it ends,
         a second start with its id is refused, and so is a turn of its thread
         (`ThreadBusy`), whose reading of the thread would race this one's
-        (see `_on_thread`).
+        (see `on_thread`).
         """
         rid = new_run_id() if run_id is None else run_id
         _check_id(rid, "run")
@@ -133,7 +149,8 @@ class Runs:
                 raise _taken(rid)
             if threaded:
                 assert thread_id is not None
-                ctx = await self._on_thread(ctx, thread_id)
+                types = self.runner.types.with_types(*self.graph.data_types())
+                ctx, live.head = await on_thread(self.store, thread_id, ctx, types)
             live.input = self._clean(ctx.input, "input")
             self._launch(live, agui_run_id or rid, lambda runner: self._go(runner, live, ctx))
         except BaseException:  # not started: the id and the thread are free again
@@ -199,37 +216,16 @@ class Runs:
                 owner = f"run {other.id!r} of this server"
                 raise ThreadBusy(thread_id, owner, time.time() + LEASE_TERM, context=ctx)
 
-    async def _on_thread(self, ctx: AgentContext[Any], thread_id: str) -> AgentContext[Any]:
-        """`ctx` as the next turn of the thread: only the messages the thread lacks.
-
-        A client sends the whole conversation. When the thread's stored
-        conversation begins it, the rest is new; when the two differ, the
-        thread is rewound to their first difference (the turns after it stay
-        readable) and the client's messages from there on are the new ones.
-
-        The thread is read, and rewound under a lease of its own, before the
-        turn takes the thread's lease: no other turn of this server runs on
-        the thread in between (`start` refuses one). A turn that another
-        process runs on the same store in that moment would make this one
-        continue from a conversation the client did not see.
-        """
-        found = await self.store.load_thread(thread_id)  # type: ignore[union-attr]
-        sent = tuple(ctx.history)
-        if found is None or found.head is None or not sent:
-            return ctx
-        types = self.runner.types.with_types(*self.graph.data_types())
-        stored = (await read_thread(self.store, thread_id, types=types)).messages
-        same = 0
-        while same < min(len(stored), len(sent)) and _same(stored[same], sent[same]):
-            same += 1
-        if same < len(stored):
-            await rewind_thread(self.store, thread_id, same, types=types)
-        return ctx.evolve(history=sent[same:])
-
     async def _go(self, runner: GraphRunner, live: LiveRun, ctx: AgentContext[Any]) -> Any:
         thread = live.thread_id if live.threaded else None
         return await runner.run(
-            self.graph, ctx, handle=live.handle, store=self.store, run_id=live.id, thread_id=thread
+            self.graph,
+            ctx,
+            handle=live.handle,
+            store=self.store,
+            run_id=live.id,
+            thread_id=thread,
+            expect_head=live.head,
         )
 
     def _launch(
@@ -287,7 +283,17 @@ class Runs:
             for event in translator.framing(kinds, ending, status=live.status, output=live.output):
                 live.channel.publish(event.model_dump(mode="json", by_alias=True))
             live.channel.close()
+            live.ended = next(self._ends)
             live.done.set()
+            self._forget()
+
+    def _forget(self) -> None:
+        """Drop the runs that ended longest ago, past the last `keep` (the store has them)."""
+        ended = [run for run in self.live.values() if run.finished]
+        if len(ended) > self.keep:
+            ended.sort(key=lambda run: run.ended)
+            for run in ended[: len(ended) - self.keep]:
+                del self.live[run.id]
 
     def _clean(self, value: Any, field: str) -> Any:
         return self.redactor.record({field: plain(value)})[field]
@@ -381,14 +387,3 @@ def _check_id(value: str, kind: str) -> None:
 
 def _taken(run_id: str) -> RunInputError:
     return RunInputError(f"run id {run_id!r} is taken; resume that run or pick a new id")
-
-
-def _same(stored: Message, sent: Message) -> bool:
-    """Whether a client's message is the stored one, as far as a client can say it."""
-    return (
-        stored.role == sent.role
-        and stored.content == sent.content
-        and stored.tool_call_id == sent.tool_call_id
-        and [(c.id, c.name, dict(c.arguments)) for c in stored.tool_calls]
-        == [(c.id, c.name, dict(c.arguments)) for c in sent.tool_calls]
-    )

@@ -16,7 +16,7 @@ import httpx
 import jsonpatch
 import pytest
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, node
+from agentgraph import AgentContext, CheckpointError, GraphBuilder, GraphRunner, node
 from agentgraph.checkpoint import MemoryStore
 from agentgraph.nodes import answer, chat
 from agentgraph.testing import ScriptedModel
@@ -293,6 +293,35 @@ def test_a_store_that_fails_before_a_run_begins_still_gives_a_whole_run():
         events = agui_run(client, run_input("x-2", resume=[entry]), url="")
     assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
     assert events[-1]["code"] == "OSError" and "the disk is gone" in events[-1]["message"]
+
+
+class FailedStore(MemoryStore):
+    """A store whose database is gone: every read fails as the stores say it, with a key."""
+
+    async def load(self, run_id: str):
+        raise CheckpointError(f"the database is gone (key {SECRET})")
+
+    async def load_thread(self, thread_id: str):
+        raise CheckpointError(f"the database is gone (key {SECRET})")
+
+
+@pytest.mark.parametrize("thread", [None, "t-1"])
+def test_a_page_run_the_store_cannot_start_is_a_503_with_the_masked_reason(thread):
+    app = dev_app(stateful(), store=FailedStore())
+    with WebServer(app) as server, httpx.Client(base_url=server.url) as client:
+        started = client.post("api/runs", json={"input": "hi", "thread": thread})
+        resumed = client.post("api/runs/gone/resume", json={})
+        events = agui_run(client, {**run_input("run-f", user("hi")), "threadId": thread or "t"})
+        listed = client.get("api/runs")
+    for response in (started, resumed):
+        assert response.status_code == 503, response.text
+        body = response.json()
+        assert body["code"] == "CheckpointError"
+        assert body["error"] == "CheckpointError: the database is gone (key ***)"
+    # The AG-UI endpoint frames the same failure as a whole run ending in its error.
+    assert [e["type"] for e in events] == ["RUN_STARTED", "RUN_ERROR"]
+    assert events[-1]["code"] == "CheckpointError" and SECRET not in str(events)
+    assert listed.status_code == 200
 
 
 def test_a_watcher_that_leaves_does_not_cancel(tmp_path):
