@@ -1,35 +1,47 @@
-"""`GraphRunner` runs graphs: fresh, resumed from a checkpoint, or replayed from one."""
+"""`GraphRunner` runs graphs: fresh, resumed from a checkpoint, or replayed from one.
+
+Its methods check what they are given (`_runner_checks.py`) and open the
+run's journal; how a run is then driven, streamed and reported is inherited
+from `Driver` (`_runner_drive.py`).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import inspect
 import logging
-import sys
-import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from types import TracebackType
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import attrs
 
 from ._context import AgentContext
-from ._dispatch import Dispatch, Sink, check_sink, wanted
-from ._errors import CheckpointError, GraphCancelled, GraphTimeout, Interrupted, UsageError
-from ._events import Event, NodeFinished, NodeStarted, RouteChosen, RunFinished, RunStarted
+from ._dispatch import Sink, wanted
+from ._errors import UsageError
+from ._events import Event, NodeFinished, NodeStarted, RouteChosen
 from ._gate import ModelGate
-from ._graph import Graph, GraphBuilder
+from ._graph import Graph
 from ._journal import Journal, JournalSource
 from ._json import Types
 from ._node import Node
 from ._retry import RetryPolicy
-from ._runtime import Emit, Interrupt, StepCallback, _Run, new_run_id, placed
+from ._runner_checks import (
+    _callbacks,
+    _check_sink_errors,
+    _guards,
+    _maybe_async,
+    _running_loop,
+    _sinks,
+    _source,
+)
+from ._runner_checks import _check_input as _check_input
+from ._runner_checks import as_graph as as_graph
+from ._runner_drive import Driver, _EventStream
 from ._runtime import RunHandle as RunHandle
 from ._runtime import Runtime as Runtime
-from ._usage import Meter, UsageLimits
+from ._runtime import StepCallback as StepCallback
+from ._runtime import new_run_id as new_run_id
+from ._usage import UsageLimits
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream
@@ -70,32 +82,8 @@ ANY_HEAD: Literal[_AnyHead.ANY] = _AnyHead.ANY
 Head = str | None | Literal[_AnyHead.ANY]
 
 
-def _callbacks(on_step: StepCallback | Sequence[StepCallback]) -> tuple[StepCallback, ...]:
-    return (on_step,) if callable(on_step) else tuple(on_step)
-
-
-def _guards(guards: Guards | None) -> Guards | None:
-    """`guards`, or None when it holds none, so a run without guards skips them entirely."""
-    if guards is None:
-        return None
-    from .guards._guard import Guards
-
-    if not isinstance(guards, Guards):
-        raise UsageError(f"guards= takes a Guards(...), not {type(guards).__name__}")
-    return guards if guards else None
-
-
-def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
-    return tuple(check_sink(sink) for sink in sinks)
-
-
-def _check_sink_errors(_: Any, __: Any, value: str) -> None:
-    if value not in ("detach", "raise"):
-        raise ValueError(f"sink_errors is 'detach' or 'raise', not {value!r}")
-
-
 @attrs.frozen(slots=True)
-class GraphRunner:
+class GraphRunner(Driver):
     """Runs graphs under one policy: retries, a step cap, a timeout and step callbacks.
 
     A runner is immutable and may serve any number of runs at once; change a
@@ -295,43 +283,6 @@ class GraphRunner:
         opening = (store, run_id, thread_id, compaction)
         return _EventStream(self._stream(graph, ctx, handle, opening))
 
-    @asynccontextmanager
-    async def _stream(
-        self,
-        graph: Node[In, Out],
-        ctx: AgentContext[In],
-        handle: RunHandle | None,
-        opening: tuple[JournalSource | None, str | None, str | None, Any],
-    ) -> AsyncIterator[ObjectReceiveStream[Event]]:
-        store, run_id, thread_id, compaction = opening
-        graph = as_graph(graph)
-        _check_input(ctx)
-        send, receive = anyio.create_memory_object_stream[Event](0)
-        failure: list[BaseException] = []
-        rid = run_id or new_run_id()
-
-        async def emit(event: Event) -> None:
-            # When the reader has left, the run goes on until the block cancels it.
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-                await send.send(event)
-
-        async def drive() -> None:
-            async with send:
-                try:
-                    journal = await self._open(graph, ctx, store, rid, thread_id, compaction)
-                    start = ctx if journal is None or thread_id is None else journal.initial
-                    await self._drive(graph, start, handle, emit, rid, journal)
-                except Exception as error:
-                    failure.append(error)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drive)
-            async with receive:
-                yield receive
-            tg.cancel_scope.cancel()
-        if failure:
-            raise failure[0]
-
     def run_sync(
         self, graph: Node[In, Out], ctx: AgentContext[In], *, backend: str = "asyncio"
     ) -> AgentContext[Out]:
@@ -343,267 +294,3 @@ class GraphRunner:
                 "run a second one: in async code use `await runner.run(graph, ctx)`"
             )
         return anyio.run(self.run, graph, ctx, backend=backend)
-
-    async def _drive(
-        self,
-        graph: Graph[In, Out],
-        ctx: AgentContext[In],
-        handle: RunHandle | None,
-        emit: Emit | None,
-        run_id: str | None,
-        journal: Journal | None,
-    ) -> AgentContext[Out]:
-        """Run `graph`; every way out is reported to the sinks.
-
-        The run gets a cancel scope of its own when something besides its
-        caller can end it (a handle or a timeout); otherwise only the
-        caller's cancellation can, and the scope would be pure cost.
-        """
-        scoped = handle is not None or self.timeout is not None
-        handle = handle or RunHandle()
-        run = self._start(ctx, handle, emit, run_id, journal)
-        try:
-            if not scoped:
-                done, _ = await self._guarded(graph, ctx, handle, run, None)
-                assert done is not None  # without a scope of its own, a run returns or raises
-                return done
-            out: AgentContext[Out] | None = None
-            teardown: Exception | None = None
-            with anyio.CancelScope() as scope:
-                handle._scope = scope
-                if handle.cancelled:
-                    scope.cancel()
-                if self.timeout is not None:
-                    scope.deadline = anyio.current_time() + self.timeout
-                out, teardown = await self._guarded(graph, ctx, handle, run, scope)
-            handle._scope = None
-            if out is None:
-                last = handle.context if handle.context is not None else ctx
-                ended: Exception = (
-                    GraphCancelled(context=last, step=handle.step)
-                    if handle.cancelled
-                    else GraphTimeout(context=last, step=handle.step, timeout=self.timeout or 0.0)
-                )
-                await _ended(run, ended)
-                raise ended from teardown
-            return out
-        finally:
-            if journal is not None:
-                journal.close()
-
-    def _start(
-        self,
-        ctx: AgentContext[Any],
-        handle: RunHandle,
-        emit: Emit | None,
-        run_id: str | None,
-        journal: Journal | None,
-    ) -> _Run:
-        """The run's shared state, with the handle pointing at its first context."""
-        handle.context, handle.step = ctx, 0
-        if journal is not None:
-            handle.context, handle.step = journal.resumed_at or (ctx, 0)
-        ids = handle._ids = [run_id]
-        run = _Run(
-            ids,
-            self.retry,
-            self.max_steps,
-            self._marked,
-            None,
-            handle,
-            self.timeout is not None,
-            journal,
-            self.usage_limits,
-            self.model_gate,
-            self.guards,
-        )
-        if emit is not None or self.sinks:
-            picky, anything, started, finished, routed = self._heard
-            dispatch = Dispatch(
-                self.sinks,
-                emit,
-                fail=self.sink_errors == "raise",
-                by_kind=self._kinds,
-                picky=picky,
-            )
-            deliver = dispatch.deliver
-            streamed = emit is not None  # a stream reads every event
-            run.emit = dispatch.emit if streamed or anything else None
-            # The events of every step are built only when someone takes them.
-            run.started = deliver if streamed or started else None
-            run.finished = deliver if streamed or finished else None
-            run.routed = deliver if streamed or routed else None
-        return run
-
-    async def _guarded(
-        self,
-        graph: Graph[In, Out],
-        ctx: AgentContext[In],
-        handle: RunHandle,
-        run: _Run,
-        scope: anyio.CancelScope | None,
-    ) -> tuple[AgentContext[Out] | None, Exception | None]:
-        """The run itself, inside its scope (if it has one): announce it, run the root
-        graph, make its record durable, and report how it ended.
-
-        Returns the final context, or None and the error its steps raised while
-        they were torn down when the run's own scope ended it (cancelled or timed out).
-        """
-        try:
-            if run.emit is not None:
-                thread = getattr(run.journal, "thread_id", None)
-                first = handle.context or ctx
-                await run.emit(RunStarted(graph.name, first, run.run_id, graph.agent, thread))
-            meters = () if run.limits is None else (Meter(run.limits),)
-            out = await Runtime(run, (graph.name,), 0, meters=meters).run_graph(graph, ctx)
-            if run.journal is not None:
-                try:
-                    await run.journal.finish()
-                except CheckpointError as error:
-                    placed(error, out, run.steps, (graph.name,))
-                    raise
-        except Interrupt as signal:
-            raise await _interrupted(run, signal) from None
-        except anyio.get_cancelled_exc_class():
-            if scope is None or not (scope.cancel_called or handle.cancelled):
-                # The caller's own scope was cancelled: tell the sinks, then let
-                # the native cancellation through untouched.
-                last = handle.context if handle.context is not None else ctx
-                await _ended(run, GraphCancelled(context=last, step=handle.step))
-            raise
-        except Exception as error:
-            if scope is None or not (scope.cancel_called or handle.cancelled):
-                await _ended(run, error)
-                raise
-            # The run was being cancelled or timed out: an error raised while
-            # its steps were torn down is a consequence, not the outcome.
-            return None, error
-        if run.emit is not None:
-            await run.emit(RunFinished(out, run.steps))
-        return out, None
-
-
-_wrapped: weakref.WeakKeyDictionary[Node[Any, Any], Graph[Any, Any]] = weakref.WeakKeyDictionary()
-
-
-def as_graph(target: Any) -> Graph[Any, Any]:
-    """`target` as a graph: a graph itself, a bare node in a graph of its own, or a
-    `UsageError` that says what to pass."""
-    if type(target) is Graph or isinstance(target, Graph):
-        return target
-    if isinstance(target, GraphBuilder):
-        raise UsageError(
-            f"the runner got the GraphBuilder {target.name!r}, not a graph: call build() "
-            "after its `with` block and run what it returns (runner.run(g.build(), ctx))"
-        )
-    if isinstance(target, Node):
-        graph = _wrapped.get(target)
-        if graph is None:  # a bare node runs as a graph of one node, named after it
-            with GraphBuilder[Any, Any](target.name) as g:
-                g.start.edge_to(target).edge_to(g.finish)
-            graph = _wrapped[target] = g.build()
-        return graph
-    raise UsageError(
-        f"the runner runs a Graph (or a single Node), not {type(target).__name__}: build one "
-        "with GraphBuilder, or decorate a function with @node"
-    )
-
-
-def _check_input(ctx: Any) -> None:
-    if not isinstance(ctx, AgentContext):
-        shown = repr(ctx)
-        shown = shown if len(shown) <= 40 else shown[:39] + "…"
-        raise UsageError(
-            f"a run starts from an AgentContext, not {type(ctx).__name__}: wrap the value, "
-            f"as in runner.run(graph, AgentContext({shown}))"
-        )
-
-
-def _running_loop() -> str | None:
-    """The event loop running in this thread, if any: 'asyncio' or 'trio'."""
-    asyncio = sys.modules.get("asyncio")  # no loop of a library that was never imported
-    if asyncio is not None:
-        try:
-            asyncio.get_running_loop()
-            return "asyncio"
-        except RuntimeError:
-            pass
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_trio_token()
-            return "trio"
-        except RuntimeError:
-            pass
-    return None
-
-
-def _source(store: Any) -> JournalSource:
-    """`store` as a journal source, or a `TypeError` that says what it lacks."""
-    if isinstance(store, JournalSource):
-        return store
-    raise TypeError(
-        f"{type(store).__name__} cannot record runs: a store needs open_run, open_resume and "
-        "open_replay. Subclass agentgraph.checkpoint.StoreBase, which adds them to the four "
-        "storage methods (write, flush, load, aclose)"
-    )
-
-
-_REPORT_GRACE = 5.0
-
-
-async def _interrupted(run: _Run, signal: Interrupt) -> Interrupted:
-    """The `Interrupted` error for a node's question, after reporting the run's end."""
-    stopped = Interrupted(
-        run_id=run.run_id,
-        question=signal.question,
-        context=signal.context,
-        step=signal.step,
-        path=signal.path,
-    )
-    await _ended(run, stopped, signal)
-    return stopped
-
-
-async def _ended(run: _Run, error: Exception, signal: Interrupt | None = None) -> None:
-    """Report a run that did not finish, after making its committed steps durable.
-
-    Shielded, so a cancelled run still reports; bounded, so a stuck sink cannot hold it.
-    """
-    with anyio.move_on_after(_REPORT_GRACE, shield=True):
-        if run.journal is not None:
-            await run.journal.settle(signal)
-        last = run.handle.context
-        if run.emit is not None and last is not None:
-            await run.emit(RunFinished(last, run.steps, error))
-
-
-def _maybe_async(callback: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
-        getattr(callback, "__call__", None)  # noqa: B004
-    )
-
-
-class _EventStream(AbstractAsyncContextManager["ObjectReceiveStream[Event]"]):
-    """`runner.stream(...)`: entered with `async with`, never iterated itself."""
-
-    def __init__(self, inner: AbstractAsyncContextManager[ObjectReceiveStream[Event]]) -> None:
-        self._inner = inner
-
-    async def __aenter__(self) -> ObjectReceiveStream[Event]:
-        return await self._inner.__aenter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, tb)
-
-    def __aiter__(self) -> Any:
-        raise UsageError(
-            "runner.stream(...) is not iterated itself: it runs the graph inside an "
-            "`async with` block, so write `async with runner.stream(graph, ctx) as events:` "
-            "and then `async for event in events:`"
-        )

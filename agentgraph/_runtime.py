@@ -1,10 +1,12 @@
 """`Runtime`: one run as its nodes see it, the one graph loop, and the step every node runs as.
 
 `GraphRunner` (in `_runner.py`) starts runs; everything a running step touches
-lives here: the step counter, retries, cancellation checks, step events, and
-the hooks of the run's journal (the durability protocol in `_journal.py`).
-The effects nodes have on the world are `Runtime` methods inherited from
-`Effects` (`_effects.py`); what the levels of a run share is in `_run_state.py`.
+lives here: the step counter, cancellation checks, step events, and the hooks
+of the run's journal (the durability protocol in `_journal.py`). The effects
+nodes have on the world are `Runtime` methods inherited from `Effects`
+(`_effects.py`), and what a failed step comes to (retries, error transitions)
+from `Recovery` (`_recovery.py`); what the levels of a run share is in
+`_run_state.py`.
 """
 
 from __future__ import annotations
@@ -12,11 +14,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.lowlevel
-import attrs
 
 from ._context import AgentContext
 from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
@@ -27,33 +28,19 @@ from ._effects import _Replayed as _Replayed
 from ._effects import _requested as _requested
 from ._effects import _Watched as _Watched
 from ._effects import tool_runtime as tool_runtime
-from ._errors import (
-    CheckpointError,
-    NodeFailed,
-    NodeTimeout,
-    RunError,
-    StepLimitExceeded,
-    UsageLimitExceeded,
-)
-from ._events import (
-    Event,
-    NodeFailedEvent,
-    NodeFinished,
-    NodeStarted,
-    RetryScheduled,
-    RouteChosen,
-    StepInfo,
-)
-from ._failure import Attempt, root_error
+from ._errors import CheckpointError, NodeFailed, StepLimitExceeded
+from ._events import Event, NodeFinished, NodeStarted, RouteChosen, StepInfo
 from ._journal import Journal
 from ._node import FunctionNode
+from ._recovery import Recovery, _with_timeout
+from ._recovery import placed as placed
 from ._retry import RetryPolicy
 from ._run_state import Emit as Emit
 from ._run_state import RunHandle as RunHandle
 from ._run_state import StepCallback as StepCallback
 from ._run_state import _Run as _Run
 from ._run_state import new_run_id as new_run_id
-from ._usage import Meter, OverLimit
+from ._usage import Meter
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -67,7 +54,7 @@ Out = TypeVar("Out")
 _new_tuple = tuple.__new__
 
 
-class Runtime(Effects):
+class Runtime(Recovery, Effects):
     """One node's view of its run: its path and depth, its effects, and nested steps.
 
     Graphs and combinators use `execute` to run child nodes as steps of the same
@@ -223,33 +210,6 @@ class Runtime(Effects):
         journal = self._run.journal
         return None if journal is None else journal.reenter(self, graph)
 
-    async def _failed(
-        self,
-        graph: Graph[Any, Any],
-        source: Node[Any, Any],
-        failed: NodeFailed,
-        given: AgentContext[Any],
-        where: tuple[int, int],
-    ) -> tuple[Node[Any, Any], AgentContext[Any]]:
-        """Where `source`'s error transitions send a failed step, and with what; else re-raise."""
-        route = graph.error_route(source, failed)
-        if route is None:
-            raise failed
-        target, position, failure = route
-        step = where[0]
-        out = given.with_input(failure)
-        run = self._run
-        if run.routed is not None:
-            chosen = RouteChosen(
-                step, self.path, source.name, target.name, position, False, on_error=True
-            )
-            told = run.routed(chosen)
-            if told is not None:
-                await told
-        if run.journal is not None:
-            self._commit(run.journal, source, target, out, *where)
-        return target, out
-
     def _commit(
         self,
         journal: Journal,
@@ -350,76 +310,6 @@ class Runtime(Effects):
             run.journal.enter(self, rt, index, local, ctx)
         return rt
 
-    async def _recover(
-        self, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
-    ) -> tuple[AgentContext[Out], int]:
-        run = self._run
-        policy = node.retry
-        if policy is None and not node.composite:
-            policy = self.node_retry or run.retry
-        attempts = 1
-        try:
-            if (
-                policy is None
-                or not node.retry_safe
-                or isinstance(error, StepLimitExceeded | OverLimit | CheckpointError)
-            ):
-                raise error
-
-            async def on_retry(attempt: int, wait: float, err: BaseException) -> None:
-                nonlocal attempts
-                attempts = attempt + 1
-                if run.emit is not None:
-                    await run.emit(RetryScheduled(index, self.path, attempt, wait, err))
-
-            async def again() -> AgentContext[Out]:
-                if run.journal is not None:
-                    run.journal.new_attempt(self)
-                if node.timeout is None:
-                    return await node.run(ctx, self)
-                return await _with_timeout(node, ctx, self)
-
-            return await _guarded(policy, node, ctx, self.path).call(
-                again, error, on_retry=on_retry
-            )
-        except Exception as final:
-            await self._failed_for_good(node, ctx, index, attempts, final)
-            raise AssertionError("unreachable: the failure was raised") from None
-
-    async def _failed_for_good(
-        self,
-        node: Node[Any, Any],
-        ctx: AgentContext[Any],
-        index: int,
-        attempts: int,
-        final: Exception,
-    ) -> NoReturn:
-        """Report a step that failed after its retries, and raise what the run should see."""
-        run = self._run
-        if isinstance(final, OverLimit):  # the run's limit, not the node's failure
-            limit = UsageLimitExceeded(final.reason, context=ctx, step=index, path=self.path)
-            if run.emit is not None:
-                await run.emit(NodeFailedEvent(index, self.path, attempts, limit))
-            raise limit from None
-        if run.emit is not None:
-            await run.emit(NodeFailedEvent(index, self.path, attempts, final))
-        if isinstance(final, RunError):
-            raise final
-        if isinstance(final, CheckpointError):  # the run's record failed, not the node
-            raise placed(final, ctx, index, self.path)
-        raise NodeFailed(
-            context=ctx, step=index, path=self.path, attempts=attempts, error=final
-        ) from final
-
-
-def placed(
-    error: CheckpointError, context: AgentContext[Any], step: int, path: tuple[str, ...]
-) -> CheckpointError:
-    """`error` saying where the run was when its store failed, unless a deeper step said so."""
-    if error.context is None:
-        error.context, error.step, error.path = context, step, path
-    return error
-
 
 async def _checkpoint(index: int) -> None:
     """Every 64th step yields, so deadlines (the run's and the caller's) fire even
@@ -464,43 +354,3 @@ async def _awaited_back(
         result = callback(info, node, out)
         if result is not None and (is_coroutine or inspect.isawaitable(result)):
             await result
-
-
-def _guarded(
-    policy: RetryPolicy, node: Node[Any, Any], ctx: AgentContext[Any], path: tuple[str, ...]
-) -> RetryPolicy:
-    """`policy` judging a nested failure by its root cause, and never retrying a BaseException.
-
-    Cancellation and `Interrupt` must pass whatever predicate the user wrote.
-    A policy's `rule` sees each failed attempt in turn, with its number.
-    """
-    rule, inner = policy.rule, policy.retry_on
-    failed = 0
-
-    def retry_on(error: BaseException) -> bool:
-        nonlocal failed
-        failed += 1
-        if not isinstance(error, Exception) or isinstance(error, OverLimit | CheckpointError):
-            return False
-        cause = root_error(error)
-        if rule is None:
-            return inner(cause)
-        return rule(Attempt(cause, node.name, path, ctx, failed))
-
-    return attrs.evolve(policy, retry_on=retry_on, rule=None)
-
-
-async def _with_timeout(
-    node: Node[Any, Out], ctx: AgentContext[Any], rt: Runtime
-) -> AgentContext[Out]:
-    """One attempt within the node's timeout; only our own deadline becomes `NodeTimeout`.
-
-    A `TimeoutError` the node raised itself (a provider timeout its client
-    already retried, say) passes through unchanged.
-    """
-    assert node.timeout is not None
-    with anyio.move_on_after(node.timeout) as scope:
-        return await node.run(ctx, rt)
-    if scope.cancelled_caught:
-        raise NodeTimeout(node.name, node.timeout)
-    raise AssertionError("a node attempt neither returned nor timed out")  # pragma: no cover

@@ -30,7 +30,7 @@ HEADING = "## Step profile"
 
 GROUPS = (
     ("routing", ("agentgraph/_graph",)),
-    ("the step (`Runtime.execute`, `run_graph`)", ("agentgraph/_runtime",)),
+    ("the step (`Runtime.execute`, `run_graph`)", ("agentgraph/_runtime", "agentgraph/_recovery")),
     ("contexts and history (data work)", ("agentgraph._context", "agentgraph/_context")),
     ("step records (`StepInfo`, events)", ("agentgraph._events", "agentgraph/_events")),
     ("the runner (start and end of a run)", ("agentgraph/_runner", "agentgraph/_node")),
