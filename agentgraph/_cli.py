@@ -305,7 +305,7 @@ def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     with tempfile.TemporaryDirectory(prefix="agentgraph-serve-") as folder:
         store = SQLiteStore(args.store or Path(folder) / "runs.db")
         runner = GraphRunner(max_steps=args.max_steps)
-        app = dev_app(graph, store=store, runner=runner, traces=traces)
+        app = dev_app(graph, store=store, runner=runner, traces=traces, keep_runs=args.keep_runs)
         try:
             serve(app, host=args.host, port=args.port, announce=announce)
         except OSError as exc:
@@ -330,6 +330,16 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if number < 1:
         raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number
+
+
+def _count(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{number} is not 0 or more")
     return number
 
 
@@ -372,6 +382,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks)")
     serve.add_argument("--max-steps", type=_positive, default=1000, help="step cap (default 1000)")
+    serve.add_argument(
+        "--keep-runs",
+        type=_count,
+        default=100,
+        help="ended runs kept in memory; older ones are read from the store (default 100)",
+    )
     serve.set_defaults(handler=_serve)
     add_mcp_command(commands, _positive, _port)
     add_eval_command(commands, _positive)

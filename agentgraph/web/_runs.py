@@ -25,7 +25,7 @@ import attrs
 from anyio.abc import TaskGroup
 
 from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, RunInputError, UsageError
+from .._errors import CheckpointError, GraphCancelled, Interrupted, RunInputError, UsageError
 from .._errors_threads import ThreadBusy
 from .._events import NodeFinished, NodeStarted
 from .._graph import Graph
@@ -40,7 +40,7 @@ from ..tracing._records import plain
 from ..tracing._tree import Trace, TraceBuilder
 from ._agui import AguiTranslator, step_name
 from ._hub import Channel
-from ._trail import Trail, log_status, records_from_log
+from ._trail import Trail, log_status, records_from_log, stored_output
 from ._turns import on_thread
 
 __all__ = ("LiveRun", "Runs", "Store")
@@ -359,11 +359,22 @@ class Runs:
         if log is not None:
             trace = traces_from_records(records_from_log(log))[-1]
             status = log_status(log)
-            return trace, {"status": status, "active": [], "source": "store", "events": 0}
+            facts = {"status": status, "active": [], "source": "store", "events": 0}
+            if status == "ok":
+                facts.update(await self._stored_output(log))
+            return trace, facts
         traced = self.traces.get(run_id)
         if traced is not None:
             return traced, {"status": traced.status, "active": [], "source": "trace", "events": 0}
         return None
+
+    async def _stored_output(self, log: RunLog) -> dict[str, Any]:
+        """A finished stored run's output, as a live run shows it; or why it cannot be read."""
+        types = self.runner.types.with_types(*self.graph.data_types())
+        try:
+            return {"output": self._clean(await stored_output(self.store, log, types), "output")}
+        except CheckpointError as exc:
+            return {"error": self._clean(f"{type(exc).__name__}: {exc}", "error")}
 
     async def _stored_ids(self) -> tuple[str, ...]:
         lister = getattr(self.store, "run_ids", None)

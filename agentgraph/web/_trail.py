@@ -8,8 +8,11 @@ import time
 from time import perf_counter
 from typing import Any
 
+from .._json import Types
 from .._redact import Redactor
 from ..checkpoint._records import RunLog
+from ..checkpoint._resume import decode_contexts, log_blobs
+from ..checkpoint._store import CheckpointStore
 from ..tracing._records import Recorder
 
 __all__ = ("Trail", "log_status", "records_from_log")
@@ -59,6 +62,18 @@ def log_status(log: RunLog) -> str:
     if "interrupt" in kinds and kinds.count("interrupt") > kinds.count("answer"):
         return "interrupted"
     return "stopped"
+
+
+async def stored_output(store: Any, log: RunLog, types: Types) -> Any:
+    """What a finished stored run gave: the input of its last context.
+
+    Raises:
+        CheckpointError: a record or a blob it names is damaged or missing.
+    """
+    blobs: dict[str, bytes] = {}
+    if isinstance(store, CheckpointStore):
+        blobs = await log_blobs(store, log)
+    return decode_contexts(log, types=types, blobs=blobs)[-1].input
 
 
 def records_from_log(log: RunLog) -> list[dict[str, Any]]:

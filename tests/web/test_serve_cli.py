@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.timeout(90)
-def test_serve_prints_the_url_and_runs_the_calculator(tmp_path):
+@pytest.mark.parametrize("keep", ["100", "0"])  # 0: the ended run is read back from the store
+def test_serve_prints_the_url_and_runs_the_calculator(tmp_path, keep):
     command = [
         sys.executable,
         "-m",
@@ -28,6 +29,8 @@ def test_serve_prints_the_url_and_runs_the_calculator(tmp_path):
         "0",
         "--store",
         str(tmp_path / "runs.db"),
+        "--keep-runs",
+        keep,
     ]
     with subprocess.Popen(
         command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
@@ -61,6 +64,7 @@ def test_serve_prints_the_url_and_runs_the_calculator(tmp_path):
             ["serve", "examples/calculator_agent.py:web_agent", "--trace", "missing.jsonl"],
             "cannot read trace missing.jsonl",
         ),
+        (["serve", "examples/calculator_agent.py:web_agent", "--keep-runs", "-1"], "0 or more"),
     ],
 )
 def test_serve_refuses_what_cannot_work_in_one_line(args, message, capsys, monkeypatch):
