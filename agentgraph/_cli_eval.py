@@ -66,7 +66,7 @@ def add_eval_command(commands: Any, positive: Any) -> None:
 
 
 def _evaluators(target: str | None) -> Sequence[Any]:
-    from ._cli import CommandError, _import
+    from ._cli_load import CommandError, _import
 
     if target is None:
         return ()
@@ -89,7 +89,7 @@ def _evaluators(target: str | None) -> Sequence[Any]:
 
 
 def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ._cli import CommandError, _model, load_target
+    from ._cli_load import CommandError, _model, load_target
     from ._runner import GraphRunner
     from .evals import (
         Dataset,

@@ -37,7 +37,7 @@ def add_mcp_command(commands: Any, positive: Any, port: Any) -> None:
 
 
 def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ._cli import CommandError, _model, load_target
+    from ._cli_load import CommandError, _model, load_target
 
     try:
         from .mcp import GraphServer
@@ -70,7 +70,7 @@ def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _http(server: Any, args: argparse.Namespace, err: TextIO) -> int:
     import uvicorn
 
-    from ._cli import CommandError
+    from ._cli_load import CommandError
     from ._serving import bind
 
     app = server.http_app(path=args.path, host=args.host)
