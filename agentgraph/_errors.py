@@ -27,6 +27,7 @@ AgentGraphError
 │   │   │                                   unsafe tool call that was in flight at a crash
 │   │   └── RunBusy                         another runner holds the run's lease
 │   │       └── ThreadBusy                  another run holds the thread (checkpoint)
+│   │           └── ThreadMoved             the thread's head moved since it was read
 │   ├── HandoffError                        a handoff to a missing agent or a bad history (teams)
 │   ├── ReplayDiverged                      a replay asked for what the record does not hold
 │   ├── CompactionFailed                    a thread's compaction cannot fit its budget (checkpoint)

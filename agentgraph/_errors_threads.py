@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from ._errors import CheckpointError
@@ -11,7 +12,14 @@ from ._errors_run import RunBusy, RunError
 if TYPE_CHECKING:
     from ._context import AgentContext
 
-__all__ = ("CompactionFailed", "ThreadBusy", "ThreadDamaged", "ThreadError", "ThreadNotFound")
+__all__ = (
+    "CompactionFailed",
+    "ThreadBusy",
+    "ThreadDamaged",
+    "ThreadError",
+    "ThreadMoved",
+    "ThreadNotFound",
+)
 
 
 class ThreadError(CheckpointError):
@@ -80,6 +88,30 @@ class ThreadBusy(RunBusy):
             masked(
                 f"thread {thread_id!r} is busy: another run on it is going on "
                 f"({self.reason}); wait for it to end, then run again"
+            ),
+        )
+
+
+class ThreadMoved(ThreadBusy):
+    """The thread's head moved since the caller read it (`expect_head=`): another turn
+    ran in between. Nothing was run or written; `.head` is the thread's head now
+    and `.expected` the one the caller read (None: no head yet).
+    """
+
+    def __init__(
+        self,
+        thread_id: str,
+        head: str | None,
+        expected: str | None,
+        *,
+        context: AgentContext[Any] | None = None,
+    ) -> None:
+        super().__init__(thread_id, f"run {head!r}", time.time(), context=context)
+        self.head, self.expected = head, expected
+        self.args = (
+            masked(
+                f"thread {thread_id!r} moved on: its head is run {head!r}, not {expected!r} "
+                "as when it was read; read the thread again and run the turn on what it holds"
             ),
         )
 

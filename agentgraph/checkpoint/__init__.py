@@ -16,6 +16,7 @@ from .._errors_threads import CompactionFailed as CompactionFailed
 from .._errors_threads import ThreadBusy as ThreadBusy
 from .._errors_threads import ThreadDamaged as ThreadDamaged
 from .._errors_threads import ThreadError as ThreadError
+from .._errors_threads import ThreadMoved as ThreadMoved
 from .._errors_threads import ThreadNotFound as ThreadNotFound
 from ._codec import BlobDamaged as BlobDamaged
 from ._compaction import Compacted as Compacted
@@ -69,6 +70,7 @@ __all__ = (
     "ThreadError",
     "ThreadHead",
     "ThreadLog",
+    "ThreadMoved",
     "ThreadNotFound",
     "ThreadStore",
     "apply_compaction",

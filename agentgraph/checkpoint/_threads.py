@@ -11,7 +11,7 @@ stays in the thread without becoming its head).
 A caller that decided what a turn sends from the thread as it read it (a
 server comparing a client's conversation with the stored one) names the head
 it read (`expect_head=`): the turn, and a rewind, are refused with
-`ThreadBusy` under the thread's lease when another turn moved the head since.
+`ThreadMoved` (a `ThreadBusy`) under the thread's lease when another turn moved the head since.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import orjson
 
 from .._context import AgentContext, History, Settings
 from .._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
-from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadNotFound
+from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadMoved, ThreadNotFound
 from .._json import NO_TYPES, Types
 from .._runner import ANY_HEAD, Head, new_run_id
 from ..llm._messages import Message
@@ -124,8 +124,7 @@ async def hold_thread(store: CheckpointStore, thread_id: str, ctx: AgentContext[
 def _check_head(thread_id: str, head: str | None, expected: Head, ctx: AgentContext[Any]) -> None:
     """Refuse to go on from `head` when the caller read the thread at another one."""
     if expected is not ANY_HEAD and head != expected:
-        owner = f"run {head!r}, a turn that became its head after {expected!r} was read"
-        raise ThreadBusy(thread_id, owner, time.time(), context=ctx)
+        raise ThreadMoved(thread_id, head, expected, context=ctx)
 
 
 async def _context_of(
@@ -179,8 +178,8 @@ async def open_thread(
     """Start a turn of `thread_id` (a new thread when there is none) as run `run_id`.
 
     With `expect_head` (a run id, or None for a thread with no head yet), the
-    turn is refused with `ThreadBusy` when the head is another run by the
-    time the turn holds the thread.
+    turn is refused with `ThreadMoved` (a `ThreadBusy`) when the head is
+    another run by the time the turn holds the thread.
     """
     threads = _threads(store)
     _check_id(thread_id)
@@ -298,8 +297,8 @@ async def rewind_thread(
     the next turn continues from the shortened conversation.
 
     Raises:
-        ThreadBusy: a run on the thread is going on, or (with `expect_head`)
-            the head is no longer the run the caller read.
+        ThreadBusy: a run on the thread is going on; `ThreadMoved` (with
+            `expect_head`) when the head is no longer the run the caller read.
     """
     found = await _log(store, thread_id)
     if found.head is None:

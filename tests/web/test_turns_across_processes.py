@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from agentgraph import AgentContext, GraphRunner
-from agentgraph.checkpoint import SQLiteStore, ThreadBusy, read_thread, rewind_thread
+from agentgraph.checkpoint import SQLiteStore, ThreadBusy, ThreadMoved, read_thread, rewind_thread
 from agentgraph.tracing import Redactor
 from agentgraph.web import _runs
 from agentgraph.web._runs import Runs
@@ -52,7 +52,7 @@ async def test_a_turn_slipped_in_by_another_process_is_kept(
         live = await runs.start(said(*client), run_id="r", thread_id="t")
         await live.done.wait()
     assert live.status == "failed" and live.error is not None
-    assert live.error.startswith("ThreadBusy: thread 't' is busy"), live.error
+    assert live.error.startswith("ThreadMoved: thread 't' moved on"), live.error
     assert "'t2'" in live.error
     thread = await read_thread(ours, "t")
     assert thread.head == "t2"
@@ -71,8 +71,10 @@ async def test_a_rewind_of_a_head_that_moved_is_refused(tmp_path: Path) -> None:
     graph = remembers()
     await GraphRunner().run(graph, said("a"), store=ours, run_id="t1", thread_id="t")
     await GraphRunner().run(graph, said("b"), store=theirs, run_id="t2", thread_id="t")
-    with pytest.raises(ThreadBusy, match="'t2'"):
+    with pytest.raises(ThreadMoved, match="its head is run 't2', not 't1'") as moved:
         await rewind_thread(ours, "t", 0, expect_head="t1")
+    assert isinstance(moved.value, ThreadBusy)
+    assert (moved.value.head, moved.value.expected) == ("t2", "t1")
     with pytest.raises(ThreadBusy, match="'t2'"):
         await GraphRunner().run(
             graph, AgentContext("c"), store=ours, run_id="r", thread_id="t", expect_head="t1"
