@@ -5,27 +5,30 @@ the whole history as input items. A reasoning model's reasoning items come
 back with their `encrypted_content` and are kept, with the ids of the
 function-call items they led to, in `Message.provider_data`; they are sent
 back verbatim before the items they produced, as the service requires.
+
+Requests are built in `_responses_request` and re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeGuard
+from collections.abc import Mapping
+from typing import Any
 
-from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
-from ._assemble import ToolCallAssembler, arguments_json, as_int, new_call_id, parse_arguments
-from ._content import Image, Part, data_url
+from .._errors import ProviderConnectionError, ResponseFormatError
+from ._assemble import ToolCallAssembler, as_int, new_call_id, parse_arguments
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body
-from ._messages import Message, ToolCall, ToolSpec, Usage
-from ._model import (
-    ChatResponse,
-    OutputSchema,
-    ReasoningDelta,
-    ResponseDone,
-    StreamEvent,
-    TextDelta,
-    ToolChoice,
+from ._messages import Message, ToolCall, Usage
+from ._model import ChatResponse, ReasoningDelta, ResponseDone, StreamEvent, TextDelta
+from ._responses_request import (
+    CALL_ITEMS_KEY,
+    REASONING_KEY,
+    _mapping,
+    responses_format,
+    responses_input,
+    responses_tool_choice,
+    responses_tools,
+    strict_schema,
 )
 
 __all__ = (
@@ -41,160 +44,12 @@ __all__ = (
     "strict_schema",
 )
 
-REASONING_KEY = "openai.reasoning"
-"""`Message.provider_data` key of the reasoning items that must go back verbatim."""
-CALL_ITEMS_KEY = "openai.call_items"
-"""`Message.provider_data` key mapping each tool call's `call_id` to its item id."""
-
 _FAILURE_TYPES = {
     "server_error": "server_error",
     "rate_limit_exceeded": "rate_limit_error",
     "vector_store_timeout": "timeout_error",
 }
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
-
-
-def _reasoning_items(message: Message) -> list[dict[str, Any]]:
-    return [dict(item) for item in message.provider_data.get(REASONING_KEY, ()) if _mapping(item)]
-
-
-def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    return isinstance(value, Mapping)
-
-
-def responses_input(
-    messages: Sequence[Message], *, provider: str, reasoning: bool = True
-) -> tuple[str, list[Any]]:
-    """`(instructions, input items)` for a history: system text leads, the rest are items.
-
-    System messages anywhere in the history (a summary after the prompt) are
-    joined into `instructions`, which the service applies to this turn only.
-    Kept reasoning items (and the item ids that need them) go back only to a
-    model that reasons (`reasoning`); another model is sent the answers alone.
-    """
-    system: list[str] = []
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "system":
-            if message.content.strip():
-                system.append(message.content)
-        elif message.role == "tool":
-            if not message.tool_call_id:
-                raise BadRequestError(
-                    "a tool message needs the tool_call_id of the call it answers",
-                    provider=provider,
-                )
-            # A result with images is a list of input parts, as the service takes it.
-            output: Any = message.content
-            if message.parts:
-                output = [_input_part(part) for part in message.parts if part != ""]
-            items.append(
-                {"type": "function_call_output", "call_id": message.tool_call_id, "output": output}
-            )
-        elif message.role == "assistant":
-            items.extend(_assistant_items(message, reasoning))
-        elif message.parts:
-            content = [_input_part(part) for part in message.parts]
-            items.append({"type": "message", "role": "user", "content": content})
-        else:
-            items.append({"type": "message", "role": "user", "content": message.content})
-    return "\n\n".join(system), items
-
-
-def _input_part(part: Part) -> dict[str, Any]:
-    """One part of a user turn: text, an image (URL or data URL), a PDF file (data URL)."""
-    if isinstance(part, str):
-        return {"type": "input_text", "text": part}
-    if isinstance(part, Image):
-        url = part.url if part.data is None else data_url(str(part.media_type), part.data)
-        return {"type": "input_image", "image_url": url, "detail": "auto"}
-    return {
-        "type": "input_file",
-        "filename": part.name,
-        "file_data": data_url(part.media_type, part.data),
-    }
-
-
-def _assistant_items(message: Message, reasoning: bool) -> list[dict[str, Any]]:
-    items = _reasoning_items(message) if reasoning else []
-    # A call goes back under its item id only beside the reasoning it came with.
-    ids = message.provider_data.get(CALL_ITEMS_KEY, {}) if items else {}
-    if message.content.strip() or not message.tool_calls:
-        items.append({"type": "message", "role": "assistant", "content": message.content})
-    for call in message.tool_calls:
-        item: dict[str, Any] = {
-            "type": "function_call",
-            "call_id": call.id,
-            "name": call.name,
-            "arguments": arguments_json(call.arguments),
-        }
-        item_id = ids.get(call.id) if isinstance(ids, Mapping) else None
-        if isinstance(item_id, str) and item_id:
-            item["id"] = item_id
-        items.append(item)
-    return items
-
-
-def strict_schema(schema: Mapping[str, Any]) -> bool:
-    """Whether a JSON Schema meets strict mode: every object closed, every property required."""
-    if schema.get("type") == "object" or "properties" in schema:
-        properties = schema.get("properties") or {}
-        if schema.get("additionalProperties") is not False:
-            return False
-        if set(schema.get("required") or ()) != set(properties):
-            return False
-        if not all(_mapping(p) and strict_schema(p) for p in properties.values()):
-            return False
-    items = schema.get("items")
-    if _mapping(items) and not strict_schema(items):
-        return False
-    for key in ("anyOf", "$defs", "definitions"):
-        nested = schema.get(key)
-        values = nested.values() if _mapping(nested) else nested or ()
-        if not all(_mapping(v) and strict_schema(v) for v in values):
-            return False
-    return True
-
-
-def responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    """Tool specs as flat `{"type": "function", "name", "parameters", "strict"}` entries.
-
-    The service treats a tool as strict unless told otherwise, and refuses a
-    strict schema that leaves a property optional; `strict` is sent as the
-    schema allows.
-    """
-    out: list[dict[str, Any]] = []
-    for tool in tools:
-        entry: dict[str, Any] = {
-            "type": "function",
-            "name": tool.name,
-            "parameters": tool.parameters,
-            "strict": strict_schema(tool.parameters),
-        }
-        if tool.description:
-            entry["description"] = tool.description
-        out.append(entry)
-    return out
-
-
-def responses_tool_choice(choice: ToolChoice) -> Any:
-    """`auto` / `none` / `required`, or `{"type": "function", "name": ...}` for a tool name."""
-    if choice in ("auto", "none", "required"):
-        return choice
-    return {"type": "function", "name": choice}
-
-
-def responses_format(output: OutputSchema) -> dict[str, Any]:
-    """`text.format` for structured output."""
-    schema: dict[str, Any] = {
-        "type": "json_schema",
-        "name": output.name,
-        "schema": output.schema,
-        "strict": output.strict,
-    }
-    if output.description:
-        schema["description"] = output.description
-    return schema
 
 
 def responses_usage(raw: Any) -> Usage:
