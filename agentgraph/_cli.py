@@ -32,7 +32,7 @@ import argparse
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
@@ -191,24 +191,23 @@ def _port(text: str) -> int:
     return number
 
 
-def _positive(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
-    return number
+def _at_least(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least `least`."""
+
+    def whole(text: str) -> int:
+        try:
+            number = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if number < least:
+            raise argparse.ArgumentTypeError(f"{number} is not at least {least}")
+        return number
+
+    return whole
 
 
-def _count(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{number} is not 0 or more")
-    return number
+_positive = _at_least(1)
+_count = _at_least(0)
 
 
 def _parser() -> argparse.ArgumentParser:

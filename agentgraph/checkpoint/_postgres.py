@@ -219,14 +219,6 @@ class PostgresStore(PostgresWriter):
         result: _T = await call.waiter.wait()
         return result
 
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise CheckpointError(
-                f"{self._label} stopped storing records: "
-                f"{type(self._error).__name__}: {self._error}"
-            ) from self._error
-        raise CheckpointError(f"{self._label} is closed")
-
     def _start(self) -> None:
         with self._lock:
             if self._thread is None and not self._closed:

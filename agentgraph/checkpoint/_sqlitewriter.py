@@ -19,7 +19,6 @@ from typing import Literal
 import anyio.to_thread
 import attrs
 
-from .._errors import CheckpointError
 from ._lease import Lease, RunBusy, checked_lease, owner_is_gone
 from ._records import Record
 from ._sqlite_sql import commit, migrate
@@ -71,14 +70,6 @@ class SQLiteWriter(WriterStore):
             for records, error in refused:
                 for rid in {r.run_id for r in records}:
                     self._rejected.setdefault(rid, error)
-
-    def _raise(self) -> None:
-        if self._error is not None:
-            raise CheckpointError(
-                f"{self._label} stopped storing records: "
-                f"{type(self._error).__name__}: {self._error}"
-            ) from self._error
-        raise CheckpointError(f"{self._label} is closed")
 
     def _start(self) -> None:
         with self._lock:

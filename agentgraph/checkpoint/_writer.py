@@ -87,6 +87,15 @@ class WriterStore(StoreBase, ABC):
         for owner in owners.elements():
             let_go(owner)
 
+    def _raise(self) -> None:
+        """Raise why the store takes no more writes: its database failed, or it was closed."""
+        if self._error is not None:
+            raise CheckpointError(
+                f"{self._label} stopped storing records: "
+                f"{type(self._error).__name__}: {self._error}"
+            ) from self._error
+        raise CheckpointError(f"{self._label} is closed")
+
     @abstractmethod
     async def _barrier(self) -> None:
         """Wait until what is queued is committed."""
