@@ -22,3 +22,17 @@ async def store(request, tmp_path):
     yield postgres
     await postgres.aclose()
     drop_schema(server.dsn, schema)
+
+
+@pytest.fixture
+def dsn(postgres_server):
+    """The test PostgreSQL server's connection string."""
+    return postgres_server.dsn
+
+
+@pytest.fixture
+def schema(dsn):
+    """A schema of its own for the test, dropped afterwards."""
+    name = fresh_schema()
+    yield name
+    drop_schema(dsn, name)

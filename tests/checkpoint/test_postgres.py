@@ -26,23 +26,11 @@ from agentgraph.checkpoint import Effect, PostgresStore, StepRecord
 from agentgraph.checkpoint._pgschema import MIGRATIONS
 from tests.checkpoint.support import Crash
 from tests.helpers import chain
-from tests.pg_server import drop_schema, free_port, fresh_schema
+from tests.pg_server import free_port
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def dsn(postgres_server):
-    return postgres_server.dsn
-
-
-@pytest.fixture
-def schema(dsn):
-    name = fresh_schema()
-    yield name
-    drop_schema(dsn, name)
 
 
 def query(dsn: str, schema: str, text: str, params: tuple = ()) -> list[tuple]:

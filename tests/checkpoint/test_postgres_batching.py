@@ -10,19 +10,6 @@ from agentgraph import AgentContext, CheckpointError, GraphRunner, RunBusy
 from agentgraph.checkpoint import PostgresStore, RunRecord, ThreadHead
 from tests.checkpoint.test_postgres import adds, query
 from tests.helpers import load_benchmark
-from tests.pg_server import drop_schema, fresh_schema
-
-
-@pytest.fixture
-def dsn(postgres_server):
-    return postgres_server.dsn
-
-
-@pytest.fixture
-def schema(dsn):
-    name = fresh_schema()
-    yield name
-    drop_schema(dsn, name)
 
 
 @pytest.mark.anyio
