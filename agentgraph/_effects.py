@@ -23,7 +23,7 @@ import orjson
 from ._clip import MAX_RESULT_CHARS
 from ._context import AgentContext
 from ._events import Embedded, ModelRequested, ModelResponded, ModelStreamed, ToolFinished
-from ._gate import ModelGate, gated_request, gated_stream
+from ._gate import ModelGate, _Watched, gated_request, gated_stream
 from ._journal import EmbedCall, ModelCall, OnceCall, ToolAnswer, ToolsCall
 from ._json import to_data
 from .llm._embedder import Embedder
@@ -106,22 +106,15 @@ class Effects:
 
             return await guarded_model(self, model, request)
         name = request.model or model.name
-        for meter in self.meters:
-            meter.before(name)
-        if self._run.emit is not None:  # the event is built only for a listener
-            await self._run.emit(_requested(self, model, name, request))
+        await _requesting(self, model, name, request)
         started = perf_counter()
-        journal, gate = self._run.journal, self._run.gate
-        call = ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
+        journal = self._run.journal
+        call = model_call(self, model, name, request)
         if journal is None:
             response = await call()
         else:
             response = await journal.model(self, request, call)
-        for meter in self.meters:
-            meter.after(name, response.usage)
-        if self._run.emit is not None:
-            elapsed = perf_counter() - started
-            await self._run.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+        await responded(self, name, response, started)
         return response
 
     @asynccontextmanager
@@ -147,10 +140,7 @@ class Effects:
                 yield checked
             return
         name = request.model or model.name
-        for meter in self.meters:
-            meter.before(name)
-        if self._run.emit is not None:  # the event is built only for a listener
-            await self._run.emit(_requested(self, model, name, request))
+        await _requesting(self, model, name, request)
         started = perf_counter()
         journal = self._run.journal
         key, recorded = ("", None) if journal is None else journal.recorded_model(self, request)
@@ -158,28 +148,15 @@ class Effects:
             # Effects run elsewhere: the call is made as one request, streamed as recorded.
             recorded = await journal.model(self, request, ModelCall(model, request))
             key = ""
-        gate = self._run.gate
         tell = None if self._run.emit is None else self._streamed
-        if recorded is not None:
-            watched = _Watched(_Replayed(recorded), tell)
+        async with model_stream(self, model, name, request, recorded) as events:
+            watched = _Watched(events, tell)
             yield watched
-        elif gate is None:
-            async with model.stream(request) as events:
-                watched = _Watched(events, tell)
-                yield watched
-        else:
-            async with gated_stream(gate, model, name, request) as events:
-                watched = _Watched(events, tell)
-                yield watched
         response = watched.response
         if response is not None:
             if journal is not None and recorded is None:
                 journal.record_model(self, key, request, response)
-            for meter in self.meters:
-                meter.after(name, response.usage)
-            if self._run.emit is not None:
-                elapsed = perf_counter() - started
-                await self._run.emit(ModelResponded(self.index, self.path, name, response, elapsed))
+            await responded(self, name, response, started)
 
     async def _streamed(self: Runtime, text: str) -> None:  # type: ignore[misc]
         await self.emit(ModelStreamed(self.index, self.path, text))
@@ -324,6 +301,54 @@ class _GatedCall(ModelCall):
         return await gated_request(self.gate, self.model, self.name, self.request)
 
 
+def model_call(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelCall:
+    """The call to make (or to hand a journal): admitted by the run's gate if it has one."""
+    gate = rt._run.gate
+    return ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
+
+
+@asynccontextmanager
+async def model_stream(
+    rt: Runtime,
+    model: ChatModel,
+    name: str,
+    request: ChatRequest,
+    recorded: ChatResponse | None,
+) -> AsyncIterator[AsyncIterator[StreamEvent]]:
+    """The stream's events: as recorded, or from the model (admitted by the run's gate)."""
+    journal = rt._run.journal
+    if recorded is None and journal is not None and getattr(journal, "remote", False):
+        # Effects run elsewhere: the call is made as one request, streamed as recorded.
+        recorded = await journal.model(rt, request, ModelCall(model, request))
+    if recorded is not None:
+        yield _Replayed(recorded)
+        return
+    gate = rt._run.gate
+    if gate is None:
+        async with model.stream(request) as events:
+            yield events
+        return
+    async with gated_stream(gate, model, name, request) as events:
+        yield events
+
+
+async def _requesting(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> None:
+    """A model call's start: the run's limits checked, the request reported."""
+    for meter in rt.meters:
+        meter.before(name)
+    if rt._run.emit is not None:  # the event is built only for a listener
+        await rt._run.emit(_requested(rt, model, name, request))
+
+
+async def responded(rt: Runtime, name: str, response: ChatResponse, started: float) -> None:
+    """A model call's end: its usage charged to the run's limits, the response reported."""
+    for meter in rt.meters:
+        meter.after(name, response.usage)
+    if rt._run.emit is not None:
+        elapsed = perf_counter() - started
+        await rt._run.emit(ModelResponded(rt.index, rt.path, name, response, elapsed))
+
+
 def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelRequested:
     provider = getattr(model, "provider", "")
     server = getattr(model, "base_url", "")
@@ -335,36 +360,6 @@ def _requested(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -
         provider if isinstance(provider, str) else "",
         server if isinstance(server, str) else "",
     )
-
-
-class _Watched:
-    """Passes stream events on, keeping the response of the final `ResponseDone`.
-
-    A class rather than an async generator, so a reader that stops early
-    leaves nothing for the garbage collector to finalize.
-    """
-
-    __slots__ = ("_events", "_tell", "response")
-
-    def __init__(
-        self,
-        events: AsyncIterator[StreamEvent],
-        tell: Callable[[str], Awaitable[None]] | None = None,
-    ) -> None:
-        self._events = events
-        self._tell = tell
-        self.response: ChatResponse | None = None
-
-    def __aiter__(self) -> _Watched:
-        return self
-
-    async def __anext__(self) -> StreamEvent:
-        event = await self._events.__anext__()
-        if isinstance(event, ResponseDone):
-            self.response = event.response
-        elif self._tell is not None and isinstance(event, TextDelta) and event.text:
-            await self._tell(event.text)
-        return event
 
 
 class _Replayed:

@@ -10,12 +10,12 @@ nothing extra.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Protocol, runtime_checkable
 
 from .llm._messages import Usage
-from .llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
+from .llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 
 __all__ = ("PARTIAL", "ModelGate", "gated_request", "gated_stream", "provider_of")
 
@@ -81,7 +81,7 @@ async def gated_stream(
     await gate.admit(provider, name, request)
     try:
         async with model.stream(request) as events:
-            seen = _Seen(events)
+            seen = _Watched(events)
             yield seen
     except Exception as error:
         gate.settle(provider, name, request, None, error)
@@ -89,27 +89,36 @@ async def gated_stream(
     except BaseException:
         gate.settle(provider, name, request, PARTIAL, None)
         raise
-    gate.settle(provider, name, request, PARTIAL if seen.usage is None else seen.usage, None)
+    done = seen.response
+    gate.settle(provider, name, request, PARTIAL if done is None else done.usage, None)
 
 
-class _Seen:
-    """Passes a stream's events on, keeping the usage of its `ResponseDone`.
+class _Watched:
+    """Passes stream events on, keeping the response of the final `ResponseDone`
+    (and handing each text delta to `tell`, if given).
 
     A class rather than an async generator, so a reader that stops early
     leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_events", "usage")
+    __slots__ = ("_events", "_tell", "response")
 
-    def __init__(self, events: AsyncIterator[StreamEvent]) -> None:
+    def __init__(
+        self,
+        events: AsyncIterator[StreamEvent],
+        tell: Callable[[str], Awaitable[None]] | None = None,
+    ) -> None:
         self._events = events
-        self.usage: Usage | None = None
+        self._tell = tell
+        self.response: ChatResponse | None = None
 
-    def __aiter__(self) -> _Seen:
+    def __aiter__(self) -> _Watched:
         return self
 
     async def __anext__(self) -> StreamEvent:
         event = await self._events.__anext__()
         if isinstance(event, ResponseDone):
-            self.usage = event.response.usage
+            self.response = event.response
+        elif self._tell is not None and isinstance(event, TextDelta) and event.text:
+            await self._tell(event.text)
         return event

@@ -8,7 +8,6 @@ from `Driver` (`_runner_drive.py`).
 from __future__ import annotations
 
 import enum
-import logging
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -60,8 +59,6 @@ __all__ = (
 
 In = TypeVar("In")
 Out = TypeVar("Out")
-
-_log = logging.getLogger("agentgraph")
 
 
 class _NoAnswer:

@@ -23,10 +23,6 @@ from ._context import AgentContext
 from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
 from ._effects import Effects
 from ._effects import Interrupt as Interrupt
-from ._effects import _GatedCall as _GatedCall
-from ._effects import _Replayed as _Replayed
-from ._effects import _requested as _requested
-from ._effects import _Watched as _Watched
 from ._effects import tool_runtime as tool_runtime
 from ._errors import CheckpointError, NodeFailed, StepLimitExceeded
 from ._events import Event, NodeFinished, NodeStarted, RouteChosen, StepInfo

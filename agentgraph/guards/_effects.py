@@ -23,11 +23,10 @@ import anyio
 import attrs
 from anyio.abc import TaskStatus
 
+from .._effects import _requested, model_call, model_stream, responded
 from .._errors_guards import GuardError
-from .._events import ModelResponded
-from .._gate import PARTIAL, gated_request, gated_stream
-from .._journal import ModelCall, ToolAnswer
-from .._runtime import _GatedCall, _Replayed, _requested, _Watched
+from .._gate import PARTIAL, _Watched, gated_request
+from .._journal import ToolAnswer
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from ._check import Round, ask, decide, settle, tripped
@@ -155,11 +154,7 @@ async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest)
 async def _answered(
     rt: Runtime, name: str, response: ChatResponse, started: float, output: Sequence[Guard]
 ) -> ChatResponse:
-    for meter in rt.meters:
-        meter.after(name, response.usage)
-    if rt._run.emit is not None:
-        elapsed = perf_counter() - started
-        await rt._run.emit(ModelResponded(rt.index, rt.path, name, response, elapsed))
+    await responded(rt, name, response, started)
     guards = rt._run.guards
     assert guards is not None
     if not output:
@@ -183,11 +178,6 @@ async def _opened(
     if rt._run.emit is not None:
         await rt._run.emit(_requested(rt, model, name, request))
     return guards, name, request, beside
-
-
-def _call(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ModelCall:
-    gate = rt._run.gate
-    return ModelCall(model, request) if gate is None else _GatedCall(model, request, gate, name)
 
 
 async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
@@ -219,12 +209,12 @@ async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> 
                     group.cancel_scope.cancel()
         await _blocked(rt, state, name, request)
         if response is None:  # the round came from the record: the call goes as usual
-            call = _call(rt, model, name, request)
+            call = model_call(rt, model, name, request)
             response = await (call() if journal is None else journal.model(rt, request, call))
         elif journal is not None and recorded is None:
             journal.record_model(rt, key, request, response)
     else:
-        call = _call(rt, model, name, request)
+        call = model_call(rt, model, name, request)
         response = await (call() if journal is None else journal.model(rt, request, call))
     return await _answered(rt, name, response, started, guards.output)
 
@@ -287,7 +277,7 @@ async def guarded_stream(
                 if journal is not None:
                     key, recorded = journal.recorded_model(rt, request)
                 try:
-                    async with _source(rt, model, name, request, recorded) as events:
+                    async with model_stream(rt, model, name, request, recorded) as events:
                         state.in_flight = recorded is None
                         yield _Checked(_Watched(events, tell), done)
                 except Exception as exc:  # the reader's or the call's: raised unwrapped
@@ -302,32 +292,8 @@ async def guarded_stream(
         await _blocked(rt, state, name, request)  # a round from the record: before the call
     if journal is not None:
         key, recorded = journal.recorded_model(rt, request)
-    async with _source(rt, model, name, request, recorded) as events:
+    async with model_stream(rt, model, name, request, recorded) as events:
         yield _Checked(_Watched(events, tell), done)
-
-
-@asynccontextmanager
-async def _source(
-    rt: Runtime,
-    model: ChatModel,
-    name: str,
-    request: ChatRequest,
-    recorded: ChatResponse | None,
-) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """The stream's events: as recorded, or from the model (admitted by the run's gate)."""
-    journal = rt.journal
-    if recorded is None and journal is not None and getattr(journal, "remote", False):
-        recorded = await journal.model(rt, request, ModelCall(model, request))
-    if recorded is not None:
-        yield _Replayed(recorded)
-        return
-    gate = rt._run.gate
-    if gate is None:
-        async with model.stream(request) as events:
-            yield events
-        return
-    async with gated_stream(gate, model, name, request) as events:
-        yield events
 
 
 async def checked_calls(
