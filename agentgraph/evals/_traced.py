@@ -34,7 +34,7 @@ from .._usage import Price
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatRequest, ChatResponse
 from ..tracing._jsonl import load_traces
-from ..tracing._tree import Step, Trace
+from ..tracing._trace import Step, Trace
 from ._dataset import Case
 from ._score import Outcome
 from ._stored import RecordedNode, stored_runs

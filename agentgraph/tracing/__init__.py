@@ -22,12 +22,12 @@ from ._mermaid import graph_to_mermaid as graph_to_mermaid
 from ._mermaid import run_to_mermaid as run_to_mermaid
 from ._otel import OtelSink as OtelSink
 from ._records import Recorder as Recorder
-from ._tree import ModelCall as ModelCall
-from ._tree import RetryRecord as RetryRecord
-from ._tree import Route as Route
-from ._tree import Step as Step
-from ._tree import ToolRecord as ToolRecord
-from ._tree import Trace as Trace
+from ._trace import ModelCall as ModelCall
+from ._trace import RetryRecord as RetryRecord
+from ._trace import Route as Route
+from ._trace import Step as Step
+from ._trace import ToolRecord as ToolRecord
+from ._trace import Trace as Trace
 
 __all__ = (
     "ConsoleSink",

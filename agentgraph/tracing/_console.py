@@ -27,7 +27,8 @@ from ._text import (
     tool_text,
     trace_text,
 )
-from ._tree import ModelCall, RetryRecord, Step, ToolRecord, Trace, TraceBuilder
+from ._trace import ModelCall, RetryRecord, Step, ToolRecord, Trace
+from ._tree import TraceBuilder
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -16,7 +16,7 @@ from ._mermaid import RunMarks, times
 
 if TYPE_CHECKING:
     from .._graph import Graph
-    from ._tree import Trace
+    from ._trace import Trace
 
 __all__ = ("Box", "Diagram", "Edge", "diagram_from_graph", "diagram_from_trace")
 

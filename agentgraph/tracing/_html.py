@@ -18,7 +18,7 @@ from ._diagram import diagram_from_graph, diagram_from_trace
 from ._mermaid import run_to_mermaid
 from ._svg import BAR, HANDOFF, MODEL, RETRY, TOOL, diagram_svg, timeline_svg
 from ._text import UNICODE, error_text, handoff_text, seconds, tokens
-from ._tree import Step, Trace
+from ._trace import Step, Trace
 
 if TYPE_CHECKING:
     from .._graph import Graph

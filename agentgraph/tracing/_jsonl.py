@@ -27,7 +27,8 @@ from .._events import (
 from .._redact import Redaction, Redactor
 from .._writers import Lane
 from ._records import Recorder, Stamped
-from ._tree import Trace, TraceBuilder
+from ._trace import Trace
+from ._tree import TraceBuilder
 
 __all__ = (
     "JsonlSink",

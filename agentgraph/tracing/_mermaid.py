@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .._graph import Graph, Transition
     from .._node import Node
-    from ._tree import Trace
+    from ._trace import Trace
 
 __all__ = ("RunMarks", "graph_to_mermaid", "run_to_mermaid", "times")
 

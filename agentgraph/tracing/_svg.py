@@ -8,7 +8,7 @@ from ._diagram import Box, Diagram, Edge
 from ._layout import HEADER, PAD, layout
 from ._mermaid import times
 from ._text import handoff_text, seconds, step_text
-from ._tree import Step, Trace
+from ._trace import Step, Trace
 
 __all__ = (
     "BAR",

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from ._tree import ModelCall, RetryRecord, Step, ToolRecord, Trace
+from ._trace import ModelCall, RetryRecord, Step, ToolRecord, Trace
 
 __all__ = (
     "ASCII",

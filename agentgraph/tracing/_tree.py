@@ -14,24 +14,9 @@ from typing import Any
 
 import attrs
 
-from ._trace import ModelCall as ModelCall
-from ._trace import RetryRecord as RetryRecord
-from ._trace import Route as Route
-from ._trace import Status as Status
-from ._trace import Step as Step
-from ._trace import ToolRecord as ToolRecord
-from ._trace import Trace as Trace
+from ._trace import ModelCall, RetryRecord, Route, Step, ToolRecord, Trace
 
-__all__ = (
-    "ModelCall",
-    "RetryRecord",
-    "Route",
-    "Status",
-    "Step",
-    "ToolRecord",
-    "Trace",
-    "TraceBuilder",
-)
+__all__ = ("TraceBuilder",)
 
 
 @attrs.define

@@ -26,7 +26,7 @@ from .._runner import NO_ANSWER, GraphRunner, as_graph
 from ..tracing._diagram import diagram_from_graph
 from ..tracing._html import _step_data
 from ..tracing._svg import diagram_svg, timeline_svg
-from ..tracing._tree import Trace
+from ..tracing._trace import Trace
 from ._agui import context_from_input
 from ._page import page
 from ._runs import KEEP_RUNS, LiveRun, Runs, Store

@@ -37,7 +37,8 @@ from ..checkpoint._records import RunLog
 from ..checkpoint._threads import ThreadStore
 from ..tracing._jsonl import traces_from_records
 from ..tracing._records import plain
-from ..tracing._tree import Trace, TraceBuilder
+from ..tracing._trace import Trace
+from ..tracing._tree import TraceBuilder
 from ._agui import AguiTranslator, step_name
 from ._hub import Channel
 from ._trail import Trail, log_status, records_from_log, stored_output
