@@ -20,9 +20,11 @@ from typing import Any, TextIO
 
 import anyio
 
+from ._cli_load import CommandError, _import, _model, load_target
 from ._errors import DatasetError
 from ._json import Types
 from ._redact import masked
+from ._runner import GraphRunner
 
 __all__ = ("add_eval_command",)
 
@@ -66,8 +68,6 @@ def add_eval_command(commands: Any, positive: Any) -> None:
 
 
 def _evaluators(target: str | None) -> Sequence[Any]:
-    from ._cli_load import CommandError, _import
-
     if target is None:
         return ()
     module, sep, attribute = target.rpartition(":")
@@ -89,8 +89,6 @@ def _evaluators(target: str | None) -> Sequence[Any]:
 
 
 def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ._cli_load import CommandError, _model, load_target
-    from ._runner import GraphRunner
     from .evals import (
         Dataset,
         Report,

@@ -16,6 +16,9 @@ from typing import Any, TextIO
 
 import anyio
 
+from ._cli_load import CommandError, _model, load_target
+from ._runner import GraphRunner
+
 __all__ = ("add_mcp_command",)
 
 
@@ -37,13 +40,10 @@ def add_mcp_command(commands: Any, positive: Any, port: Any) -> None:
 
 
 def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from ._cli_load import CommandError, _model, load_target
-
     try:
         from .mcp import GraphServer
     except ImportError as exc:
         raise CommandError(str(exc)) from exc
-    from ._runner import GraphRunner
     from .checkpoint import SQLiteStore
 
     model = _model(args.model)
@@ -70,7 +70,6 @@ def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _http(server: Any, args: argparse.Namespace, err: TextIO) -> int:
     import uvicorn
 
-    from ._cli_load import CommandError
     from ._serving import bind
 
     app = server.http_app(path=args.path, host=args.host)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, time
 from typing import Any
 
@@ -161,6 +161,15 @@ def _mapping(value: Mapping[Any, Any], *, tagged: bool, where: Where, depth: int
             for k, v in value.items()
         ]
     }
+
+
+def map_scalars(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """Plain JSON data (dicts and lists) rebuilt with `fn` applied to every scalar in it."""
+    if isinstance(value, dict):
+        return {k: map_scalars(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [map_scalars(v, fn) for v in value]
+    return fn(value)
 
 
 def dumps(value: Any) -> bytes:

@@ -234,7 +234,7 @@ def _artifact_text(artifact: a2a_pb2.Artifact) -> str:
         if kind == "text":
             out.append(part.text)
         elif kind == "data":
-            out.append(orjson.dumps(plain_value(json_format.MessageToDict(part.data))).decode())
+            out.append(orjson.dumps(plain_value(part.data)).decode())
     return "".join(out)
 
 

@@ -46,13 +46,13 @@ from ._parts import (
     output_parts,
     question_parts,
 )
+from ._tasks import RUNNING
 
 __all__ = ("GraphExecutor",)
 
 _SPACE = re.compile(r"\s")
 _INTERRUPTED = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
 _WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
-_RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, _WORKING)
 
 
 class _Stream:
@@ -153,7 +153,7 @@ class GraphExecutor(AgentExecutor):
         handle: RunHandle,
     ) -> None:
         task_id = updater.task_id
-        taken_up = current is not None and current.status.state in _RUNNING
+        taken_up = current is not None and current.status.state in RUNNING
         try:
             if current is None:
                 out = await self._start(runner, updater, message, handle)

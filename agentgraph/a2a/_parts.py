@@ -16,7 +16,7 @@ from a2a.types import a2a_pb2
 from google.protobuf import json_format, struct_pb2
 
 from .._errors import AgentGraphError
-from .._json import to_data
+from .._json import map_scalars, to_data
 from .._redact import Redactor
 from ..llm._messages import ToolCall
 from ..structured._schema import validate
@@ -46,14 +46,14 @@ _NO = frozenset({"no", "n", "deny", "denied", "false", "reject"})
 _FIELD = re.compile(r"Failed to parse (\w+) field")
 
 
-def plain_value(value: Any) -> Any:
-    """A protobuf JSON value as Python data: whole doubles become ints again."""
+def plain_value(value: struct_pb2.Value) -> Any:
+    """A data part's value as Python data: whole doubles become ints again."""
+    return map_scalars(json_format.MessageToDict(value), _whole)
+
+
+def _whole(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
-    if isinstance(value, dict):
-        return {k: plain_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain_value(v) for v in value]
     return value
 
 
@@ -68,11 +68,7 @@ def text_of(parts: Iterable[a2a_pb2.Part]) -> str:
 
 
 def _data_of(parts: Iterable[a2a_pb2.Part]) -> list[Any]:
-    return [
-        plain_value(json_format.MessageToDict(p.data))
-        for p in parts
-        if p.WhichOneof("content") == "data"
-    ]
+    return [plain_value(p.data) for p in parts if p.WhichOneof("content") == "data"]
 
 
 def _untyped(tp: Any) -> bool:

@@ -29,12 +29,11 @@ from a2a.utils.errors import A2AError
 from .._errors import RunBusy
 from ..checkpoint._lease import new_owner
 from ..checkpoint._store import CheckpointStore
-from ._tasks import OWNER_KEY, CheckpointTaskStore
+from ._tasks import OWNER_KEY, RUNNING, CheckpointTaskStore
 
 __all__ = ("take_up_stopped",)
 
 _log = logging.getLogger("agentgraph.a2a")
-_RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, a2a_pb2.TaskState.TASK_STATE_WORKING)
 
 
 async def take_up_stopped(
@@ -60,7 +59,7 @@ async def _take_up(
         except RunBusy as busy:
             await anyio.sleep(max(0.05, busy.expires - time.time()))
             again = await tasks.get(task.id, call)
-            if again is None or again.status.state not in _RUNNING:
+            if again is None or again.status.state not in RUNNING:
                 return  # its runner was alive after all, and has finished with it
             continue
         store.release(lease)  # free: the executor's resume takes it again

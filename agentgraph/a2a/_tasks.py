@@ -42,8 +42,9 @@ OWNER_KEY = "agentgraph.a2a.owner"
 (taking up a task after a restart) act for the task's owner, whoever resolves
 owners. Clients cannot set it: the SDK fills a request's state itself."""
 
-_RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, a2a_pb2.TaskState.TASK_STATE_WORKING)
 _WORKING = a2a_pb2.TaskState.TASK_STATE_WORKING
+RUNNING = (a2a_pb2.TaskState.TASK_STATE_SUBMITTED, _WORKING)
+"""The states of a task that is still being worked on (not finished, not waiting on input)."""
 
 _KEY, _KIND, _GONE = "task", "a2a.task", "a2a.deleted"
 _PAGE = 50
@@ -161,7 +162,7 @@ class CheckpointTaskStore(TaskStore):
         """
         found = [await self._read(rid) for rid in await self._task_ids()]
         return tuple(
-            (task, owner) for owner, task in filter(None, found) if task.status.state in _RUNNING
+            (task, owner) for owner, task in filter(None, found) if task.status.state in RUNNING
         )
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:

@@ -30,7 +30,7 @@ from starlette.applications import Starlette
 from .._context import AgentContext
 from .._errors import AgentGraphError, Interrupted
 from .._graph import Graph
-from .._json import to_data
+from .._json import map_scalars, to_data
 from .._redact import masked
 from .._runner import GraphRunner, new_run_id
 from ..structured._schema import TOOL_NAME, json_schema, validate
@@ -76,7 +76,7 @@ class _Served:
             raise ValueError(str(exc)) from exc
 
     def result(self, value: Any) -> mcp.types.CallToolResult:
-        data = _masked(to_data(value))
+        data = map_scalars(to_data(value), _masked)
         structured = {"result": data} if self.wrap_out else data
         text = data if isinstance(data, str) else orjson.dumps(structured).decode()
         return mcp.types.CallToolResult(
@@ -311,10 +311,4 @@ def _object_schema(tp: Any, key: str) -> tuple[dict[str, Any], bool]:
 
 
 def _masked(value: Any) -> Any:
-    if isinstance(value, str):
-        return masked(value)
-    if isinstance(value, dict):
-        return {k: _masked(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v) for v in value]
-    return value
+    return masked(value) if isinstance(value, str) else value
