@@ -7,7 +7,7 @@ schema, and runs inside a transaction the caller opened.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError
@@ -104,7 +104,7 @@ def commit(
     refused, kept = fenced(writes, lost)
     try:
         if blobs:
-            conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+            conn.execute(_INSERT_BLOBS, _columns(blobs))
         _insert(conn, [r for records in kept for r in records])
         conn.execute("COMMIT")
         sync()  # a refusal skips every statement after it, the COMMIT included
@@ -129,7 +129,7 @@ def commit_alone(
     """
     refused, kept = fenced(writes, lost)
     if blobs:
-        conn.execute(_INSERT_BLOBS, ([d for d, _ in blobs], [b for _, b in blobs]))
+        conn.execute(_INSERT_BLOBS, _columns(blobs))
     for records in kept:
         conn.execute("SAVEPOINT one", prepare=False)
         try:
@@ -216,35 +216,26 @@ def _insert(
             last[(r.run_id, r.key, r.kind)] = r
     _insert_runs(conn, runs, prepare)
     if steps:
-        conn.execute(
-            _INSERT_STEPS,
+        rows = (
             (
-                [s.run_id for s in steps],
-                [s.seq for s in steps],
-                [s.step for s in steps],
-                [_path(s.path) for s in steps],
-                [s.node for s in steps],
-                [s.next for s in steps],
-                [s.local for s in steps],
-                [s.steps for s in steps],
-                [s.context for s in steps],
-                [s.at for s in steps],
-                [s.duration for s in steps],
-            ),
-            prepare=prepare,
+                s.run_id,
+                s.seq,
+                s.step,
+                _path(s.path),
+                s.node,
+                s.next,
+                s.local,
+                s.steps,
+                s.context,
+                s.at,
+                s.duration,
+            )
+            for s in steps
         )
+        conn.execute(_INSERT_STEPS, _columns(rows), prepare=prepare)
     if last:
-        effects = list(last.values())
-        conn.execute(
-            _INSERT_EFFECTS,
-            (
-                [e.run_id for e in effects],
-                [e.key for e in effects],
-                [e.kind for e in effects],
-                [e.value for e in effects],
-            ),
-            prepare=prepare,
-        )
+        effects = _columns((e.run_id, e.key, e.kind, e.value) for e in last.values())
+        conn.execute(_INSERT_EFFECTS, effects, prepare=prepare)
 
 
 def _insert_runs(
@@ -253,25 +244,29 @@ def _insert_runs(
     """Start `runs`, and the threads the first turns of which are among them."""
     if not runs:
         return
-    conn.execute(
-        _INSERT_RUNS,
+    rows = (
         (
-            [r.run_id for r in runs],
-            [r.graph for r in runs],
-            [r.structure for r in runs],
-            [r.context for r in runs],
-            [r.created for r in runs],
-            [r.parent for r in runs],
-            [r.parent_step for r in runs],
-            [r.thread for r in runs],
-            [r.base for r in runs],
-        ),
-        prepare=prepare,
+            r.run_id,
+            r.graph,
+            r.structure,
+            r.context,
+            r.created,
+            r.parent,
+            r.parent_step,
+            r.thread,
+            r.base,
+        )
+        for r in runs
     )
-    turns = [r for r in runs if r.thread is not None]
-    if turns:
-        threads = ([r.thread for r in turns], [r.created for r in turns])
+    conn.execute(_INSERT_RUNS, _columns(rows), prepare=prepare)
+    threads = _columns((r.thread, r.created) for r in runs if r.thread is not None)
+    if threads:
         conn.execute(_INSERT_THREADS, threads, prepare=prepare)
+
+
+def _columns(rows: Iterable[tuple[Any, ...]]) -> list[list[Any]]:
+    """`rows` as columns: the arrays `unnest` takes (none when there are no rows)."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _stored_path(run_id: str, number: int, path: Any) -> tuple[str, ...]:

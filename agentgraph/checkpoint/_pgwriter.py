@@ -28,14 +28,12 @@ from ._pgsql import commit, commit_alone
 from ._records import Record
 from ._store import BlobWrite, LeaseRelease, WriterStore
 from ._wake import Waiter, wake
+from ._writer import gather
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ("Call", "PostgresWriter")
-
-_GATHER = 0.005
-"""Seconds the writer lets records gather before a commit, unless someone waits on it."""
 
 _T = TypeVar("_T")
 
@@ -71,8 +69,8 @@ class PostgresWriter(WriterStore):
 
     lease_term: float
 
-    def __init__(self, label: str) -> None:
-        super().__init__(label)
+    def __init__(self, label: str, thread_name: str) -> None:
+        super().__init__(label, thread_name)
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
 
     @abstractmethod
@@ -87,7 +85,7 @@ class PostgresWriter(WriterStore):
             self._stop(exc)
         try:
             while True:
-                batch = self._gather()
+                batch = gather(self._queue, self._renew_in(), self._urgent)
                 if conn is not None and self._error is None:
                     try:
                         self._store(conn, batch)
@@ -107,21 +105,13 @@ class PostgresWriter(WriterStore):
         for item in batch:
             if isinstance(item, LeaseTake | Call):
                 if not item.waiter.answered:
-                    item.waiter.answer(error=self._failure())
+                    item.waiter.answer(error=self._stopped())
                 waiters.append(item.waiter)
             elif isinstance(item, Waiter):
                 waiters.append(item)
             elif isinstance(item, threading.Event):
                 item.set()
         wake(waiters)
-
-    def _failure(self) -> CheckpointError:
-        error = self._error
-        if error is None:
-            return CheckpointError(f"{self._label} is closed")
-        return CheckpointError(
-            f"{self._label} stopped storing records: {type(error).__name__}: {error}"
-        )
 
     def _drain(self) -> None:
         """Answer whatever was queued after the writer stopped: nobody waits forever."""
@@ -131,21 +121,6 @@ class PostgresWriter(WriterStore):
             except queue.Empty:
                 return
             self._answer([item])
-
-    def _gather(self) -> list[_Item]:
-        """The next batch: what queued up, or nothing when a lease is due for renewal."""
-        try:
-            batch = [self._queue.get(timeout=self._renew_in())]
-        except queue.Empty:
-            return []
-        if isinstance(batch[0], Sequence):
-            self._urgent.wait(_GATHER)  # fewer, larger transactions, unless someone waits
-        self._urgent.clear()
-        while True:  # group commit: take everything that queued up meanwhile
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                return batch
 
     def _store(self, conn: psycopg.Connection[Any], batch: list[_Item]) -> None:
         """Commit a batch's records, blobs, lease takes, releases and due renewals in one

@@ -89,7 +89,7 @@ class PostgresStore(PostgresWriter):
         self.schema = schema
         self.lease_term = lease_term
         self.connect_timeout = connect_timeout
-        super().__init__(f"Postgres store {self._name!r}")
+        super().__init__(f"Postgres store {self._name!r}", f"agentgraph-postgres:{self._name}")
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._name!r})"
@@ -218,14 +218,6 @@ class PostgresStore(PostgresWriter):
         self._urgent.set()
         result: _T = await call.waiter.wait()
         return result
-
-    def _start(self) -> None:
-        with self._lock:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(
-                    target=self._work, name=f"agentgraph-postgres:{self._name}", daemon=True
-                )
-                self._thread.start()
 
     # -- the writer thread's connection -------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:

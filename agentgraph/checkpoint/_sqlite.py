@@ -74,7 +74,7 @@ class SQLiteStore(SQLiteWriter):
             )
         if not lease_term > 0:
             raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
-        super().__init__(f"SQLite store {self.path!r}")
+        super().__init__(f"SQLite store {self.path!r}", f"agentgraph-sqlite:{self.path}")
         self.synchronous = synchronous
         self.lease_term = lease_term
 

@@ -23,11 +23,10 @@ from ._lease import Lease, RunBusy, checked_lease, owner_is_gone
 from ._records import Record
 from ._sqlite_sql import commit, migrate
 from ._store import BlobWrite, LeaseRelease, WriterStore
+from ._writer import gather
 
 __all__ = ("SQLiteWriter",)
 
-_GATHER = 0.005
-"""Seconds the writer lets records gather before a commit, unless a flush is waiting."""
 _BUSY = 10.0
 """Seconds a connection waits for another's write lock before it gives up."""
 
@@ -46,8 +45,8 @@ class SQLiteWriter(WriterStore):
     synchronous: Literal["NORMAL", "FULL"]
     lease_term: float
 
-    def __init__(self, label: str) -> None:
-        super().__init__(label)
+    def __init__(self, label: str, thread_name: str) -> None:
+        super().__init__(label, thread_name)
         self._queue: queue.SimpleQueue[_Item] = queue.SimpleQueue()
         self._setup = threading.Lock()
         self._ready = False
@@ -71,14 +70,6 @@ class SQLiteWriter(WriterStore):
                 for rid in {r.run_id for r in records}:
                     self._rejected.setdefault(rid, error)
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(
-                    target=self._work, name=f"agentgraph-sqlite:{self.path}", daemon=True
-                )
-                self._thread.start()
-
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
             self.path, isolation_level=None, check_same_thread=False, timeout=_BUSY
@@ -95,7 +86,7 @@ class SQLiteWriter(WriterStore):
             self._stop(exc)
         ids: dict[str, int] = {}
         while True:
-            batch = self._gather()
+            batch = gather(self._queue, self._renew_in(), self._urgent)
             if conn is not None and self._error is None:
                 try:
                     self._store(conn, batch, ids)
@@ -117,23 +108,6 @@ class SQLiteWriter(WriterStore):
             self._error = self._error or exc
         finally:
             conn.close()
-
-    def _gather(self) -> list[_Item]:
-        """The next batch: what queued up, or nothing when a lease is due for renewal."""
-        try:
-            batch = [self._queue.get(timeout=self._renew_in())]
-        except queue.Empty:
-            return []
-        if isinstance(batch[0], Sequence):
-            # Let steps gather for a moment (a flush cuts it short): fewer, larger
-            # transactions, and fewer hand-overs of the GIL to and from this thread.
-            self._urgent.wait(_GATHER)
-        self._urgent.clear()
-        while True:  # group commit: take everything that queued up meanwhile
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                return batch
 
     def _store(self, conn: sqlite3.Connection, batch: list[_Item], ids: dict[str, int]) -> None:
         """Commit a batch's records, blobs and releases; renew the leases that are due."""
