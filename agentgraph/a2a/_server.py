@@ -40,7 +40,9 @@ from .._node import Node
 from .._redact import Redactor
 from .._runner import GraphRunner, as_graph
 from ..checkpoint._store import CheckpointStore
+from ..checkpoint._threads import ThreadStore
 from ._card import Skill, agent_card
+from ._contexts import ClaimingBuilder, Contexts
 from ._executor import GraphExecutor
 from ._parts import graph_input
 from ._recovery import take_up_stopped
@@ -68,10 +70,24 @@ def asyncio_only(what: str) -> None:
 
 
 class _Checked(DefaultRequestHandler):
-    """The SDK's handler, refusing what no run should start on."""
+    """The SDK's handler, refusing what no run should start on.
 
-    def __init__(self, *args: Any, limit: int, input_type: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    A message that names its task and no `contextId` continues the task's
+    context (A2A: the agent infers it from the task). With `contexts`, a
+    message that would set a second task of one context working is refused
+    (`_contexts`).
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        limit: int,
+        input_type: Any,
+        contexts: Contexts | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._claims = None if contexts is None else ClaimingBuilder(contexts)
+        super().__init__(*args, request_context_builder=self._claims, **kwargs)
         self._limit = limit
         self._input_type = input_type
 
@@ -90,18 +106,55 @@ class _Checked(DefaultRequestHandler):
             except ValueError as exc:
                 raise InvalidParamsError(str(exc)) from None
 
+    async def _continue_task(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        """Give a message that names only its task the task's `contextId`."""
+        message = params.message
+        if message.task_id and not message.context_id:
+            task = await self.task_store.get(message.task_id, context)
+            if task is not None:  # else the SDK says the task is not found
+                message.context_id = task.context_id
+
+    async def on_cancel_task(
+        self, params: a2a_pb2.CancelTaskRequest, context: ServerCallContext
+    ) -> Any:
+        # A task waiting for input that no request woke since the server started is
+        # not active: the SDK would cancel it without the executor, keeping the
+        # question as its status. Woken, the executor says where its run stopped.
+        task = await self.task_store.get(params.id, context)
+        if task is not None and task.status.state == a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED:
+            registry: Any = self._active_task_registry
+            await registry.get_or_create(
+                task.id, call_context=context, context_id=task.context_id,
+                create_task_if_missing=False,
+            )  # fmt: skip
+        return await super().on_cancel_task(params, context)
+
+    def _released(self, params: a2a_pb2.SendMessageRequest) -> None:
+        if self._claims is not None:
+            self._claims.release(params)
+
     async def on_message_send(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> Any:
         self._check(params)
-        return await super().on_message_send(params, context)
+        await self._continue_task(params, context)
+        try:
+            return await super().on_message_send(params, context)
+        finally:
+            self._released(params)
 
     async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         self._check(params)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        await self._continue_task(params, context)
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        finally:
+            self._released(params)
 
 
 class _AsyncioOnly:
@@ -170,11 +223,20 @@ def a2a_app(
     source: JournalSource | None = store if isinstance(store, JournalSource) else None
     if store is not None and source is None:
         raise UsageError("store must be a checkpoint store (agentgraph.checkpoint)")
+    # With a store, a context is a thread: its tasks run one at a time.
+    contexts = Contexts() if isinstance(store, ThreadStore) else None
     executor = GraphExecutor(
-        built, runner=runner or GraphRunner(), store=source, redactor=Redactor()
+        built, runner=runner or GraphRunner(), store=source, redactor=Redactor(), contexts=contexts
     )
     tasks: TaskStore = CheckpointTaskStore(store) if store is not None else InMemoryTaskStore()
-    handler = _Checked(executor, tasks, card, limit=max_message_bytes, input_type=built.input_type)
+    handler = _Checked(
+        executor,
+        tasks,
+        card,
+        limit=max_message_bytes,
+        input_type=built.input_type,
+        contexts=contexts,
+    )
     routes = [
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, "/"),
