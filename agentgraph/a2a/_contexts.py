@@ -53,7 +53,7 @@ class Contexts:
         self._held: dict[str, tuple[str, list[Hold]]] = {}
 
     def hold(self, context_id: str, task_id: str) -> Hold:
-        """A hold on `context_id` for `task_id`; `UnsupportedOperationError` when another holds it."""
+        """Hold `context_id` for `task_id`; `UnsupportedOperationError` when another holds it."""
         held = self._held.get(context_id)
         if held is not None and held[0] != task_id:
             raise UnsupportedOperationError(busy_text(context_id))

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import sniffio
+from a2a.server.agent_execution import AgentExecutor
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -80,14 +81,16 @@ class _Checked(DefaultRequestHandler):
 
     def __init__(
         self,
-        *args: Any,
+        executor: AgentExecutor,
+        tasks: TaskStore,
+        card: a2a_pb2.AgentCard,
+        *,
         limit: int,
         input_type: Any,
         contexts: Contexts | None = None,
-        **kwargs: Any,
     ) -> None:
         self._claims = None if contexts is None else ClaimingBuilder(contexts)
-        super().__init__(*args, request_context_builder=self._claims, **kwargs)
+        super().__init__(executor, tasks, card, request_context_builder=self._claims)
         self._limit = limit
         self._input_type = input_type
 
@@ -106,13 +109,17 @@ class _Checked(DefaultRequestHandler):
             except ValueError as exc:
                 raise InvalidParamsError(str(exc)) from None
 
+    async def _task(self, task_id: str, context: ServerCallContext) -> a2a_pb2.Task | None:
+        stored = await self._versioned_store.get(task_id, context)
+        return None if stored is None else stored.task
+
     async def _continue_task(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> None:
         """Give a message that names only its task the task's `contextId`."""
         message = params.message
         if message.task_id and not message.context_id:
-            task = await self.task_store.get(message.task_id, context)
+            task = await self._task(message.task_id, context)
             if task is not None:  # else the SDK says the task is not found
                 message.context_id = task.context_id
 
@@ -122,7 +129,7 @@ class _Checked(DefaultRequestHandler):
         # A task waiting for input that no request woke since the server started is
         # not active: the SDK would cancel it without the executor, keeping the
         # question as its status. Woken, the executor says where its run stopped.
-        task = await self.task_store.get(params.id, context)
+        task = await self._task(params.id, context)
         if task is not None and task.status.state == a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED:
             registry: Any = self._active_task_registry
             await registry.get_or_create(
