@@ -16,11 +16,12 @@ from a2a.types import a2a_pb2
 from google.protobuf import json_format, struct_pb2
 
 from .._errors import AgentGraphError
-from .._json import map_scalars, to_data
+from .._json import to_data
 from .._redact import Redactor
 from ..llm._messages import ToolCall
-from ..structured._schema import validate
+from ..structured._schema import json_schema, validate
 from ..tracing._records import plain
+from ._numbers import whole_numbers
 
 __all__ = (
     "PARTIAL",
@@ -47,14 +48,8 @@ _FIELD = re.compile(r"Failed to parse (\w+) field")
 
 
 def plain_value(value: struct_pb2.Value) -> Any:
-    """A data part's value as Python data: whole doubles become ints again."""
-    return map_scalars(json_format.MessageToDict(value), _whole)
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
+    """A data part's value as Python data, its numbers the doubles they are."""
+    return json_format.MessageToDict(value)
 
 
 def data_part(value: Any) -> a2a_pb2.Part:
@@ -79,7 +74,10 @@ def graph_input(input_type: Any, message: a2a_pb2.Message) -> Any:
     """The graph's input from a message; `ValueError` saying what is wrong.
 
     A graph that takes text gets the text parts; any other input type takes
-    exactly one data part, validated against that type.
+    exactly one data part, validated against that type strictly (a field the
+    type does not have is refused, as its schema's `additionalProperties:
+    false` says), its whole doubles made ints where the type says integer.
+    An untyped graph gets the data as it came, every number a double.
     """
     kinds = {p.WhichOneof("content") for p in message.parts}
     unknown = kinds - {"text", "data"}
@@ -95,7 +93,7 @@ def graph_input(input_type: Any, message: a2a_pb2.Message) -> Any:
     if _untyped(input_type):
         return data[0]
     try:
-        return validate(input_type, data[0])
+        return validate(input_type, whole_numbers(json_schema(input_type), data[0]), strict=True)
     except AgentGraphError as exc:
         raise ValueError(str(exc)) from exc
 

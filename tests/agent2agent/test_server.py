@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import anyio
+import attrs
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
-from a2a.utils.errors import UnsupportedOperationError
-from google.protobuf import json_format
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from google.protobuf import json_format, struct_pb2
 
-from agentgraph import UsageError
+from agentgraph import AgentContext, UsageError, node
 from agentgraph.a2a import a2a_app
 from agentgraph.checkpoint import MemoryStore, SQLiteStore, read_thread
 
@@ -118,7 +120,7 @@ async def test_a_question_is_input_required_and_the_answer_resumes_the_run(bindi
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_a_wrong_answer_to_an_approval_keeps_the_task_waiting(binding):
-    from agentgraph import AgentContext, Runtime, node
+    from agentgraph import Runtime, node
     from agentgraph.llm import ToolCall
 
     @node
@@ -402,3 +404,65 @@ async def test_cancelling_a_task_waiting_for_input_says_the_step_reached(binding
         assert S.Name(task.status.state) == "TASK_STATE_CANCELED"
         assert message["parts"][0]["text"] == "cancelled after step 1"
         assert message["parts"][1]["data"]["input"] == said
+
+
+def _data_message(value: object) -> pb.Message:
+    part = pb.Part(data=json_format.ParseDict(value, struct_pb2.Value()))
+    return pb.Message(message_id="m-data", role=pb.ROLE_USER, parts=[part])
+
+
+@attrs.frozen
+class Stay:
+    city: str
+    nights: int
+    price: float = 0.0
+
+
+@node
+def stay_of(ctx: AgentContext[Stay]) -> AgentContext[str]:
+    stay = ctx.input
+    return ctx.with_input(f"{stay.nights!r} nights in {stay.city} at {stay.price!r}")
+
+
+@node
+def kinds(ctx: AgentContext[Any]) -> AgentContext[str]:
+    return ctx.with_input(repr(sorted(ctx.input.items())))
+
+
+def _typed(step: Any, tp: Any) -> Any:
+    from agentgraph import GraphBuilder
+
+    with GraphBuilder[tp, str]("typed") as g:
+        g.start.edge_to(step).edge_to(g.finish)
+    return g.build()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_data_part_is_validated_strictly_and_its_integers_are_ints(binding):
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(_typed(stay_of, Stay), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        # Every number of a data part is a double: the type says which are integers.
+        (done,) = await _events(client, _data_message({"city": "Oslo", "nights": 2, "price": 90}))
+        with pytest.raises(InvalidParamsError) as misspelt:
+            await _events(client, _data_message({"city": "Oslo", "nights": 2, "prize": 90}))
+        with pytest.raises(InvalidParamsError) as fractional:
+            await _events(client, _data_message({"city": "Oslo", "nights": 2.5}))
+    (outcome,) = done.task.artifacts
+    assert outcome.parts[0].text == "2 nights in Oslo at 90.0"
+    assert "prize: unexpected field" in str(misspelt.value)
+    assert "nights: expected int, got 2.5" in str(fractional.value)
+    assert len(store.run_ids) == 2  # one task and its run: the refused messages made nothing
+
+
+async def test_an_untyped_graph_gets_data_as_it_came_every_number_a_double():
+    async with (
+        served(lambda url: a2a_app(_typed(kinds, Any), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, "JSONRPC", streaming=False)
+        (done,) = await _events(client, _data_message({"n": 2, "xs": [1, 2.5]}))
+    assert done.task.artifacts[0].parts[0].text == "[('n', 2.0), ('xs', [1.0, 2.5])]"
