@@ -214,7 +214,11 @@ def a2a_app(
     It serves the Agent Card at `/.well-known/agent-card.json`, JSON-RPC at
     `url` and HTTP+JSON under it (`/message:send`, `/tasks/{id}`, ...). Each
     task is one run of the graph (its id is the run id) on the thread named by
-    the task's `contextId`. With a checkpoint `store`, tasks are kept in it
+    the task's `contextId` (a message naming its task only continues the
+    task's context). A thread's turns run one at a time, so with a `store`
+    a message that would set a task working while another of its context
+    works is refused with `UnsupportedOperationError`. With a checkpoint
+    `store`, tasks are kept in it
     and a task survives a restart of the server: one waiting for input is
     answered as before, and one whose run was working when the server stopped
     is taken up when it starts again, its run resumed from its journal; without
