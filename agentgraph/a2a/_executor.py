@@ -47,6 +47,7 @@ from ._parts import (
     answer_of,
     data_part,
     graph_input,
+    output_metadata,
     output_parts,
     question_parts,
 )
@@ -112,6 +113,7 @@ class GraphExecutor(AgentExecutor):
         self.store = store
         self.redactor = redactor
         self.contexts = contexts
+        self._described = output_metadata(graph.output_type)
         self._live: dict[str, tuple[RunHandle, anyio.Event]] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -220,7 +222,10 @@ class GraphExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([a2a_pb2.Part(text=text)]))
         else:
             await updater.add_artifact(
-                output_parts(out.input, self.redactor), artifact_id="output", name="output"
+                output_parts(out.input, self.redactor),
+                artifact_id="output",
+                name="output",
+                metadata=None if isinstance(out.input, str) else self._described,
             )
             await updater.complete()
 

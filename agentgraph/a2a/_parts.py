@@ -26,10 +26,12 @@ from ._numbers import whole_numbers
 __all__ = (
     "PARTIAL",
     "QUESTION_KEY",
+    "SCHEMA_KEY",
     "answer_of",
     "data_part",
     "field_of",
     "graph_input",
+    "output_metadata",
     "output_parts",
     "plain_value",
     "question_parts",
@@ -41,6 +43,10 @@ QUESTION_KEY = "agentgraph.question"
 
 PARTIAL = "agentgraph.partial"
 """Artifact metadata marking a preview (streamed model text), not part of the answer."""
+
+SCHEMA_KEY = "agentgraph.schema"
+"""Output artifact metadata: the JSON Schema of the graph's output type, by which a
+client turns the data part's whole doubles back into the integers they were."""
 
 _YES = frozenset({"yes", "y", "approve", "approved", "true", "ok"})
 _NO = frozenset({"no", "n", "deny", "denied", "false", "reject"})
@@ -141,6 +147,16 @@ def answer_of(kind: str, message: a2a_pb2.Message) -> Any:
     if text.lower() in _NO:
         return False
     raise ValueError("answer yes or no to approve or refuse the call")
+
+
+def output_metadata(output_type: Any) -> dict[str, Any] | None:
+    """The output artifact's metadata: the output type's schema, for a type that has one."""
+    if output_type is str or _untyped(output_type):
+        return None
+    try:
+        return {SCHEMA_KEY: json_schema(output_type)}
+    except AgentGraphError:  # a type with no JSON Schema: its output goes without one
+        return None
 
 
 def output_parts(value: Any, redactor: Redactor) -> list[a2a_pb2.Part]:

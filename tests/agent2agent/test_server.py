@@ -466,3 +466,40 @@ async def test_an_untyped_graph_gets_data_as_it_came_every_number_a_double():
         client = await _client(http, url, "JSONRPC", streaming=False)
         (done,) = await _events(client, _data_message({"n": 2, "xs": [1, 2.5]}))
     assert done.task.artifacts[0].parts[0].text == "[('n', 2.0), ('xs', [1.0, 2.5])]"
+
+
+@attrs.frozen
+class Booked:
+    city: str
+    nights: int
+    price: float
+
+
+@node
+def booked(ctx: AgentContext[str]) -> AgentContext[Booked]:
+    return ctx.with_input(Booked(ctx.input, 2, 90.0))
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_typed_output_carries_its_schema_to_narrow_its_doubles_by(binding):
+    from a2a.helpers.proto_helpers import get_data_parts
+
+    from agentgraph import GraphBuilder
+    from agentgraph.a2a._numbers import whole_numbers
+    from agentgraph.a2a._parts import SCHEMA_KEY
+
+    with GraphBuilder[str, Booked]("booking") as g:
+        g.start.edge_to(booked).edge_to(g.finish)
+    async with (
+        served(lambda url: a2a_app(g.build(), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        (done,) = await _events(client, _message("Oslo"))
+    (output,) = done.task.artifacts
+    (sent,) = get_data_parts(output.parts)
+    assert sent == {"city": "Oslo", "nights": 2.0, "price": 90.0}  # every number a double
+    schema = json_format.MessageToDict(output.metadata)[SCHEMA_KEY]
+    narrowed = whole_numbers(schema, sent)
+    assert narrowed == {"city": "Oslo", "nights": 2, "price": 90.0}
+    assert type(narrowed["nights"]) is int and type(narrowed["price"]) is float
