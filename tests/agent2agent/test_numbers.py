@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 import attrs
 
+from agentgraph import json_schema, validate
 from agentgraph.a2a._numbers import whole_numbers
-from agentgraph.structured._schema import json_schema, validate
 
 
 @attrs.frozen
