@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -503,3 +504,32 @@ async def test_a_typed_output_carries_its_schema_to_narrow_its_doubles_by(bindin
     narrowed = whole_numbers(schema, sent)
     assert narrowed == {"city": "Oslo", "nights": 2, "price": 90.0}
     assert type(narrowed["nights"]) is int and type(narrowed["price"]) is float
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_context_busy_on_another_server_rejects_cleanly(binding):
+    # Another server sharing the store holds the thread: its lease refuses the turn.
+    from agentgraph.checkpoint._lease import new_owner
+
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        asked = (await _events(client, _message("car")))[-1].status_update
+        lease = await store.acquire(f"thread:{asked.context_id}", owner=new_owner())
+        try:
+            new = await _events(client, _message("boat", context_id=asked.context_id))
+            answer = await _events(client, _message("red", task_id=asked.task_id))
+        finally:
+            store.release(lease)
+        later = await _events(client, _message("red", task_id=asked.task_id))
+    for events, state in ((new, "TASK_STATE_REJECTED"), (answer, "TASK_STATE_INPUT_REQUIRED")):
+        status = events[-1].status_update.status
+        said = status.message.parts[0].text
+        assert S.Name(status.state) == state
+        assert "one task at a time per contextId" in said
+        for leak in ("owner", "lease", "thread:", socket.gethostname(), str(os.getpid())):
+            assert leak not in said
+    assert _states(later)[-2:] == ["artifact:car in red", "TASK_STATE_COMPLETED"]
