@@ -123,10 +123,9 @@ class GraphExecutor(AgentExecutor):
         context_id = current.context_id if current is not None else str(context.context_id)
         updater = TaskUpdater(event_queue, str(context.task_id), context_id)
         message = context.message or a2a_pb2.Message()
+        contexts = self.contexts
         try:
-            hold = (
-                None if self.contexts is None else self.contexts.hold(context_id, updater.task_id)
-            )
+            hold = None if contexts is None else contexts.hold(context_id, updater.task_id)
         except UnsupportedOperationError:  # lost a race with another request of the context
             if current is None:
                 await _submitted(updater, message)
@@ -135,8 +134,8 @@ class GraphExecutor(AgentExecutor):
         try:
             await self._execute(context, updater, message)
         finally:
-            if hold is not None and self.contexts is not None:
-                self.contexts.release(hold)
+            if contexts is not None and hold is not None:
+                contexts.release(hold)
 
     async def _busy(self, updater: TaskUpdater, current: a2a_pb2.Task | None) -> None:
         """Refuse to work while another task of the context works: nothing ran."""

@@ -215,14 +215,15 @@ def a2a_app(
     `url` and HTTP+JSON under it (`/message:send`, `/tasks/{id}`, ...). Each
     task is one run of the graph (its id is the run id) on the thread named by
     the task's `contextId` (a message naming its task only continues the
-    task's context). A thread's turns run one at a time, so with a `store`
-    a message that would set a task working while another of its context
-    works is refused with `UnsupportedOperationError`. With a checkpoint
-    `store`, tasks are kept in it
-    and a task survives a restart of the server: one waiting for input is
-    answered as before, and one whose run was working when the server stopped
-    is taken up when it starts again, its run resumed from its journal; without
-    one, tasks live in memory and a graph that asks a question cannot be
+    task's context).
+
+    With a checkpoint `store`, tasks are kept in it and a task survives a
+    restart of the server: one waiting for input is answered as before, and
+    one whose run was working when the server stopped is taken up when it
+    starts again, its run resumed from its journal. A thread's turns run one
+    at a time, so a message that would set a task working while another of
+    its context works is refused with `UnsupportedOperationError`. Without a
+    store, tasks live in memory and a graph that asks a question cannot be
     answered. Run it with any ASGI server on asyncio (uvicorn, say).
     """
     built: Graph[Any, Any] = as_graph(graph)
