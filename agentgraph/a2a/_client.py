@@ -15,7 +15,7 @@ continues the same A2A context, and answers the task when it asked a question.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -37,7 +37,8 @@ from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ._card import BINDINGS, parse_card
 from ._errors import A2AFormatError, RemoteTaskFailed
-from ._parts import PARTIAL, field_of, plain_value, text_of
+from ._numbers import whole_numbers
+from ._parts import PARTIAL, SCHEMA_KEY, field_of, plain_value, text_of
 from ._server import asyncio_only
 
 __all__ = ("RemoteAgent", "remote_agent")
@@ -228,13 +229,18 @@ def _partial(artifact: a2a_pb2.Artifact) -> bool:
 
 
 def _artifact_text(artifact: a2a_pb2.Artifact) -> str:
+    """The artifact as text; a data part as JSON, its integers as the agent's schema says."""
+    schema = json_format.MessageToDict(artifact.metadata).get(SCHEMA_KEY)
     out: list[str] = []
     for part in artifact.parts:
         kind = part.WhichOneof("content")
         if kind == "text":
             out.append(part.text)
         elif kind == "data":
-            out.append(orjson.dumps(plain_value(part.data)).decode())
+            value = plain_value(part.data)
+            if isinstance(schema, Mapping):
+                value = whole_numbers(schema, value)
+            out.append(orjson.dumps(value).decode())
     return "".join(out)
 
 

@@ -25,24 +25,29 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2
+from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format
 
 from .._context import AgentContext
 from .._errors import GraphCancelled, Interrupted, RunBusy
+from .._errors_threads import ThreadBusy
 from .._events import ModelResponded, ModelStreamed
 from .._graph import Graph
 from .._journal import JournalSource
 from .._redact import Redactor
 from .._runner import NO_ANSWER, GraphRunner, RunHandle
+from ..checkpoint._resume import decode_contexts, log_blobs
 from ..checkpoint._store import CheckpointStore
 from ..checkpoint._threads import ThreadStore
 from ..tracing._records import plain
+from ._contexts import Contexts, busy_text
 from ._parts import (
     PARTIAL,
     QUESTION_KEY,
     answer_of,
     data_part,
     graph_input,
+    output_metadata,
     output_parts,
     question_parts,
 )
@@ -101,24 +106,55 @@ class GraphExecutor(AgentExecutor):
         runner: GraphRunner,
         store: JournalSource | None,
         redactor: Redactor,
+        contexts: Contexts | None = None,
     ) -> None:
         self.graph = graph
         self.runner = runner
         self.store = store
         self.redactor = redactor
+        self.contexts = contexts
+        self._described = output_metadata(graph.output_type)
         self._live: dict[str, tuple[RunHandle, anyio.Event]] = {}
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start, resume or answer the task's run and follow it to where it stops."""
-        task_id, context_id = str(context.task_id), str(context.context_id)
-        updater = TaskUpdater(event_queue, task_id, context_id)
         current = context.current_task
+        # A task's events name its own context, whatever the message named.
+        context_id = current.context_id if current is not None else str(context.context_id)
+        updater = TaskUpdater(event_queue, str(context.task_id), context_id)
         message = context.message or a2a_pb2.Message()
+        contexts = self.contexts
+        try:
+            hold = None if contexts is None else contexts.hold(context_id, updater.task_id)
+        except UnsupportedOperationError:  # lost a race with another request of the context
+            if current is None:
+                await _submitted(updater, message)
+            await self._busy(updater, current)
+            return
+        try:
+            await self._execute(context, updater, message)
+        finally:
+            if contexts is not None and hold is not None:
+                contexts.release(hold)
+
+    async def _busy(self, updater: TaskUpdater, current: a2a_pb2.Task | None) -> None:
+        """Refuse to work while another task of the context works: nothing ran."""
+        said = [a2a_pb2.Part(text=busy_text(updater.context_id))]
         if current is None:
-            submitted = a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED)
-            await event_queue.enqueue_event(
-                a2a_pb2.Task(id=task_id, context_id=context_id, status=submitted, history=[message])
+            await updater.reject(updater.new_agent_message(said))
+        else:  # an answer: the task keeps waiting for it
+            kind = _question_kind(current)
+            await updater.requires_input(
+                updater.new_agent_message(said, metadata={QUESTION_KEY: kind})
             )
+
+    async def _execute(
+        self, context: RequestContext, updater: TaskUpdater, message: a2a_pb2.Message
+    ) -> None:
+        task_id = updater.task_id
+        current = context.current_task
+        if current is None:
+            await _submitted(updater, message)
         answer: Any = NO_ANSWER
         if current is not None and current.status.state == _INTERRUPTED:
             kind = _question_kind(current)
@@ -172,6 +208,10 @@ class GraphExecutor(AgentExecutor):
             )
         except GraphCancelled as cancelled:
             await updater.cancel(updater.new_agent_message(self._last(cancelled)))
+        except ThreadBusy:
+            # Another task of the context works (on another server sharing the store):
+            # nothing ran, and the lease's owner is no business of the client's.
+            await self._busy(updater, current)
         except Exception as error:
             said = f"{type(error).__name__}: {error}"
             if taken_up:  # the run id is the task id: whoever fixes the cause can resume it
@@ -181,7 +221,10 @@ class GraphExecutor(AgentExecutor):
             await updater.failed(updater.new_agent_message([a2a_pb2.Part(text=text)]))
         else:
             await updater.add_artifact(
-                output_parts(out.input, self.redactor), artifact_id="output", name="output"
+                output_parts(out.input, self.redactor),
+                artifact_id="output",
+                name="output",
+                metadata=None if isinstance(out.input, str) else self._described,
             )
             await updater.complete()
 
@@ -214,21 +257,50 @@ class GraphExecutor(AgentExecutor):
                 await anyio.sleep(max(0.05, busy.expires - time.time()))
 
     def _last(self, cancelled: GraphCancelled) -> list[a2a_pb2.Part]:
+        return self._cancelled(cancelled.step, cancelled.context)
+
+    def _cancelled(self, step: int, ctx: AgentContext[Any]) -> list[a2a_pb2.Part]:
         """The canceled status: the step the run reached and its last completed context."""
-        ctx = cancelled.context
         shown = self.redactor.record({"input": plain(ctx.input), "state": plain(dict(ctx.state))})
-        text = f"cancelled after step {cancelled.step}"
-        data = {"step": cancelled.step, "input": shown["input"], "state": shown["state"]}
+        text = f"cancelled after step {step}"
+        data = {"step": step, "input": shown["input"], "state": shown["state"]}
         return [a2a_pb2.Part(text=text), data_part(data)]
 
+    async def _stopped(self, run_id: str) -> list[a2a_pb2.Part]:
+        """The canceled status of a run stopped at a question, from its record."""
+        store = self.store
+        log = await store.load(run_id) if isinstance(store, CheckpointStore) else None
+        if log is None or not isinstance(store, CheckpointStore):
+            return [a2a_pb2.Part(text="cancelled before its run started")]
+        types = self.runner.types.with_types(*self.graph.data_types())
+        contexts = decode_contexts(log, types=types, blobs=await log_blobs(store, log))
+        return self._cancelled(log.steps[-1].step if log.steps else 0, contexts[-1])
+
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Cancel the task's run through its handle, and wait until it said so."""
+        """Cancel the task's run through its handle, and wait until it said so.
+
+        A task waiting for input has no run going: it ends canceled at once,
+        its status saying the step its run reached (not the question).
+        """
         live = self._live.get(str(context.task_id))
+        task = context.current_task
         if live is None:
-            return  # a task waiting for input has no run going: the SDK cancels it
+            if task is not None and task.status.state == _INTERRUPTED:
+                updater = TaskUpdater(event_queue, task.id, task.context_id)
+                await updater.cancel(updater.new_agent_message(await self._stopped(task.id)))
+            return
         handle, done = live
         handle.cancel()
         await done.wait()
+
+
+async def _submitted(updater: TaskUpdater, message: a2a_pb2.Message) -> None:
+    """Create the task, submitted with the client's message."""
+    submitted = a2a_pb2.TaskStatus(state=a2a_pb2.TaskState.TASK_STATE_SUBMITTED)
+    task = a2a_pb2.Task(
+        id=updater.task_id, context_id=updater.context_id, status=submitted, history=[message]
+    )
+    await updater.event_queue.enqueue_event(task)
 
 
 def _question_kind(task: a2a_pb2.Task) -> str:

@@ -16,19 +16,22 @@ from a2a.types import a2a_pb2
 from google.protobuf import json_format, struct_pb2
 
 from .._errors import AgentGraphError
-from .._json import map_scalars, to_data
+from .._json import to_data
 from .._redact import Redactor
 from ..llm._messages import ToolCall
-from ..structured._schema import validate
+from ..structured._schema import json_schema, validate
 from ..tracing._records import plain
+from ._numbers import whole_numbers
 
 __all__ = (
     "PARTIAL",
     "QUESTION_KEY",
+    "SCHEMA_KEY",
     "answer_of",
     "data_part",
     "field_of",
     "graph_input",
+    "output_metadata",
     "output_parts",
     "plain_value",
     "question_parts",
@@ -41,20 +44,18 @@ QUESTION_KEY = "agentgraph.question"
 PARTIAL = "agentgraph.partial"
 """Artifact metadata marking a preview (streamed model text), not part of the answer."""
 
+SCHEMA_KEY = "agentgraph.schema"
+"""Output artifact metadata: the JSON Schema of the graph's output type, by which a
+client turns the data part's whole doubles back into the integers they were."""
+
 _YES = frozenset({"yes", "y", "approve", "approved", "true", "ok"})
 _NO = frozenset({"no", "n", "deny", "denied", "false", "reject"})
 _FIELD = re.compile(r"Failed to parse (\w+) field")
 
 
 def plain_value(value: struct_pb2.Value) -> Any:
-    """A data part's value as Python data: whole doubles become ints again."""
-    return map_scalars(json_format.MessageToDict(value), _whole)
-
-
-def _whole(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
+    """A data part's value as Python data, its numbers the doubles they are."""
+    return json_format.MessageToDict(value)
 
 
 def data_part(value: Any) -> a2a_pb2.Part:
@@ -79,7 +80,10 @@ def graph_input(input_type: Any, message: a2a_pb2.Message) -> Any:
     """The graph's input from a message; `ValueError` saying what is wrong.
 
     A graph that takes text gets the text parts; any other input type takes
-    exactly one data part, validated against that type.
+    exactly one data part, validated against that type strictly (a field the
+    type does not have is refused, as its schema's `additionalProperties:
+    false` says), its whole doubles made ints where the type says integer.
+    An untyped graph gets the data as it came, every number a double.
     """
     kinds = {p.WhichOneof("content") for p in message.parts}
     unknown = kinds - {"text", "data"}
@@ -95,7 +99,7 @@ def graph_input(input_type: Any, message: a2a_pb2.Message) -> Any:
     if _untyped(input_type):
         return data[0]
     try:
-        return validate(input_type, data[0])
+        return validate(input_type, whole_numbers(json_schema(input_type), data[0]), strict=True)
     except AgentGraphError as exc:
         raise ValueError(str(exc)) from exc
 
@@ -143,6 +147,16 @@ def answer_of(kind: str, message: a2a_pb2.Message) -> Any:
     if text.lower() in _NO:
         return False
     raise ValueError("answer yes or no to approve or refuse the call")
+
+
+def output_metadata(output_type: Any) -> dict[str, Any] | None:
+    """The output artifact's metadata: the output type's schema, for a type that has one."""
+    if output_type is str or _untyped(output_type):
+        return None
+    try:
+        return {SCHEMA_KEY: json_schema(output_type)}
+    except AgentGraphError:  # a type with no JSON Schema: its output goes without one
+        return None
 
 
 def output_parts(value: Any, redactor: Redactor) -> list[a2a_pb2.Part]:

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import sniffio
+from a2a.server.agent_execution import AgentExecutor
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
@@ -40,7 +41,9 @@ from .._node import Node
 from .._redact import Redactor
 from .._runner import GraphRunner, as_graph
 from ..checkpoint._store import CheckpointStore
+from ..checkpoint._threads import ThreadStore
 from ._card import Skill, agent_card
+from ._contexts import ClaimingBuilder, Contexts
 from ._executor import GraphExecutor
 from ._parts import graph_input
 from ._recovery import take_up_stopped
@@ -68,10 +71,26 @@ def asyncio_only(what: str) -> None:
 
 
 class _Checked(DefaultRequestHandler):
-    """The SDK's handler, refusing what no run should start on."""
+    """The SDK's handler, refusing what no run should start on.
 
-    def __init__(self, *args: Any, limit: int, input_type: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    A message that names its task and no `contextId` continues the task's
+    context (A2A: the agent infers it from the task). With `contexts`, a
+    message that would set a second task of one context working is refused
+    (`_contexts`).
+    """
+
+    def __init__(
+        self,
+        executor: AgentExecutor,
+        tasks: TaskStore,
+        card: a2a_pb2.AgentCard,
+        *,
+        limit: int,
+        input_type: Any,
+        contexts: Contexts | None = None,
+    ) -> None:
+        self._claims = None if contexts is None else ClaimingBuilder(contexts)
+        super().__init__(executor, tasks, card, request_context_builder=self._claims)
         self._limit = limit
         self._input_type = input_type
 
@@ -90,18 +109,59 @@ class _Checked(DefaultRequestHandler):
             except ValueError as exc:
                 raise InvalidParamsError(str(exc)) from None
 
+    async def _task(self, task_id: str, context: ServerCallContext) -> a2a_pb2.Task | None:
+        stored = await self._versioned_store.get(task_id, context)
+        return None if stored is None else stored.task
+
+    async def _continue_task(
+        self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        """Give a message that names only its task the task's `contextId`."""
+        message = params.message
+        if message.task_id and not message.context_id:
+            task = await self._task(message.task_id, context)
+            if task is not None:  # else the SDK says the task is not found
+                message.context_id = task.context_id
+
+    async def on_cancel_task(
+        self, params: a2a_pb2.CancelTaskRequest, context: ServerCallContext
+    ) -> Any:
+        # A task waiting for input that no request woke since the server started is
+        # not active: the SDK would cancel it without the executor, keeping the
+        # question as its status. Woken, the executor says where its run stopped.
+        task = await self._task(params.id, context)
+        if task is not None and task.status.state == a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED:
+            registry: Any = self._active_task_registry
+            await registry.get_or_create(
+                task.id, call_context=context, context_id=task.context_id,
+                create_task_if_missing=False,
+            )  # fmt: skip
+        return await super().on_cancel_task(params, context)
+
+    def _released(self, params: a2a_pb2.SendMessageRequest) -> None:
+        if self._claims is not None:
+            self._claims.release(params)
+
     async def on_message_send(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> Any:
         self._check(params)
-        return await super().on_message_send(params, context)
+        await self._continue_task(params, context)
+        try:
+            return await super().on_message_send(params, context)
+        finally:
+            self._released(params)
 
     async def on_message_send_stream(
         self, params: a2a_pb2.SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Any, None]:
         self._check(params)
-        async for event in super().on_message_send_stream(params, context):
-            yield event
+        await self._continue_task(params, context)
+        try:
+            async for event in super().on_message_send_stream(params, context):
+                yield event
+        finally:
+            self._released(params)
 
 
 class _AsyncioOnly:
@@ -154,11 +214,16 @@ def a2a_app(
     It serves the Agent Card at `/.well-known/agent-card.json`, JSON-RPC at
     `url` and HTTP+JSON under it (`/message:send`, `/tasks/{id}`, ...). Each
     task is one run of the graph (its id is the run id) on the thread named by
-    the task's `contextId`. With a checkpoint `store`, tasks are kept in it
-    and a task survives a restart of the server: one waiting for input is
-    answered as before, and one whose run was working when the server stopped
-    is taken up when it starts again, its run resumed from its journal; without
-    one, tasks live in memory and a graph that asks a question cannot be
+    the task's `contextId` (a message naming its task only continues the
+    task's context).
+
+    With a checkpoint `store`, tasks are kept in it and a task survives a
+    restart of the server: one waiting for input is answered as before, and
+    one whose run was working when the server stopped is taken up when it
+    starts again, its run resumed from its journal. A thread's turns run one
+    at a time, so a message that would set a task working while another of
+    its context works is refused with `UnsupportedOperationError`. Without a
+    store, tasks live in memory and a graph that asks a question cannot be
     answered. Run it with any ASGI server on asyncio (uvicorn, say).
     """
     built: Graph[Any, Any] = as_graph(graph)
@@ -170,11 +235,20 @@ def a2a_app(
     source: JournalSource | None = store if isinstance(store, JournalSource) else None
     if store is not None and source is None:
         raise UsageError("store must be a checkpoint store (agentgraph.checkpoint)")
+    # With a store, a context is a thread: its tasks run one at a time.
+    contexts = Contexts() if isinstance(store, ThreadStore) else None
     executor = GraphExecutor(
-        built, runner=runner or GraphRunner(), store=source, redactor=Redactor()
+        built, runner=runner or GraphRunner(), store=source, redactor=Redactor(), contexts=contexts
     )
     tasks: TaskStore = CheckpointTaskStore(store) if store is not None else InMemoryTaskStore()
-    handler = _Checked(executor, tasks, card, limit=max_message_bytes, input_type=built.input_type)
+    handler = _Checked(
+        executor,
+        tasks,
+        card,
+        limit=max_message_bytes,
+        input_type=built.input_type,
+        contexts=contexts,
+    )
     routes = [
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, "/"),

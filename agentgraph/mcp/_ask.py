@@ -70,6 +70,9 @@ def question_of(question: Any, run_id: str) -> Asked:
     return Asked("text", masked(shown), _TEXT)
 
 
+_DONE = {"decline": "declined", "cancel": "cancelled"}
+
+
 def answer_of(kind: Kind, action: str, content: Mapping[str, Any] | None) -> tuple[Any, str]:
     """The resume answer for a client's reply to a form, or `NO_ANSWER` and why not.
 
@@ -79,7 +82,7 @@ def answer_of(kind: Kind, action: str, content: Mapping[str, Any] | None) -> tup
     if kind == "approval" and action == "decline":
         return False, ""
     if action != "accept":
-        return NO_ANSWER, f"the question was {action}ed, not answered"
+        return NO_ANSWER, f"the question was {_DONE.get(action, action)}, not answered"
     schema = _APPROVAL if kind == "approval" else _TEXT
     try:
         jsonschema.validate(dict(content or {}), schema)

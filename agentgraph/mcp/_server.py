@@ -70,8 +70,8 @@ class _Served:
             raw = arguments["input"]
         if _untyped(self.graph.input_type):
             return raw
-        try:
-            return validate(self.graph.input_type, raw)
+        try:  # strictly: the tool's input schema says additionalProperties: false
+            return validate(self.graph.input_type, raw, strict=True)
         except AgentGraphError as exc:
             raise ValueError(str(exc)) from exc
 

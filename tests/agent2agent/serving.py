@@ -15,6 +15,7 @@ import uvicorn
 
 from agentgraph import AgentContext, GraphBuilder, Runtime, node
 from agentgraph._serving import bind
+from agentgraph.llm import ToolCall
 
 SECRET = "sk-ant-api03-" + "A" * 40
 
@@ -24,6 +25,13 @@ async def asks(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
     """Asks which colour, then answers with the input and the colour."""
     colour = await rt.interrupt(f"which colour for {ctx.input}?")
     return ctx.with_input(f"{ctx.input} in {colour}")
+
+
+@node
+async def approves(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+    """Asks to approve a tool call, then says how it was answered."""
+    ok = await rt.interrupt(ToolCall("c1", "delete", {"path": "/tmp/x"}))
+    return ctx.with_input(f"approved={ok!r}")
 
 
 @node

@@ -168,3 +168,25 @@ async def test_trio_is_refused_with_a_clear_error():
     agent = RemoteAgent("http://127.0.0.1:9")
     with pytest.raises(UsageError, match="needs asyncio"):
         await agent.request(ChatRequest([Message.user("hi")]))
+
+
+async def test_a_served_graphs_typed_output_reads_with_its_integers():
+    import attrs
+
+    from agentgraph import GraphBuilder, node
+    from agentgraph.a2a import a2a_app
+
+    @attrs.frozen
+    class Room:
+        nights: int
+        price: float
+
+    @node
+    def room(ctx: AgentContext[str]) -> AgentContext[Room]:
+        return ctx.with_input(Room(2, 90.0))
+
+    with GraphBuilder[str, Room]("rooms") as g:
+        g.start.edge_to(room).edge_to(g.finish)
+    async with served(lambda url: a2a_app(g.build(), url=url)) as url:
+        out = await GraphRunner().run(graph_of(remote_agent(url)), AgentContext("a room"))
+    assert out.input == '{"nights":2,"price":90.0}'

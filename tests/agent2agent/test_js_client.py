@@ -11,7 +11,7 @@ from agentgraph.a2a import a2a_app
 from agentgraph.checkpoint import MemoryStore
 from tests.npm import JS, need_npm_package
 
-from .serving import asks, echo, graph_of, served, waits
+from .serving import approves, asks, echo, graph_of, served, waits
 
 pytestmark = pytest.mark.anyio
 
@@ -56,3 +56,14 @@ async def test_the_typescript_client_cancels_a_running_task(binding):
         cancelled, task = await _drive(url, binding, "cancel")
     assert cancelled == [CANCELED]
     assert task == [CANCELED, "cancelled after step 1"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_the_typescript_client_answers_with_the_task_id_only(binding):
+    # After an unclear answer too: the task and its context go on, the run is not lost.
+    store = MemoryStore()
+    async with served(lambda url: a2a_app(graph_of(approves), url=url, store=store)) as url:
+        unclear, answer, task = await _drive(url, binding, "task-only")
+    assert unclear[0] == INPUT and "answer yes or no" in unclear[1]
+    assert answer == [WORKING, "", "artifact:approved=True", COMPLETED, ""]
+    assert task == [COMPLETED, True, True, True]

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from typing import Any
+
 import anyio
+import attrs
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
-from google.protobuf import json_format
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
+from google.protobuf import json_format, struct_pb2
 
-from agentgraph import UsageError
+from agentgraph import AgentContext, UsageError, node
 from agentgraph.a2a import a2a_app
 from agentgraph.checkpoint import MemoryStore, SQLiteStore, read_thread
 
-from .serving import SECRET, asks, echo, graph_of, leaks, served, waits
+from .serving import SECRET, approves, asks, echo, graph_of, leaks, served, waits
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +121,7 @@ async def test_a_question_is_input_required_and_the_answer_resumes_the_run(bindi
 
 @pytest.mark.parametrize("binding", BINDINGS)
 async def test_a_wrong_answer_to_an_approval_keeps_the_task_waiting(binding):
-    from agentgraph import AgentContext, Runtime, node
+    from agentgraph import Runtime, node
     from agentgraph.llm import ToolCall
 
     @node
@@ -256,3 +262,274 @@ async def test_trio_is_refused_at_start_and_on_each_request_naming_asyncio():
             await http.post("/message:send", json={"message": {"parts": [{"text": "hi"}]}})
     assert "not trio" in str(on_request.value)
     assert store.run_ids == ()
+
+
+def _contexts(events: list[pb.StreamResponse]) -> set[str]:
+    out = set()
+    for event in events:
+        kind = event.WhichOneof("payload")
+        out.add(getattr(event, kind).context_id)
+    return out
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_answers_naming_only_their_task_continue_its_context(binding):
+    # A2A: the agent infers contextId from the task; "hmm" keeps the task waiting, "yes" answers.
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(graph_of(approves), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        first = await _events(client, _message("go"))
+        update = first[-1].status_update
+        unclear = await _events(client, _message("hmm", task_id=update.task_id))
+        answer = await _events(client, _message("yes", task_id=update.task_id))
+        done = await client.get_task(pb.GetTaskRequest(id=update.task_id))
+    assert _states(unclear) == ["TASK_STATE_INPUT_REQUIRED"]
+    assert _states(answer)[-2:] == ["artifact:approved=True", "TASK_STATE_COMPLETED"]
+    assert _contexts(first) == _contexts(unclear) == _contexts(answer) == {update.context_id}
+    assert done.context_id == update.context_id
+    assert [m.context_id for m in done.history] == [update.context_id] * len(done.history)
+    thread = await read_thread(store, update.context_id)
+    assert thread.head == update.task_id
+
+
+def _slow_or(other):
+    """A graph that waits forever on the input "slow", else runs `other`."""
+    from agentgraph import GraphBuilder
+
+    with GraphBuilder[str, str]("paint") as g:
+        g.start.edge_to(lambda ctx: waits if ctx.input == "slow" else other, targets=(waits, other))
+        other.edge_to(g.finish)
+        waits.edge_to(g.finish)
+    return g.build()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_second_task_in_a_working_context_is_refused_with_a_clean_error(binding):
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(_slow_or(echo), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        seen: list[pb.StreamResponse] = []
+        working = anyio.Event()
+
+        async def follow() -> None:
+            message = _message("slow")
+            async for event in client.send_message(pb.SendMessageRequest(message=message)):
+                seen.append(event)
+                if event.WhichOneof("payload") == "status_update":
+                    working.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follow)
+            await working.wait()
+            first = seen[0].task
+            with pytest.raises(UnsupportedOperationError) as refused:
+                await _events(client, _message("again", context_id=first.context_id))
+            listed = await client.list_tasks(pb.ListTasksRequest(context_id=first.context_id))
+            await client.cancel_task(pb.CancelTaskRequest(id=first.id))
+            tg.cancel_scope.cancel()
+        # Once the first task stopped, the context takes the next one.
+        after = await _events(client, _message("later", context_id=first.context_id))
+    said = str(refused.value)
+    assert "one task at a time per contextId" in said
+    for leak in ("owner", "pid", "lease", "thread:", socket.gethostname()):
+        assert leak not in said
+    assert [t.id for t in listed.tasks] == [first.id]  # nothing was created for the refused one
+    assert _states(after) == [
+        "TASK_STATE_SUBMITTED",
+        "TASK_STATE_WORKING",
+        "artifact:echo: later",
+        "TASK_STATE_COMPLETED",
+    ]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_an_answer_while_another_task_of_the_context_works_keeps_waiting(binding):
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(_slow_or(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        asked = (await _events(client, _message("car")))[-1].status_update
+        working = anyio.Event()
+
+        async def slow() -> None:
+            message = _message("slow", context_id=asked.context_id)
+            async for event in client.send_message(pb.SendMessageRequest(message=message)):
+                if event.WhichOneof("payload") == "status_update":
+                    working.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await working.wait()
+            with pytest.raises(Exception, match="one task at a time per contextId"):
+                await _events(client, _message("red", task_id=asked.task_id))
+            waiting = await client.get_task(pb.GetTaskRequest(id=asked.task_id))
+            tg.cancel_scope.cancel()
+    assert S.Name(waiting.status.state) == "TASK_STATE_INPUT_REQUIRED"
+    assert waiting.status.message.parts[0].text == "which colour for car?"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_cancelling_a_task_waiting_for_input_says_the_step_reached(binding, tmp_path):
+    async with (
+        SQLiteStore(tmp_path / "a2a.db") as store,
+        served(lambda url: a2a_app(graph_of(echo, asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        update = (await _events(client, _message("boat")))[-1].status_update
+        cancelled = await client.cancel_task(pb.CancelTaskRequest(id=update.task_id))
+        # And on a server started since, where the waiting task was never woken.
+        waiting = (await _events(client, _message("kite")))[-1].status_update
+    async with (
+        SQLiteStore(tmp_path / "a2a.db") as store,
+        served(lambda url: a2a_app(graph_of(echo, asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        restarted = await client.cancel_task(pb.CancelTaskRequest(id=waiting.task_id))
+        stored = await client.get_task(pb.GetTaskRequest(id=waiting.task_id))
+    for task, said in (
+        (cancelled, "echo: boat"),
+        (restarted, "echo: kite"),
+        (stored, "echo: kite"),
+    ):
+        message = json_format.MessageToDict(task.status.message)
+        assert S.Name(task.status.state) == "TASK_STATE_CANCELED"
+        assert message["parts"][0]["text"] == "cancelled after step 1"
+        assert message["parts"][1]["data"]["input"] == said
+
+
+def _data_message(value: object) -> pb.Message:
+    part = pb.Part(data=json_format.ParseDict(value, struct_pb2.Value()))
+    return pb.Message(message_id="m-data", role=pb.ROLE_USER, parts=[part])
+
+
+@attrs.frozen
+class Stay:
+    city: str
+    nights: int
+    price: float = 0.0
+
+
+@node
+def stay_of(ctx: AgentContext[Stay]) -> AgentContext[str]:
+    stay = ctx.input
+    return ctx.with_input(f"{stay.nights!r} nights in {stay.city} at {stay.price!r}")
+
+
+@node
+def kinds(ctx: AgentContext[Any]) -> AgentContext[str]:
+    return ctx.with_input(repr(sorted(ctx.input.items())))
+
+
+def _typed(step: Any, tp: Any) -> Any:
+    from agentgraph import GraphBuilder
+
+    with GraphBuilder[tp, str]("typed") as g:
+        g.start.edge_to(step).edge_to(g.finish)
+    return g.build()
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_data_part_is_validated_strictly_and_its_integers_are_ints(binding):
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(_typed(stay_of, Stay), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        # Every number of a data part is a double: the type says which are integers.
+        (done,) = await _events(client, _data_message({"city": "Oslo", "nights": 2, "price": 90}))
+        with pytest.raises(InvalidParamsError) as misspelt:
+            await _events(client, _data_message({"city": "Oslo", "nights": 2, "prize": 90}))
+        with pytest.raises(InvalidParamsError) as fractional:
+            await _events(client, _data_message({"city": "Oslo", "nights": 2.5}))
+    (outcome,) = done.task.artifacts
+    assert outcome.parts[0].text == "2 nights in Oslo at 90.0"
+    assert "prize: unexpected field" in str(misspelt.value)
+    assert "nights: expected int, got 2.5" in str(fractional.value)
+    assert len(store.run_ids) == 2  # one task and its run: the refused messages made nothing
+
+
+async def test_an_untyped_graph_gets_data_as_it_came_every_number_a_double():
+    async with (
+        served(lambda url: a2a_app(_typed(kinds, Any), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, "JSONRPC", streaming=False)
+        (done,) = await _events(client, _data_message({"n": 2, "xs": [1, 2.5]}))
+    assert done.task.artifacts[0].parts[0].text == "[('n', 2.0), ('xs', [1.0, 2.5])]"
+
+
+@attrs.frozen
+class Booked:
+    city: str
+    nights: int
+    price: float
+
+
+@node
+def booked(ctx: AgentContext[str]) -> AgentContext[Booked]:
+    return ctx.with_input(Booked(ctx.input, 2, 90.0))
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_typed_output_carries_its_schema_to_narrow_its_doubles_by(binding):
+    from a2a.helpers.proto_helpers import get_data_parts
+
+    from agentgraph import GraphBuilder
+    from agentgraph.a2a._numbers import whole_numbers
+    from agentgraph.a2a._parts import SCHEMA_KEY
+
+    with GraphBuilder[str, Booked]("booking") as g:
+        g.start.edge_to(booked).edge_to(g.finish)
+    async with (
+        served(lambda url: a2a_app(g.build(), url=url)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding, streaming=False)
+        (done,) = await _events(client, _message("Oslo"))
+    (output,) = done.task.artifacts
+    (sent,) = get_data_parts(output.parts)
+    assert sent == {"city": "Oslo", "nights": 2.0, "price": 90.0}  # every number a double
+    schema = json_format.MessageToDict(output.metadata)[SCHEMA_KEY]
+    narrowed = whole_numbers(schema, sent)
+    assert narrowed == {"city": "Oslo", "nights": 2, "price": 90.0}
+    assert type(narrowed["nights"]) is int and type(narrowed["price"]) is float
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_a_context_busy_on_another_server_rejects_cleanly(binding):
+    # Another server sharing the store holds the thread: its lease refuses the turn.
+    from agentgraph.checkpoint._lease import new_owner
+
+    store = MemoryStore()
+    async with (
+        served(lambda url: a2a_app(graph_of(asks), url=url, store=store)) as url,
+        httpx.AsyncClient() as http,
+    ):
+        client = await _client(http, url, binding)
+        asked = (await _events(client, _message("car")))[-1].status_update
+        lease = await store.acquire(f"thread:{asked.context_id}", owner=new_owner())
+        try:
+            new = await _events(client, _message("boat", context_id=asked.context_id))
+            answer = await _events(client, _message("red", task_id=asked.task_id))
+        finally:
+            store.release(lease)
+        later = await _events(client, _message("red", task_id=asked.task_id))
+    for events, state in ((new, "TASK_STATE_REJECTED"), (answer, "TASK_STATE_INPUT_REQUIRED")):
+        status = events[-1].status_update.status
+        said = status.message.parts[0].text
+        assert S.Name(status.state) == state
+        assert "one task at a time per contextId" in said
+        for leak in ("owner", "lease", "thread:", socket.gethostname(), str(os.getpid())):
+            assert leak not in said
+    assert _states(later)[-2:] == ["artifact:car in red", "TASK_STATE_COMPLETED"]

@@ -1,5 +1,5 @@
 // Drives an A2A agent with the official TypeScript SDK (@a2a-js/sdk) over one binding.
-// Usage: node a2a_client.mjs <base url> <JSONRPC|HTTP+JSON> <ask|cancel>
+// Usage: node a2a_client.mjs <base url> <JSONRPC|HTTP+JSON> <ask|cancel|task-only>
 // Prints one JSON line per step: the states and texts seen.
 import {
   ClientFactory,
@@ -32,9 +32,11 @@ const text = (parts) => parts.map((p) => (p.content?.$case === "text" ? p.conten
 
 async function follow(msg, stopAt) {
   const seen = [];
+  const contexts = new Set();
   let ids = {};
   for await (const event of client.sendMessageStream(request(msg))) {
     const { $case, value } = event.payload;
+    contexts.add(value.contextId);
     if ($case === "task") {
       ids = { taskId: value.id, contextId: value.contextId };
       seen.push(value.status.state);
@@ -44,9 +46,9 @@ async function follow(msg, stopAt) {
     } else if ($case === "artifactUpdate") {
       seen.push(`artifact:${text(value.artifact.parts)}`);
     }
-    if (stopAt && seen.includes(stopAt)) return { seen, ids };
+    if (stopAt && seen.includes(stopAt)) return { seen, ids, contexts };
   }
-  return { seen, ids };
+  return { seen, ids, contexts };
 }
 
 if (scenario === "ask") {
@@ -62,5 +64,16 @@ if (scenario === "ask") {
   console.log(JSON.stringify([cancelled.status.state]));
   const task = await client.getTask({ tenant: "", id: first.ids.taskId, historyLength: undefined });
   console.log(JSON.stringify([task.status.state, text(task.status.message?.parts ?? [])]));
+} else if (scenario === "task-only") {
+  // Answers naming their task only: the agent infers the contextId from the task.
+  const first = await follow(message("go"));
+  const taskOnly = { taskId: first.ids.taskId };
+  const unclear = await follow(message("hmm", taskOnly));
+  const answer = await follow(message("yes", taskOnly));
+  const task = await client.getTask({ tenant: "", id: first.ids.taskId, historyLength: undefined });
+  const same = (step) => [...step.contexts].every((c) => c === first.ids.contextId);
+  console.log(JSON.stringify(unclear.seen));
+  console.log(JSON.stringify(answer.seen));
+  console.log(JSON.stringify([task.status.state, same(first), same(unclear), same(answer)]));
 }
 process.exit(0);

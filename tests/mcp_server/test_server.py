@@ -239,3 +239,46 @@ async def test_a_graph_without_types_takes_and_gives_any_json() -> None:
     async with mcp.Client(GraphServer([g.build()]).server) as client:
         result = await client.call_tool("echo", {"input": {"a": [1, 2]}})
     assert result.structured_content == {"result": {"a": [1, 2]}}
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"city": "Oslo", "dayz": 3}, "dayz: unexpected field"),
+        ({"city": "Oslo", "days": "3"}, 'days: expected int, got "3"'),
+        ({"city": "Oslo", "days": 3.5}, "days: expected int, got 3.5"),
+    ],
+)
+async def test_arguments_the_input_schema_forbids_are_refused(
+    mode: str, arguments: dict[str, Any], problem: str
+) -> None:
+    # The tool's inputSchema says additionalProperties: false, and days is an integer.
+    store = MemoryStore()
+    async with mcp.Client(GraphServer([plan], store=store).server, mode=mode) as client:
+        (listed,) = (await client.list_tools()).tools
+        result = await client.call_tool("plan", arguments)
+    assert listed.input_schema["additionalProperties"] is False
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("invalid arguments for tool 'plan'") and problem in text
+    assert store.run_ids == ()  # nothing ran
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (mcp.types.ElicitResult(action="decline"), "the question was declined, not answered"),
+        (mcp.types.ElicitResult(action="cancel"), "the question was cancelled, not answered"),
+    ],
+)
+async def test_an_unanswered_question_says_how_it_went(
+    mode: str, reply: mcp.types.ElicitResult, said: str
+) -> None:
+    elicit, _ = answering(reply)
+    server = GraphServer([book])
+    async with mcp.Client(server.server, mode=mode, elicitation_callback=elicit) as client:
+        result = await client.call_tool("book", {"input": "car"})
+    assert result.is_error
+    assert said in result.content[0].text  # type: ignore[union-attr]
