@@ -123,7 +123,7 @@ async def evaluate(
     # `concurrency` workers take the jobs in turn: a task per job, all waiting
     # at once, would keep a frame per case alive for the garbage collector to scan.
     await spread(len(jobs), concurrency, one)
-    return Report(dataset.name, [r for r in results if r is not None], repeat)
+    return Report(dataset.name, [r for r in results if r is not None])
 
 
 async def score_runs(
@@ -156,8 +156,6 @@ async def score_runs(
         concurrency: runs read from the store at once.
         redact: a hook or `Redactor` masking more than secrets in the report.
 
-    The repeat count is the most runs any case has.
-
     Raises:
         RecordedRunError: a run that is not in the store, holds no committed
             step, or whose record is damaged (naming the run).
@@ -174,17 +172,13 @@ async def score_runs(
             results[i] = await _scored(outcome, evaluators, redactor)
 
         await _each_run(source, chosen, score, types, prices, concurrency)
-        counts = [repeat + 1 for _, _, repeat in chosen]
-        return Report(name, [r for r in results if r is not None], max(counts, default=1))
+        return Report(name, [r for r in results if r is not None])
     if isinstance(source, str | os.PathLike):
         outcomes: Sequence[Outcome] = read_trace_runs(source, runs, prices=prices)
     else:
         outcomes = source
     scored = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
-    repeats: dict[str, int] = {}
-    for outcome in outcomes:
-        repeats[outcome.case.name] = repeats.get(outcome.case.name, 0) + 1
-    return Report(name, scored, max(repeats.values(), default=1))
+    return Report(name, scored)
 
 
 async def read_runs(

@@ -183,16 +183,13 @@ def score_runs_on_ray(
     remote = ray.remote(_score_share)
     pending = [remote.remote(store, list(evaluators), share, types, prices) for share in shares]
     results = [result for found in ray.get(pending) for result in found]
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.case] = counts.get(result.case, 0) + 1
     # Repeat numbers count within each share; renumber them over the whole set.
     seen: dict[str, int] = {}
     numbered = []
     for result in results:
         numbered.append(_renumbered(result, seen.get(result.case, 0)))
         seen[result.case] = seen.get(result.case, 0) + 1
-    return Report(name, numbered, max(counts.values(), default=1))
+    return Report(name, numbered)
 
 
 def _renumbered(result: RunResult, repeat: int) -> RunResult:
