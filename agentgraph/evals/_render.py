@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from .._extras import pip_install
-from ._report import Report
+from ._report import Report, every_k
 
 __all__ = ("render_report", "to_junit", "write_junit")
 
@@ -45,14 +45,14 @@ def _headers(report: Report, columns: list[str]) -> list[str]:
 
 def _chances(report: Report) -> str:
     """pass@k and pass^k for every k some case has, saying over how many cases when not all."""
-    cases = len(report.cases())
-    most = report.runs_per_case[1]
+    cases = report.cases()
+    means = every_k(cases)
     shown = []
-    for sign, chance in (("@", report.pass_at), ("^", report.pass_hat)):
-        for k in range(1, most + 1):
-            counted = report.counted(k)
-            over = "" if counted == cases else f" ({counted} of {cases} cases)"
-            shown.append(f"pass{sign}{k}={chance(k):.3f}{over}")
+    for sign, which in (("@", 0), ("^", 1)):
+        for k, found in enumerate(means, 1):
+            counted = found[2]
+            over = "" if counted == len(cases) else f" ({counted} of {len(cases)} cases)"
+            shown.append(f"pass{sign}{k}={found[which]:.3f}{over}")
     return " ".join(shown)
 
 

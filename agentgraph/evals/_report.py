@@ -13,7 +13,7 @@ A report is plain data: it saves as JSON and loads back, as a baseline.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,23 @@ def mean_scores(results: Iterable[RunResult]) -> dict[str, float]:
 
 def _results(items: Iterable[RunResult]) -> tuple[RunResult, ...]:
     return tuple(items)
+
+
+def every_k(cases: Sequence[CaseSummary]) -> list[tuple[float, float, int]]:
+    """For k = 1, 2, ... up to the most runs of a case: mean pass@k, mean pass^k, cases counted.
+
+    Each mean is over the cases with at least k runs, as `Report.pass_at` has
+    it; one pass over the summaries, where asking the report for every k
+    would regroup its runs for each.
+    """
+    most = max((case.runs for case in cases), default=0)
+    at, hat, counted = [0.0] * most, [0.0] * most, [0] * most
+    for case in cases:
+        for i in range(case.runs):
+            at[i] += case.pass_at[i]
+            hat[i] += case.pass_hat[i]
+            counted[i] += 1
+    return [(a / n, h / n, n) for a, h, n in zip(at, hat, counted, strict=True)]
 
 
 @attrs.frozen
