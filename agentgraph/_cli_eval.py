@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._cli_load import CommandError, _import, _model, load_target
+from ._cli_load import CommandError, _import, _model, load_node
 from ._errors import DatasetError
 from ._json import Types
 from ._redact import masked
@@ -42,7 +42,9 @@ def _threshold(text: str) -> tuple[str, float]:
 def add_eval_command(commands: Any, positive: Any) -> None:
     """Add the `eval` subcommand to the command line's subparsers."""
     cmd = commands.add_parser("eval", help="score a graph on a dataset; fail on a regression")
-    cmd.add_argument("target", help="module:attribute naming a Graph or a function making one")
+    cmd.add_argument(
+        "target", help="module:attribute naming a Graph or node, or a function making one"
+    )
     cmd.add_argument("dataset", help="cases: .jsonl or .yaml (or a pydantic-evals file)")
     cmd.add_argument("--evaluators", help="module:attribute naming a list of evaluators")
     cmd.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
@@ -100,7 +102,7 @@ def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         write_junit,
     )
 
-    graph = load_target(args.target, _model(args.model))
+    graph = load_node(args.target, _model(args.model))  # a node runs as evaluate() runs it
     evaluators = _evaluators(args.evaluators)
     types = Types().with_types(*graph.data_types())
     try:

@@ -1,4 +1,4 @@
-"""Finding what a command names: a graph, or a function making one, from `module:attribute`.
+"""Finding what a command names: a graph, a node, or a function making one, from `module:attribute`.
 
 A module is a dotted name importable from the current directory or a path to
 a `.py` file; whatever goes wrong while importing, reading the attribute or
@@ -15,14 +15,14 @@ import sys
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import AgentGraphError
 from ._graph import Graph
 from ._node import Node
 from .llm._model import ChatModel, ChatRequest, ChatResponse
 
-__all__ = ("CommandError", "load_target")
+__all__ = ("CommandError", "load_node", "load_target")
 
 
 class CommandError(Exception):
@@ -84,6 +84,40 @@ def load_target(target: str, model: ChatModel | None = None) -> Graph[Any, Any]:
     Raises:
         CommandError: the target cannot be imported, found, called, or is not a graph.
     """
+    value = _attribute(target)
+    if isinstance(value, Graph):
+        return _given(target, value, model)
+    if isinstance(value, Node) or not callable(value):
+        kind = "a node" if isinstance(value, Node) else f"of type {type(value).__name__}"
+        raise CommandError(f"{target} is {kind}, not a Graph or a function that returns one")
+    made = _call_factory(target, value, model)
+    if not isinstance(made, Graph):
+        raise CommandError(f"{target}() returned a {type(made).__name__}, not a Graph")
+    return made
+
+
+def load_node(target: str, model: ChatModel | None = None) -> Node[Any, Any]:
+    """`load_target` for commands that run any node (`eval`): a graph, a node, or a factory of one.
+
+    Raises:
+        CommandError: the target cannot be imported, found, called, or is not a node.
+    """
+    value = _attribute(target)
+    if isinstance(value, Node):
+        return _given(target, value, model)
+    if not callable(value):
+        raise CommandError(
+            f"{target} is of type {type(value).__name__}, not a node, a Graph or a function "
+            "that returns one"
+        )
+    made = _call_factory(target, value, model)
+    if not isinstance(made, Node):
+        raise CommandError(f"{target}() returned a {type(made).__name__}, not a node or a Graph")
+    return made
+
+
+def _attribute(target: str) -> Any:
+    """What `module:attribute` names."""
     module, sep, attribute = target.rpartition(":")
     if not sep or not module or not attribute:
         raise CommandError(f"{target!r} is not module:attribute (e.g. app.agents:graph)")
@@ -104,17 +138,21 @@ def load_target(target: str, model: ChatModel | None = None) -> Graph[Any, Any]:
             raise CommandError(
                 f"reading {attribute!r} of {module!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
-    if isinstance(value, Graph):
-        if model is not None and not isinstance(model, _NoModel):
-            raise CommandError(f"{target} is a graph; --model needs a function taking `model`")
-        return value
-    if isinstance(value, Node) or not callable(value):
-        kind = "a node" if isinstance(value, Node) else f"of type {type(value).__name__}"
-        raise CommandError(f"{target} is {kind}, not a Graph or a function that returns one")
-    return _call_factory(target, value, model)
+    return value
 
 
-def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Graph[Any, Any]:
+_N = TypeVar("_N", bound=Node[Any, Any])
+
+
+def _given(target: str, found: _N, model: ChatModel | None) -> _N:
+    """A graph or node named as it is: a model cannot be passed to it."""
+    if model is not None and not isinstance(model, _NoModel):
+        kind = "a graph" if isinstance(found, Graph) else "a node"
+        raise CommandError(f"{target} is {kind}; --model needs a function taking `model`")
+    return found
+
+
+def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Any:
     params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(factory).parameters
@@ -133,12 +171,9 @@ def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Graph[A
     if "model" in required and model is None:
         raise CommandError(f"{target} needs a model: pass --model provider:name")
     try:
-        made = factory(model=model) if takes_model and model is not None else factory()
+        return factory(model=model) if takes_model and model is not None else factory()
     except (Exception, SystemExit) as exc:
         raise CommandError(f"{target}() failed: {type(exc).__name__}: {exc}{_where(exc)}") from exc
-    if not isinstance(made, Graph):
-        raise CommandError(f"{target}() returned a {type(made).__name__}, not a Graph")
-    return made
 
 
 def _model(spec: str | None) -> ChatModel | None:

@@ -28,8 +28,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgraph import OutputError, loads_lenient
+from agentgraph import OutputError, loads_lenient, parse
 from agentgraph.structured import repair_json
+from agentgraph.structured._lenient import readings, single
+from agentgraph.structured._parse import _MISSING, _shortcut
 from agentgraph.structured._prefix import PrefixParser
 from tests.test_parse import JSON, same
 
@@ -115,3 +117,56 @@ def test_stream_partial_and_plain_parse_agree_on_mutated_json(value, indent, edi
 )
 def test_known_disagreements_now_agree(text):
     assert_three_agree(text, 1)
+
+
+# What models put before and after a JSON value: prose, fences, and the
+# words and signs the lenient parser refuses outright (`NaN [1]`).
+LEADS = ["", " ", "\ufeff", "Sure! ", "Here: ", "1 ", "true", "x: ", "-", "+", "- "]
+LEADS += ["NaN", "NaN ", "-NaN", "+NaN ", "Infinity", "-Infinity ", "+Infinity", "NaNx "]
+LEADS += ["Infinity_", "nan ", "NaN\n", "NaN // c\n", "```json\n", "NaN\n```json\n", '"q" ']
+TAILS = ["", " ", " done.", "\n```", "\n```\n", " NaN", " [note]", " // c", ", 5: x"]
+
+
+@settings(max_examples=CASES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    lead=st.sampled_from(LEADS),
+    value=JSON.filter(lambda v: isinstance(v, list | dict)),
+    tail=st.sampled_from(TAILS),
+    nonfinite=st.booleans(),
+)
+def test_the_fast_path_and_the_lenient_parser_agree_on_prose_wrapped_json(
+    lead, value, tail, nonfinite
+):
+    """`parse`'s shortcuts give the lenient parser's value, or step aside where it refuses."""
+    text = lead + orjson.dumps(value).decode() + tail
+    fast = _shortcut(text)
+    try:
+        found = single(text, readings(text, nonfinite=nonfinite))
+    except OutputError:
+        assert fast is _MISSING, f"{text!r}: fast path {fast!r}, the lenient parser refuses"
+        with pytest.raises(OutputError):
+            parse(Any, text, nonfinite=nonfinite)
+        return
+    if fast is not _MISSING:
+        assert same(fast, found.value), f"{text!r}: fast path {fast!r} != {found.value!r}"
+    assert same(parse(Any, text, nonfinite=nonfinite), found.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "NaN[]",
+        "NaN [1]",
+        "-Infinity{}",
+        "+NaN [1]",
+        'Infinity {"a": 1} done',
+        "NaN\n```json\n[1]\n```",
+        "NaN // [\n[1]",
+    ],
+)
+def test_the_fast_path_refuses_what_the_lenient_parser_refuses(text):
+    assert _shortcut(text) is _MISSING
+    with pytest.raises(OutputError, match="is not JSON"):
+        parse(Any, text)
+    with pytest.raises(OutputError, match="is not JSON"):
+        loads_lenient(text)

@@ -9,12 +9,13 @@ names do.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any
 
 import attrs
 
 from .._errors import OutputError
-from .._json import to_data
+from .._limits import MAX_DEPTH
 from ..structured._schema import validate
 from ._score import Outcome, Score
 
@@ -67,12 +68,46 @@ class EqualsExpected:
 
 
 def _as_dict(value: Any) -> dict[Any, Any] | None:
+    """A mapping as it is, a record as a dict of its fields; None for anything else."""
     if isinstance(value, dict):
         return value
-    if attrs.has(type(value)) or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
-        data: dict[Any, Any] = to_data(value)
+    if _record(value):
+        data: dict[Any, Any] = _python(value, 0)
         return data
     return None
+
+
+def _record(value: Any) -> bool:
+    if isinstance(value, type):
+        return False
+    if attrs.has(type(value)) or dataclasses.is_dataclass(value):
+        return True
+    pydantic = sys.modules.get("pydantic")  # no output is a pydantic model unless it is loaded
+    return pydantic is not None and isinstance(value, pydantic.BaseModel)
+
+
+def _python(value: Any, depth: int) -> Any:
+    """`value` with every record in it made a dict of its fields, other values kept as they are.
+
+    As pydantic dumps a model in Python mode (what pydantic-evals compares):
+    tuples, dates and enums stay themselves, never their JSON forms.
+    """
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the output nests deeper than {MAX_DEPTH} levels")
+    deeper = depth + 1
+    if isinstance(value, dict):
+        return {k: _python(v, deeper) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_python(v, deeper) for v in value)
+    if not _record(value):
+        return value
+    if attrs.has(type(value)):
+        names = [field.name for field in attrs.fields(type(value))]
+    elif dataclasses.is_dataclass(value):
+        names = [field.name for field in dataclasses.fields(value)]
+    else:
+        return _python(value.model_dump(), deeper)
+    return {name: _python(getattr(value, name), deeper) for name in names}
 
 
 @attrs.frozen
@@ -81,8 +116,11 @@ class Contains:
 
     Text contains a substring (`case_sensitive` applies to text only; with
     `as_strings`, both sides are compared as text); a mapping or a record
-    (attrs class, dataclass) contains every key and value of a mapping
-    `value`, or `value` as a key; anything else contains it as `in` says.
+    (dataclass, pydantic model, attrs class) contains every key and value of
+    a mapping `value`, or `value` as a key; anything else contains it as `in`
+    says. A record's fields are compared as Python values (a tuple, a date,
+    an enum member as themselves), records inside it as dicts of their
+    fields, as pydantic-evals compares them.
     """
 
     value: Any

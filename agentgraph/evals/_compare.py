@@ -84,8 +84,15 @@ def _shown(change: Change) -> str:
 
 
 def report_means(report: Report) -> dict[str, float]:
-    """The means over all runs per score, with `pass@1` and `pass^n` (n: the repeats)."""
-    means = {"pass@1": report.pass_at(1), f"pass^{report.repeat}": report.pass_hat(report.repeat)}
+    """The means over all runs per score, with `pass@1` and `pass^n`.
+
+    n is the fewest runs of any case (the repeats, when every case has as many),
+    so that pass^n is over every case.
+    """
+    fewest = report.runs_per_case[0]
+    means = {}
+    if fewest:
+        means = {"pass@1": report.pass_at(1), f"pass^{fewest}": report.pass_hat(fewest)}
     means.update(report.means())
     return means
 
@@ -115,7 +122,10 @@ def compare(before: Report | WhatIfReport, after: Report | None = None) -> Compa
         Change(case, score, old.get((case, score)), new.get((case, score))) for case, score in keys
     )
     old_means, new_means = before.means(), after.means()
-    old_means["pass@1"], new_means["pass@1"] = before.pass_at(1), after.pass_at(1)
+    if before.results:
+        old_means["pass@1"] = before.pass_at(1)
+    if after.results:
+        new_means["pass@1"] = after.pass_at(1)
     names = list(dict.fromkeys([*old_means, *new_means]))
     overall = tuple(Change(None, n, old_means.get(n), new_means.get(n)) for n in names)
     return Comparison(changes, overall)
@@ -126,7 +136,7 @@ def _mean(report: Report, name: str) -> float | None:
     if found is None:
         return report.means().get(name)
     k = int(found[2])
-    if not 1 <= k <= report.repeat:
+    if not 1 <= k <= report.runs_per_case[1]:
         return None
     return report.pass_at(k) if found[1] == "@" else report.pass_hat(k)
 
@@ -141,7 +151,8 @@ def check(
     """What fails the gate, one line each (empty: it passes).
 
     A threshold names a score (its mean over all runs must reach the value) or
-    `pass@k` / `pass^k`; a name the report lacks fails too. With a baseline,
+    `pass@k` / `pass^k` (over the cases with at least k runs); a name the
+    report lacks, or a k above every case's runs, fails too. With a baseline,
     each mean the baseline has (scores and `pass@1`) must not fall more than
     `tolerance` below it.
     """

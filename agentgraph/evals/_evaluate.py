@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from .._errors import ContextEncodingError
+from .._errors import ContextEncodingError, RecordedRunError
 from .._events import Event, ModelResponded, RunFinished
 from .._journal import JournalSource
 from .._json import NO_TYPES, Types, to_data
@@ -123,7 +123,7 @@ async def evaluate(
     # `concurrency` workers take the jobs in turn: a task per job, all waiting
     # at once, would keep a frame per case alive for the garbage collector to scan.
     await spread(len(jobs), concurrency, one)
-    return Report(dataset.name, [r for r in results if r is not None], repeat)
+    return Report(dataset.name, [r for r in results if r is not None])
 
 
 async def score_runs(
@@ -136,6 +136,7 @@ async def score_runs(
     prices: Mapping[str, Price] | None = None,
     concurrency: int = 16,
     redact: Redaction | Redactor | None = None,
+    fail_fast: bool = False,
 ) -> Report:
     """Score runs that already ran, as `evaluate` scores its own, calling no model and no tool.
 
@@ -155,12 +156,16 @@ async def score_runs(
         prices: model prices by name, for each run's cost.
         concurrency: runs read from the store at once.
         redact: a hook or `Redactor` masking more than secrets in the report.
+        fail_fast: raise on the first run of a store that cannot be read back,
+            instead of reporting it.
 
-    The repeat count is the most runs any case has.
+    A run of a store that cannot be read back (not in the store, stopped
+    before its first step, or damaged) is a result with the reason as its
+    error, like a run that failed, and the others are scored.
 
     Raises:
-        RecordedRunError: a run that is not in the store, holds no committed
-            step, or whose record is damaged (naming the run).
+        RecordedRunError: with `fail_fast`, the first run that cannot be read
+            back (naming it).
         TraceFormatError: a trace file that cannot be read.
     """
     redactor = redact if isinstance(redact, Redactor) else Redactor(redact)
@@ -173,18 +178,14 @@ async def score_runs(
         async def score(i: int, outcome: Outcome) -> None:
             results[i] = await _scored(outcome, evaluators, redactor)
 
-        await _each_run(source, chosen, score, types, prices, concurrency)
-        counts = [repeat + 1 for _, _, repeat in chosen]
-        return Report(name, [r for r in results if r is not None], max(counts, default=1))
+        await _each_run(source, chosen, score, types, prices, concurrency, unread=not fail_fast)
+        return Report(name, [r for r in results if r is not None])
     if isinstance(source, str | os.PathLike):
         outcomes: Sequence[Outcome] = read_trace_runs(source, runs, prices=prices)
     else:
         outcomes = source
     scored = [await _scored(outcome, evaluators, redactor) for outcome in outcomes]
-    repeats: dict[str, int] = {}
-    for outcome in outcomes:
-        repeats[outcome.case.name] = repeats.get(outcome.case.name, 0) + 1
-    return Report(name, scored, max(repeats.values(), default=1))
+    return Report(name, scored)
 
 
 async def read_runs(
@@ -232,14 +233,27 @@ async def _each_run(
     types: Types | None,
     prices: Mapping[str, Price] | None,
     concurrency: int,
+    *,
+    unread: bool = False,
 ) -> None:
-    """`use(i, outcome)` for the i-th chosen run, read from its journal, `concurrency` at once."""
+    """`use(i, outcome)` for the i-th chosen run, read from its journal, `concurrency` at once.
+
+    With `unread`, a run that cannot be read back is an outcome whose error
+    says why; otherwise its `RecordedRunError` stops the reading.
+    """
     known = types or NO_TYPES
 
     async def read(i: int) -> None:
         run_id, case, repeat = chosen[i]
-        log, blobs = await load_log(store, run_id)
-        await use(i, outcome_from_log(log, blobs, case, repeat, types=known, prices=prices))
+        try:
+            log, blobs = await load_log(store, run_id)
+            outcome = outcome_from_log(log, blobs, case, repeat, types=known, prices=prices)
+        except RecordedRunError as exc:
+            if not unread:
+                raise
+            unknown = case or Case(run_id, None)
+            outcome = Outcome(unknown, None, error=exc, run_id=run_id, repeat=repeat)
+        await use(i, outcome)
 
     await spread(len(chosen), concurrency, read)
 

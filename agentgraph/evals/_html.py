@@ -122,9 +122,10 @@ def _pair(page: _Page, pair: WhatIfCase, link: str | None) -> str:
 
 def _summary(report: Report) -> str:
     means = ", ".join(f"{n}={v:.3f}" for n, v in report.means().items())
+    passed = f"<span>pass@1 {report.pass_at(1):.3f}</span>" if report.results else ""
     return (
         f'<p class="summary"><span>{len(report.results)} runs</span>'
-        f"<span>pass@1 {report.pass_at(1):.3f}</span><span>{escape(means)}</span>"
+        f"{passed}<span>{escape(means)}</span>"
         f"<span>{report.usage.total_tokens} tokens</span></p>"
     )
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 from .._extras import pip_install
-from ._report import Report
+from ._report import Report, every_k
 
 __all__ = ("render_report", "to_junit", "write_junit")
 
@@ -37,16 +38,34 @@ def _rows(report: Report, columns: list[str]) -> list[list[str]]:
 
 
 def _headers(report: Report, columns: list[str]) -> list[str]:
-    return ["case", "passed", "pass@1", f"pass^{report.repeat}", *columns, "errors"]
+    # With uneven runs, each case's pass^n is over its own n (its `passed` column shows n).
+    hat = "pass^n" if report.repeat is None else f"pass^{report.repeat}"
+    return ["case", "passed", "pass@1", hat, *columns, "errors"]
+
+
+def _chances(report: Report) -> str:
+    """pass@k and pass^k for every k some case has, saying over how many cases when not all."""
+    cases = report.cases()
+    means = every_k(cases)
+    shown = []
+    for sign, which in (("@", 0), ("^", 1)):
+        for k, found in enumerate(means, 1):
+            counted = found[2]
+            over = "" if counted == len(cases) else f" ({counted} of {len(cases)} cases)"
+            shown.append(f"pass{sign}{k}={found[which]:.3f}{over}")
+    return " ".join(shown)
+
+
+def _runs(report: Report) -> str:
+    fewest, most = report.runs_per_case
+    if fewest == most:
+        return f"{most} repeats"
+    return f"{fewest} to {most} runs per case"
 
 
 def _summary(report: Report) -> list[str]:
-    k = report.repeat
     lines = [
-        " ".join(
-            [f"pass@{i}={report.pass_at(i):.3f}" for i in range(1, k + 1)]
-            + [f"pass^{i}={report.pass_hat(i):.3f}" for i in range(1, k + 1)]
-        ),
+        _chances(report),
         "means: " + ", ".join(f"{n}={v:.3f}" for n, v in report.means().items()),
     ]
     usage, judged = report.usage, report.evaluator_usage
@@ -68,7 +87,7 @@ def render_report(
     """
     columns = _columns(report)
     headers, rows = _headers(report, columns), _rows(report, columns)
-    title = f"{report.name}: {len(report.cases())} cases x {report.repeat} repeats"
+    title = f"{report.name}: {len(report.cases())} cases x {_runs(report)}"
     if style != "plain" and _rich_table(out, title, headers, rows, _summary(report)):
         return
     if style == "rich":
@@ -105,9 +124,30 @@ def _rich_table(
     return True
 
 
+# Terminal escape sequences (colours, cursor moves, window titles): formatting, not text.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\|$)|[@-Z\\-_])")
+# What XML 1.0 cannot hold, even escaped: C0 controls but tab and newlines, lone
+# surrogates, and U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: str) -> str:
+    """`text` as XML can hold it: escape sequences dropped, other such characters as `\\xNN`."""
+    return _NOT_XML.sub(_escaped, _ANSI.sub("", text))
+
+
+def _escaped(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def to_junit(report: Report) -> str:
-    """The report as JUnit XML: one test case per case and repeat, so CI lists each."""
-    suite = ET.Element("testsuite", name=report.name)
+    """The report as JUnit XML: one test case per case and repeat, so CI lists each.
+
+    Terminal escape sequences in the text (a coloured error) are dropped, and
+    other characters XML cannot hold are written as escapes (`\\x07`).
+    """
+    suite = ET.Element("testsuite", name=_xml(report.name))
     failures = errors = 0
     total = 0.0
     for result in report.results:
@@ -115,24 +155,24 @@ def to_junit(report: Report) -> str:
         case = ET.SubElement(
             suite,
             "testcase",
-            name=name,
-            classname=report.name,
+            name=_xml(name),
+            classname=_xml(report.name),
             time=f"{result.duration:.6f}",
         )
         total += result.duration
         if result.error is not None:
             errors += 1
-            ET.SubElement(
-                case, "error", message=result.error.splitlines()[0][:500]
-            ).text = result.error
+            error = _xml(result.error)
+            first = (error.splitlines() or [""])[0]
+            ET.SubElement(case, "error", message=first[:500]).text = error
             continue
         failed = [s for s in result.scores if s.passed is False]
         if failed:
             failures += 1
-            lines = [f"{s.name}: {s.error or s.reason or s.value}" for s in failed]
+            lines = [_xml(f"{s.name}: {s.error or s.reason or s.value}") for s in failed]
             ET.SubElement(case, "failure", message=lines[0][:500]).text = "\n".join(lines)
         scores = ", ".join(f"{s.name}={s.value}" for s in result.scores)
-        ET.SubElement(case, "system-out").text = f"run {result.run_id}: {scores}"
+        ET.SubElement(case, "system-out").text = _xml(f"run {result.run_id}: {scores}")
     attributes: dict[str, Any] = {
         "tests": str(len(report.results)),
         "failures": str(failures),

@@ -4,13 +4,16 @@ With n runs of a case of which c passed, the unbiased estimators are
 pass@k = 1 - C(n-c, k) / C(n, k) (at least one of k runs passes) and
 pass^k = C(c, k) / C(n, k) (all k runs pass), for every k <= n. A run passes
 when it finished and none of its scores failed (see `Score.passed`).
+Cases may have different numbers of runs (recorded runs read from a store
+usually do): each case's pass@k is over its own n, and a report's pass@k is
+the mean over the cases that have at least k runs.
 A report is plain data: it saves as JSON and loads back, as a baseline.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,21 +122,56 @@ def _results(items: Iterable[RunResult]) -> tuple[RunResult, ...]:
     return tuple(items)
 
 
+def every_k(cases: Sequence[CaseSummary]) -> list[tuple[float, float, int]]:
+    """For k = 1, 2, ... up to the most runs of a case: mean pass@k, mean pass^k, cases counted.
+
+    Each mean is over the cases with at least k runs, as `Report.pass_at` has
+    it; one pass over the summaries, where asking the report for every k
+    would regroup its runs for each.
+    """
+    most = max((case.runs for case in cases), default=0)
+    at, hat, counted = [0.0] * most, [0.0] * most, [0] * most
+    for case in cases:
+        for i in range(case.runs):
+            at[i] += case.pass_at[i]
+            hat[i] += case.pass_hat[i]
+            counted[i] += 1
+    return [(a / n, h / n, n) for a, h, n in zip(at, hat, counted, strict=True)]
+
+
 @attrs.frozen
 class Report:
-    """The results of `evaluate`: every run, per case summaries and aggregates."""
+    """The results of `evaluate`: every run, per case summaries and aggregates.
+
+    How many runs each case has follows from the results: `repeat` when every
+    case has the same number, `runs_per_case` (the fewest and the most) always.
+    """
 
     name: str
     results: tuple[RunResult, ...] = attrs.field(converter=_results)
-    repeat: int = 1
 
-    def cases(self) -> tuple[CaseSummary, ...]:
-        """One summary per case, in the dataset's order."""
+    def _grouped(self) -> dict[str, list[RunResult]]:
         grouped: dict[str, list[RunResult]] = {}
         for result in self.results:
             grouped.setdefault(result.case, []).append(result)
+        return grouped
+
+    @property
+    def runs_per_case(self) -> tuple[int, int]:
+        """The fewest and the most runs any case has; `(0, 0)` for a report without runs."""
+        counts = [len(runs) for runs in self._grouped().values()]
+        return (min(counts), max(counts)) if counts else (0, 0)
+
+    @property
+    def repeat(self) -> int | None:
+        """The runs every case has, or None when cases have different numbers of runs."""
+        fewest, most = self.runs_per_case
+        return most if fewest == most and most else None
+
+    def cases(self) -> tuple[CaseSummary, ...]:
+        """One summary per case, in the dataset's order; each over its own runs."""
         summaries = []
-        for name, runs in grouped.items():
+        for name, runs in self._grouped().items():
             n, c = len(runs), sum(r.passed for r in runs)
             summaries.append(
                 CaseSummary(
@@ -153,14 +191,38 @@ class Report:
         return mean_scores(self.results)
 
     def pass_at(self, k: int) -> float:
-        """pass@k averaged over the cases."""
-        cases = self.cases()
-        return sum(c.pass_at[k - 1] for c in cases) / len(cases) if cases else 0.0
+        """pass@k averaged over the cases that have at least `k` runs.
+
+        Raises:
+            ValueError: `k` is below 1, or above the most runs any case has.
+        """
+        return self._mean_chance(k, pass_at_k)
 
     def pass_hat(self, k: int) -> float:
-        """pass^k averaged over the cases."""
-        cases = self.cases()
-        return sum(c.pass_hat[k - 1] for c in cases) / len(cases) if cases else 0.0
+        """pass^k averaged over the cases that have at least `k` runs.
+
+        Raises:
+            ValueError: `k` is below 1, or above the most runs any case has.
+        """
+        return self._mean_chance(k, pass_hat_k)
+
+    def counted(self, k: int) -> int:
+        """How many cases have at least `k` runs: those `pass_at(k)` and `pass_hat(k)` average."""
+        return sum(len(runs) >= k for runs in self._grouped().values())
+
+    def _mean_chance(self, k: int, chance: Callable[[int, int, int], float]) -> float:
+        grouped = self._grouped()
+        most = max((len(runs) for runs in grouped.values()), default=0)
+        if not 1 <= k <= most:
+            raise ValueError(
+                f"pass@k and pass^k need 1 <= k <= n, the most runs of a case: k={k}, n={most}"
+            )
+        values = [
+            chance(len(runs), sum(r.passed for r in runs), k)
+            for runs in grouped.values()
+            if len(runs) >= k
+        ]
+        return sum(values) / len(values)
 
     @property
     def usage(self) -> Usage:
@@ -183,6 +245,7 @@ class Report:
         return {
             "name": self.name,
             "repeat": self.repeat,
+            "runs_per_case": list(self.runs_per_case),
             "results": [_result(r) for r in self.results],
         }
 
@@ -200,11 +263,8 @@ class Report:
         source = str(path)
         try:
             data = orjson.loads(Path(path).read_bytes())
-            return cls(
-                str(data["name"]),
-                [_from_result(r) for r in data["results"]],
-                int(data.get("repeat", 1)),
-            )
+            # `repeat` is derived from the results: what the file says of it is not read.
+            return cls(str(data["name"]), [_from_result(r) for r in data["results"]])
         except OSError as exc:
             raise DatasetError(source, exc.strerror or str(exc)) from exc
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:

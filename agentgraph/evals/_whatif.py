@@ -112,15 +112,14 @@ class WhatIfReport:
     name: str
     variant: str
     cases: tuple[WhatIfCase, ...] = attrs.field(converter=_pairs)
-    repeat: int = 1
 
     @property
     def before(self) -> Report:
-        return Report(f"{self.name} (recorded)", [c.recorded for c in self.cases], self.repeat)
+        return Report(f"{self.name} (recorded)", [c.recorded for c in self.cases])
 
     @property
     def after(self) -> Report:
-        return Report(f"{self.name} ({self.variant})", [c.changed for c in self.cases], self.repeat)
+        return Report(f"{self.name} ({self.variant})", [c.changed for c in self.cases])
 
     @property
     def live_usage(self) -> Usage:
@@ -299,11 +298,7 @@ async def what_if(
         found[i] = await one(*chosen[i])
 
     await spread(len(chosen), concurrency, work)
-    pairs = [c for c in found if c is not None]
-    counts: dict[str, int] = {}
-    for pair in pairs:
-        counts[pair.case] = counts.get(pair.case, 0) + 1
-    return WhatIfReport(name, change.name, pairs, max(counts.values(), default=1))
+    return WhatIfReport(name, change.name, [c for c in found if c is not None])
 
 
 def _minus(after: Usage, before: Usage) -> Usage:

@@ -126,6 +126,7 @@ def _score_share(
     runs: list[tuple[str, Case | None]],
     types: Types | None,
     prices: Mapping[str, Price] | None,
+    fail_fast: bool,
 ) -> list[RunResult]:
     """One Ray task's share: its runs read from its own store and scored."""
     import anyio
@@ -137,7 +138,12 @@ def _score_share(
                 dict(runs) if all(c is not None for _, c in runs) else [r for r, _ in runs]
             )
             report = await score_runs(
-                _storage(opened), evaluators, runs=chosen, types=types, prices=prices
+                _storage(opened),
+                evaluators,
+                runs=chosen,
+                types=types,
+                prices=prices,
+                fail_fast=fail_fast,
             )
         finally:
             await opened.aclose()
@@ -156,15 +162,18 @@ def score_runs_on_ray(
     types: Types | None = None,
     prices: Mapping[str, Price] | None = None,
     address: str | None = None,
+    fail_fast: bool = False,
 ) -> Report:
     """`score_runs` over recorded runs, spread over `tasks` Ray tasks; the same report.
 
     Each task opens the store with `store` (a picklable zero-argument
     callable) and scores its share of `runs`; the evaluators travel to the
     tasks, so they must pickle (functions and the built-in evaluators do).
+    A run that cannot be read back is a result whose error says why, as in
+    `score_runs`.
 
     Raises:
-        RecordedRunError: a run that cannot be read back, naming it.
+        RecordedRunError: with `fail_fast`, a run that cannot be read back, naming it.
     """
     if tasks < 1:
         raise UsageError(f"tasks is at least 1, not {tasks}")
@@ -181,18 +190,17 @@ def score_runs_on_ray(
     size = max(1, math.ceil(len(items) / tasks))
     shares = [items[i : i + size] for i in range(0, len(items), size)]
     remote = ray.remote(_score_share)
-    pending = [remote.remote(store, list(evaluators), share, types, prices) for share in shares]
+    pending = [
+        remote.remote(store, list(evaluators), share, types, prices, fail_fast) for share in shares
+    ]
     results = [result for found in ray.get(pending) for result in found]
-    counts: dict[str, int] = {}
-    for result in results:
-        counts[result.case] = counts.get(result.case, 0) + 1
     # Repeat numbers count within each share; renumber them over the whole set.
     seen: dict[str, int] = {}
     numbered = []
     for result in results:
         numbered.append(_renumbered(result, seen.get(result.case, 0)))
         seen[result.case] = seen.get(result.case, 0) + 1
-    return Report(name, numbered, max(counts.values(), default=1))
+    return Report(name, numbered)
 
 
 def _renumbered(result: RunResult, repeat: int) -> RunResult:

@@ -42,7 +42,7 @@ from ._lenient import (
 )
 from ._schema import invalid_error
 from ._shapes import Invalid, Shape
-from ._syntax import QUOTES, NonFinite, goes_on
+from ._syntax import NONFINITE_START, QUOTES, NonFinite, goes_on
 from ._syntax import WS as _LEAD  # what the lenient parser skips as whitespace
 
 __all__ = ("check", "holds_nonfinite", "load", "parse", "parse_repaired", "resolve")
@@ -67,6 +67,8 @@ def _shortcut(text: str) -> Any:
     lead = _LEAD.match(text)
     first = lead.end() if lead else 0
     if first >= len(text) or text[first] in _HOLDERS:  # a string or a comment may hold the rest
+        return _MISSING
+    if NONFINITE_START.match(text, first):  # `NaN [1]`: the whole text is refused, not searched
         return _MISSING
     fence = _FENCE_OPEN.search(text)
     if fence is not None:

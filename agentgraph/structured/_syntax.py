@@ -74,6 +74,9 @@ _PYTHON = frozenset({"True", "False", "None", "undefined"})
 _CASED = frozenset({"TRUE", "FALSE", "NULL", "Null"})
 NONFINITE = {"NaN": float("nan"), "Infinity": float("inf")}
 NAMES = (*LITERALS, *NONFINITE)
+# A value that starts with NaN or Infinity (signed or not, as a whole word): refused
+# outright unless the caller allows them, and the refusal ends the whole search.
+NONFINITE_START = re.compile(rf"[+-]?(?:{'|'.join(NONFINITE)})(?![\w$])")
 _ESCAPES = dict(zip("\"'\\/bfnrt", "\"'\\/\b\f\n\r\t", strict=True))
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson keeps as int
 

@@ -2,7 +2,7 @@
 
 import re
 
-from agentgraph import tool
+from agentgraph import AgentContext, node, tool
 from agentgraph.evals import Case
 from agentgraph.llm import ChatRequest
 from agentgraph.nodes import react_agent
@@ -56,3 +56,18 @@ def evaluators():
 
 
 EVALUATORS = evaluators()
+
+
+@node
+async def shout(ctx: AgentContext[str]) -> AgentContext[str]:
+    """A bare node, not a graph: `evaluate` and the command line run it as it is."""
+    return ctx.with_input(ctx.input.upper())
+
+
+def _exact():
+    from agentgraph.evals import EqualsExpected
+
+    return [EqualsExpected()]
+
+
+EXACT = _exact()

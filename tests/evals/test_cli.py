@@ -93,3 +93,19 @@ def test_the_module_runs_it_as_a_command(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "add" in done.stdout and "pass@1=1.000" in done.stdout
+
+
+def test_a_bare_node_is_a_target_as_evaluate_takes_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    data = tmp_path / "cases.jsonl"
+    Dataset([Case("hi", "hi", "HI"), Case("yo", "yo", "yo")]).save(data)
+    status, out, err = run(
+        "tests.evals.agents:shout", data, "--evaluators", "tests.evals.agents:EXACT",
+        "--plain", "--threshold", "equals_expected=0.5",
+    )  # fmt: skip
+    assert (status, err) == (0, "")
+    assert "pass@1=0.500" in out
+    status, _, err = run("tests.evals.agents:shout", data, "--model", "ollama:x")
+    assert status == 2 and "is a node; --model needs a function taking `model`" in err
+    status, _, err = run("tests.evals.agents:OPS", data)
+    assert status == 2 and "is of type dict, not a node, a Graph or a function" in err

@@ -6,6 +6,8 @@ evaluators read, so both score one run.
 """
 
 import dataclasses
+import datetime
+import enum
 import json
 from typing import Any
 
@@ -14,6 +16,7 @@ import pytest
 pytest.importorskip("pydantic_evals", reason="pydantic-evals is a dev dependency")
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
+import pydantic
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -49,6 +52,34 @@ class Point:
     y: int
 
 
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclasses.dataclass
+class Record:
+    """Fields whose JSON forms differ from their Python values, and a record inside."""
+
+    pair: tuple[int, int]
+    when: datetime.date
+    color: Color
+    at: Point
+    points: list[Point]
+
+
+class Model(pydantic.BaseModel):
+    a: int
+    b: list[int]
+    pair: tuple[int, int] = (1, 2)
+    color: Color = Color.RED
+    at: Point = Point(0, 0)
+
+
+RECORD = Record((1, 2), datetime.date(2024, 5, 1), Color.RED, Point(3, 4), [Point(5, 6)])
+MODEL = Model(a=1, b=[1, 2])
+
+
 OUTPUTS = [
     ("The answer is 5.", "5"),
     ("The answer is 5.", "answer IS"),
@@ -65,6 +96,26 @@ OUTPUTS = [
     (42, 4),
     (None, "x"),
     ("42", 42),
+    (RECORD, {"pair": (1, 2)}),
+    (RECORD, {"pair": [1, 2]}),
+    (RECORD, {"when": datetime.date(2024, 5, 1)}),
+    (RECORD, {"when": "2024-05-01"}),
+    (RECORD, {"color": Color.RED}),
+    (RECORD, {"color": "red"}),
+    (RECORD, {"at": {"x": 3, "y": 4}}),
+    (RECORD, {"at": Point(3, 4)}),
+    (RECORD, {"points": [{"x": 5, "y": 6}]}),
+    (RECORD, {"pair": (1, 2), "color": Color.BLUE}),
+    (RECORD, "when"),
+    (RECORD, "nope"),
+    (MODEL, {"a": 1}),
+    (MODEL, {"a": 1, "b": [1, 2]}),
+    (MODEL, {"b": [2]}),
+    (MODEL, "b"),
+    (MODEL, "z"),
+    (MODEL, {"pair": (1, 2), "color": Color.RED}),
+    (MODEL, {"at": {"x": 0, "y": 0}}),
+    ({"pair": (1, 2)}, {"pair": (1, 2)}),
 ]
 
 

@@ -79,7 +79,7 @@ def test_a_case_of_many_runs_computes_no_binomial_of_their_number(monkeypatch):
     monkeypatch.setattr(math, "comb", counting)
     n = 2000
     results = [RunResult("one", i, None, (), error=None if i % 4 else "failed") for i in range(n)]
-    (case,) = Report("many", results, n).cases()
+    (case,) = Report("many", results).cases()
     assert not big
     assert (case.runs, case.passes) == (n, 1500)
     for k in (1, 2, 3, 50, n):

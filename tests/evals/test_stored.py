@@ -2,7 +2,7 @@
 
 import pytest
 
-from agentgraph import AgentContext, GraphRunner
+from agentgraph import AgentContext, GraphRunner, NodeFailed, node
 from agentgraph.checkpoint import Effect, MemoryStore
 from agentgraph.evals import (
     MaxModelRequests,
@@ -55,7 +55,7 @@ async def test_a_thousand_recorded_runs_are_scored_without_a_call():
 async def test_unknown_empty_and_damaged_runs_are_refused_by_name():
     store = MemoryStore()
     with pytest.raises(RecordedRunError, match=r"'nope'.*no such run") as caught:
-        await score_runs(store, [], runs=["nope"])
+        await score_runs(store, [], runs=["nope"], fail_fast=True)
     assert caught.value.run_id == "nope"
 
     live = await evaluate(agent(), cases()[:1], store=store, progress=False)
@@ -65,13 +65,37 @@ async def test_unknown_empty_and_damaged_runs_are_refused_by_name():
     )
     store._steps["empty"], store._effects["empty"] = [], {}
     with pytest.raises(RecordedRunError, match=r"'empty'.*no committed step"):
-        await score_runs(store, [], runs=["empty"])
+        await score_runs(store, [], runs=["empty"], fail_fast=True)
 
     key = next(iter(store._effects[run_id]))
     store._effects[run_id][key] = Effect(run_id, key[0], key[1], b"not json")
     with pytest.raises(RecordedRunError, match=f"{run_id!r}.*damaged") as caught:
         await read_runs(store, [run_id])
     assert caught.value.run_id == run_id
+
+
+@node
+async def broken(ctx: AgentContext[str]) -> AgentContext[str]:
+    raise RuntimeError("the service was down")
+
+
+async def test_a_run_that_cannot_be_read_is_an_errored_case_and_the_others_are_scored():
+    store = MemoryStore()
+    live = await evaluate(agent(), cases(), ALL, store=store, progress=False)
+    with pytest.raises(NodeFailed):  # stops before its first step: nothing committed
+        await GraphRunner().run(broken, AgentContext("q"), store=store, run_id="stopped")
+    report = await score_runs(store, ALL)
+    assert report.results[-1].run_id == "stopped"  # the store lists its runs oldest first
+    scored = {r.run_id: r.score("trajectory") for r in report.results[:-1]}
+    assert scored == {r.run_id: r.score("trajectory") for r in live.results}
+    stopped = report.results[-1]
+    assert stopped.case == "stopped" and stopped.scores == () and not stopped.passed
+    assert stopped.error.startswith("RecordedRunError: recorded run 'stopped' cannot be read")
+    assert "stopped before its first step" in stopped.error
+    missing = await score_runs(store, ALL, runs={"nope": cases()[0]})
+    assert missing.results[0].case == cases()[0].name and "no such run" in missing.results[0].error
+    with pytest.raises(RecordedRunError, match="'stopped'"):
+        await score_runs(store, ALL, fail_fast=True)
 
 
 async def test_an_unfinished_run_is_an_error_result_and_not_scored():

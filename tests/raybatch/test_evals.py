@@ -46,5 +46,7 @@ async def test_evaluate_and_score_runs_on_ray_give_the_local_reports(ray_cluster
     finally:
         await opened.aclose()
     assert shown(spread) == shown(here) == shown(on_ray)
+    (missing,) = score_runs_on_ray(store, EVALUATORS, ["nope"], tasks=1).results
+    assert missing.case == "nope" and "no such run" in missing.error
     with pytest.raises(RecordedRunError, match="'nope'"):
-        score_runs_on_ray(store, EVALUATORS, ["nope"], tasks=1)
+        score_runs_on_ray(store, EVALUATORS, ["nope"], tasks=1, fail_fast=True)
