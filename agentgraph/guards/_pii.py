@@ -64,7 +64,7 @@ def luhn_valid(digits: str) -> bool:
 
 
 def _gs1_valid(digits: str) -> bool:
-    """True when `digits` end with a GS1 check digit (EAN-13, GTIN-14: weights 1, 3 from the right)."""
+    """True when `digits` end with a GS1 check digit (EAN-13, GTIN-14: weights 1, 3)."""
     total = sum((ord(c) - 48) * (3 if i % 2 else 1) for i, c in enumerate(reversed(digits)))
     return total % 10 == 0
 
