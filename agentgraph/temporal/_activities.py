@@ -19,13 +19,14 @@ from temporalio.exceptions import ApplicationError
 
 from .._clip import MAX_RESULT_CHARS
 from .._context import AgentContext
-from .._errors import ProviderError, UsageError
+from .._errors import GuardError, ProviderError, UsageError
 from .._journal import ToolAnswer
+from ..guards._check import ask_one
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
 from ._registry import Registry
-from ._workflow import EMBED, MODEL, ONCE, TOOL
+from ._workflow import EMBED, GUARD, MODEL, ONCE, TOOL
 
 __all__ = ("Activities",)
 
@@ -68,7 +69,7 @@ class Activities:
 
     @property
     def methods(self) -> list[Any]:
-        return [self.model, self.tool, self.embed, self.once]
+        return [self.model, self.tool, self.embed, self.once, self.guard]
 
     def _lookup(self, kind: str, name: str) -> Any:
         try:
@@ -120,3 +121,26 @@ class Activities:
             if inspect.isawaitable(result):
                 result = await result
         return result
+
+    @activity.defn(name=GUARD)
+    async def guard(
+        self,
+        stage: str,
+        name: str,
+        value: Any,
+        limit: float,
+    ) -> dict[str, Any]:
+        """One guard's decision about `value` (a guard that is not deterministic: a judge)."""
+        found = self._lookup("guards", name)
+        async with _beating():
+            try:
+                decision = await ask_one(found, stage, value, limit)  # type: ignore[arg-type]
+            except GuardError as error:  # a guard that cannot work as written
+                raise _final(error) from error
+        return {
+            "action": decision.action,
+            "reason": decision.reason,
+            "value": decision.value,
+            "detail": dict(decision.detail),
+            "usage": decision.usage,
+        }
