@@ -154,3 +154,17 @@ async def test_a_judges_tokens_count_against_a_token_limit():
     with pytest.raises(UsageLimitExceeded, match="total tokens"):
         await runner.run(chat(ScriptedModel("hello")), AgentContext("hi"))
     assert len(judge_model.requests) == 1
+
+
+async def test_a_judge_that_gives_no_verdict_blocks_and_its_spend_still_counts():
+    judge_model = ScriptedModel("not a verdict", repeat=True, name="judge-model")
+    judge = JudgeGuard(Judge(judge_model, "The answer is polite."), on=["output"])
+    events: list[object] = []
+    runner = GraphRunner(guards=Guards(output=[judge]), sinks=[events.append])
+    with pytest.raises(NodeFailed) as caught:
+        await runner.run(chat(ScriptedModel("hello")), AgentContext("hi"))
+    error = caught.value.__cause__
+    assert isinstance(error, GuardrailTripped)
+    assert error.reason.startswith("the judge gave no verdict: no verdict parsed after 2")
+    decided = next(e for e in events if isinstance(e, GuardDecided))
+    assert decided.spent is not None and decided.spent.requests == len(judge_model.requests) == 2
