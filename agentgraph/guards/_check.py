@@ -29,7 +29,17 @@ if TYPE_CHECKING:
     from .._runtime import Runtime
     from .._usage import Meter
 
-__all__ = ("Ask", "GuardRound", "Round", "ask", "ask_one", "decide", "settle", "tripped")
+__all__ = (
+    "Ask",
+    "GuardRound",
+    "Record",
+    "Round",
+    "ask",
+    "ask_one",
+    "decide",
+    "settle",
+    "tripped",
+)
 
 Record = dict[str, Any]
 """One guard's decision as the journal keeps it: guard, action, reason, value, detail."""

@@ -31,7 +31,7 @@ from .._gate import PARTIAL, _Watched, gated_request
 from .._journal import ToolAnswer
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
-from ._check import Ask, GuardRound, Round, ask, ask_one, decide, settle, tripped
+from ._check import GuardRound, Record, Round, ask, decide, settle, tripped
 from ._guard import Guard, Guards, Stage
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = (
     "guarded_stream",
     "merged",
     "output_checked",
+    "result_outcome",
 )
 
 
@@ -372,14 +373,39 @@ def merged(
     return [refused[i] if i in refused else next(ran) for i in range(len(calls))]
 
 
+def result_outcome(guards: Guards, answer: ToolAnswer, records: list[Record]) -> ToolAnswer:
+    """`answer` as its result round's `records` leave it: rewritten, or withheld with an
+    error the model reads, carrying what the guards spent on models.
+
+    Plain work on data, so that it can be done where the tool ran (a Temporal
+    activity) and the raw result never leaves it.
+    """
+    call, message, duration = answer
+    round = Round(records, False)
+    blocked = round.blocked
+    if blocked is not None:
+        text = (
+            f"the result of tool {call.name!r} was withheld by guard {blocked['guard']!r}: "
+            f"{blocked['reason'] or 'not allowed'}"
+        )
+        message = Message.tool(call.id, text, name=call.name, is_error=True)
+    else:
+        message = round.value(message)
+    spent = round.spent
+    if spent is not None:  # the caller's node adds a tool message's usage to the context
+        message = attrs.evolve(message, usage=_added(message.usage, spent))
+    return call, message, duration
+
+
 class ResultsChecked:
     """A step's tool calls made by `run`, each answer shown to the result guards before it
     is returned (so before a journal records it): what the history and the record get.
 
     The round is not recorded apart: the answer it leaves is, so a resumed or
     replayed step is served the checked answer without asking again. A
-    journal that makes the calls elsewhere (Temporal's) checks the answers
-    it gets with `check`, asking each guard its own way.
+    journal that makes the calls elsewhere (Temporal's) checks each answer
+    where its call is made (`result_outcome`) and reports the round here
+    with `settled`.
     """
 
     __slots__ = ("_guards", "_rt", "_run")
@@ -394,19 +420,24 @@ class ResultsChecked:
         self._guards = guards
         self._run = run
 
+    @property
+    def guards(self) -> Guards:
+        return self._guards
+
     async def __call__(self, pending: Sequence[ToolCall]) -> list[ToolAnswer]:
-        return await self.check(await self._run(pending))
-
-    async def check(self, answers: Sequence[ToolAnswer], one: Ask = ask_one) -> list[ToolAnswer]:
-        """`answers` as the result guards leave them (a blocked one answered with an error)."""
-        return [await self._checked(answer, one) for answer in answers]
-
-    async def _checked(self, answer: ToolAnswer, one: Ask) -> ToolAnswer:
         rt, guards = self._rt, self._guards
-        call, message, duration = answer
-        records = await decide(
-            guards.results, "result", message, guards.timeout, meters=rt.meters, one=one
-        )
+        checked: list[ToolAnswer] = []
+        for answer in await self._run(pending):
+            records = await decide(
+                guards.results, "result", answer[1], guards.timeout, meters=rt.meters
+            )
+            checked.append(await self.settled(result_outcome(guards, answer, records), records))
+        return checked
+
+    async def settled(self, answer: ToolAnswer, records: list[Record]) -> ToolAnswer:
+        """Report a result round (events, usage charged) for `answer`, as its records left
+        it; raises when one blocked and blocked results are not refused but raised."""
+        rt = self._rt
         round = Round(records, False)
         for record in records:
             if record.get("usage") is not None:
@@ -414,17 +445,6 @@ class ResultsChecked:
                     meter.after(record["model"], record["usage"])
         await settle(rt, "result", round)
         blocked = round.blocked
-        if blocked is not None:
-            if not guards.refuse_tools:
-                raise tripped(rt, "result", blocked, message)
-            text = (
-                f"the result of tool {call.name!r} was withheld by guard {blocked['guard']!r}: "
-                f"{blocked['reason'] or 'not allowed'}"
-            )
-            message = Message.tool(call.id, text, name=call.name, is_error=True)
-        else:
-            message = round.value(message)
-        spent = round.spent
-        if spent is not None:  # the caller's node adds a tool message's usage to the context
-            message = attrs.evolve(message, usage=_added(message.usage, spent))
-        return call, message, duration
+        if blocked is not None and not self._guards.refuse_tools:
+            raise tripped(rt, "result", blocked, answer[1])
+        return answer

@@ -21,7 +21,8 @@ from .._clip import MAX_RESULT_CHARS
 from .._context import AgentContext
 from .._errors import GuardError, ProviderError, UsageError
 from .._journal import ToolAnswer
-from ..guards._check import ask_one
+from ..guards._check import ask_one, decide
+from ..guards._effects import result_outcome
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
@@ -95,13 +96,24 @@ class Activities:
         timeout: float | None,  # noqa: ASYNC109 - each call's limit, passed on
         context: AgentContext[Any] | None,
         max_result_chars: int | None = MAX_RESULT_CHARS,
-    ) -> ToolAnswer:
+        checked: bool = False,
+    ) -> Any:
+        """The call's answer; with `checked`, as the runner's result guards left it, and
+        their records after it (the raw result never leaves the activity)."""
         tools = [self._lookup("tools", name) for name in allowed]
         async with _beating():
             (outcome,) = await run_tool_calls(
                 tools, [call], timeout=timeout, context=context, max_result_chars=max_result_chars
             )
-        return outcome.call, outcome.message, outcome.duration
+            answer: ToolAnswer = (outcome.call, outcome.message, outcome.duration)
+            guards = self._registry.runner.guards
+            if not checked or guards is None:
+                return answer
+            try:
+                records = await decide(guards.results, "result", answer[1], guards.timeout)
+            except GuardError as error:  # a guard that cannot work as written
+                raise _final(error) from error
+        return [*result_outcome(guards, answer, records), records]
 
     @activity.defn(name=EMBED)
     async def embed(self, name: str, texts: list[str]) -> list[list[float]]:

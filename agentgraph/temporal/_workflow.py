@@ -252,16 +252,27 @@ class WorkflowJournal:
 
         async def one(call: ToolCall) -> ToolAnswer:
             async with gate:
-                answer: ToolAnswer = await _activity(
+                # With result guards the activity checks its answer before returning it,
+                # so the tool's raw result never enters the history.
+                found = await _activity(
                     TOOL,
-                    [allowed, call, run.timeout, context, run.max_result_chars],
+                    [
+                        allowed,
+                        call,
+                        run.timeout,
+                        context,
+                        run.max_result_chars,
+                        checked is not None,
+                    ],
                     policy.options(retry_safe=call.name not in unsafe),
                 )
+            if checked is None:
+                answer: ToolAnswer = found
                 return answer
+            asked, message, duration, records = found
+            return await checked.settled((asked, message, duration), records)
 
-        answers = list(await asyncio.gather(*(one(call) for call in calls)))
-        # The result guards see each answer here, as the activity returned it.
-        return answers if checked is None else await checked.check(answers, self._guard)
+        return list(await asyncio.gather(*(one(call) for call in calls)))
 
     async def interrupt(self, rt: Runtime, question: Any) -> Any:
         flow = self._flow

@@ -97,6 +97,9 @@ async def test_a_run_with_guards_runs_its_guard_rounds_on_temporal(client, queue
     assert out.usage.requests == 6  # the agent's three calls and the judge's three
     # The history replays: every decision is in it, and no guard is asked again.
     history = await client.get_workflow_handle(run.run_id).fetch_history()
+    recorded = b"".join(event.SerializeToString() for event in history.events)
+    assert b"OPENAI_API_KEY=***" in recorded
+    assert SECRET.encode() not in recorded  # checked in the tool's activity, never raw
     await replayer(**common).replay_workflow(history)
     assert len(judge_model.requests) == 3 and asked.requests == 3
 
