@@ -224,7 +224,7 @@ class JudgeGuard(Guard):
         return self.on
 
     @property
-    def model(self) -> str | None:
+    def model_name(self) -> str | None:
         return self.judge.model.name
 
     async def check(self, stage: Stage, value: Any) -> Decision:

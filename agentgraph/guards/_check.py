@@ -119,12 +119,12 @@ async def decide(
 ) -> list[Record]:
     """Ask `guards` in turn about `value`; the records of what each decided.
 
-    A guard that asks a model (`Guard.model`) is asked only if the run's
+    A guard that asks a model (`Guard.model_name`) is asked only if the run's
     `meters` allow one more request to that model.
     """
     records: list[Record] = []
     for item in guards:
-        model = item.model
+        model = item.model_name if isinstance(item.model_name, str) else None
         if model is not None:
             for meter in meters:
                 meter.before(model)

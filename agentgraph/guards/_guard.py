@@ -63,7 +63,7 @@ class Decision:
         value: the rewritten subject (same type as the one shown), for a rewrite.
         detail: structured findings, plain data (kept in the record and the trace).
         usage: what deciding spent on models (a judge's calls), charged to the
-            run's usage and its `UsageLimits` under the guard's `model`.
+            run's usage and its `UsageLimits` under the guard's `model_name`.
     """
 
     action: Action
@@ -119,7 +119,7 @@ class Guard(ABC):
         return type(self).__name__
 
     @property
-    def model(self) -> str | None:
+    def model_name(self) -> str | None:
         """The name of the model the guard asks (a judge's), None if it asks none.
 
         The run's `UsageLimits` are checked under this name before the guard
