@@ -6,9 +6,9 @@ phone number needs a leading `+` or the separators of a written number, and
 dates, times, version strings, IP addresses, order numbers and barcodes
 (EAN-13, GTIN-14) stay as they are.
 
-A card is found by its digits whatever follows it: in a run of numbers written
-with spaces or dashes (`4111 1111 1111 1111 123`, a card then its CVV), the
-longest leading groups that make a card are masked and the rest is left.
+A card is found by its digits whatever is around it: in a run of numbers
+written with spaces or dashes (`4111 1111 1111 1111 123`, a card then its
+CVV), the groups that make a card are masked and the others are left.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ _EMAIL = re.compile(
 )
 # A run of numbers separated by single spaces or dashes, in which a card may lead
 # (a slash ends a run, so `card/card` is two runs).
-_NUMBERS = re.compile(r"(?<![\w.\-])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
+# A run may not follow a word ending in a digit and a separator: `DE89 3704 ...`
+# is an IBAN, not a card after a code.
+_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
 _GROUP = re.compile(r"\d+")
 # A number written as a phone number: an international `+` form, or (area) local
 # forms with separators; never a bare run of digits, a date or a dotted version.
@@ -79,26 +81,41 @@ def _is_card(digits: str, grouped: bool) -> bool:
     return grouped or len(digits) not in (13, 14) or not _gs1_valid(digits)
 
 
-def _card_end(run: str) -> int:
-    """Where a card leading `run` (numbers separated by spaces or dashes) ends; 0 if none.
+Group = tuple[int, int, str]
+"""A group of digits in a run of numbers: where it starts and ends, and its digits."""
 
-    A card is one run of 13-19 digits, or groups as cards are written: a first
-    group of four, then groups of three to six (4-4-4-4, 4-6-5, 4-4-4-4-3).
-    The longest leading groups that make one win; what follows stays.
+
+def _card_at(groups: list[Group], i: int) -> tuple[int, int]:
+    """Where a card starting at group `i` ends and how many groups it takes; (0, 0) if none.
+
+    A card is one group of 13-19 digits, or groups as cards are written: a
+    first group of four, then groups of three to six (4-4-4-4, 4-6-5,
+    4-4-4-4-3). The most groups that make one win; what follows stays.
     """
-    groups = list(_GROUP.finditer(run))
-    first = groups[0]
-    if len(first.group()) != 4:
-        return first.end() if _is_card(first.group(), False) else 0
-    digits = first.group()
-    found = 0
-    for group in groups[1:]:
-        if not 3 <= len(group.group()) <= 6 or len(digits) >= 19:
+    _, stop, first = groups[i]
+    if len(first) != 4:
+        return (stop, 1) if _is_card(first, False) else (0, 0)
+    digits, found = first, (0, 0)
+    for taken, (_, stop, group) in enumerate(groups[i + 1 :], 2):
+        if not 3 <= len(group) <= 6 or len(digits) >= 19:
             break
-        digits += group.group()
+        digits += group
         if _is_card(digits, True):
-            found = group.end()
+            found = (stop, taken)
     return found
+
+
+def _cards(run: str) -> list[tuple[int, int]]:
+    """The spans of the cards in `run` (numbers separated by spaces or dashes)."""
+    groups = [(m.start(), m.end(), m.group()) for m in _GROUP.finditer(run)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(groups):
+        end, taken = _card_at(groups, i)
+        if taken:
+            spans.append((groups[i][0], end))
+        i += taken or 1
+    return spans
 
 
 def _is_phone(text: str) -> bool:
@@ -143,14 +160,16 @@ class MaskPII(TextGuard):
         if self.cards:
 
             def card(match: re.Match[str]) -> str:
-                run, kept = match.group(0), ""
-                while end := _card_end(run):  # a card, then maybe another after it
-                    counts["card"] += 1
-                    kept += "[card]" + run[end : end + 1]
-                    run = run[end + 1 :]
-                    if not run:
-                        break
-                return kept + run
+                run = match.group(0)
+                spans = _cards(run)
+                if not spans:
+                    return run
+                counts["card"] += len(spans)
+                parts, at = [], 0
+                for start, end in spans:
+                    parts += [run[at:start], "[card]"]
+                    at = end
+                return "".join(parts) + run[at:]
 
             text = _NUMBERS.sub(card, text)
         if self.phones:
