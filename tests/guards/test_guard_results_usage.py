@@ -10,6 +10,7 @@ from agentgraph import (
     AgentContext,
     GraphRunner,
     NodeFailed,
+    Price,
     RunHandle,
     UsageLimitExceeded,
     UsageLimits,
@@ -168,3 +169,25 @@ async def test_a_judge_that_gives_no_verdict_blocks_and_its_spend_still_counts()
     assert error.reason.startswith("the judge gave no verdict: no verdict parsed after 2")
     decided = next(e for e in events if isinstance(e, GuardDecided))
     assert decided.spent is not None and decided.spent.requests == len(judge_model.requests) == 2
+
+
+async def test_a_cost_limit_prices_the_judge_as_its_own_model():
+    def costly(request: ChatRequest):
+        return ChatResponse(Message.assistant(_verdict(request)), usage=Usage(1000, 0, 1))
+
+    judge_model = ScriptedModel(costly, repeat=True, name="judge-model")
+    judge = JudgeGuard(Judge(judge_model, "The answer is polite."), on=["output"])
+    agent_price = {"scripted": Price(input=1.0, output=1.0)}
+    unpriced = UsageLimits(cost=1.0, prices=agent_price)
+    runner = GraphRunner(guards=Guards(output=[judge]), usage_limits=unpriced)
+    with pytest.raises(UsageLimitExceeded, match="'judge-model' has no price"):
+        await runner.run(chat(ScriptedModel("hello")), AgentContext("hi"))
+    assert judge_model.requests == ()  # refused before the judge was asked
+    priced = UsageLimits(
+        cost=0.005, prices={**agent_price, "judge-model": Price(input=10.0, output=10.0)}
+    )
+    with pytest.raises(UsageLimitExceeded, match=r"the cost limit is 0\.005"):
+        await runner.evolve(usage_limits=priced).run(
+            chat(ScriptedModel("hello")), AgentContext("hi")
+        )
+    assert len(judge_model.requests) == 1  # 1000 tokens at 10 per million: 0.01 > 0.005
