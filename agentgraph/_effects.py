@@ -217,20 +217,25 @@ class Effects:
             return [(o.call, o.message, o.duration) for o in outcomes]
 
         refused: dict[int, ToolAnswer] | None = None
+        make: Callable[[Sequence[ToolCall]], Awaitable[list[ToolAnswer]]] = run
         guards = self._run.guards
         if guards is not None and guards.tools and calls:
             from .guards._effects import checked_calls, merged
 
             asked = calls
             calls, refused = await checked_calls(self, guards, calls)
+        if guards is not None and guards.results:  # checked before the journal records them
+            from .guards._effects import ResultsChecked
+
+            make = ResultsChecked(self, guards, run)
         journal = self._run.journal
         if not calls:
             answers: list[ToolAnswer] = []
         elif journal is None:
-            answers = await run(calls)
+            answers = await make(calls)
         else:
             unsafe = frozenset(t.name for t in tools if not t.retry_safe)
-            effect = ToolsCall(tools, limit, timeout, context, run, max_result_chars)
+            effect = ToolsCall(tools, limit, timeout, context, make, max_result_chars)
             answers = await journal.tools(self, calls, unsafe, effect)
         if refused:
             answers = merged(asked, answers, refused)

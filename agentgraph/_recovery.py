@@ -15,6 +15,7 @@ import attrs
 from ._context import AgentContext
 from ._errors import (
     CheckpointError,
+    GuardrailTripped,
     NodeFailed,
     NodeTimeout,
     RunError,
@@ -151,7 +152,9 @@ def _guarded(
 ) -> RetryPolicy:
     """`policy` judging a nested failure by its root cause, and never retrying a BaseException.
 
-    Cancellation and `Interrupt` must pass whatever predicate the user wrote.
+    Cancellation and `Interrupt` must pass whatever predicate the user wrote,
+    and so must a guard's block: asking again would ask the guard again (and
+    send a request it blocked beside the call), so it is never retried.
     A policy's `rule` sees each failed attempt in turn, with its number.
     """
     rule, inner = policy.rule, policy.retry_on
@@ -163,6 +166,8 @@ def _guarded(
         if not isinstance(error, Exception) or isinstance(error, OverLimit | CheckpointError):
             return False
         cause = root_error(error)
+        if isinstance(cause, GuardrailTripped):
+            return False
         if rule is None:
             return inner(cause)
         return rule(Attempt(cause, node.name, path, ctx, failed))

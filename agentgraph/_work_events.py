@@ -84,11 +84,11 @@ class ToolFinished:
 
 @attrs.frozen(slots=False)
 class GuardDecided:
-    """A guard decided about a model's input, an answer or a tool call.
+    """A guard decided about a model's input, an answer, a tool call or a tool's result.
 
     Attributes:
         guard: the guard's name.
-        stage: `"input"`, `"output"` or `"tool"`.
+        stage: `"input"`, `"output"`, `"tool"` or `"result"`.
         action: `"allow"`, `"block"` or `"rewrite"`.
         reason: why, in the guard's words (empty for a plain allow).
         detail: the guard's structured findings (a judge's verdict, the
@@ -97,6 +97,8 @@ class GuardDecided:
             or replay), so the guard (a judge's model, say) was not asked again.
         usage: for a model call the guard cancelled, what the provider had
             reported before the cancel (`partial` is then True).
+        spent: what the guard itself spent on models to decide (a judge's
+            calls), counted in the run's usage and limits; None if it asked none.
     """
 
     index: int
@@ -109,6 +111,7 @@ class GuardDecided:
     replayed: bool = False
     usage: Usage | None = None
     partial: bool = False
+    spent: Usage | None = None
 
 
 @attrs.frozen

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
+from .._errors import JudgeError
 from .._json import to_data
 from .._redact import Redactor
 from ..llm._messages import Message, ToolCall
@@ -87,6 +88,7 @@ class ToolPolicy(Guard):
     label: str = attrs.field(default="tool_policy", kw_only=True)
 
     stages = frozenset(("tool",))
+    deterministic = True
 
     @property
     def name(self) -> str:
@@ -162,6 +164,7 @@ class MaxLength(Guard):
     label: str = attrs.field(default="max_length", kw_only=True)
 
     stages = frozenset(("output",))
+    deterministic = True
 
     def __attrs_post_init__(self) -> None:
         if self.max_chars < 1:
@@ -179,7 +182,7 @@ class MaxLength(Guard):
         text = text_of(value)
         if len(text) <= self.max_chars:
             return ALLOW
-        found = {"chars": len(text), "max_chars": self.max_chars}
+        found: dict[str, Any] = {"chars": len(text), "max_chars": self.max_chars}
         if not self.cut:
             return Decision.block(f"{len(text)} characters, more than {self.max_chars}", **found)
         short = text[: self.max_chars]
@@ -200,6 +203,10 @@ class JudgeGuard(Guard):
     replay does not ask the judge's model again. It never rewrites, so as an
     input guard it runs beside the model call and cancels it on a failing verdict.
     A judge that gives no verdict (a `JudgeError`) blocks.
+
+    What the judge spends is the decision's `usage`: it counts in the run's
+    usage and its `UsageLimits` (priced as the judge's model), so a limit
+    caps the judge too.
     """
 
     judge: Judge
@@ -216,8 +223,16 @@ class JudgeGuard(Guard):
     def stages(self) -> frozenset[str]:  # type: ignore[override]
         return self.on
 
+    @property
+    def model_name(self) -> str | None:
+        return self.judge.model.name
+
     async def check(self, stage: Stage, value: Any) -> Decision:
-        done = await self.judge.judge(text_of(value))
+        try:
+            done = await self.judge.judge(text_of(value))
+        except JudgeError as error:  # no verdict: a block, and what the judge spent on it
+            why = f"the judge gave no verdict: {error}"
+            return Decision.block(why, usage=error.usage, error=True)
         verdict = done.verdict
         passed = (
             verdict.passed
@@ -231,5 +246,6 @@ class JudgeGuard(Guard):
             "usage": to_data(done.usage),
         }
         if passed:
-            return Decision("allow", verdict.reason, None, detail)
-        return Decision("block", verdict.reason or "the judge's verdict is a fail", None, detail)
+            return Decision("allow", verdict.reason, None, detail, usage=done.usage)
+        reason = verdict.reason or "the judge's verdict is a fail"
+        return Decision("block", reason, None, detail, usage=done.usage)

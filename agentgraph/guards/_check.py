@@ -6,6 +6,10 @@ round. A guard that raises or runs out of time blocks, saying so; a rewrite
 of the wrong type is a `GuardError`. In a run with a journal the round's
 decisions are recorded as one value, so a resumed or replayed step reaches the
 same decisions without asking the guards (a judge's model) again.
+
+What a guard spends on models (its decision's `usage`) is checked against the
+run's usage limits before it is asked and charged after, fresh or served from
+the record, like a model call's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 
 from .._errors_guards import GuardError, GuardrailTripped
 from .._events import GuardDecided
@@ -22,8 +27,19 @@ from ._guard import Decision, Guard, Stage
 
 if TYPE_CHECKING:
     from .._runtime import Runtime
+    from .._usage import Meter
 
-__all__ = ("Round", "ask", "decide", "settle", "tripped")
+__all__ = (
+    "Ask",
+    "GuardRound",
+    "Record",
+    "Round",
+    "ask",
+    "ask_one",
+    "decide",
+    "settle",
+    "tripped",
+)
 
 Record = dict[str, Any]
 """One guard's decision as the journal keeps it: guard, action, reason, value, detail."""
@@ -52,8 +68,18 @@ class Round:
                 return record["value"]
         return given
 
+    @property
+    def spent(self) -> Usage | None:
+        """What the round's guards spent on models; None when none asked one."""
+        found = [r["usage"] for r in self.records if r.get("usage") is not None]
+        return sum(found[1:], found[0]) if found else None
 
-async def _one(item: Guard, stage: Stage, value: Any, limit: float) -> Decision:
+
+Ask = Callable[[Guard, Stage, Any, float], Awaitable[Decision]]
+"""How one guard is asked: `ask_one` here, or elsewhere (an activity on Temporal)."""
+
+
+async def ask_one(item: Guard, stage: Stage, value: Any, limit: float) -> Decision:
     """`item`'s decision; raising or running out of time is a block that says so."""
     own = item.timeout
     seconds = own if own is not None else limit
@@ -82,12 +108,27 @@ async def _one(item: Guard, stage: Stage, value: Any, limit: float) -> Decision:
 
 
 async def decide(
-    guards: Sequence[Guard], stage: Stage, value: Any, limit: float, *, beside: bool = False
+    guards: Sequence[Guard],
+    stage: Stage,
+    value: Any,
+    limit: float,
+    *,
+    beside: bool = False,
+    meters: Sequence[Meter] = (),
+    one: Ask = ask_one,
 ) -> list[Record]:
-    """Ask `guards` in turn about `value`; the records of what each decided."""
+    """Ask `guards` in turn about `value`; the records of what each decided.
+
+    A guard that asks a model (`Guard.model_name`) is asked only if the run's
+    `meters` allow one more request to that model.
+    """
     records: list[Record] = []
     for item in guards:
-        decision = await _one(item, stage, value, limit)
+        model = item.model_name if isinstance(item.model_name, str) else None
+        if model is not None:
+            for meter in meters:
+                meter.before(model)
+        decision = await one(item, stage, value, limit)
         if beside and decision.action == "rewrite":
             raise GuardError(
                 item.name,
@@ -103,30 +144,76 @@ async def decide(
         }
         if decision.action == "rewrite":
             record["value"] = value = decision.value
+        if decision.usage is not None:
+            record["usage"] = decision.usage
+            record["model"] = model or item.name
         records.append(record)
         if decision.action == "block":
             break
     return records
 
 
-async def ask(
-    rt: Runtime,
-    stage: Stage,
-    compute: Callable[[], Awaitable[list[Record]]],
-) -> Round:
-    """The round's records: from the run's record when it has them, else computed (and kept)."""
+@attrs.frozen(eq=False)
+class GuardRound:
+    """`await round()` asks `guards` in turn about `value` at `stage` (what `Journal.value`
+    is handed under the name `"guard:<stage>"`).
+
+    `run(one)` asks each guard with `one` instead: a journal that makes effects
+    elsewhere (Temporal's) asks a guard that is not deterministic there.
+    `started` is called first, when the round is asked rather than served.
+    """
+
+    guards: tuple[Guard, ...]
+    stage: Stage
+    value: Any
+    limit: float
+    beside: bool = False
+    meters: tuple[Meter, ...] = ()
+    started: Callable[[], None] | None = None
+
+    def __call__(self) -> Awaitable[list[Record]]:
+        return self.run(ask_one)
+
+    async def run(self, one: Ask) -> list[Record]:
+        if self.started is not None:
+            self.started()
+        return await decide(
+            self.guards,
+            self.stage,
+            self.value,
+            self.limit,
+            beside=self.beside,
+            meters=self.meters,
+            one=one,
+        )
+
+
+async def ask(rt: Runtime, round: GuardRound) -> Round:
+    """The round's records: from the run's record when it has them, else computed (and kept).
+
+    What its guards spent is charged to the run's meters, either way.
+    """
     journal = rt.journal
     if journal is None:
-        return Round(await compute(), False)
-    computed = False
+        found = Round(await round(), False)
+    else:
+        computed = False
 
-    async def fresh() -> list[Record]:
-        nonlocal computed
-        computed = True
-        return await compute()
+        def started() -> None:
+            nonlocal computed
+            computed = True
+            if round.started is not None:
+                round.started()
 
-    records = await journal.value(rt, f"guard:{stage}", fresh)
-    return Round(records, not computed)
+        asked = attrs.evolve(round, started=started)
+        records = await journal.value(rt, f"guard:{round.stage}", asked)
+        found = Round(records, not computed)
+    for record in found.records:
+        usage = record.get("usage")
+        if usage is not None:
+            for meter in rt.meters:
+                meter.after(record["model"], usage)
+    return found
 
 
 async def settle(
@@ -149,6 +236,7 @@ async def settle(
                 round.replayed,
                 usage if blocked else None,
                 blocked and partial,
+                record.get("usage"),
             )
         )
 

@@ -1,5 +1,5 @@
 """Guarded effects: a model call or stream checked on its way in and out, tool calls before
-they run.
+they run, tool results before they enter the history.
 
 `Runtime.call_model`, `stream_model` and `call_tools` come here only in a run
 whose runner was given guards, so a run without guards pays one attribute test
@@ -9,11 +9,13 @@ cancelled call is never recorded as a response: it counts as one request whose
 tokens the provider had not reported (`Usage(requests=1, unmetered=1)`, token
 counts arrive with a response's end), reported as partial on the error and the
 event, and charged to the run's usage limits.
+
+What the guards of a model call spend themselves (a judge's calls) is added to
+the usage of the answer its node gets, so it counts in the context's usage.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from time import perf_counter
@@ -29,7 +31,7 @@ from .._gate import PARTIAL, _Watched, gated_request
 from .._journal import ToolAnswer
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
-from ._check import Round, ask, decide, settle, tripped
+from ._check import GuardRound, Record, Round, ask, decide, settle, tripped
 from ._guard import Guard, Guards, Stage
 
 if TYPE_CHECKING:
@@ -37,11 +39,13 @@ if TYPE_CHECKING:
 
 __all__ = (
     "PARTIAL",
+    "ResultsChecked",
     "checked_calls",
     "guarded_model",
     "guarded_stream",
     "merged",
     "output_checked",
+    "result_outcome",
 )
 
 
@@ -53,23 +57,31 @@ def _split(guards: Guards) -> tuple[tuple[Guard, ...], tuple[Guard, ...]]:
     return before, tuple(g for g in guards.input if not g.rewrites)
 
 
-async def output_checked(rt: Runtime, guards: Sequence[Guard], value: Any, limit: float) -> Any:
-    """`value` (an answer) as the output guards leave it; raises when one blocks."""
+def _added(usage: Usage | None, more: Usage | None) -> Usage | None:
+    return more if usage is None else usage if more is None else usage + more
+
+
+async def output_checked(
+    rt: Runtime, guards: Sequence[Guard], value: Any, limit: float
+) -> tuple[Any, Usage | None]:
+    """`value` (an answer) as the output guards leave it, and what they spent; raises when
+    one blocks."""
     return await _checked(rt, "output", guards, value, limit)
 
 
 async def _checked(
     rt: Runtime, stage: Stage, guards: Sequence[Guard], value: Any, limit: float
-) -> Any:
-    """`value` as `guards` leave it, asked in turn (a request before its call, or an answer)."""
+) -> tuple[Any, Usage | None]:
+    """`value` as `guards` leave it, asked in turn (a request before its call, or an answer),
+    and what they spent on models."""
     if not guards:
-        return value
-    round = await ask(rt, stage, lambda: decide(guards, stage, value, limit))
+        return value, None
+    round = await ask(rt, GuardRound(tuple(guards), stage, value, limit, meters=rt.meters))
     await settle(rt, stage, round)
     blocked = round.blocked
     if blocked is not None:
         raise tripped(rt, stage, blocked, value)
-    return round.value(value)
+    return round.value(value), round.spent
 
 
 class _Beside:
@@ -104,14 +116,14 @@ async def _beside(
     """
     live = False
 
-    async def compute() -> list[dict[str, Any]]:
+    def started() -> None:
         nonlocal live
         live = True
         task_status.started(False)
-        return await decide(guards, "input", request, limit, beside=True)
 
+    round = GuardRound(tuple(guards), "input", request, limit, True, rt.meters, started)
     try:
-        state.round = await ask(rt, "input", compute)
+        state.round = await ask(rt, round)
     except Exception as exc:  # reported after the task group, unwrapped
         state.error = exc
     if live and (state.error is not None or state.round.blocked is not None):  # type: ignore[union-attr]
@@ -152,37 +164,55 @@ async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest)
 
 
 async def _answered(
-    rt: Runtime, name: str, response: ChatResponse, started: float, output: Sequence[Guard]
+    rt: Runtime,
+    name: str,
+    response: ChatResponse,
+    started: float,
+    output: Sequence[Guard],
+    spent: Usage | None,
 ) -> ChatResponse:
+    """The answer as its node gets it: past the output guards, with what every guard of the
+    call spent added to its usage."""
     await responded(rt, name, response, started)
     guards = rt._run.guards
     assert guards is not None
-    if not output:
-        return response
-    message = await output_checked(rt, output, response.message, guards.timeout)
-    return response if message is response.message else attrs.evolve(response, message=message)
+    message = response.message
+    if output:
+        message, more = await output_checked(rt, output, message, guards.timeout)
+        spent = _added(spent, more)
+    if message is not response.message:
+        response = attrs.evolve(response, message=message)
+    if spent is not None:
+        response = attrs.evolve(response, usage=response.usage + spent)
+    return response
 
 
 async def _opened(
     rt: Runtime, model: ChatModel, request: ChatRequest
-) -> tuple[Guards, str, ChatRequest, tuple[Guard, ...]]:
+) -> tuple[Guards, str, ChatRequest, tuple[Guard, ...], Usage | None]:
     """A call's start: its limits checked, the input guards before it asked, the request
-    reported; the guards, the model's name, the request to send and the guards beside it."""
+    reported; the guards, the model's name, the request to send, the guards beside it and
+    what the guards asked so far spent."""
     guards = rt._run.guards
     assert guards is not None
     name = request.model or model.name
     for meter in rt.meters:
         meter.before(name)
     before, beside = _split(guards)
-    request = await _checked(rt, "input", before, request, guards.timeout)
+    request, spent = await _checked(rt, "input", before, request, guards.timeout)
     if rt._run.emit is not None:
         await rt._run.emit(_requested(rt, model, name, request))
-    return guards, name, request, beside
+    return guards, name, request, beside, spent
+
+
+def _remote(rt: Runtime) -> bool:
+    """Whether the run's effects are made elsewhere (a Temporal activity), not here."""
+    return bool(getattr(rt.journal, "remote", False))
 
 
 async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
     """`Runtime.call_model` in a run with guards."""
-    guards, name, request, beside = await _opened(rt, model, request)
+    guards, name, request, beside, spent = await _opened(rt, model, request)
     started = perf_counter()
     journal = rt.journal
     if beside:
@@ -197,7 +227,14 @@ async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> 
                 if journal is not None:
                     key, recorded = journal.recorded_model(rt, request)
                 try:
-                    if recorded is None:
+                    if recorded is None and journal is not None and _remote(rt):
+                        state.in_flight = True  # made elsewhere, and not recorded here
+                        response = await journal.model(
+                            rt, request, model_call(rt, model, name, request)
+                        )
+                        state.in_flight = False
+                        recorded = response
+                    elif recorded is None:
                         state.in_flight = True
                         response = await _send(rt, model, name, request)
                         state.in_flight = False
@@ -208,6 +245,8 @@ async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> 
                     state.error = exc
                     group.cancel_scope.cancel()
         await _blocked(rt, state, name, request)
+        assert state.round is not None
+        spent = _added(spent, state.round.spent)
         if response is None:  # the round came from the record: the call goes as usual
             call = model_call(rt, model, name, request)
             response = await (call() if journal is None else journal.model(rt, request, call))
@@ -216,7 +255,7 @@ async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> 
     else:
         call = model_call(rt, model, name, request)
         response = await (call() if journal is None else journal.model(rt, request, call))
-    return await _answered(rt, name, response, started, guards.output)
+    return await _answered(rt, name, response, started, guards.output, spent)
 
 
 class _Checked:
@@ -250,7 +289,7 @@ async def guarded_stream(
     rt: Runtime, model: ChatModel, request: ChatRequest
 ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
     """`Runtime.stream_model` in a run with guards."""
-    guards, name, request, beside = await _opened(rt, model, request)
+    guards, name, request, beside, spent = await _opened(rt, model, request)
     started = perf_counter()
     journal = rt.journal
     tell = None if rt._run.emit is None else rt._streamed
@@ -265,7 +304,8 @@ async def guarded_stream(
             await _blocked(rt, state, name, request)
         if journal is not None and recorded is None:
             journal.record_model(rt, key, request, response)
-        return await _answered(rt, name, response, started, guards.output)
+        used = spent if state is None or state.round is None else _added(spent, state.round.spent)
+        return await _answered(rt, name, response, started, guards.output, used)
 
     if state is not None:
         failure: Exception | None = None
@@ -304,7 +344,7 @@ async def checked_calls(
     refused: dict[int, ToolAnswer] = {}
     for i, call in enumerate(calls):
         round = await ask(
-            rt, "tool", functools.partial(decide, guards.tools, "tool", call, guards.timeout)
+            rt, GuardRound(guards.tools, "tool", call, guards.timeout, False, rt.meters)
         )
         await settle(rt, "tool", round)
         blocked = round.blocked
@@ -331,3 +371,80 @@ def merged(
     """The answers to `calls` in call order: refused ones in their places, the rest as run."""
     ran = iter(answers)
     return [refused[i] if i in refused else next(ran) for i in range(len(calls))]
+
+
+def result_outcome(guards: Guards, answer: ToolAnswer, records: list[Record]) -> ToolAnswer:
+    """`answer` as its result round's `records` leave it: rewritten, or withheld with an
+    error the model reads, carrying what the guards spent on models.
+
+    Plain work on data, so that it can be done where the tool ran (a Temporal
+    activity) and the raw result never leaves it.
+    """
+    call, message, duration = answer
+    round = Round(records, False)
+    blocked = round.blocked
+    if blocked is not None:
+        text = (
+            f"the result of tool {call.name!r} was withheld by guard {blocked['guard']!r}: "
+            f"{blocked['reason'] or 'not allowed'}"
+        )
+        message = Message.tool(call.id, text, name=call.name, is_error=True)
+    else:
+        message = round.value(message)
+    spent = round.spent
+    if spent is not None:  # the caller's node adds a tool message's usage to the context
+        message = attrs.evolve(message, usage=_added(message.usage, spent))
+    return call, message, duration
+
+
+class ResultsChecked:
+    """A step's tool calls made by `run`, each answer shown to the result guards before it
+    is returned (so before a journal records it): what the history and the record get.
+
+    The round is not recorded apart: the answer it leaves is, so a resumed or
+    replayed step is served the checked answer without asking again. A
+    journal that makes the calls elsewhere (Temporal's) checks each answer
+    where its call is made (`result_outcome`) and reports the round here
+    with `settled`.
+    """
+
+    __slots__ = ("_guards", "_rt", "_run")
+
+    def __init__(
+        self,
+        rt: Runtime,
+        guards: Guards,
+        run: Callable[[Sequence[ToolCall]], Awaitable[list[ToolAnswer]]],
+    ) -> None:
+        self._rt = rt
+        self._guards = guards
+        self._run = run
+
+    @property
+    def guards(self) -> Guards:
+        return self._guards
+
+    async def __call__(self, pending: Sequence[ToolCall]) -> list[ToolAnswer]:
+        rt, guards = self._rt, self._guards
+        checked: list[ToolAnswer] = []
+        for answer in await self._run(pending):
+            records = await decide(
+                guards.results, "result", answer[1], guards.timeout, meters=rt.meters
+            )
+            checked.append(await self.settled(result_outcome(guards, answer, records), records))
+        return checked
+
+    async def settled(self, answer: ToolAnswer, records: list[Record]) -> ToolAnswer:
+        """Report a result round (events, usage charged) for `answer`, as its records left
+        it; raises when one blocked and blocked results are not refused but raised."""
+        rt = self._rt
+        round = Round(records, False)
+        for record in records:
+            if record.get("usage") is not None:
+                for meter in rt.meters:
+                    meter.after(record["model"], record["usage"])
+        await settle(rt, "result", round)
+        blocked = round.blocked
+        if blocked is not None and not self._guards.refuse_tools:
+            raise tripped(rt, "result", blocked, answer[1])
+        return answer

@@ -6,11 +6,14 @@ A guard is shown one thing at one stage and decides about it:
 - `"output"`: the model's answer (the assistant `Message`), before the node
   that asked gets it; or the input of a `check_output` node (text or a
   `Message`), before it leaves a graph,
-- `"tool"`: a `ToolCall` (its name and arguments), before the tool runs.
+- `"tool"`: a `ToolCall` (its name and arguments), before the tool runs,
+- `"result"`: a tool's result (the tool `Message`), before it enters the
+  history or the run's record.
 
 It allows it, blocks it (the run sees `GuardrailTripped`; a blocked tool call
-is answered with an error the model reads, unless `Guards(refuse_tools=False)`)
-or rewrites it (masking, say) into a value of the same type.
+or result is answered with an error the model reads, unless
+`Guards(refuse_tools=False)`) or rewrites it (masking, say) into a value of the
+same type.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
+
+from ..llm._messages import Usage
 
 __all__ = (
     "ALLOW",
@@ -33,15 +38,15 @@ __all__ = (
     "guard",
 )
 
-Stage = Literal["input", "output", "tool"]
-"""Where a guard looks: a model's input, an answer, or a tool call."""
+Stage = Literal["input", "output", "tool", "result"]
+"""Where a guard looks: a model's input, an answer, a tool call, or a tool's result."""
 
 Action = Literal["allow", "block", "rewrite"]
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds a guard may take to decide before it is ended and counted as a block."""
 
-_STAGES: frozenset[str] = frozenset(("input", "output", "tool"))
+_STAGES: frozenset[str] = frozenset(("input", "output", "tool", "result"))
 
 
 def _frozen_detail(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -57,27 +62,34 @@ class Decision:
         reason: why, in words a person reads in the trace and the error.
         value: the rewritten subject (same type as the one shown), for a rewrite.
         detail: structured findings, plain data (kept in the record and the trace).
+        usage: what deciding spent on models (a judge's calls), charged to the
+            run's usage and its `UsageLimits` under the guard's `model_name`.
     """
 
     action: Action
     reason: str = ""
     value: Any = None
     detail: Mapping[str, Any] = attrs.field(factory=dict, converter=_frozen_detail)
+    usage: Usage | None = attrs.field(default=None, kw_only=True)
 
     @classmethod
-    def allow(cls, reason: str = "", **detail: Any) -> Decision:
+    def allow(cls, reason: str = "", *, usage: Usage | None = None, **detail: Any) -> Decision:
         """Let it through unchanged."""
-        return ALLOW if not reason and not detail else cls("allow", reason, None, detail)
+        if not reason and not detail and usage is None:
+            return ALLOW
+        return cls("allow", reason, None, detail, usage=usage)
 
     @classmethod
-    def block(cls, reason: str, **detail: Any) -> Decision:
+    def block(cls, reason: str, *, usage: Usage | None = None, **detail: Any) -> Decision:
         """Stop it: `reason` says why."""
-        return cls("block", reason, None, detail)
+        return cls("block", reason, None, detail, usage=usage)
 
     @classmethod
-    def rewrite(cls, value: Any, reason: str = "", **detail: Any) -> Decision:
+    def rewrite(
+        cls, value: Any, reason: str = "", *, usage: Usage | None = None, **detail: Any
+    ) -> Decision:
         """Let `value` through in its place (a value of the same type)."""
-        return cls("rewrite", reason, value, detail)
+        return cls("rewrite", reason, value, detail, usage=usage)
 
 
 ALLOW = Decision("allow")
@@ -93,14 +105,28 @@ class Guard(ABC):
         stages: the stages the guard applies to when a `Guards` lists it.
         rewrites: True if it may rewrite; a guard that never does may run
             beside the model call it looks at (`Guards(beside=True)`).
+        deterministic: True if `check` depends only on what it is shown (no
+            I/O, clock or randomness): on Temporal such a guard is asked inside
+            the workflow; any other is asked in an activity.
     """
 
     stages: frozenset[str] = _STAGES
     rewrites: bool = False
+    deterministic: bool = False
 
     @property
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def model_name(self) -> str | None:
+        """The name of the model the guard asks (a judge's), None if it asks none.
+
+        The run's `UsageLimits` are checked under this name before the guard
+        is asked (a cost limit needs its price) and charged with its
+        decision's `usage` after.
+        """
+        return None
 
     @property
     def timeout(self) -> float | None:
@@ -124,6 +150,7 @@ class FunctionGuard(Guard):
     on: frozenset[str] = _STAGES
     may_rewrite: bool = True
     limit: float | None = None
+    pure: bool = False
 
     @property
     def name(self) -> str:
@@ -141,6 +168,10 @@ class FunctionGuard(Guard):
     def timeout(self) -> float | None:
         return self.limit
 
+    @property
+    def deterministic(self) -> bool:  # type: ignore[override]
+        return self.pure
+
     async def check(self, stage: Stage, value: Any) -> Decision:
         result = self.fn(stage, value)
         if inspect.isawaitable(result):
@@ -152,14 +183,17 @@ def guard(
     fn: Check | None = None,
     *,
     name: str | None = None,
-    stages: Iterable[Stage] = ("input", "output", "tool"),
+    stages: Iterable[Stage] = ("input", "output", "tool", "result"),
     rewrites: bool = True,
     timeout: float | None = None,
+    deterministic: bool = False,
 ) -> Any:
     """A guard from a function `fn(stage, value)` (sync or async) returning a `Decision`.
 
     Returning None allows. Usable as `@guard` or `@guard(name=..., stages=[...])`;
-    `rewrites=False` promises it never rewrites, so it may run beside a model call.
+    `rewrites=False` promises it never rewrites, so it may run beside a model call;
+    `deterministic=True` that it depends only on what it is shown, so on
+    Temporal it is asked inside the workflow rather than in an activity.
     """
     on = frozenset(stages)
     unknown = on - _STAGES
@@ -168,7 +202,7 @@ def guard(
 
     def wrap(f: Check) -> FunctionGuard:
         label = name or str(getattr(f, "__name__", type(f).__name__))
-        return FunctionGuard(f, label, on, rewrites, timeout)
+        return FunctionGuard(f, label, on, rewrites, timeout, deterministic)
 
     return wrap if fn is None else wrap(fn)
 
@@ -200,26 +234,36 @@ class Guards:
         input: guards shown each `ChatRequest` before it is sent.
         output: guards shown each model answer before its node gets it.
         tools: guards shown each `ToolCall` before its tool runs.
+        results: guards shown each tool's result (the tool `Message`) before it
+            enters the history and the run's record: `MaskSecrets()` here keeps
+            a secret a tool returned out of the checkpoints.
         timeout: seconds a guard may take (`DEFAULT_TIMEOUT`, 30, unless
             given); one that takes longer is ended and counts as a block.
         beside: run input guards that never rewrite beside the model call
             instead of before it; one that blocks cancels the call in flight.
-        refuse_tools: answer a blocked tool call with an error result the model
-            reads (the run goes on); False raises `GuardrailTripped` instead.
+        refuse_tools: answer a blocked tool call (or result) with an error
+            result the model reads (the run goes on); False raises
+            `GuardrailTripped` instead.
     """
 
     input: tuple[Guard, ...] = attrs.field(default=(), converter=_guards)
     output: tuple[Guard, ...] = attrs.field(default=(), converter=_guards)
     tools: tuple[Guard, ...] = attrs.field(default=(), converter=_guards)
+    results: tuple[Guard, ...] = attrs.field(default=(), converter=_guards, kw_only=True)
     timeout: float = attrs.field(default=DEFAULT_TIMEOUT, validator=_positive, kw_only=True)
     beside: bool = attrs.field(default=True, kw_only=True)
     refuse_tools: bool = attrs.field(default=True, kw_only=True)
 
     def __attrs_post_init__(self) -> None:
-        for stage, found in (("input", self.input), ("output", self.output), ("tool", self.tools)):
+        for stage, found in (
+            ("input", self.input),
+            ("output", self.output),
+            ("tool", self.tools),
+            ("result", self.results),
+        ):
             for item in found:
                 if stage not in item.stages:
                     raise ValueError(f"guard {item.name!r} does not look at the {stage} stage")
 
     def __bool__(self) -> bool:
-        return bool(self.input or self.output or self.tools)
+        return bool(self.input or self.output or self.tools or self.results)

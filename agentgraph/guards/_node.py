@@ -27,8 +27,9 @@ class CheckOutput(Node[T, T]):
     limit: float = DEFAULT_TIMEOUT
 
     async def run(self, ctx: AgentContext[T], rt: Runtime) -> AgentContext[T]:
-        value = await output_checked(rt, self.guards, ctx.input, self.limit)
-        return ctx if value is ctx.input else ctx.with_input(value)
+        value, spent = await output_checked(rt, self.guards, ctx.input, self.limit)
+        out = ctx if value is ctx.input else ctx.with_input(value)
+        return out if spent is None else out.add_usage(spent)
 
 
 def check_output(

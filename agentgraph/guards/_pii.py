@@ -3,7 +3,12 @@
 Tuned to mask what is personal and leave what merely looks numeric: a card
 number must pass the Luhn check and start like a card (an issuer's prefix), a
 phone number needs a leading `+` or the separators of a written number, and
-dates, times, version strings, IP addresses and order numbers stay as they are.
+dates, times, version strings, IP addresses, order numbers and barcodes
+(EAN-13, GTIN-14) stay as they are.
+
+A card is found by its digits whatever is around it: in a run of numbers
+written with spaces or dashes (`4111 1111 1111 1111 123`, a card then its
+CVV), the groups that make a card are masked and the others are left.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ __all__ = ("MaskPII", "luhn_valid")
 _EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b"
 )
-# 13-19 digits, in groups separated by single spaces or dashes (as cards are written).
-_CARD = re.compile(r"(?<![\w.\-/])\d(?:[ -]?\d){12,18}(?![\w/]|[.\-]\d)")
+# A run of numbers separated by single spaces or dashes, in which a card may lead
+# (a slash ends a run, so `card/card` is two runs).
+# A run may not follow a word ending in a digit and a separator: `DE89 3704 ...`
+# is an IBAN, not a card after a code.
+_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
+_GROUP = re.compile(r"\d+")
 # A number written as a phone number: an international `+` form, or (area) local
 # forms with separators; never a bare run of digits, a date or a dotted version.
 _PHONE = re.compile(
@@ -56,13 +65,57 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _is_card(text: str) -> bool:
-    digits = re.sub(r"[ -]", "", text)
-    groups = re.split(r"[ -]", text)
-    # Written cards group by 4 (or 4-6-5 for Amex); a phone or an id groups otherwise.
-    if len(groups) > 1 and not all(3 <= len(g) <= 6 for g in groups):
+def _gs1_valid(digits: str) -> bool:
+    """True when `digits` end with a GS1 check digit (EAN-13, GTIN-14: weights 1, 3)."""
+    total = sum((ord(c) - 48) * (3 if i % 2 else 1) for i, c in enumerate(reversed(digits)))
+    return total % 10 == 0
+
+
+def _is_card(digits: str, grouped: bool) -> bool:
+    if not 13 <= len(digits) <= 19 or not _CARD_PREFIX.match(digits) or not luhn_valid(digits):
         return False
-    return 13 <= len(digits) <= 19 and bool(_CARD_PREFIX.match(digits)) and luhn_valid(digits)
+    # Visa is the only network with 13 digits; a contiguous 13- or 14-digit number
+    # with a GS1 check digit is a product's barcode, printed without separators.
+    if len(digits) == 13 and digits[0] != "4":
+        return False
+    return grouped or len(digits) not in (13, 14) or not _gs1_valid(digits)
+
+
+Group = tuple[int, int, str]
+"""A group of digits in a run of numbers: where it starts and ends, and its digits."""
+
+
+def _card_at(groups: list[Group], i: int) -> tuple[int, int]:
+    """Where a card starting at group `i` ends and how many groups it takes; (0, 0) if none.
+
+    A card is one group of 13-19 digits, or groups as cards are written: a
+    first group of four, then groups of three to six (4-4-4-4, 4-6-5,
+    4-4-4-4-3). The most groups that make one win; what follows stays.
+    """
+    _, stop, first = groups[i]
+    if len(first) != 4:
+        return (stop, 1) if _is_card(first, False) else (0, 0)
+    digits, found = first, (0, 0)
+    for taken, (_, stop, group) in enumerate(groups[i + 1 :], 2):
+        if not 3 <= len(group) <= 6 or len(digits) >= 19:
+            break
+        digits += group
+        if _is_card(digits, True):
+            found = (stop, taken)
+    return found
+
+
+def _cards(run: str) -> list[tuple[int, int]]:
+    """The spans of the cards in `run` (numbers separated by spaces or dashes)."""
+    groups = [(m.start(), m.end(), m.group()) for m in _GROUP.finditer(run)]
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(groups):
+        end, taken = _card_at(groups, i)
+        if taken:
+            spans.append((groups[i][0], end))
+        i += taken or 1
+    return spans
 
 
 def _is_phone(text: str) -> bool:
@@ -105,7 +158,20 @@ class MaskPII(TextGuard):
         if self.emails and "@" in text:
             text = _EMAIL.sub(sub("email", None), text)
         if self.cards:
-            text = _CARD.sub(sub("card", _is_card), text)
+
+            def card(match: re.Match[str]) -> str:
+                run = match.group(0)
+                spans = _cards(run)
+                if not spans:
+                    return run
+                counts["card"] += len(spans)
+                parts, at = [], 0
+                for start, end in spans:
+                    parts += [run[at:start], "[card]"]
+                    at = end
+                return "".join(parts) + run[at:]
+
+            text = _NUMBERS.sub(card, text)
         if self.phones:
             text = _PHONE.sub(sub("phone", _is_phone), text)
         return text, counts

@@ -61,6 +61,7 @@ class TextGuard(Guard):
     """A guard that rewrites text: implement `mask(text) -> text`."""
 
     rewrites = True
+    deterministic = True
 
     @abstractmethod
     def mask(self, text: str) -> str:

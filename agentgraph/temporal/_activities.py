@@ -19,13 +19,15 @@ from temporalio.exceptions import ApplicationError
 
 from .._clip import MAX_RESULT_CHARS
 from .._context import AgentContext
-from .._errors import ProviderError, UsageError
+from .._errors import GuardError, ProviderError, UsageError
 from .._journal import ToolAnswer
+from ..guards._check import ask_one, decide
+from ..guards._effects import result_outcome
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
 from ._registry import Registry
-from ._workflow import EMBED, MODEL, ONCE, TOOL
+from ._workflow import EMBED, GUARD, MODEL, ONCE, TOOL
 
 __all__ = ("Activities",)
 
@@ -68,7 +70,7 @@ class Activities:
 
     @property
     def methods(self) -> list[Any]:
-        return [self.model, self.tool, self.embed, self.once]
+        return [self.model, self.tool, self.embed, self.once, self.guard]
 
     def _lookup(self, kind: str, name: str) -> Any:
         try:
@@ -94,13 +96,24 @@ class Activities:
         timeout: float | None,  # noqa: ASYNC109 - each call's limit, passed on
         context: AgentContext[Any] | None,
         max_result_chars: int | None = MAX_RESULT_CHARS,
-    ) -> ToolAnswer:
+        checked: bool = False,
+    ) -> Any:
+        """The call's answer; with `checked`, as the runner's result guards left it, and
+        their records after it (the raw result never leaves the activity)."""
         tools = [self._lookup("tools", name) for name in allowed]
         async with _beating():
             (outcome,) = await run_tool_calls(
                 tools, [call], timeout=timeout, context=context, max_result_chars=max_result_chars
             )
-        return outcome.call, outcome.message, outcome.duration
+            answer: ToolAnswer = (outcome.call, outcome.message, outcome.duration)
+            guards = self._registry.runner.guards
+            if not checked or guards is None:
+                return answer
+            try:
+                records = await decide(guards.results, "result", answer[1], guards.timeout)
+            except GuardError as error:  # a guard that cannot work as written
+                raise _final(error) from error
+        return [*result_outcome(guards, answer, records), records]
 
     @activity.defn(name=EMBED)
     async def embed(self, name: str, texts: list[str]) -> list[list[float]]:
@@ -120,3 +133,26 @@ class Activities:
             if inspect.isawaitable(result):
                 result = await result
         return result
+
+    @activity.defn(name=GUARD)
+    async def guard(
+        self,
+        stage: str,
+        name: str,
+        value: Any,
+        limit: float,
+    ) -> dict[str, Any]:
+        """One guard's decision about `value` (a guard that is not deterministic: a judge)."""
+        found = self._lookup("guards", name)
+        async with _beating():
+            try:
+                decision = await ask_one(found, stage, value, limit)  # type: ignore[arg-type]
+            except GuardError as error:  # a guard that cannot work as written
+                raise _final(error) from error
+        return {
+            "action": decision.action,
+            "reason": decision.reason,
+            "value": decision.value,
+            "detail": dict(decision.detail),
+            "usage": decision.usage,
+        }

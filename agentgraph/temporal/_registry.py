@@ -1,7 +1,7 @@
 """What a worker was built with: graphs, models, tools, embedders and functions, by name.
 
 A run's workflow input names its graph, and activity arguments name a model, a
-tool, an embedder or a function: each name is looked up here, among the
+tool, an embedder, a function or a guard: each name is looked up here, among the
 objects the worker was given, and nothing is imported because a payload named it.
 """
 
@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy as TemporalRetry
 from .._errors import UsageError
 from .._graph import Graph
 from .._runner import GraphRunner, as_graph
+from ..guards._guard import Guard
 
 if TYPE_CHECKING:
     from ..llm._embed import Embedder
@@ -100,12 +101,13 @@ class Registry:
     tools: Mapping[str, Tool[..., Any]]
     embedders: Mapping[str, Embedder]
     functions: Mapping[str, Callable[..., Any]]
+    guards: Mapping[str, Guard]
     runner: GraphRunner
     policies: Mapping[str, ActivityPolicy]
     history_events: int
 
     def policy(self, kind: str) -> ActivityPolicy:
-        """The policy of one kind of effect: "model", "tool", "embed" or "once"."""
+        """The policy of one kind of effect: "model", "tool", "embed", "once" or "guard"."""
         return self.policies.get(kind) or self.policies["default"]
 
     @classmethod
@@ -117,6 +119,7 @@ class Registry:
         tools: Sequence[Tool[..., Any]],
         embedders: Mapping[str, Embedder] | Sequence[Embedder],
         functions: Sequence[Callable[..., Any]],
+        guards: Sequence[Guard] = (),
         runner: GraphRunner,
         policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
         history_events: int,
@@ -126,14 +129,16 @@ class Registry:
         if history_events < 10:
             raise ValueError(f"history_events must be at least 10, not {history_events}")
         counter = iter(range(len(embedders)))
+        built = [as_graph(g) for g in graphs]
         return cls(
-            graphs=_named("graph", [as_graph(g) for g in graphs], lambda g: g.name),
+            graphs=_named("graph", built, lambda g: g.name),
             models=_named("model", models, lambda m: m.name),
             tools=_named("tool", tools, lambda t: t.name),
             embedders=_named(
                 "embedder", embedders, lambda e: f"{type(e).__name__}#{next(counter)}"
             ),
             functions=_named("function", functions, _function_name),
+            guards=_named("guard", _asked_elsewhere(runner, built, guards), lambda g: g.name),
             runner=runner,
             policies=_policies(policy),
             history_events=history_events,
@@ -169,7 +174,28 @@ class Registry:
             ) from None
 
 
-EFFECTS = ("model", "tool", "embed", "once")
+EFFECTS = ("model", "tool", "embed", "once", "guard")
+
+
+def _asked_elsewhere(
+    runner: GraphRunner, graphs: Sequence[Graph[Any, Any]], given: Sequence[Guard]
+) -> list[Guard]:
+    """The guards a run may ask in an activity (those that are not deterministic): the
+    runner's, those of `check_output` nodes in the graphs, and the ones `given`."""
+    found: list[Guard] = list(given)
+    if runner.guards is not None:
+        rounds = runner.guards
+        found += [*rounds.input, *rounds.output, *rounds.tools, *rounds.results]
+    todo: list[Any] = list(graphs)
+    seen: set[int] = set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        found += [g for g in getattr(node, "guards", ()) if isinstance(g, Guard)]
+        todo.extend(getattr(node, "members", ()))
+    return [g for g in found if not g.deterministic]
 
 
 def _policies(

@@ -24,6 +24,7 @@ from ._workflow import GraphWorkflow
 if TYPE_CHECKING:
     from .._context import AgentContext
     from .._node import Node
+    from ..guards._guard import Guard
     from ..llm._embed import Embedder
     from ..llm._model import ChatModel
     from ..tools._tool import Tool
@@ -80,6 +81,7 @@ def worker(
     tools: Sequence[Tool[..., Any]] = (),
     embedders: Mapping[str, Embedder] | Sequence[Embedder] = (),
     functions: Sequence[Callable[..., Any]] = (),
+    guards: Sequence[Guard] = (),
     runner: GraphRunner | None = None,
     policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None = None,
     history_events: int = DEFAULT_HISTORY_EVENTS,
@@ -110,12 +112,18 @@ def worker(
         tools: every tool the graphs' nodes may call, by name.
         embedders: embedders, by the keys of a mapping or by position.
         functions: the functions nodes pass to `rt.once`.
+        guards: guards asked in an activity that the worker cannot find
+            itself; it finds those of `runner` and of `check_output` nodes
+            in `graphs`.
         runner: the policy runs are driven under (retries, step cap, sinks,
-            callbacks, usage limits, types); its sinks and step callbacks are
-            called only while the workflow runs live, never on replay.
+            callbacks, usage limits, guards, types); its sinks and step
+            callbacks are called only while the workflow runs live, never on
+            replay. Its guard rounds run in the workflow: a deterministic guard
+            (`Guard.deterministic`) is asked there, any other (a judge) in an
+            activity.
         policy: timeouts and retries of the activities: one `ActivityPolicy`
             for all, or a mapping from a kind of effect ("model", "tool",
-            "embed", "once") to its own, the others keeping the default.
+            "embed", "once", "guard") to its own, the others keeping the default.
         history_events: history length after which a run continues as new at
             its next committed step (or sooner, when Temporal suggests it).
         blobs: where payloads of `threshold` bytes or more are kept (the
@@ -123,7 +131,16 @@ def worker(
         options: passed on to `temporalio.worker.Worker`.
     """
     registry, types = _register(
-        task_queue, graphs, models, tools, embedders, functions, runner, policy, history_events
+        task_queue,
+        graphs,
+        models,
+        tools,
+        embedders,
+        functions,
+        guards,
+        runner,
+        policy,
+        history_events,
     )
     return Worker(
         client_for(client, types, blobs, threshold),
@@ -142,6 +159,7 @@ def replayer(
     tools: Sequence[Tool[..., Any]] = (),
     embedders: Mapping[str, Embedder] | Sequence[Embedder] = (),
     functions: Sequence[Callable[..., Any]] = (),
+    guards: Sequence[Guard] = (),
     runner: GraphRunner | None = None,
     blobs: BlobStore | None = None,
     threshold: int = BLOB_THRESHOLD,
@@ -159,6 +177,7 @@ def replayer(
         tools,
         embedders,
         functions,
+        guards,
         runner,
         None,
         DEFAULT_HISTORY_EVENTS,
@@ -177,6 +196,7 @@ def _register(
     tools: Sequence[Tool[..., Any]],
     embedders: Mapping[str, Embedder] | Sequence[Embedder],
     functions: Sequence[Callable[..., Any]],
+    guards: Sequence[Guard],
     runner: GraphRunner | None,
     policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
     history_events: int,
@@ -189,6 +209,7 @@ def _register(
         tools=tools,
         embedders=embedders,
         functions=functions,
+        guards=guards,
         runner=_live(base),
         policy=policy,
         history_events=history_events,

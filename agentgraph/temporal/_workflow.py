@@ -5,11 +5,16 @@ worker, with the worker's `GraphRunner` and `WorkflowJournal` as the run's
 journal (the durability protocol of `agentgraph._journal`). Temporal's history
 is the record: a replayed workflow gets every activity's result back from it,
 so committed steps, model calls and tool calls are not done again.
+
+A run's guard rounds go on in the workflow: a deterministic guard
+(`Guard.deterministic`) is asked there, any other (a judge) in an activity, so
+its calls are made once and served from the history on replay.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +26,9 @@ from .._context import AgentContext
 from .._errors import AgentGraphError, GraphCancelled, RunError, UsageError
 from .._journal import EmbedCall, ModelCall, OnceCall, ToolAnswer, ToolsCall
 from .._runtime import RunHandle
+from ..guards._check import GuardRound, ask_one
+from ..guards._effects import ResultsChecked
+from ..guards._guard import Decision, Guard, Stage
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._registry import Registry, registry_for
@@ -34,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = (
     "ANSWER",
     "EMBED",
+    "GUARD",
     "MODEL",
     "ONCE",
     "STATE",
@@ -51,6 +60,7 @@ MODEL = "agentgraph.model"
 TOOL = "agentgraph.tool"
 EMBED = "agentgraph.embed"
 ONCE = "agentgraph.once"
+GUARD = "agentgraph.guard"
 ANSWER = "agentgraph.answer"
 STATE = "agentgraph.state"
 
@@ -201,7 +211,25 @@ class WorkflowJournal:
             options = self._registry.policy("once").options()
             result = await _activity(ONCE, [fn, list(call.args)], options)
             return result
+        if isinstance(call, GuardRound):
+            records: T = await call.run(self._guard)  # type: ignore[assignment]
+            return records
         raise UsageError(f"the value {name!r} cannot be made by an activity")
+
+    async def _guard(self, item: Guard, stage: Stage, value: Any, limit: float) -> Decision:
+        """`item`'s decision: asked here if it is deterministic, else in an activity."""
+        if item.deterministic:  # no timer: a deterministic check does not wait on anything
+            return await ask_one(item, stage, value, math.inf)
+        name = self._registry.name_of("guards", item)
+        options = self._registry.policy("guard").options()
+        found: dict[str, Any] = await _activity(GUARD, [stage, name, value, limit], options)
+        return Decision(
+            found["action"],
+            found["reason"],
+            found.get("value"),
+            found["detail"],
+            usage=found.get("usage"),
+        )
 
     async def tools(
         self,
@@ -220,15 +248,29 @@ class WorkflowJournal:
         context = run.context if wants_context else None
         gate = asyncio.Semaphore(run.limit)
         policy = self._registry.policy("tool")
+        checked = run.run if isinstance(run.run, ResultsChecked) else None
 
         async def one(call: ToolCall) -> ToolAnswer:
             async with gate:
-                answer: ToolAnswer = await _activity(
+                # With result guards the activity checks its answer before returning it,
+                # so the tool's raw result never enters the history.
+                found = await _activity(
                     TOOL,
-                    [allowed, call, run.timeout, context, run.max_result_chars],
+                    [
+                        allowed,
+                        call,
+                        run.timeout,
+                        context,
+                        run.max_result_chars,
+                        checked is not None,
+                    ],
                     policy.options(retry_safe=call.name not in unsafe),
                 )
+            if checked is None:
+                answer: ToolAnswer = found
                 return answer
+            asked, message, duration, records = found
+            return await checked.settled((asked, message, duration), records)
 
         return list(await asyncio.gather(*(one(call) for call in calls)))
 

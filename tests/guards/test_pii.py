@@ -46,6 +46,110 @@ def test_look_alikes_are_left_alone(text: str) -> None:
     assert MASK.mask(text) == text
 
 
+# Networks' published test numbers, each written as people write them.
+CARDS = [
+    "4111111111111111",  # Visa
+    "4111 1111 1111 1111",
+    "4111-1111-1111-1111",
+    "4012 8888 8888 1881",
+    "4222222222222",  # Visa, 13 digits
+    "4917 6100 0000 0000 003",  # Visa, 19 digits
+    "5555 5555 5555 4444",  # Mastercard
+    "5105-1051-0510-5100",
+    "2223 0031 2200 3222",  # Mastercard, 2-series
+    "5200828282828210",  # a Mastercard number that also has a GS1 check digit
+    "3782 822463 10005",  # Amex, 4-6-5
+    "371449635398431",
+    "378734493671000",
+    "6011 1111 1111 1117",  # Discover
+    "6445644564456445",
+    "3056 930902 5904",  # Diners, 4-6-4
+    "38520000023237",
+    "3530 1113 3330 0000",  # JCB
+    "3566002020360505",
+    "6200 0000 0000 0005",  # UnionPay
+    "6759 6498 2643 8453",  # Maestro
+    "6799 9901 0000 0000 019",
+    "2200 0000 0000 0004",  # Mir
+]
+
+
+@pytest.mark.parametrize("card", CARDS)
+@pytest.mark.parametrize(
+    ("template", "masked"),
+    [
+        ("{}", "[card]"),
+        ("pay with {} today", "pay with [card] today"),
+        ("card: {}.", "card: [card]."),
+        ("({})", "([card])"),
+    ],
+)
+def test_every_written_card_form_is_masked(card: str, template: str, masked: str) -> None:
+    assert MASK.mask(template.format(card)) == masked
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("4111 1111 1111 1111 123", "[card] 123"),  # the card, then its CVV
+        ("5500 0055 5555 5559 20 EUR", "[card] 20 EUR"),
+        ("4111111111111111/5500005555555559", "[card]/[card]"),
+        ("3782 822463 10005 4 times", "[card] 4 times"),
+        ("4111111111111111 123", "[card] 123"),
+        ("4111-1111-1111-1111-07-29", "[card]-07-29"),  # then its expiry
+        ("cards 4111 1111 1111 1111 5555 5555 5555 4444", "cards [card] [card]"),
+        ("6011 1111 1111 1117 321 exp 12/29", "[card] 321 exp 12/29"),
+        ("3056 930902 5904 12", "[card] 12"),
+        ("ref #4111111111111111-2", "ref #[card]-2"),
+        ("4111 1111 1111 1111 123 5500 0055 5555 5559 456", "[card] 123 [card] 456"),
+        ("qty 12 4111 1111 1111 1111", "qty 12 [card]"),  # or whatever comes before
+        ("exp 12/29 4111 1111 1111 1111", "exp 12/29 [card]"),
+        ("4111111111111111 and 4012888888881881", "[card] and [card]"),
+    ],
+)
+def test_a_card_is_masked_whatever_follows_it(text: str, masked: str) -> None:
+    assert MASK.mask(text) == masked
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "5901234123457",  # EAN-13 (passes Luhn too)
+        "barcode 4006381333931",  # EAN-13 with a German prefix
+        "EAN 9780306406157",  # ISBN-13 as a barcode
+        "GTIN 10012345678902",  # GTIN-14
+        "GTIN 30123450001098",  # GTIN-14 with a Diners prefix, Luhn-valid too
+        "4111111111111111123",  # 19 contiguous digits that fail the Luhn check
+        "4111 1111 1111 1112",  # the checksum is wrong
+        "4111 1111 1111",  # too few digits
+        "1234 5678 9012 3452",  # Luhn-valid, no card network starts with 1
+        "0000 0000 0000 0000",
+        "9000 0000 0000 0008",
+        "41 11 11 11 11 11 11 11",  # pairs are not how cards are written
+        "4111 11 11 11 11 11 11",
+        "411 1111 1111 1111",  # a first group of three
+        "IBAN DE12 4000 0566 5566 5556 78",  # a Luhn-valid Visa-like body, in an IBAN
+        "4111 1111 1111 1111.50",  # an amount with decimals
+        "1700000000000",  # a timestamp in milliseconds
+        "20240115123045123",  # a packed date and time
+        "1234567890123456789012",  # a long id
+        "account 000123456789",
+        "**** **** **** 1111",
+        "4111 XXXX XXXX 1111",
+        "v4111111111111111",
+        "4111111111111111x",
+        "3.1415926535897932",
+        "-4111111111111111",
+        "IBAN DE89 3704 0044 0532 0130 00",
+        "SSN 123-45-6789",
+        "2024-01-15 10:30:00",
+        "5901234123457 5901234123457",  # two barcodes
+    ],
+)
+def test_card_look_alikes_are_left_alone(text: str) -> None:
+    assert MASK.mask(text) == text
+
+
 def test_each_kind_can_be_turned_off() -> None:
     text = "a@b.example, +1 415 555 0100, 4111 1111 1111 1111"
     assert MaskPII(emails=False).mask(text) == "a@b.example, [phone], [card]"
