@@ -361,17 +361,21 @@ def render(results: dict[str, Any], sizes: Sizes, load: tuple[float, float]) -> 
         ag, lg = by.get((kind, "agentgraph")), by.get((kind, "langgraph"))
         if ag is None:
             continue
-        for what, key in (("wall time", "ms"), ("bytes written", "written"), ("bytes read", "read")):
+        for what, key in (
+            ("wall time", "ms"),
+            ("bytes written", "written"),
+            ("bytes read", "read"),
+        ):
             long_v, short_v = ag["long"][key], ag["short"][key]
             ratio = long_v / short_v if short_v else (1.0 if not long_v else float("inf"))
             verdict = "met" if ratio <= 1.5 else "missed"
-            lines.append(
-                f"| {kind}: {what} long ≤ 1.5x short | {ratio:.2f}x | {verdict} |"
-            )
+            lines.append(f"| {kind}: {what} long ≤ 1.5x short | {ratio:.2f}x | {verdict} |")
         if lg is not None:
             faster = lg["long"]["ms"] / ag["long"]["ms"]
             verdict = "met" if faster >= 3 else "missed"
-            lines.append(f"| {kind}: ≥ 3x faster than LangGraph, long | {faster:.1f}x | {verdict} |")
+            lines.append(
+                f"| {kind}: ≥ 3x faster than LangGraph, long | {faster:.1f}x | {verdict} |"
+            )
     for kind in ("sqlite", "postgres"):
         ag, lg = results["cold"].get(f"{kind}:agentgraph"), results["cold"].get(f"{kind}:langgraph")
         if isinstance(ag, float) and isinstance(lg, float):

@@ -8,7 +8,9 @@ out, no type tags); every other value goes through `to_data(..., tagged=True)`
 so that attrs classes, dataclasses and enums come back as themselves.
 
 Keys of an encoded context: `i` input, `h` appended messages, `H` the whole
-history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage.
+history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage. A thread
+turn's first context is stored as a change to the last context of the run it continues
+(see `_bases`): `B` that run's id, `bn` its messages and `bs` its step records, first.
 
 The bytes of images and documents in messages are not stored inline: they go
 to the store's blobs (`put_blob`) once, and the message names them by SHA-256
@@ -36,6 +38,7 @@ __all__ = (
     "BlobDamaged",
     "BlobPut",
     "ContextEncoder",
+    "changes",
     "decode_context",
     "decode_message",
     "diff_data",
@@ -247,19 +250,25 @@ class ContextEncoder:
         Raises:
             ContextEncodingError: a value in `ctx` cannot be encoded; names the field.
         """
-        base = self.base
-        data: dict[str, Any] = {}
-        history, before = ctx.history, base.history
-        if history is not before:
-            added = history._added_after(before)
-            if added is None:
-                data["H"] = encode_messages(history, "context.history", put=self.put)
-            elif added:
-                data["h"] = encode_messages(added, "context.history", len(before), self.put)
-        _fields(ctx, data, base)
-        encoded = orjson.dumps(data)
+        encoded = orjson.dumps(changes(ctx, self.base, {}, self.put))
         self.base = ctx
         return encoded
+
+
+def changes(
+    ctx: AgentContext[Any], base: AgentContext[Any], data: dict[str, Any], put: BlobPut | None
+) -> dict[str, Any]:
+    """`data` with what `ctx` changes from `base`: appended messages (or the whole history
+    when it does not extend `base`'s) and the fields that are not `base`'s own objects."""
+    history, before = ctx.history, base.history
+    if history is not before:
+        added = history._added_after(before)
+        if added is None:
+            data["H"] = encode_messages(history, "context.history", put=put)
+        elif added:
+            data["h"] = encode_messages(added, "context.history", len(before), put)
+    _fields(ctx, data, base)
+    return data
 
 
 def decode_context(
