@@ -21,6 +21,7 @@ from .._context import AgentContext
 from .._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
+from ._records import Record, RunRecord, ThreadHead
 
 __all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "gather")
 
@@ -73,6 +74,34 @@ class WriterStore(StoreBase, ABC):
         self._lock = threading.Lock()
         self._urgent = threading.Event()
         self._owners: Counter[str] = Counter()  # the owners registered by this store
+        # What queued records are about (a run, `thread:<id>`, `blob:<digest>`, `new` for
+        # a run started or a head moved) until they are committed: a read about something
+        # with nothing queued reads at once, beside the writer, not after it.
+        self._pending: Counter[str] = Counter()
+
+    def _queued(self, item: Sequence[Record] | BlobWrite) -> None:
+        """Count what `item`, about to be queued, is about (see `_pending`)."""
+        with self._lock:
+            for key in _keys(item):
+                self._pending[key] += 1
+
+    def _committed(self, batch: Sequence[Any]) -> None:
+        """The writer is done with `batch` (committed, refused, or the store failed)."""
+        with self._lock:
+            for item in batch:
+                if isinstance(item, BlobWrite) or (isinstance(item, Sequence) and item):
+                    for key in _keys(item):
+                        self._pending[key] -= 1
+                        if self._pending[key] <= 0:
+                            del self._pending[key]
+
+    def _waits(self, *keys: str) -> bool:
+        """Whether a read about `keys` must wait for the writer: something about them is
+        queued, or the store stopped (the wait raises why)."""
+        if self._error is not None or self._closed:
+            return True
+        pending = self._pending
+        return any(pending.get(key) for key in keys)
 
     def _claim(self, owner: str) -> None:
         """Register `owner` before its lease is taken: nobody here may think it gone."""
@@ -156,6 +185,21 @@ class WriterStore(StoreBase, ABC):
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
         return await fork(_storage(self), run_id, step, context=context)
+
+
+def _keys(item: Sequence[Record] | BlobWrite) -> list[str]:
+    if isinstance(item, BlobWrite):
+        return [f"blob:{item.digest}"]
+    keys = []
+    for record in item:
+        keys.append(record.run_id)
+        if isinstance(record, RunRecord):
+            keys.append("new")
+            if record.thread is not None:
+                keys.append(f"thread:{record.thread}")
+        elif isinstance(record, ThreadHead):
+            keys += ("new", f"thread:{record.thread}")
+    return keys
 
 
 def gather(
