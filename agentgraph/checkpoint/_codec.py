@@ -24,6 +24,7 @@ import difflib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -179,6 +180,7 @@ def encode_message(message: Message, where: str, put: BlobPut | None = None) -> 
 
 
 _NO_BLOBS: Mapping[str, bytes] = {}
+_NO_DATA: Mapping[str, Any] = MappingProxyType({})
 
 
 def decode_message(
@@ -190,6 +192,8 @@ def decode_message(
         if not isinstance(value, Message):
             raise ContextDecodingError(f"a stored message holds {type(value).__name__}")
         return value
+    if "r" in data and (len(data) == 1 or (len(data) == 2 and "c" in data)):  # a role, a text
+        return Message(data["r"], data.get("c", ""))
     calls = tuple(ToolCall(i, n, from_data(a, types)) for i, n, a in data.get("tc", ()))
     usage = data.get("u")
     return Message(
@@ -201,7 +205,7 @@ def decode_message(
         reasoning=data.get("rs"),
         is_error=data.get("e", False),
         usage=None if usage is None else Usage(*usage),
-        provider_data=from_data(data.get("pd", {}), types),
+        provider_data=from_data(data["pd"], types) if "pd" in data else _NO_DATA,
         parts=tuple(_decode_part(p, blobs) for p in data["pt"]) if "pt" in data else (),
     )
 
