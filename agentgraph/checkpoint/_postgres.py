@@ -34,6 +34,7 @@ from ._pgwriter import Call, PostgresWriter
 from ._records import Record, RunLog, ThreadLog
 from ._store import BlobWrite, LeaseRelease, blob_digest
 from ._wake import Waiter
+from ._writer import beside
 
 if TYPE_CHECKING:
     import psycopg
@@ -233,7 +234,7 @@ class PostgresStore(PostgresWriter):
             found = await self._call(work, "be read")
             self._made = True
             return found
-        return await anyio.to_thread.run_sync(self._reading, work)
+        return await beside(self._reading, work)
 
     def _reading(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         try:

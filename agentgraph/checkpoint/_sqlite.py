@@ -24,6 +24,7 @@ from ._sqlite_sql import (
 )
 from ._sqlitewriter import _BUSY, SQLiteWriter
 from ._store import BlobWrite, LeaseRelease, blob_digest
+from ._writer import beside
 
 __all__ = ("SQLiteStore",)
 
@@ -97,25 +98,25 @@ class SQLiteStore(SQLiteWriter):
         """Every record of `run_id` (after committing what is queued of it), or None."""
         if self._waits(run_id):
             await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_log, run_id)
+        return await beside(self._reading, self._with, read_log, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
         if self._waits("new"):
             await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_ids)
+        return await beside(self._reading, self._with, read_ids)
 
     async def load_thread(self, thread_id: str) -> ThreadLog | None:
         """The thread's head and turns (after committing what is queued of it), or None."""
         if self._waits(f"thread:{thread_id}"):
             await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread, thread_id)
+        return await beside(self._reading, self._with, read_thread, thread_id)
 
     async def thread_ids(self) -> tuple[str, ...]:
         """Every thread in the store, oldest first."""
         if self._waits("new"):
             await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread_ids)
+        return await beside(self._reading, self._with, read_thread_ids)
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Delete the thread and its runs; False when there was no such thread."""
@@ -179,7 +180,7 @@ class SQLiteStore(SQLiteWriter):
         if self._waits(f"blob:{digest}"):
             await self._barrier()
         read = functools.partial(self._with, read_blob, digest)
-        data: bytes | None = await anyio.to_thread.run_sync(self._reading, read)
+        data: bytes | None = await beside(self._reading, read)
         if data is None:
             raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data

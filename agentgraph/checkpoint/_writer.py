@@ -12,9 +12,11 @@ import queue
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 import attrs
 
 from .._context import AgentContext
@@ -23,9 +25,10 @@ from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
 from ._records import Record, RunRecord, ThreadHead
 
-__all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "gather")
+__all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "beside", "gather")
 
 _I = TypeVar("_I")
+_R = TypeVar("_R")
 
 _GATHER = 0.005
 """Seconds a writer lets records gather before a commit, unless someone waits on it."""
@@ -185,6 +188,12 @@ class WriterStore(StoreBase, ABC):
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
         return await fork(_storage(self), run_id, step, context=context)
+
+
+async def beside(read: Callable[..., _R], *args: Any) -> _R:
+    """`read(*args)` in a worker thread that takes no token of anyio's default limiter:
+    runs waiting for a commit hold those tokens, and a read must not queue behind them."""
+    return await anyio.to_thread.run_sync(read, *args, limiter=anyio.CapacityLimiter(1))
 
 
 def _keys(item: Sequence[Record] | BlobWrite) -> list[str]:
