@@ -96,25 +96,25 @@ class SQLiteStore(SQLiteWriter):
 
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued of it), or None."""
-        if self._waits(run_id):
+        if not self._ready or self._waits(run_id):
             await self._barrier()
         return await beside(self._reading, self._with, read_log, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
-        if self._waits("new"):
+        if not self._ready or self._waits("new"):
             await self._barrier()
         return await beside(self._reading, self._with, read_ids)
 
     async def load_thread(self, thread_id: str) -> ThreadLog | None:
         """The thread's head and turns (after committing what is queued of it), or None."""
-        if self._waits(f"thread:{thread_id}"):
+        if not self._ready or self._waits(f"thread:{thread_id}"):
             await self._barrier()
         return await beside(self._reading, self._with, read_thread, thread_id)
 
     async def thread_ids(self) -> tuple[str, ...]:
         """Every thread in the store, oldest first."""
-        if self._waits("new"):
+        if not self._ready or self._waits("new"):
             await self._barrier()
         return await beside(self._reading, self._with, read_thread_ids)
 
@@ -177,7 +177,7 @@ class SQLiteStore(SQLiteWriter):
 
     async def get_blob(self, digest: str) -> bytes:
         """The bytes stored under `digest`; `CheckpointError` when there are none."""
-        if self._waits(f"blob:{digest}"):
+        if not self._ready or self._waits(f"blob:{digest}"):
             await self._barrier()
         read = functools.partial(self._with, read_blob, digest)
         data: bytes | None = await beside(self._reading, read)
