@@ -8,8 +8,7 @@ import attrs
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Interrupted, Message, node
-from agentgraph.checkpoint import MemoryStore, SQLiteStore, _codec, read_thread
-from agentgraph.checkpoint._records import RunLog, ThreadHead
+from agentgraph.checkpoint import MemoryStore, RunLog, SQLiteStore, ThreadHead, _codec, read_thread
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,7 @@ import psycopg
 import pytest
 
 from agentgraph import AgentContext, GraphRunner, Message, node
-from agentgraph.checkpoint import PostgresStore, SQLiteStore, list_threads, read_thread
-from agentgraph.checkpoint._records import RunRecord
+from agentgraph.checkpoint import PostgresStore, RunRecord, SQLiteStore, list_threads, read_thread
 
 pytestmark = pytest.mark.anyio
 
