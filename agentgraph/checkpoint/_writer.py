@@ -23,7 +23,7 @@ from .._context import AgentContext
 from .._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
-from ._records import Record, RunRecord, ThreadHead
+from ._records import Record, RunRecord, StepRecord, ThreadHead
 
 __all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "beside", "gather")
 
@@ -80,23 +80,33 @@ class WriterStore(StoreBase, ABC):
         # What queued records are about (a run, `thread:<id>`, `blob:<digest>`, `new` for
         # a run started or a head moved) until they are committed: a read about something
         # with nothing queued reads at once, beside the writer, not after it.
-        self._pending: Counter[str] = Counter()
+        self._pending: dict[str, int] = {}
+        self._pending_lock = threading.Lock()
 
     def _queued(self, item: Sequence[Record] | BlobWrite) -> None:
         """Count what `item`, about to be queued, is about (see `_pending`)."""
-        with self._lock:
-            for key in _keys(item):
-                self._pending[key] += 1
+        keys = _keys(item)
+        pending = self._pending
+        with self._pending_lock:
+            for key in keys:
+                pending[key] = pending.get(key, 0) + 1
 
     def _committed(self, batch: Sequence[Any]) -> None:
         """The writer is done with `batch` (committed, refused, or the store failed)."""
-        with self._lock:
-            for item in batch:
-                if isinstance(item, BlobWrite) or (isinstance(item, Sequence) and item):
-                    for key in _keys(item):
-                        self._pending[key] -= 1
-                        if self._pending[key] <= 0:
-                            del self._pending[key]
+        keys = [
+            key
+            for item in batch
+            if isinstance(item, BlobWrite) or (isinstance(item, Sequence) and item)
+            for key in _keys(item)
+        ]
+        pending = self._pending
+        with self._pending_lock:
+            for key in keys:
+                left = pending.get(key, 0) - 1
+                if left > 0:
+                    pending[key] = left
+                else:
+                    pending.pop(key, None)
 
     def _waits(self, *keys: str) -> bool:
         """Whether a read about `keys` must wait for the writer: something about them is
@@ -196,9 +206,11 @@ async def beside(read: Callable[..., _R], *args: Any) -> _R:
     return await anyio.to_thread.run_sync(read, *args, limiter=anyio.CapacityLimiter(1))
 
 
-def _keys(item: Sequence[Record] | BlobWrite) -> list[str]:
+def _keys(item: Sequence[Record] | BlobWrite) -> Sequence[str]:
     if isinstance(item, BlobWrite):
-        return [f"blob:{item.digest}"]
+        return (f"blob:{item.digest}",)
+    if len(item) == 1 and type(item[0]) is StepRecord:  # a step's commit: most writes
+        return (item[0].run_id,)
     keys = []
     for record in item:
         keys.append(record.run_id)
