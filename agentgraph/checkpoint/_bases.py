@@ -16,6 +16,7 @@ no other run (for a log that leaves its store, or code that decodes a run alone)
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,7 @@ class _Kept:
 
 
 _kept: weakref.WeakKeyDictionary[Any, OrderedDict[str, _Kept]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
 
 
 def relative(data: bytes) -> Base | None:
@@ -89,26 +91,28 @@ def remember(store: Any, run_id: str, context: AgentContext[Any], steps: int, ty
 
 
 def _keep(store: Any, run_id: str, kept: _Kept) -> None:
-    try:
-        runs = _kept.setdefault(store, OrderedDict())
-    except TypeError:  # a store of one's own that takes no weak references: nothing is kept
-        return
-    runs[run_id] = kept
-    runs.move_to_end(run_id)
-    while len(runs) > _KEEP:
-        runs.popitem(last=False)
+    with _lock:
+        try:
+            runs = _kept.setdefault(store, OrderedDict())
+        except TypeError:  # a store of one's own that takes no weak references: none kept
+            return
+        runs[run_id] = kept
+        runs.move_to_end(run_id)
+        while len(runs) > _KEEP:
+            runs.popitem(last=False)
 
 
 def _found(store: Any, run_id: str, steps: int, types: Types) -> AgentContext[Any] | None:
-    try:
-        runs = _kept.get(store)
-    except TypeError:
-        return None
-    kept = None if runs is None else runs.get(run_id)
-    if kept is None or kept.steps != steps or kept.types != types:
-        return None
-    runs.move_to_end(run_id)  # type: ignore[union-attr]  # found in it
-    return kept.context
+    with _lock:  # a store may serve event loops in several threads
+        try:
+            runs = _kept.get(store)
+        except TypeError:
+            return None
+        kept = None if runs is None else runs.get(run_id)
+        if runs is None or kept is None or kept.steps != steps or kept.types != types:
+            return None
+        runs.move_to_end(run_id)
+        return kept.context
 
 
 async def _load(store: CheckpointStore, run_id: str) -> RunLog:
