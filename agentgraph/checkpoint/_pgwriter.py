@@ -91,6 +91,7 @@ class PostgresWriter(WriterStore):
                         self._store(conn, batch)
                     except Exception as exc:
                         self._stop(exc)
+                self._committed(batch)
                 self._answer(batch)
                 if None in batch:
                     return

@@ -10,6 +10,7 @@ take, the old owner's commits find the new fencing number and are refused.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,6 +34,7 @@ from ._pgwriter import Call, PostgresWriter
 from ._records import Record, RunLog, ThreadLog
 from ._store import BlobWrite, LeaseRelease, blob_digest
 from ._wake import Waiter
+from ._writer import beside
 
 if TYPE_CHECKING:
     import psycopg
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 __all__ = ("PostgresStore",)
 
 _T = TypeVar("_T")
+
+_READERS = 4
+"""Reading connections kept open between reads."""
 
 
 class PostgresStore(PostgresWriter):
@@ -90,6 +95,9 @@ class PostgresStore(PostgresWriter):
         self.lease_term = lease_term
         self.connect_timeout = connect_timeout
         super().__init__(f"Postgres store {self._name!r}", f"agentgraph-postgres:{self._name}")
+        # Reading connections kept between reads; reads start once the writer made the tables.
+        self._readers: queue.SimpleQueue[psycopg.Connection[Any]] = queue.SimpleQueue()
+        self._made = False
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._name!r})"
@@ -102,23 +110,24 @@ class PostgresStore(PostgresWriter):
     def write(self, records: Sequence[Record]) -> None:
         """Queue `records` for the writer thread; they commit together."""
         self._usable()
+        self._queued(records)
         self._queue.put(records)
 
     async def load(self, run_id: str) -> RunLog | None:
-        """Every record of `run_id` (after committing what is queued), or None."""
-        return await self._call(lambda conn: read_log(conn, run_id), "be read")
+        """Every record of `run_id` (after committing what is queued of it), or None."""
+        return await self._read(lambda conn: read_log(conn, run_id), run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
-        return await self._call(read_ids, "be read")
+        return await self._read(read_ids, "new")
 
     async def load_thread(self, thread_id: str) -> ThreadLog | None:
-        """The thread's head and turns (after committing what is queued), or None."""
-        return await self._call(lambda conn: read_thread(conn, thread_id), "be read")
+        """The thread's head and turns (after committing what is queued of it), or None."""
+        return await self._read(lambda conn: read_thread(conn, thread_id), f"thread:{thread_id}")
 
     async def thread_ids(self) -> tuple[str, ...]:
         """Every thread in the store, oldest first."""
-        return await self._call(read_thread_ids, "be read")
+        return await self._read(read_thread_ids, "new")
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Delete the thread and its runs; False when there was no such thread."""
@@ -168,12 +177,14 @@ class PostgresStore(PostgresWriter):
         """Queue `data` for storage under its digest and return the digest."""
         self._usable()
         digest = blob_digest(data)
-        self._queue.put(BlobWrite(digest, bytes(data)))
+        blob = BlobWrite(digest, bytes(data))
+        self._queued(blob)
+        self._queue.put(blob)
         return digest
 
     async def get_blob(self, digest: str) -> bytes:
         """The bytes stored under `digest`; `CheckpointError` when there are none."""
-        data = await self._call(lambda conn: read_blob(conn, digest), "be read")
+        data = await self._read(lambda conn: read_blob(conn, digest), f"blob:{digest}")
         if data is None:
             raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data
@@ -187,6 +198,11 @@ class PostgresStore(PostgresWriter):
             self._urgent.set()
             thread.join()
         self._stop()
+        while True:
+            try:
+                self._readers.get_nowait().close()
+            except queue.Empty:
+                break
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
@@ -209,6 +225,57 @@ class PostgresStore(PostgresWriter):
         await done.wait()
         if self._error is not None:
             self._raise()
+
+    async def _read(self, work: Callable[[psycopg.Connection[Any]], _T], about: str) -> _T:
+        """`work` on a reading connection of its own, beside the writer; on the writer's
+        connection, after it, while something about `about` is queued (or before the
+        writer made the tables)."""
+        if not self._made or self._waits(about):
+            found = await self._call(work, "be read")
+            self._made = True
+            return found
+        return await beside(self._reading, work)
+
+    def _reading(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
+        try:
+            conn = self._readers.get_nowait()
+        except queue.Empty:
+            try:
+                conn = self._connect_reader()
+            except Exception as exc:
+                raise CheckpointError(f"{self._label} cannot be read: {exc}") from exc
+        try:
+            with conn.transaction():
+                found = work(conn)
+        except CheckpointError:
+            self._keep_reader(conn)
+            raise
+        except Exception as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+            if conn.broken or conn.closed:
+                conn.close()
+            else:
+                self._keep_reader(conn)
+            raise CheckpointError(f"{self._label} cannot be read: {failed}") from exc
+        self._keep_reader(conn)
+        return found
+
+    def _keep_reader(self, conn: psycopg.Connection[Any]) -> None:
+        if self._closed or self._readers.qsize() >= _READERS:
+            conn.close()
+        else:
+            self._readers.put(conn)
+
+    def _connect_reader(self) -> psycopg.Connection[Any]:
+        pg = load_psycopg("PostgresStore")
+        conn: psycopg.Connection[Any] = pg.connect(
+            self.conninfo,
+            autocommit=True,
+            connect_timeout=max(1, round(self.connect_timeout)),
+            application_name="agentgraph",
+        )
+        conn.execute(pg.sql.SQL("SET search_path TO {}").format(pg.sql.Identifier(self.schema)))
+        return conn
 
     async def _call(self, work: Callable[[psycopg.Connection[Any]], _T], what: str) -> _T:
         """Run `work` on the writer's connection once what is queued before it is committed."""

@@ -13,6 +13,7 @@ from .._errors import CheckpointError, ContextDecodingError, ResumeError
 from .._graph import Graph
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
+from ._bases import based_context, final_context, relative
 from ._codec import decode_context, full_context, load_blobs
 from ._compact_step import entry_of, recorded_step
 from ._frames import Continue, Enter, Frame, node_named
@@ -32,6 +33,7 @@ __all__ = (
     "open_resume",
     "open_run",
     "plan",
+    "start_of",
     "structure",
 )
 
@@ -65,18 +67,25 @@ async def open_run(
     *,
     thread: str | None = None,
     base: str | None = None,
+    start: tuple[AgentContext[Any], int] | None = None,
+    types: Types = NO_TYPES,
 ) -> StoreJournal:
     """Start recording a new run: its run record holds the initial context and the graph's shape.
 
-    The store refuses a run id it already holds when it stores the run record,
-    so two runs started with one id at once cannot both go ahead.
+    A thread's turn gives `start`, the last context of its `base` run and that
+    run's number of step records: the initial context is stored as a change to
+    it (see `_bases`). The store refuses a run id it already holds when it
+    stores the run record, so two runs started with one id at once cannot both go ahead.
     """
     rid = run_id
     lease = await store.acquire(rid, owner=new_owner())
     try:
         shape = orjson.dumps(structure(graph))
         try:
-            initial = full_context(ctx, store.put_blob)
+            if base is not None and start is not None:
+                initial = based_context(ctx, start[0], base, start[1], store.put_blob)
+            else:
+                initial = full_context(ctx, store.put_blob)
             started = RunRecord(
                 rid, graph.name, shape, initial, time.time(), thread=thread, base=base
             )
@@ -92,22 +101,46 @@ async def open_run(
     except BaseException:
         store.release(lease)
         raise
-    return StoreJournal(store, rid, initial=ctx, base=ctx, lease=lease)
+    return StoreJournal(store, rid, initial=ctx, base=ctx, lease=lease, types=types)
 
 
 def decode_contexts(
-    log: RunLog, *, types: Types = NO_TYPES, blobs: Mapping[str, bytes] | None = None
+    log: RunLog,
+    *,
+    types: Types = NO_TYPES,
+    blobs: Mapping[str, bytes] | None = None,
+    start: AgentContext[Any] | None = None,
 ) -> list[AgentContext[Any]]:
     """The initial context, then the context of every step record, in commit order.
 
     Only agentgraph's own types and those in `types` are constructed. `blobs`
     holds the bytes of the images and documents the messages name (see
-    `log_blobs`).
+    `log_blobs`). A thread's turn stores its initial context as a change to
+    the last context of the run it continued: `start` is that context (a
+    store's own loads give it; a log read without them stands alone).
+
+    Raises:
+        CheckpointError: a record is damaged, or the log is a turn's and `start`
+            is missing or is not the context the turn continued.
     """
     files = blobs or {}
     contexts: list[AgentContext[Any]] = []
+    rid = log.run.run_id
+    base = relative(log.run.context)
+    if base is None:
+        start = None
+    elif start is None:
+        raise CheckpointError(
+            f"run {rid!r} continues run {base.run_id!r}: its first context is a change to "
+            "that run's last one, so it is decoded from its store"
+        )
+    elif len(start.history) != base.messages:
+        raise CheckpointError(
+            f"run {rid!r} continues a context of {base.messages} messages, "
+            f"not one of {len(start.history)}"
+        )
     try:
-        contexts.append(decode_context(log.run.context, None, types, files))
+        contexts.append(decode_context(log.run.context, start, types, files))
         for record in log.steps:
             contexts.append(decode_context(record.context, contexts[-1], types, files))
     except ContextDecodingError:
@@ -234,6 +267,20 @@ async def _load(store: CheckpointStore, run_id: str) -> RunLog:
     return checked(log)
 
 
+async def start_of(
+    store: CheckpointStore, log: RunLog, types: Types = NO_TYPES
+) -> AgentContext[Any] | None:
+    """The last context of the run `log`'s turn continues, when its run record is a change
+    to it (see `decode_contexts`); None for a run record that stands alone."""
+    base = relative(log.run.context)
+    if base is None:
+        return None
+    try:
+        return (await final_context(store, base.run_id, types))[0]
+    except CheckpointError as exc:
+        raise CheckpointError(f"run {log.run.run_id!r}: {exc}") from exc
+
+
 def _pending(log: RunLog) -> list[Effect]:
     """The questions without an answer, in the order they were last recorded."""
     answered = {e.key for e in log.effects if e.kind == "answer"}
@@ -297,7 +344,8 @@ async def open_resume(
     try:
         log = await _load(store, run_id)
         blobs = await log_blobs(store, log)
-        contexts = decode_contexts(log, types=types, blobs=blobs)
+        start = await start_of(store, log, types)
+        contexts = decode_contexts(log, types=types, blobs=blobs, start=start)
         frames = plan(log.steps, contexts)
         _check_frames(graph, frames, log, contexts[-1])
         journal = StoreJournal(
@@ -341,7 +389,8 @@ async def open_replay(
     """A journal that replays `run_id` against its record (a fork: from where it was forked)."""
     log = await _load(store, run_id)
     blobs = await log_blobs(store, log)
-    contexts = decode_contexts(log, types=types, blobs=blobs)
+    first = await start_of(store, log, types)
+    contexts = decode_contexts(log, types=types, blobs=blobs, start=first)
     start = 0
     if log.run.parent_step is not None:
         start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
@@ -21,12 +22,16 @@ from ._sqlite_sql import (
     read_thread,
     read_thread_ids,
 )
-from ._sqlitewriter import SQLiteWriter
+from ._sqlitewriter import _BUSY, SQLiteWriter
 from ._store import BlobWrite, LeaseRelease, blob_digest
+from ._writer import beside
 
 __all__ = ("SQLiteStore",)
 
 _T = TypeVar("_T")
+
+_READERS = 4
+"""Reading connections kept open between reads."""
 
 
 class SQLiteStore(SQLiteWriter):
@@ -75,6 +80,7 @@ class SQLiteStore(SQLiteWriter):
         if not lease_term > 0:
             raise ValueError(f"lease_term is a positive number of seconds, not {lease_term!r}")
         super().__init__(f"SQLite store {self.path!r}", f"agentgraph-sqlite:{self.path}")
+        self._readers: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
         self.synchronous = synchronous
         self.lease_term = lease_term
 
@@ -85,27 +91,32 @@ class SQLiteStore(SQLiteWriter):
             self._raise()
         if self._thread is None:
             self._start()
+        self._queued(records)
         self._queue.put(records)
 
     async def load(self, run_id: str) -> RunLog | None:
-        """Every record of `run_id` (after committing what is queued), or None."""
-        await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_log, run_id)
+        """Every record of `run_id` (after committing what is queued of it), or None."""
+        if not self._ready or self._waits(run_id):
+            await self._barrier()
+        return await beside(self._reading, self._with, read_log, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""
-        await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_ids)
+        if not self._ready or self._waits("new"):
+            await self._barrier()
+        return await beside(self._reading, self._with, read_ids)
 
     async def load_thread(self, thread_id: str) -> ThreadLog | None:
-        """The thread's head and turns (after committing what is queued), or None."""
-        await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread, thread_id)
+        """The thread's head and turns (after committing what is queued of it), or None."""
+        if not self._ready or self._waits(f"thread:{thread_id}"):
+            await self._barrier()
+        return await beside(self._reading, self._with, read_thread, thread_id)
 
     async def thread_ids(self) -> tuple[str, ...]:
         """Every thread in the store, oldest first."""
-        await self._barrier()
-        return await anyio.to_thread.run_sync(self._reading, self._with, read_thread_ids)
+        if not self._ready or self._waits("new"):
+            await self._barrier()
+        return await beside(self._reading, self._with, read_thread_ids)
 
     async def delete_thread(self, thread_id: str) -> bool:
         """Delete the thread and its runs; False when there was no such thread."""
@@ -159,14 +170,17 @@ class SQLiteStore(SQLiteWriter):
         if self._thread is None:
             self._start()
         digest = blob_digest(data)
-        self._queue.put(BlobWrite(digest, bytes(data)))
+        blob = BlobWrite(digest, bytes(data))
+        self._queued(blob)
+        self._queue.put(blob)
         return digest
 
     async def get_blob(self, digest: str) -> bytes:
         """The bytes stored under `digest`; `CheckpointError` when there are none."""
-        await self._barrier()
+        if not self._ready or self._waits(f"blob:{digest}"):
+            await self._barrier()
         read = functools.partial(self._with, read_blob, digest)
-        data: bytes | None = await anyio.to_thread.run_sync(self._reading, read)
+        data: bytes | None = await beside(self._reading, read)
         if data is None:
             raise CheckpointError(f"no blob {digest!r} in {self._label}")
         return data
@@ -180,18 +194,33 @@ class SQLiteStore(SQLiteWriter):
             self._urgent.set()
             thread.join()
         self._stop()
+        while True:
+            try:
+                self._readers.get_nowait().close()
+            except queue.Empty:
+                break
 
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
     # -- reading ------------------------------------------------------------------------
     def _with(self, read: Callable[..., _T], *args: Any) -> _T:
-        """`read(conn, *args)` on a connection of its own."""
-        conn = sqlite3.connect(self.path)
+        """`read(conn, *args)` on a reading connection of its own (kept for the next read:
+        a few are kept, so reads go on beside the writer and each other)."""
         try:
-            return read(conn, *args)
-        finally:
+            conn = self._readers.get_nowait()
+        except queue.Empty:
+            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=_BUSY)
+        try:
+            found = read(conn, *args)
+        except BaseException:
             conn.close()
+            raise
+        if self._closed or self._readers.qsize() >= _READERS:
+            conn.close()
+        else:
+            self._readers.put(conn)
+        return found
 
     def _reading(self, read: Callable[..., _T], *args: Any, what: str = "be read") -> _T:
         try:

@@ -92,6 +92,7 @@ class SQLiteWriter(WriterStore):
                     self._store(conn, batch, ids)
                 except Exception as exc:
                     self._stop(exc)
+            self._committed(batch)
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()

@@ -28,12 +28,13 @@ from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadMove
 from .._json import NO_TYPES, Types
 from .._runner import ANY_HEAD, Head, new_run_id
 from ..llm._messages import Message
+from ._bases import final_context
 from ._codec import full_context
 from ._compact_step import start_with
 from ._compaction import Compaction, plan
 from ._lease import Lease, new_owner
-from ._records import RunRecord, ThreadHead, ThreadLog, checked
-from ._resume import decode_contexts, log_blobs, open_run
+from ._records import RunRecord, ThreadHead, ThreadLog
+from ._resume import open_run
 
 if TYPE_CHECKING:
     from .._graph import Graph
@@ -133,15 +134,11 @@ async def _context_of(
     run_id: str,
     types: Types,
     given: AgentContext[Any] | None = None,
-) -> AgentContext[Any]:
-    """The last committed context of the thread's run `run_id`; `ThreadDamaged` if unreadable."""
+) -> tuple[AgentContext[Any], int]:
+    """The last committed context of the thread's run `run_id` and its number of step
+    records (see `final_context`); `ThreadDamaged` if unreadable."""
     try:
-        log = await store.load(run_id)
-        if log is None:
-            raise CheckpointError(f"its run {run_id!r} is missing from the store")
-        checked(log)
-        blobs = await log_blobs(store, log)
-        return decode_contexts(log, types=types, blobs=blobs)[-1]
+        return await final_context(store, run_id, types)
     except (CheckpointError, ContextDecodingError) as exc:
         raise ThreadDamaged(thread_id, str(exc), context=given) from exc
 
@@ -188,13 +185,16 @@ async def open_thread(
         found = await threads.load_thread(thread_id)
         head = None if found is None else found.head
         _check_head(thread_id, head, expect_head, ctx)
-        start = ctx
+        start, last = ctx, None
         if head is not None:
-            start = continued(await _context_of(store, thread_id, head, types, ctx), ctx)
+            last = await _context_of(store, thread_id, head, types, ctx)
+            start = continued(last[0], ctx)
         # Planned now, so a budget that cannot be met is refused before the run exists;
         # the summary is the run's first step.
         planned = None if compaction is None else plan(start, compaction, thread_id)
-        journal = await open_run(graph, start, store, run_id, thread=thread_id, base=head)
+        journal = await open_run(
+            graph, start, store, run_id, thread=thread_id, base=head, start=last, types=types
+        )
         journal.join_thread(thread_id, lease, head)
     except BaseException:
         store.release(lease)
@@ -231,7 +231,7 @@ async def read_thread(
     which = found.head if run_id is None else run_id
     if run_id is not None and all(run != run_id for run, _ in found.runs):
         raise ThreadError(thread_id, f"run {run_id!r} is not a turn of this thread")
-    context = None if which is None else await _context_of(store, thread_id, which, types)
+    context = None if which is None else (await _context_of(store, thread_id, which, types))[0]
     return Thread(thread_id, found.head, context, found.runs, found.created, found.updated)
 
 
@@ -308,7 +308,7 @@ async def rewind_thread(
         found = await _log(store, thread_id)  # the head as it is now that the thread is ours
         _check_head(thread_id, found.head, expect_head, AgentContext(None))
         assert found.head is not None
-        last = await _context_of(store, thread_id, found.head, types)
+        last, _ = await _context_of(store, thread_id, found.head, types)
         return await _seed(store, thread_id, _cut(last, at_message, thread_id), found.head)
     finally:
         store.release(lease)

@@ -12,19 +12,23 @@ import queue
 import threading
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 import attrs
 
 from .._context import AgentContext
 from .._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
+from ._records import Record, RunRecord, StepRecord, ThreadHead
 
-__all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "gather")
+__all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "beside", "gather")
 
 _I = TypeVar("_I")
+_R = TypeVar("_R")
 
 _GATHER = 0.005
 """Seconds a writer lets records gather before a commit, unless someone waits on it."""
@@ -73,6 +77,44 @@ class WriterStore(StoreBase, ABC):
         self._lock = threading.Lock()
         self._urgent = threading.Event()
         self._owners: Counter[str] = Counter()  # the owners registered by this store
+        # What queued records are about (a run, `thread:<id>`, `blob:<digest>`, `new` for
+        # a run started or a head moved) until they are committed: a read about something
+        # with nothing queued reads at once, beside the writer, not after it.
+        self._pending: dict[str, int] = {}
+        self._pending_lock = threading.Lock()
+
+    def _queued(self, item: Sequence[Record] | BlobWrite) -> None:
+        """Count what `item`, about to be queued, is about (see `_pending`)."""
+        keys = _keys(item)
+        pending = self._pending
+        with self._pending_lock:
+            for key in keys:
+                pending[key] = pending.get(key, 0) + 1
+
+    def _committed(self, batch: Sequence[Any]) -> None:
+        """The writer is done with `batch` (committed, refused, or the store failed)."""
+        keys = [
+            key
+            for item in batch
+            if isinstance(item, BlobWrite) or (isinstance(item, Sequence) and item)
+            for key in _keys(item)
+        ]
+        pending = self._pending
+        with self._pending_lock:
+            for key in keys:
+                left = pending.get(key, 0) - 1
+                if left > 0:
+                    pending[key] = left
+                else:
+                    pending.pop(key, None)
+
+    def _waits(self, *keys: str) -> bool:
+        """Whether a read about `keys` must wait for the writer: something about them is
+        queued, or the store stopped (the wait raises why)."""
+        if self._error is not None or self._closed:
+            return True
+        pending = self._pending
+        return any(pending.get(key) for key in keys)
 
     def _claim(self, owner: str) -> None:
         """Register `owner` before its lease is taken: nobody here may think it gone."""
@@ -156,6 +198,29 @@ class WriterStore(StoreBase, ABC):
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
         return await fork(_storage(self), run_id, step, context=context)
+
+
+async def beside(read: Callable[..., _R], *args: Any) -> _R:
+    """`read(*args)` in a worker thread that takes no token of anyio's default limiter:
+    runs waiting for a commit hold those tokens, and a read must not queue behind them."""
+    return await anyio.to_thread.run_sync(read, *args, limiter=anyio.CapacityLimiter(1))
+
+
+def _keys(item: Sequence[Record] | BlobWrite) -> Sequence[str]:
+    if isinstance(item, BlobWrite):
+        return (f"blob:{item.digest}",)
+    if len(item) == 1 and type(item[0]) is StepRecord:  # a step's commit: most writes
+        return (item[0].run_id,)
+    keys = []
+    for record in item:
+        keys.append(record.run_id)
+        if isinstance(record, RunRecord):
+            keys.append("new")
+            if record.thread is not None:
+                keys.append(f"thread:{record.thread}")
+        elif isinstance(record, ThreadHead):
+            keys += ("new", f"thread:{record.thread}")
+    return keys
 
 
 def gather(

@@ -39,6 +39,7 @@ from .._json import NO_TYPES, Types, from_data
 from .._node import Node
 from .._runtime import Runtime
 from .._usage import Price
+from ..checkpoint._bases import standalone
 from ..checkpoint._codec import decode_message
 from ..checkpoint._effects import decode_request
 from ..checkpoint._records import Effect, RunLog, checked, effect_step
@@ -153,7 +154,9 @@ async def load_log(store: CheckpointStore, run_id: str) -> tuple[RunLog, dict[st
             run_id, "its record holds no committed step: the run stopped before its first step"
         )
     try:
-        return checked(log), await log_blobs(store, log)
+        # A thread's turn is stored as a change to the run it continued: it is decoded alone.
+        log = await standalone(store, checked(log))
+        return log, await log_blobs(store, log)
     except CheckpointError as exc:
         raise RecordedRunError(run_id, str(exc)) from exc
 

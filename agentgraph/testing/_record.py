@@ -11,6 +11,7 @@ import attrs
 
 from .._context import AgentContext
 from .._errors import ReplayDiverged
+from ..checkpoint._bases import standalone
 from ..checkpoint._codec import diff_data
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts, log_blobs
@@ -79,6 +80,7 @@ class Recording:
             log = await store.load(_RUN_ID)
             if log is not None:
                 # Images and documents travel in the file: it is replayed without this store.
+                log = await standalone(store, log)
                 log = attrs.evolve(log, blobs=await log_blobs(store, log))
                 await anyio.to_thread.run_sync(self._save, log.dumps())
 

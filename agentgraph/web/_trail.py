@@ -10,6 +10,7 @@ from typing import Any
 
 from .._json import Types
 from .._redact import Redactor
+from ..checkpoint._bases import standalone
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts, log_blobs
 from ..checkpoint._store import CheckpointStore
@@ -72,6 +73,7 @@ async def stored_output(store: Any, log: RunLog, types: Types) -> Any:
     """
     blobs: dict[str, bytes] = {}
     if isinstance(store, CheckpointStore):
+        log = await standalone(store, log)  # a thread's turn, stored as a change to another run
         blobs = await log_blobs(store, log)
     return decode_contexts(log, types=types, blobs=blobs)[-1].input
 
