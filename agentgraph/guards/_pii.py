@@ -27,9 +27,10 @@ _EMAIL = re.compile(
 )
 # A run of numbers separated by single spaces or dashes, in which a card may lead
 # (a slash ends a run, so `card/card` is two runs).
-# A run may not follow a word ending in a digit and a separator: `DE89 3704 ...`
-# is an IBAN, not a card after a code.
-_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
+# A run may not follow the start of an IBAN (a word of two capitals and two digits,
+# then a separator): `DE89 3704 ...` is an IBAN's body, not a card after a code.
+# Any other word ending in a digit (`user42 4111...`) leaves the run a card.
+_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\b[A-Z]{2}\d\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
 _GROUP = re.compile(r"\d+")
 # A number written as a phone number: an international `+` form, or (area) local
 # forms with separators; never a bare run of digits, a date or a dotted version.
