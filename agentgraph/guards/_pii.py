@@ -82,6 +82,9 @@ def _is_card(digits: str, grouped: bool) -> bool:
     return grouped or len(digits) not in (13, 14) or not _gs1_valid(digits)
 
 
+_MOST_GROUPS = 6
+"""The most groups a written card takes: 4 digits, then groups of 3 or more, 19 in all."""
+
 Group = tuple[int, int, str]
 """A group of digits in a run of numbers: where it starts and ends, and its digits."""
 
@@ -97,7 +100,8 @@ def _card_at(groups: list[Group], i: int) -> tuple[int, int]:
     if len(first) != 4:
         return (stop, 1) if _is_card(first, False) else (0, 0)
     digits, found = first, (0, 0)
-    for taken, (_, stop, group) in enumerate(groups[i + 1 :], 2):
+    # 19 digits at most, in groups of three or more after the first four: six groups.
+    for taken, (_, stop, group) in enumerate(groups[i + 1 : i + _MOST_GROUPS], 2):
         if not 3 <= len(group) <= 6 or len(digits) >= 19:
             break
         digits += group

@@ -175,3 +175,26 @@ async def test_a_rewrite_counts_what_it_masked_never_the_values() -> None:
 
 
 pytestmark = pytest.mark.anyio
+
+
+class _Touched(list):
+    """Groups that count how many of them a card search reads."""
+
+    read = 0
+
+    def __getitem__(self, index):
+        found = super().__getitem__(index)
+        _Touched.read += len(found) if isinstance(index, slice) else 1
+        return found
+
+
+def test_a_card_search_reads_the_groups_a_card_can_take_not_the_whole_run() -> None:
+    # A long table of numbers is read once: each start looks at most at the six groups
+    # a card of 19 digits can span, not at every group after it.
+    from agentgraph.guards._pii import _card_at
+
+    written = ["4111", "1111", "1111", "1111", *["1234"] * 1000]
+    groups = _Touched((5 * i, 5 * i + 4, g) for i, g in enumerate(written))
+    _Touched.read = 0
+    assert _card_at(groups, 0) == (19, 4)  # 4111 1111 1111 1111
+    assert _Touched.read <= 6
