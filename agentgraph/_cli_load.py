@@ -84,16 +84,8 @@ def load_target(target: str, model: ChatModel | None = None) -> Graph[Any, Any]:
     Raises:
         CommandError: the target cannot be imported, found, called, or is not a graph.
     """
-    value = _attribute(target)
-    if isinstance(value, Graph):
-        return _given(target, value, model)
-    if isinstance(value, Node) or not callable(value):
-        kind = "a node" if isinstance(value, Node) else f"of type {type(value).__name__}"
-        raise CommandError(f"{target} is {kind}, not a Graph or a function that returns one")
-    made = _call_factory(target, value, model)
-    if not isinstance(made, Graph):
-        raise CommandError(f"{target}() returned a {type(made).__name__}, not a Graph")
-    return made
+    found: Graph[Any, Any] = _load(target, model, Graph, ("a Graph",))
+    return found
 
 
 def load_node(target: str, model: ChatModel | None = None) -> Node[Any, Any]:
@@ -102,17 +94,24 @@ def load_node(target: str, model: ChatModel | None = None) -> Node[Any, Any]:
     Raises:
         CommandError: the target cannot be imported, found, called, or is not a node.
     """
+    found: Node[Any, Any] = _load(target, model, Node, ("a node", "a Graph"))
+    return found
+
+
+def _load(target: str, model: ChatModel | None, wanted: type[Any], names: tuple[str, ...]) -> Any:
+    """The `wanted` that `module:attribute` names, or that the factory it names makes;
+    `names` say what is wanted in the errors."""
     value = _attribute(target)
-    if isinstance(value, Node):
+    if isinstance(value, wanted):
         return _given(target, value, model)
-    if not callable(value):
-        raise CommandError(
-            f"{target} is of type {type(value).__name__}, not a node, a Graph or a function "
-            "that returns one"
-        )
+    if isinstance(value, Node) or not callable(value):
+        kind = "a node" if isinstance(value, Node) else f"of type {type(value).__name__}"
+        listed = ", ".join(names)
+        raise CommandError(f"{target} is {kind}, not {listed} or a function that returns one")
     made = _call_factory(target, value, model)
-    if not isinstance(made, Node):
-        raise CommandError(f"{target}() returned a {type(made).__name__}, not a node or a Graph")
+    if not isinstance(made, wanted):
+        either = " or ".join(names)
+        raise CommandError(f"{target}() returned a {type(made).__name__}, not {either}")
     return made
 
 

@@ -2,9 +2,10 @@
 
 A data part is a protobuf `Value`, in which every number is a double: an
 integer a client sent arrives as `2.0`. Where the JSON Schema of the type the
-value is validated against says `integer`, such a double is an `int` again;
-anywhere else (a `float` field, an `Any` one, an untyped graph) it stays the
-double it came as. Nothing is guessed from the value alone.
+value is validated against says `integer`, or lists that integer in an `enum`
+(`Literal[1, "a"]`), such a double is an `int` again; anywhere else (a `float`
+field, an `Any` one, an untyped graph) it stays the double it came as.
+Nothing is guessed from the value alone.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def whole_numbers(schema: _Schema, value: Any) -> Any:
 def _narrow(node: Any, defs: Mapping[str, Any], value: Any) -> Any:
     node = _resolved(node, defs)
     if isinstance(value, float):
-        return int(value) if value.is_integer() and _integer(node, defs) else value
+        whole = value.is_integer() and (_integer(node, defs) or _listed(node, defs, value))
+        return int(value) if whole else value
     if isinstance(value, dict):
         shape = _branch(node, defs, "object", value)
         props = shape.get("properties")
@@ -72,6 +74,19 @@ def _integer(node: _Schema, defs: Mapping[str, Any]) -> bool:
     for branch in _branches(node, defs):
         kinds |= _types(branch)
     return "integer" in kinds and "number" not in kinds
+
+
+def _listed(node: _Schema, defs: Mapping[str, Any], value: float) -> bool:
+    """Whether an `enum` or `const` here (with no `type` saying so: `Literal[1, "a"]`)
+    lists the integer that `value` is."""
+    for shape in (node, *_branches(node, defs)):
+        listed = shape.get("enum")
+        choices = listed if isinstance(listed, list) else []
+        if "const" in shape:
+            choices = [*choices, shape["const"]]
+        if any(type(c) is int and c == value for c in choices):
+            return True
+    return False
 
 
 def _branch(node: _Schema, defs: Mapping[str, Any], kind: str, value: Any) -> _Schema:

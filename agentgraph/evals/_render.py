@@ -150,8 +150,9 @@ def to_junit(report: Report) -> str:
     suite = ET.Element("testsuite", name=_xml(report.name))
     failures = errors = 0
     total = 0.0
+    once = report.repeat == 1  # derived from every run: read once, not per run
     for result in report.results:
-        name = result.case if report.repeat == 1 else f"{result.case} [{result.repeat + 1}]"
+        name = result.case if once else f"{result.case} [{result.repeat + 1}]"
         case = ET.SubElement(
             suite,
             "testcase",

@@ -27,9 +27,10 @@ _EMAIL = re.compile(
 )
 # A run of numbers separated by single spaces or dashes, in which a card may lead
 # (a slash ends a run, so `card/card` is two runs).
-# A run may not follow a word ending in a digit and a separator: `DE89 3704 ...`
-# is an IBAN, not a card after a code.
-_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
+# A run may not follow the start of an IBAN (a word of two capitals and two digits,
+# then a separator): `DE89 3704 ...` is an IBAN's body, not a card after a code.
+# Any other word ending in a digit (`user42 4111...`) leaves the run a card.
+_NUMBERS = re.compile(r"(?<![\w.\-])(?<!\b[A-Z]{2}\d\d[ -])\d+(?:[ -]\d+)*(?!\w|[.\-]\d)")
 _GROUP = re.compile(r"\d+")
 # A number written as a phone number: an international `+` form, or (area) local
 # forms with separators; never a bare run of digits, a date or a dotted version.
@@ -81,6 +82,9 @@ def _is_card(digits: str, grouped: bool) -> bool:
     return grouped or len(digits) not in (13, 14) or not _gs1_valid(digits)
 
 
+_MOST_GROUPS = 6
+"""The most groups a written card takes: 4 digits, then groups of 3 or more, 19 in all."""
+
 Group = tuple[int, int, str]
 """A group of digits in a run of numbers: where it starts and ends, and its digits."""
 
@@ -96,7 +100,8 @@ def _card_at(groups: list[Group], i: int) -> tuple[int, int]:
     if len(first) != 4:
         return (stop, 1) if _is_card(first, False) else (0, 0)
     digits, found = first, (0, 0)
-    for taken, (_, stop, group) in enumerate(groups[i + 1 :], 2):
+    # 19 digits at most, in groups of three or more after the first four: six groups.
+    for taken, (_, stop, group) in enumerate(groups[i + 1 : i + _MOST_GROUPS], 2):
         if not 3 <= len(group) <= 6 or len(digits) >= 19:
             break
         digits += group

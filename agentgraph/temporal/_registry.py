@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..llm._model import ChatModel
     from ..tools._tool import Tool
 
-__all__ = ("ActivityPolicy", "Registry", "registry_for")
+__all__ = ("ActivityPolicy", "Registry", "nodes_of", "registry_for")
 
 DEFAULT_HISTORY_EVENTS = 10_000
 """History events after which a run continues as new (Temporal's hard limit is 51,200)."""
@@ -186,6 +186,13 @@ def _asked_elsewhere(
     if runner.guards is not None:
         rounds = runner.guards
         found += [*rounds.input, *rounds.output, *rounds.tools, *rounds.results]
+    for node in nodes_of(graphs):
+        found += [g for g in getattr(node, "guards", ()) if isinstance(g, Guard)]
+    return [g for g in found if not g.deterministic]
+
+
+def nodes_of(graphs: Iterable[Any]) -> Iterator[Any]:
+    """`graphs` and every node in them (a graph's `members`, and theirs), each once."""
     todo: list[Any] = list(graphs)
     seen: set[int] = set()
     while todo:
@@ -193,9 +200,8 @@ def _asked_elsewhere(
         if id(node) in seen:
             continue
         seen.add(id(node))
-        found += [g for g in getattr(node, "guards", ()) if isinstance(g, Guard)]
+        yield node
         todo.extend(getattr(node, "members", ()))
-    return [g for g in found if not g.deterministic]
 
 
 def _policies(

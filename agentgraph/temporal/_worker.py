@@ -18,7 +18,14 @@ from .._runner import GraphRunner, Sink
 from .._runtime import StepCallback
 from ._activities import Activities
 from ._convert import BLOB_THRESHOLD, BlobStore, data_converter
-from ._registry import DEFAULT_HISTORY_EVENTS, REPLAY, ActivityPolicy, Registry, register
+from ._registry import (
+    DEFAULT_HISTORY_EVENTS,
+    REPLAY,
+    ActivityPolicy,
+    Registry,
+    nodes_of,
+    register,
+)
 from ._workflow import GraphWorkflow
 
 if TYPE_CHECKING:
@@ -229,16 +236,9 @@ def _sandbox(registry: Registry) -> SandboxedWorkflowRunner:
 def _graph_modules(registry: Registry) -> list[str]:
     """The modules the graphs' nodes were written in (shared with the sandbox, too)."""
     found: dict[str, None] = {}
-    todo: list[Any] = list(registry.graphs.values())
-    seen: set[int] = set()
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in nodes_of(registry.graphs.values()):
         for value in (node, getattr(node, "fn", None)):
             module = inspect.getmodule(value) if value is not None else None
             if module is not None and not module.__name__.startswith("agentgraph"):
                 found[module.__name__] = None
-        todo.extend(getattr(node, "members", ()))
     return list(found)

@@ -67,3 +67,19 @@ def test_a_fraction_or_a_type_that_does_not_fit_is_left_for_validation_to_refuse
     }
     assert whole_numbers({"type": "integer"}, 7.0) == 7
     assert type(whole_numbers({}, 7.0)) is float
+
+
+@attrs.frozen
+class Choice:
+    mixed: Literal[1, "a"]
+    either: Literal[2, "b"] | None = None
+
+
+def test_a_whole_double_is_the_integer_an_untyped_enum_lists():
+    # `Literal[1, "a"]` has no `type` in its schema, only `enum`: 1.0 is the 1 it lists.
+    schema = json_schema(Choice)
+    narrowed = whole_numbers(schema, {"mixed": 1.0, "either": 2.0})
+    assert narrowed == {"mixed": 1, "either": 2}
+    assert [type(v) for v in narrowed.values()] == [int, int]
+    assert validate(Choice, narrowed, strict=True) == Choice(1, 2)
+    assert type(whole_numbers(schema, {"mixed": 3.0})["mixed"]) is float  # not listed

@@ -285,3 +285,19 @@ def test_junit_holds_any_text_as_well_formed_xml(tmp_path):
     assert cases_[2].attrib["name"].startswith("fail \\x00")
     assert cases_[2].find("failure").attrib["message"].startswith("s\\x00")
     assert cases_[4].find("error").attrib["message"] == ""
+
+
+def test_junit_reads_the_runs_per_case_once_not_per_run(monkeypatch):
+    grouped = Report._grouped
+    calls = []
+
+    def counting(self):
+        calls.append(None)
+        return grouped(self)
+
+    monkeypatch.setattr(Report, "_grouped", counting)
+    report = Report("many", [result(f"c{i % 10}", i // 10) for i in range(200)])
+    suite = ET.fromstring(to_junit(report)).find("testsuite")
+    assert len(suite.findall("testcase")) == 200
+    assert suite.find("testcase").attrib["name"] == "c0 [1]"
+    assert len(calls) == 1  # regrouping 200 runs for each of them made the file quadratic

@@ -105,6 +105,11 @@ def test_every_written_card_form_is_masked(card: str, template: str, masked: str
         ("qty 12 4111 1111 1111 1111", "qty 12 [card]"),  # or whatever comes before
         ("exp 12/29 4111 1111 1111 1111", "exp 12/29 [card]"),
         ("4111111111111111 and 4012888888881881", "[card] and [card]"),
+        # A word ending in a digit before it: only an IBAN's start (`DE89 `) keeps its body.
+        ("user42 4111111111111111", "user42 [card]"),
+        ("ticket T5 4111 1111 1111 1111", "ticket T5 [card]"),
+        ("room 4B2 4111-1111-1111-1111 ok", "room 4B2 [card] ok"),
+        ("Flight BA2490 5555 5555 5555 4444", "Flight BA2490 [card]"),
     ],
 )
 def test_a_card_is_masked_whatever_follows_it(text: str, masked: str) -> None:
@@ -170,3 +175,26 @@ async def test_a_rewrite_counts_what_it_masked_never_the_values() -> None:
 
 
 pytestmark = pytest.mark.anyio
+
+
+class _Touched(list):
+    """Groups that count how many of them a card search reads."""
+
+    read = 0
+
+    def __getitem__(self, index):
+        found = super().__getitem__(index)
+        _Touched.read += len(found) if isinstance(index, slice) else 1
+        return found
+
+
+def test_a_card_search_reads_the_groups_a_card_can_take_not_the_whole_run() -> None:
+    # A long table of numbers is read once: each start looks at most at the six groups
+    # a card of 19 digits can span, not at every group after it.
+    from agentgraph.guards._pii import _card_at
+
+    written = ["4111", "1111", "1111", "1111", *["1234"] * 1000]
+    groups = _Touched((5 * i, 5 * i + 4, g) for i, g in enumerate(written))
+    _Touched.read = 0
+    assert _card_at(groups, 0) == (19, 4)  # 4111 1111 1111 1111
+    assert _Touched.read <= 6
