@@ -26,6 +26,7 @@ __all__ = (
     "check_key",
     "check_limit",
     "check_namespace",
+    "check_text",
     "check_ttl",
     "decode_value",
     "encode_value",
@@ -189,6 +190,7 @@ def check_namespace(namespace: Sequence[str], *, prefix: bool = False) -> Namesp
             raise MemoryInputError(f"{what}[{i}]", f"is longer than {MAX_LABEL} characters")
         if _SEP in label or "\x00" in label:
             raise MemoryInputError(f"{what}[{i}]", "holds a control character (\\x00 or \\x1f)")
+        check_text(label, f"{what}[{i}]")
     return labels
 
 
@@ -199,9 +201,7 @@ def check_key(key: str) -> str:
         raise MemoryInputError("key", "is an empty string")
     if len(key) > MAX_KEY:
         raise MemoryInputError("key", f"is {len(key)} characters long; at most {MAX_KEY}")
-    if "\x00" in key:
-        raise MemoryInputError("key", "holds a NUL character")
-    return key
+    return check_text(key, "key")
 
 
 def check_ttl(ttl: float | None, what: str = "ttl") -> float | None:
@@ -218,9 +218,30 @@ def check_limit(limit: int, what: str = "limit") -> int:
     return limit
 
 
+def check_text(text: str, where: str) -> str:
+    """`text` when every store can keep it as it is: no NUL, no lone surrogate.
+
+    PostgreSQL's text and jsonb cannot hold U+0000, and no store can encode a
+    lone surrogate (half of a UTF-16 pair) as UTF-8; refusing both here, before
+    any store is asked, makes every store accept and refuse the same text.
+    """
+    if "\x00" in text:
+        raise MemoryInputError(where, f"holds a NUL character (U+0000) at {text.index(chr(0))}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MemoryInputError(
+                where, f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at {exc.start}"
+            ) from None
+    return text
+
+
 def _json(value: Any, where: str, depth: int) -> Any:
     """`value` as plain JSON data (tuples become lists), or a refusal naming where it fails."""
-    if value is None or isinstance(value, str | bool):
+    if isinstance(value, str):
+        return check_text(value, where)
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         if not -(2**63) <= value < 2**64:
@@ -237,6 +258,7 @@ def _json(value: Any, where: str, depth: int) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise MemoryInputError(f"{where}", f"has the key {k!r}; JSON keys are strings")
+            check_text(k, f"{where} key {k!r}")
             out[k] = _json(v, f"{where}[{k!r}]", depth + 1)
         return out
     if isinstance(value, list | tuple):
