@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
@@ -19,6 +20,7 @@ from ._errors import MemoryDataError, MemoryInputError
 __all__ = (
     "MAX_KEY",
     "MAX_LABEL",
+    "MAX_WORD",
     "Item",
     "Memory",
     "MemoryHit",
@@ -48,7 +50,9 @@ MAX_DEPTH = 16
 _MAX_NESTING = 64
 _SEP = "\x1f"
 """Joins a namespace's labels in a stored row; a label may not hold it."""
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"[^\W_]+")
+MAX_WORD = 200
+"""The longest word keyword search indexes and matches, in characters."""
 
 
 def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -314,5 +318,15 @@ def indexed_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The lowercased words of `text`, each once, in order (what keyword search matches)."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    """The words of `text` as keyword search indexes and matches them, each once, in order.
+
+    The same rule in every store: the text is case-folded and decomposed
+    (NFKD), its accents and other combining marks dropped, and its words are
+    the runs of letters and digits (punctuation, spaces and `_` separate them;
+    "Ann@Example.com" is `ann`, `example`, `com`; "Café" is `cafe`). Words
+    longer than `MAX_WORD` characters are left out.
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
+    words = (w for w in _WORD.findall(folded) if len(w) <= MAX_WORD)
+    return list(dict.fromkeys(words))

@@ -119,6 +119,47 @@ async def test_keyword_search_without_an_embedder(make_memory):
     assert await memory.search(USER, "zebra") == []
 
 
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("ann@example.com", {"mail", "site"}),  # its words: ann, example, com
+        ("example", {"mail", "site"}),
+        ("ANN", {"mail"}),
+        ("cafe", {"cafe", "upper"}),  # accents and case folded, both ways
+        ("Café", {"cafe", "upper"}),
+        ("CAFÉ", {"cafe", "upper"}),
+        ("naïve", {"naive"}),
+        ("naive", {"naive"}),
+        ("STRASSE", {"street"}),  # case folding: ß is ss
+        ("strasse", {"street"}),
+        ("ﬁle", {"ligature"}),  # compatibility forms decompose: ﬁ is fi
+        ("file", {"ligature"}),
+        ("snake", {"snake"}),  # _ separates words
+        ("snake_case", {"snake"}),
+        ("v2", {"version"}),
+        ("東京", {"tokyo"}),
+        ("x" * 201, set()),  # too long a word to index
+        ("@.-_", set()),
+    ],
+)
+async def test_keyword_search_folds_and_splits_words_the_same_in_every_store(
+    make_memory, query, found
+):
+    memory = make_memory()
+    await memory.put(USER, "mail", {"text": "Write to Ann@Example.com today"})
+    await memory.put(USER, "site", {"text": "see https://www.example.org/x"})
+    await memory.put(USER, "cafe", {"text": "Meet at the café"})
+    await memory.put(USER, "upper", {"text": "CAFÉ DE FLORE"})
+    await memory.put(USER, "naive", {"text": "a naïve plan"})
+    await memory.put(USER, "street", {"text": "Lange Straße 5"})
+    await memory.put(USER, "ligature", {"text": "the ﬁle"})
+    await memory.put(USER, "snake", {"text": "call snake_case names"})
+    await memory.put(USER, "version", {"text": "release v2, not v3"})
+    await memory.put(USER, "tokyo", {"text": "東京 trip"})
+    await memory.put(USER, "long", {"text": "x" * 201})
+    assert {h.id for h in await memory.search(USER, query)} == found
+
+
 async def test_semantic_search_embeds_on_put_in_one_batch(make_memory):
     embedder = WordEmbedder()
     memory = make_memory(embedder=embedder, index=["text"])
