@@ -146,6 +146,7 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
         now: float,
         expires: float | None,
     ) -> Item:
+        words = terms(row.text)
         # One statement: the version counts only live items, and concurrent puts of
         # one key queue on its row lock rather than both reading the old version.
         found = conn.execute(
@@ -159,8 +160,7 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
             "created = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.created "
             "ELSE excluded.created END "
             "RETURNING version, created",
-            (stored, row.key, row.raw, row.text, terms(row.text), row.vector)
-            + (now, now, expires, now, now),
+            (stored, row.key, row.raw, row.text, words, row.vector, now, now, expires, now, now),
         ).fetchone()
         assert found is not None, "an upsert returns its row"
         return Item(ns, row.key, row.value, found[0], found[1], now, expires)
