@@ -148,7 +148,8 @@ class CompactionFailed(RunError):
     or by the turn's `compact` step when the summary came out too long for the
     room left for it. `.context` is the turn's first context, uncompacted;
     `.budget` is the policy's token budget and `.needed` the tokens of what
-    it must keep (the system prompt, system messages and the latest turn).
+    it must keep (the system prompt, system messages and the new message, with
+    room for the summary: a latest turn too large is clipped or summarized).
     """
 
     def __init__(
