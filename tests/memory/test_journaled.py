@@ -175,15 +175,21 @@ def two_databases(postgres_server):
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
 
 
-@pytest.mark.parametrize("where", ["sqlite", "postgres", "sqlite runs, postgres memory"])
+@pytest.mark.parametrize(
+    "where",
+    ["sqlite", "sqlite, one file", "postgres", "postgres, one database", "sqlite, postgres"],
+)
 async def test_a_step_killed_after_its_write_is_served_its_earlier_read(tmp_path, request, where):
     """The step read n=0 and wrote n=1, then died: its resume must read n=0 again (its
     recorded read), not the n=1 it wrote, or its output and memory disagree."""
-    if where == "sqlite":
+    if where.startswith("sqlite") and "postgres" not in where:
         runs, mem = str(tmp_path / "runs.db"), str(tmp_path / "memory.db")
     else:
-        runs_db, mem = request.getfixturevalue("two_databases")
-        runs = str(tmp_path / "runs.db") if where.startswith("sqlite") else runs_db
+        runs, mem = request.getfixturevalue("two_databases")
+        if where.startswith("sqlite"):
+            runs = str(tmp_path / "runs.db")
+    if where.endswith(("one file", "one database")):
+        mem = runs
     await kill_after_write("crash_memory", runs, mem, "--run-id=killed")
     out = (await resume_after_kill("crash_memory", runs, mem, "--run-id=killed")).split()
     assert out == ["visit", "1", "version", "1"]
