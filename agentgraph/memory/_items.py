@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
@@ -50,7 +50,7 @@ MAX_DEPTH = 16
 _MAX_NESTING = 64
 _SEP = "\x1f"
 """Joins a namespace's labels in a stored row; a label may not hold it."""
-_WORD = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 MAX_WORD = 200
 """The longest word keyword search indexes and matches, in characters."""
 
@@ -321,12 +321,22 @@ def terms(text: str) -> list[str]:
     """The words of `text` as keyword search indexes and matches them, each once, in order.
 
     The same rule in every store: the text is case-folded and decomposed
-    (NFKD), its accents and other combining marks dropped, and its words are
-    the runs of letters and digits (punctuation, spaces and `_` separate them;
-    "Ann@Example.com" is `ann`, `example`, `com`; "Café" is `cafe`). Words
-    longer than `MAX_WORD` characters are left out.
+    (NFKD), its accents (nonspacing marks) dropped, and its words are the runs
+    of letters, digits and spacing marks (punctuation, symbols, spaces and `_`
+    separate them; "Ann@Example.com" is `ann`, `example`, `com`; "Café" is
+    `cafe`). Words longer than `MAX_WORD` characters are left out.
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(c for c in decomposed if not unicodedata.combining(c))
-    words = (w for w in _WORD.findall(folded) if len(w) <= MAX_WORD)
-    return list(dict.fromkeys(words))
+    if text.isascii():
+        words: Iterable[str] = _ASCII_WORD.findall(text.lower())
+    else:
+        decomposed = unicodedata.normalize("NFKD", text.casefold())
+        words = "".join(_word_char(c) for c in decomposed).split()
+    return list(dict.fromkeys(w for w in words if len(w) <= MAX_WORD))
+
+
+def _word_char(c: str) -> str:
+    """`c` as part of a word, "" for an accent, or a space for a separator."""
+    kind = unicodedata.category(c)
+    if kind == "Mn":
+        return ""
+    return c if kind[0] in "LN" or kind in ("Mc", "Me") else " "

@@ -138,6 +138,10 @@ async def test_keyword_search_without_an_embedder(make_memory):
         ("snake_case", {"snake"}),
         ("v2", {"version"}),
         ("東京", {"tokyo"}),
+        ("हिन्दी", {"hindi"}),  # spacing marks stay in the word
+        ("भाषा", {"hindi"}),
+        ("x2", {"power"}),
+        ("x²", {"power"}),
         ("x" * 201, set()),  # too long a word to index
         ("@.-_", set()),
     ],
@@ -156,6 +160,8 @@ async def test_keyword_search_folds_and_splits_words_the_same_in_every_store(
     await memory.put(USER, "snake", {"text": "call snake_case names"})
     await memory.put(USER, "version", {"text": "release v2, not v3"})
     await memory.put(USER, "tokyo", {"text": "東京 trip"})
+    await memory.put(USER, "hindi", {"text": "हिन्दी भाषा"})
+    await memory.put(USER, "power", {"text": "x² grows"})
     await memory.put(USER, "long", {"text": "x" * 201})
     assert {h.id for h in await memory.search(USER, query)} == found
 
