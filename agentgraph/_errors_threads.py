@@ -13,20 +13,36 @@ if TYPE_CHECKING:
     from ._context import AgentContext
 
 __all__ = (
+    "SHOWN_ID",
     "CompactionFailed",
     "ThreadBusy",
     "ThreadDamaged",
     "ThreadError",
     "ThreadMoved",
     "ThreadNotFound",
+    "shown",
 )
 
 
+SHOWN_ID = 80
+"""The most characters of an id's repr an error message echoes."""
+
+
+def shown(value: object) -> str:
+    """`value`'s repr for a message, clipped to `SHOWN_ID` characters and its length."""
+    text = repr(value)
+    if len(text) <= SHOWN_ID:
+        return text
+    size = f" ({len(value):,} characters)" if isinstance(value, str) else ""
+    return f"{text[:SHOWN_ID]}…{size}"
+
+
 class ThreadError(CheckpointError):
-    """A thread the store cannot serve as asked; `.thread_id` names it.
+    """A thread the store cannot serve as asked, or a bad thread id; `.thread_id` names it.
 
     Raised as a run on the thread starts, `.context` is the context the run
-    was given (nothing ran); raised by a thread function, it is None.
+    was given (nothing ran); raised by a thread function, it is None. The
+    message echoes the id clipped (see `SHOWN_ID`); `.thread_id` holds it whole.
     """
 
     def __init__(
@@ -36,18 +52,27 @@ class ThreadError(CheckpointError):
         self.reason = masked(reason)
         self.context = context
         self.step = None if context is None else 0
-        super().__init__(f"thread {thread_id!r}: {reason}")
+        super().__init__(f"thread {shown(thread_id)}: {reason}")
 
 
 class ThreadNotFound(ThreadError):
-    """No thread of that id is in the store (a run on a new id starts one; reading does not)."""
+    """No thread of that id is in the store (a run on a new id starts one; reading does not),
+    or `.run_id` (when given) is not one of the thread's turns."""
 
-    def __init__(self, thread_id: str, *, context: AgentContext[Any] | None = None) -> None:
-        super().__init__(
-            thread_id,
-            "no such thread in the store (a run with this thread_id starts it)",
-            context=context,
+    def __init__(
+        self,
+        thread_id: str,
+        *,
+        run_id: str | None = None,
+        context: AgentContext[Any] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        reason = (
+            "no such thread in the store (a run with this thread_id starts it)"
+            if run_id is None
+            else f"run {shown(run_id)} is not a turn of this thread"
         )
+        super().__init__(thread_id, reason, context=context)
 
 
 class ThreadDamaged(ThreadError):
@@ -86,7 +111,7 @@ class ThreadBusy(RunBusy):
             self.context = context
         self.args = (
             masked(
-                f"thread {thread_id!r} is busy: another run on it is going on "
+                f"thread {shown(thread_id)} is busy: another run on it is going on "
                 f"({self.reason}); wait for it to end, then run again"
             ),
         )
@@ -110,7 +135,7 @@ class ThreadMoved(ThreadBusy):
         self.head, self.expected = head, expected
         self.args = (
             masked(
-                f"thread {thread_id!r} moved on: its head is run {head!r}, not {expected!r} "
+                f"thread {shown(thread_id)} moved on: its head is run {head!r}, not {expected!r} "
                 "as when it was read; read the thread again and run the turn on what it holds"
             ),
         )
@@ -123,7 +148,8 @@ class CompactionFailed(RunError):
     or by the turn's `compact` step when the summary came out too long for the
     room left for it. `.context` is the turn's first context, uncompacted;
     `.budget` is the policy's token budget and `.needed` the tokens of what
-    it must keep (the system prompt, system messages and the latest turn).
+    it must keep (the system prompt, system messages and the new message, with
+    room for the summary: a latest turn too large is clipped or summarized).
     """
 
     def __init__(
@@ -140,7 +166,7 @@ class CompactionFailed(RunError):
         self.needed = needed
         self.reason = masked(reason)
         super().__init__(
-            f"thread {thread_id!r} cannot be compacted to {budget} tokens: {reason}",
+            f"thread {shown(thread_id)} cannot be compacted to {budget} tokens: {reason}",
             context=context,
             step=0,
         )

@@ -132,6 +132,7 @@ def recorded_step(journal: StoreJournal, thread_id: str) -> CompactStep | None:
             str(data["strategy"]),
             int(data["before"]),
             int(data["after"]),
+            _clip_of(data),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise CheckpointError(
@@ -155,4 +156,11 @@ def entry_of(
 
 def _plan_of(data: dict[str, Any]) -> Plan:
     kept = tuple(int(i) for i in data["kept"])
-    return Plan(int(data["cut"]), kept, int(data["needed"]), int(data["before"]))
+    cut, needed, before = int(data["cut"]), int(data["needed"]), int(data["before"])
+    return Plan(cut, kept, needed, before, clip=_clip_of(data))
+
+
+def _clip_of(data: dict[str, Any]) -> int | None:
+    """A record's clip of tool results (records from before clipping have none)."""
+    clip = data.get("clip")
+    return None if clip is None else int(clip)

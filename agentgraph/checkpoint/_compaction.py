@@ -9,6 +9,12 @@ system message (earlier summaries are folded into the new one), the latest
 turn, and every tool call with its results. What was done is a `Compacted`
 record, kept with the turn's run, and `apply_compaction` rebuilds the
 compacted context from the original and the record alone.
+
+A latest turn too large to keep whole never locks the thread: its tool
+results are clipped first (each to the same number of characters, the most
+that fits), and when that is not enough the turn is summarized (or dropped)
+with the rest. Only a budget that the system prompt, the system messages and
+the new message (with room for a summary) exceed is refused.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .._clip import clip_result
 from .._context import AgentContext, History
 from .._errors_threads import CompactionFailed
 from ..llm._messages import Message, Usage
@@ -119,6 +126,8 @@ class Compacted:
         strategy: the policy's strategy.
         before: tokens before, as the policy counts them.
         after: tokens after.
+        clip: the characters each tool result after the cut was clipped to
+            (see `clip_result`); None when none was.
     """
 
     cut: int
@@ -127,6 +136,7 @@ class Compacted:
     strategy: str
     before: int
     after: int
+    clip: int | None = None
 
     def as_data(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -147,7 +157,18 @@ def apply_compaction(ctx: AgentContext[Any], done: Compacted) -> AgentContext[An
     history = ctx.history
     kept = [history[i] for i in done.kept]
     summary = () if done.summary is None else (summary_message(done.summary),)
-    return ctx.evolve(history=History((*kept, *summary, *history[done.cut :])))
+    rest = _clipped(history[done.cut :], done.clip)
+    return ctx.evolve(history=History((*kept, *summary, *rest)))
+
+
+def _clipped(messages: Sequence[Message], clip: int | None) -> tuple[Message, ...]:
+    """`messages` with every tool result's text clipped to `clip` characters."""
+    if clip is None:
+        return tuple(messages)
+    return tuple(
+        attrs.evolve(m, content=clip_result(m.content, clip)) if m.role == "tool" else m
+        for m in messages
+    )
 
 
 def _cuts(history: Sequence[Message], last: int) -> list[int]:
@@ -202,6 +223,7 @@ class Plan:
     kept: tuple[int, ...]
     needed: int
     before: int
+    clip: int | None = None
 
     def as_data(self) -> dict[str, Any]:
         return attrs.asdict(self)
@@ -217,17 +239,72 @@ def plan(ctx: AgentContext[Any], policy: Compaction, thread_id: str) -> Plan | N
     if before <= policy.budget:
         return None
     cut, kept, needed = _plan(ctx, policy)
-    if cut == 0:
+    if cut > 0:
+        return Plan(cut, kept, needed, before)
+    clipped = _clip_latest(ctx, policy, before)
+    if clipped is not None:
+        return clipped
+    return _whole(ctx, policy, before, thread_id)
+
+
+def _fixed(ctx: AgentContext[Any], policy: Compaction, summary: bool) -> int:
+    """Tokens of the system prompt and the new message, with room for a summary."""
+    fixed = measure(ctx.evolve(history=History()), policy.count)
+    if summary and policy.strategy != "drop":
+        fixed += count_message_tokens((summary_message(""),), policy.count) + policy.reserve
+    return fixed
+
+
+def _clip_latest(ctx: AgentContext[Any], policy: Compaction, before: int) -> Plan | None:
+    """The latest turn kept with its tool results clipped to the most characters that fit
+    (and what comes before it summarized), or None when no clip is enough."""
+    history = ctx.history
+    last = cut_point(history, keep_last=policy.keep_last if policy.strategy == "keep_last" else 0)
+    cut = max(_cuts(history, last), default=0)
+    longest = max((len(m.content) for m in history[cut:] if m.role == "tool"), default=None)
+    if longest is None:
+        return None
+    kept = tuple(
+        i for i in range(cut) if history[i].role == "system" and not is_summary(history[i])
+    )
+    base = _fixed(ctx, policy, summary=cut > 0)
+    base += count_message_tokens([history[i] for i in kept], policy.count)
+
+    def needed(clip: int) -> int:
+        return base + count_message_tokens(_clipped(history[cut:], clip), policy.count)
+
+    if needed(0) > policy.budget:
+        return None
+    low, high = 0, longest  # the longest clip that fits, by bisection
+    while low < high:
+        middle = (low + high + 1) // 2
+        if needed(middle) <= policy.budget:
+            low = middle
+        else:
+            high = middle - 1
+    return Plan(cut, kept, needed(low), before, clip=low)
+
+
+def _whole(ctx: AgentContext[Any], policy: Compaction, before: int, thread_id: str) -> Plan:
+    """The whole history summarized (or dropped), but for its system messages.
+
+    Raises:
+        CompactionFailed: even so, what is left passes the budget.
+    """
+    history = ctx.history
+    kept = tuple(i for i, m in enumerate(history) if m.role == "system" and not is_summary(m))
+    needed = _fixed(ctx, policy, summary=True)
+    needed += count_message_tokens([history[i] for i in kept], policy.count)
+    if needed > policy.budget or not history:
         raise CompactionFailed(
             thread_id,
-            f"what must be kept (the system prompt, system messages, the latest turn and "
-            f"its tool calls{', and room for the summary' if policy.reserve else ''}) "
-            f"takes {needed} tokens",
+            f"what must be kept (the system prompt, system messages and the new message"
+            f"{', and room for the summary' if policy.reserve else ''}) takes {needed} tokens",
             budget=policy.budget,
             needed=needed,
             context=ctx,
         )
-    return Plan(cut, kept, needed, before)
+    return Plan(len(history), kept, needed, before)
 
 
 Ask = Callable[[ChatRequest], Awaitable[ChatResponse]]
@@ -249,11 +326,13 @@ async def carry_out(
     """
     summary: str | None = None
     usage = Usage()
-    if policy.strategy != "drop":
+    if policy.strategy != "drop" and planned.cut > 0:
         assert policy.model is not None
         send = ask or policy.model.request
         summary, usage = await _summarize(ctx.history[: planned.cut], policy, send)
-    done = Compacted(planned.cut, planned.kept, summary, policy.strategy, planned.before, 0)
+    done = Compacted(
+        planned.cut, planned.kept, summary, policy.strategy, planned.before, 0, planned.clip
+    )
     out = apply_compaction(ctx, done).add_usage(usage)
     after = measure(out, policy.count)
     if after > policy.budget:

@@ -24,7 +24,14 @@ import orjson
 
 from .._context import AgentContext, History, Settings
 from .._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
-from .._errors_threads import ThreadBusy, ThreadDamaged, ThreadError, ThreadMoved, ThreadNotFound
+from .._errors_threads import (
+    ThreadBusy,
+    ThreadDamaged,
+    ThreadError,
+    ThreadMoved,
+    ThreadNotFound,
+    shown,
+)
 from .._json import NO_TYPES, Types
 from .._runner import ANY_HEAD, Head, new_run_id
 from ..llm._messages import Message
@@ -105,10 +112,17 @@ def _threads(store: Any) -> ThreadStore:
 
 
 def _check_id(thread_id: Any) -> str:
-    if not isinstance(thread_id, str) or not 0 < len(thread_id) <= _MAX_ID:
-        raise UsageError(f"a thread id is a string of 1 to {_MAX_ID} characters, not {thread_id!r}")
-    if not thread_id.isprintable():
-        raise ThreadError(thread_id, "a thread id is printable characters only")
+    """`thread_id` if it is 1 to 256 printable characters; else one error, `ThreadError`."""
+    if not isinstance(thread_id, str):
+        raise ThreadError(
+            shown(thread_id), f"a thread id is a string, not {type(thread_id).__name__}"
+        )
+    if not 0 < len(thread_id) <= _MAX_ID or not thread_id.isprintable():
+        raise ThreadError(
+            thread_id,
+            f"a thread id is 1 to {_MAX_ID} printable characters, not {len(thread_id):,} "
+            f"characters{'' if thread_id.isprintable() else ' holding unprintable ones'}",
+        )
     return thread_id
 
 
@@ -230,7 +244,7 @@ async def read_thread(
     found = await _log(store, thread_id)
     which = found.head if run_id is None else run_id
     if run_id is not None and all(run != run_id for run, _ in found.runs):
-        raise ThreadError(thread_id, f"run {run_id!r} is not a turn of this thread")
+        raise ThreadNotFound(thread_id, run_id=run_id)
     context = None if which is None else (await _context_of(store, thread_id, which, types))[0]
     return Thread(thread_id, found.head, context, found.runs, found.created, found.updated)
 
@@ -272,7 +286,7 @@ async def fork_thread(
     `run_id`), keeping its first `at_message` messages when given. The
     thread forked from is left as it was.
     """
-    new = _check_id(new_thread_id or new_run_id())
+    new = _check_id(new_run_id() if new_thread_id is None else new_thread_id)
     if await _threads(store).load_thread(new) is not None:
         raise ThreadError(new, "is already in the store: fork to a new thread id")
     read = await read_thread(store, thread_id, run_id=run_id, types=types)

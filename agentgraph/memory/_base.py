@@ -29,6 +29,7 @@ from ._items import (
     check_key,
     check_limit,
     check_namespace,
+    check_text,
     check_ttl,
     encode_value,
     indexed_text,
@@ -229,8 +230,11 @@ class MemoryBase(ABC):
                 orjson.dumps(dict(filter))
             except TypeError as exc:
                 raise MemoryInputError("filter", f"holds values that are not JSON: {exc}") from exc
+            encode_value(filter, "filter")  # text every store compares the same way
         if query is not None and not isinstance(query, str):
             raise MemoryInputError("query", f"is a string or None, not {type(query).__name__}")
+        if query is not None:
+            check_text(query, "query")
         now = self.clock()
         where = pushdown(filter)
         if query is None:

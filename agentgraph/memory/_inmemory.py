@@ -6,6 +6,8 @@ import time
 from collections.abc import Sequence
 
 import anyio.lowlevel
+import attrs
+import orjson
 
 from ..llm._embedder import Embedder
 from ._base import KEEP_EFFECTS, Clock, Found, MemoryBase, Row
@@ -52,16 +54,16 @@ class InMemoryMemory(MemoryBase):
         await anyio.lowlevel.checkpoint()
         if effect is not None and effect in self._effects:
             done: list[Item] = self._effects[effect][1]  # type: ignore[assignment]
-            return done
+            return [_own(item) for item in done]
         items = []
         for row in rows:
             old = self._live(ns, row.key, now)
             version, created = (1, now) if old is None else (old.version + 1, old.created)
             item = Item(ns, row.key, row.value, version, created, now, expires)
-            self._items[(ns, row.key)] = Found(item, row.text, row.vector)
+            self._items[(ns, row.key)] = Found(_own(item), row.text, row.vector)
             items.append(item)
         if effect is not None:
-            self._effects[effect] = (now, items)
+            self._effects[effect] = (now, [_own(item) for item in items])
         return items
 
     async def _prune(self, before: float) -> int:
@@ -73,7 +75,8 @@ class InMemoryMemory(MemoryBase):
 
     async def _get(self, ns: Namespace, key: str, now: float) -> Item | None:
         await anyio.lowlevel.checkpoint()
-        return self._live(ns, key, now)
+        item = self._live(ns, key, now)
+        return None if item is None else _own(item)
 
     async def _delete(self, ns: Namespace, key: str, now: float, effect: str | None) -> bool:
         await anyio.lowlevel.checkpoint()
@@ -95,6 +98,23 @@ class InMemoryMemory(MemoryBase):
         newest: int | None = None,
     ) -> list[Found]:
         await anyio.lowlevel.checkpoint()
+        return [attrs.evolve(found, item=_own(found.item)) for found in self._under(prefix, now)]
+
+    async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
+        wanted = set(words)
+        out = []
+        await anyio.lowlevel.checkpoint()
+        for found in self._under(prefix, now):
+            matched = len(wanted.intersection(terms(found.text)))
+            if matched:
+                out.append(Found(_own(found.item), found.text, None, matched / len(wanted)))
+        return out
+
+    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
+        await anyio.lowlevel.checkpoint()
+        return {found.item.namespace for found in self._under(prefix, now)}
+
+    def _under(self, prefix: Namespace, now: float) -> list[Found]:
         depth = len(prefix)
         return [
             found
@@ -102,21 +122,15 @@ class InMemoryMemory(MemoryBase):
             if ns[:depth] == prefix and _alive(found.item, now)
         ]
 
-    async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
-        wanted = set(words)
-        out = []
-        for found in await self._scan(prefix, now, vectors=False):
-            matched = len(wanted.intersection(terms(found.text)))
-            if matched:
-                out.append(Found(found.item, found.text, None, matched / len(wanted)))
-        return out
-
-    async def _namespaces(self, prefix: Namespace, now: float) -> set[Namespace]:
-        return {found.item.namespace for found in await self._scan(prefix, now, vectors=False)}
-
     def _live(self, ns: Namespace, key: str, now: float) -> Item | None:
         found = self._items.get((ns, key))
         return None if found is None or not _alive(found.item, now) else found.item
+
+
+def _own(item: Item) -> Item:
+    """`item` with a value of its own: what a caller changes in it never reaches the store,
+    as with the stores that decode every read from their rows."""
+    return attrs.evolve(item, value=orjson.loads(orjson.dumps(dict(item.value))))
 
 
 def _alive(item: Item, now: float) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,6 +20,7 @@ from ._errors import MemoryDataError, MemoryInputError
 __all__ = (
     "MAX_KEY",
     "MAX_LABEL",
+    "MAX_WORD",
     "Item",
     "Memory",
     "MemoryHit",
@@ -26,6 +28,7 @@ __all__ = (
     "check_key",
     "check_limit",
     "check_namespace",
+    "check_text",
     "check_ttl",
     "decode_value",
     "encode_value",
@@ -47,7 +50,9 @@ MAX_DEPTH = 16
 _MAX_NESTING = 64
 _SEP = "\x1f"
 """Joins a namespace's labels in a stored row; a label may not hold it."""
-_WORD = re.compile(r"\w+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+MAX_WORD = 200
+"""The longest word keyword search indexes and matches, in characters."""
 
 
 def _frozen(value: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -189,6 +194,7 @@ def check_namespace(namespace: Sequence[str], *, prefix: bool = False) -> Namesp
             raise MemoryInputError(f"{what}[{i}]", f"is longer than {MAX_LABEL} characters")
         if _SEP in label or "\x00" in label:
             raise MemoryInputError(f"{what}[{i}]", "holds a control character (\\x00 or \\x1f)")
+        check_text(label, f"{what}[{i}]")
     return labels
 
 
@@ -199,9 +205,7 @@ def check_key(key: str) -> str:
         raise MemoryInputError("key", "is an empty string")
     if len(key) > MAX_KEY:
         raise MemoryInputError("key", f"is {len(key)} characters long; at most {MAX_KEY}")
-    if "\x00" in key:
-        raise MemoryInputError("key", "holds a NUL character")
-    return key
+    return check_text(key, "key")
 
 
 def check_ttl(ttl: float | None, what: str = "ttl") -> float | None:
@@ -218,9 +222,30 @@ def check_limit(limit: int, what: str = "limit") -> int:
     return limit
 
 
+def check_text(text: str, where: str) -> str:
+    """`text` when every store can keep it as it is: no NUL, no lone surrogate.
+
+    PostgreSQL's text and jsonb cannot hold U+0000, and no store can encode a
+    lone surrogate (half of a UTF-16 pair) as UTF-8; refusing both here, before
+    any store is asked, makes every store accept and refuse the same text.
+    """
+    if "\x00" in text:
+        raise MemoryInputError(where, f"holds a NUL character (U+0000) at {text.index(chr(0))}")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MemoryInputError(
+                where, f"holds a lone surrogate (U+{ord(text[exc.start]):04X}) at {exc.start}"
+            ) from None
+    return text
+
+
 def _json(value: Any, where: str, depth: int) -> Any:
     """`value` as plain JSON data (tuples become lists), or a refusal naming where it fails."""
-    if value is None or isinstance(value, str | bool):
+    if isinstance(value, str):
+        return check_text(value, where)
+    if value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
         if not -(2**63) <= value < 2**64:
@@ -237,6 +262,7 @@ def _json(value: Any, where: str, depth: int) -> Any:
         for k, v in value.items():
             if not isinstance(k, str):
                 raise MemoryInputError(f"{where}", f"has the key {k!r}; JSON keys are strings")
+            check_text(k, f"{where} key {k!r}")
             out[k] = _json(v, f"{where}[{k!r}]", depth + 1)
         return out
     if isinstance(value, list | tuple):
@@ -292,5 +318,25 @@ def indexed_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
 
 
 def terms(text: str) -> list[str]:
-    """The lowercased words of `text`, each once, in order (what keyword search matches)."""
-    return list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    """The words of `text` as keyword search indexes and matches them, each once, in order.
+
+    The same rule in every store: the text is case-folded and decomposed
+    (NFKD), its accents (nonspacing marks) dropped, and its words are the runs
+    of letters, digits and spacing marks (punctuation, symbols, spaces and `_`
+    separate them; "Ann@Example.com" is `ann`, `example`, `com`; "Café" is
+    `cafe`). Words longer than `MAX_WORD` characters are left out.
+    """
+    if text.isascii():
+        words: Iterable[str] = _ASCII_WORD.findall(text.lower())
+    else:
+        decomposed = unicodedata.normalize("NFKD", text.casefold())
+        words = "".join(_word_char(c) for c in decomposed).split()
+    return list(dict.fromkeys(w for w in words if len(w) <= MAX_WORD))
+
+
+def _word_char(c: str) -> str:
+    """`c` as part of a word, "" for an accent, or a space for a separator."""
+    kind = unicodedata.category(c)
+    if kind == "Mn":
+        return ""
+    return c if kind[0] in "LN" or kind in ("Mc", "Me") else " "

@@ -9,6 +9,11 @@ the items, in the same transaction, and applies an effect id once. So a crash
 after the store committed a write but before the journal recorded it cannot
 write twice, or count a version twice, when the step runs again: the memory
 and the checkpoint store can be different databases.
+
+Before a write reaches the store, what the step recorded so far (its reads
+above all) is made durable: the journal writes behind, so a crash right after
+the store committed the write could otherwise lose the record of a read made
+before it, and the resumed step would read its own write.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ class JournaledMemory:
             lambda effect: _one(self._memory.put(namespace, key, value, ttl=ttl, effect=effect)),
             _encode_items,
             _decode_items,
+            write=True,
         )
         return items[0]
 
@@ -90,6 +96,7 @@ class JournaledMemory:
             lambda effect: self._memory.put_many(namespace, values, ttl=ttl, effect=effect),
             _encode_items,
             _decode_items,
+            write=True,
         )
 
     async def delete(self, namespace: Sequence[str], key: str) -> bool:
@@ -99,6 +106,7 @@ class JournaledMemory:
             lambda effect: self._memory.delete(namespace, key, effect=effect),
             lambda done: done,
             _decode_bool,
+            write=True,
         )
 
     async def get(self, namespace: Sequence[str], key: str) -> Item | None:
@@ -143,6 +151,8 @@ class JournaledMemory:
         op: Callable[[str | None], Awaitable[T]],
         encode: Callable[[T], Any],
         decode: Callable[[Any], T],
+        *,
+        write: bool = False,
     ) -> T:
         rt = self._rt
         journal = rt.journal
@@ -165,6 +175,9 @@ class JournaledMemory:
                 ) from exc
         if journal.replaying:
             raise journal.diverged(rt, f"the replay called memory ({name}); the record did not")
+        if write:
+            # The step's reads before this write are served on a resume only if recorded.
+            await journal.flush()
         result = await op(f"{journal.run_id}/{key}")
         # An object, as every kind of effect a checkpoint store checks on reading.
         journal.record(key, KIND, orjson.dumps({"v": encode(result)}))

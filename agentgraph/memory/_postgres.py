@@ -3,7 +3,9 @@
 Sync psycopg on one connection per store object, driven from worker threads
 (so it works on asyncio and trio alike), as `PostgresStore` does. Tables live
 in their own schema, created on first use under an advisory lock. Keyword
-search uses PostgreSQL's full-text search (`to_tsvector('simple', ...)`);
+search uses PostgreSQL's full-text search over the words `terms` folds (stored
+as lexemes with `array_to_tsvector`, matched with a `tsquery` of lexemes, so
+no parser of PostgreSQL's splits them otherwise than the other stores do);
 semantic search is exact and runs in this process, over the vectors under
 the prefix.
 
@@ -33,7 +35,7 @@ from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
 from ._errors import MemoryDataError
-from ._items import Item, MemoryHit, Namespace, join_namespace
+from ._items import Item, MemoryHit, Namespace, join_namespace, terms
 from ._pushdown import NOTHING, Where, top
 from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
@@ -144,11 +146,12 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
         now: float,
         expires: float | None,
     ) -> Item:
+        words = terms(row.text)
         # One statement: the version counts only live items, and concurrent puts of
         # one key queue on its row lock rather than both reading the old version.
         found = conn.execute(
             "INSERT INTO memory_items AS m VALUES "
-            "(%s, %s, %s, %s, to_tsvector('simple', %s), %s, 1, %s, %s, %s) "
+            "(%s, %s, %s, %s, array_to_tsvector(%s::text[]), %s, 1, %s, %s, %s) "
             "ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, text = excluded.text, "
             "words = excluded.words, vector = excluded.vector, updated = excluded.updated, "
             "expires = excluded.expires, "
@@ -157,7 +160,7 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
             "created = CASE WHEN m.expires IS NULL OR m.expires > %s THEN m.created "
             "ELSE excluded.created END "
             "RETURNING version, created",
-            (stored, row.key, row.raw, row.text, row.text, row.vector, now, now, expires, now, now),
+            (stored, row.key, row.raw, row.text, words, row.vector, now, now, expires, now, now),
         ).fetchone()
         assert found is not None, "an upsert returns its row"
         return Item(ns, row.key, row.value, found[0], found[1], now, expires)
@@ -270,7 +273,8 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
         return await self._run("search items", work)
 
     async def _keyword(self, prefix: Namespace, words: list[str], now: float) -> list[Found]:
-        # Each word as a quoted lexeme, so no word is read as tsquery syntax.
+        # Each word as a quoted lexeme, so no word is read as tsquery syntax; cast, not
+        # to_tsquery, so that PostgreSQL's parser does not split or fold it again.
         query = " | ".join(
             "'" + word.replace("'", "''").replace("\\", "\\\\") + "'" for word in words
         )
@@ -278,7 +282,7 @@ class PostgresMemory(SQLMemory["psycopg.Connection[Any]"]):
         def work(conn: psycopg.Connection[Any]) -> list[Found]:
             rows = conn.execute(
                 f"SELECT {COLUMNS}, ts_rank(words, q) FROM memory_items, "
-                "to_tsquery('simple', %s) AS q "
+                "CAST(%s AS tsquery) AS q "
                 f"WHERE words @@ q AND {_UNDER} AND {_LIVE}",
                 (query, join_namespace(prefix), now),
             ).fetchall()

@@ -2,7 +2,8 @@
 
 Writes run in `BEGIN IMMEDIATE` transactions on a WAL-mode database, so
 processes take turns writing while readers go on; keyword search uses an
-FTS5 table kept beside the items (same rowids), and semantic search scores
+FTS5 table kept beside the items (same rowids), holding each item's words as
+`terms` folds them (so it matches what the other stores match), and semantic search scores
 every vector under the prefix with numpy (exact, no index).
 
 Value filters on JSON scalars run in SQL (`json_extract`), so a listing reads
@@ -27,7 +28,7 @@ from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit
 from ._errors import MemoryDataError
-from ._items import Item, MemoryHit, Namespace, join_namespace
+from ._items import Item, MemoryHit, Namespace, join_namespace, terms
 from ._pushdown import NOTHING, Where, top
 from ._sql import COLUMNS, SQLMemory, damaged, row_item
 
@@ -152,8 +153,9 @@ class SQLiteMemory(SQLMemory[sqlite3.Connection]):
                 (*values, rowid),
             )
             conn.execute("DELETE FROM memory_words WHERE rowid = ?", (rowid,))
-        if row.text:
-            conn.execute("INSERT INTO memory_words (rowid, text) VALUES (?, ?)", (rowid, row.text))
+        words = " ".join(terms(row.text))  # FTS5 then finds the words every store finds
+        if words:
+            conn.execute("INSERT INTO memory_words (rowid, text) VALUES (?, ?)", (rowid, words))
         return Item(ns, row.key, row.value, version, created, now, expires)
 
     def _remove(

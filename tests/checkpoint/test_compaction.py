@@ -5,7 +5,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentgraph import AgentContext, GraphRunner, Message, ToolCall
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphRunner,
+    Message,
+    Runtime,
+    ToolCall,
+    node,
+)
 from agentgraph.checkpoint import (
     Compaction,
     CompactionFailed,
@@ -90,9 +98,16 @@ def test_compaction_keeps_its_invariants(ctx, policy):
     # System messages (other than summaries) stay, in order.
     notes = [m for m in original if m.role == "system" and not is_summary(m)]
     assert [m for m in kept if m.role == "system" and not is_summary(m)] == notes
-    # What follows the kept notes and summary is a suffix of the original.
+    # What follows the kept notes and summary is a suffix of the original (its tool
+    # results clipped when the latest turn alone was over the budget).
     tail = kept[len(done.kept) + (done.summary is not None) :]
-    assert tail == original[done.cut :]
+    assert len(tail) == len(original) - done.cut
+    for now, then in zip(tail, original[done.cut :], strict=True):
+        if done.clip is None or then.role != "tool":
+            assert now == then
+        else:
+            assert (now.tool_call_id, now.role) == (then.tool_call_id, "tool")
+            assert now.content == then.content or len(then.content) > done.clip
     # Every tool result keeps its call, and every kept call keeps all of its results.
     calls = check_pairs(kept)
     for message in original:
@@ -135,13 +150,98 @@ async def test_a_thread_is_compacted_recorded_and_replayed_exactly():
     assert replayed.history == thread.context.history
 
 
+def big_turn(tokens, *, tools):
+    """A latest turn of about `tokens` tokens: in tool results, or in the user's message."""
+    if not tools:
+        return (Message.user("u" * 4 * tokens), Message.assistant("done"))
+    calls = (ToolCall("c1", "look", {}), ToolCall("c2", "look", {}))
+    return (
+        Message.user("look it up"),
+        Message.assistant("", tool_calls=calls),
+        Message.tool("c1", "a" * 2 * tokens),
+        Message.tool("c2", "b" * 2 * tokens),
+        Message.assistant("done"),
+    )
+
+
 @pytest.mark.anyio
-async def test_a_budget_that_cannot_hold_the_latest_turn_says_so():
+@pytest.mark.parametrize("times", [2, 10])
+@pytest.mark.parametrize("tools", [True, False])
+@pytest.mark.parametrize("strategy", ["whole", "keep_last", "chunked", "drop"])
+async def test_a_latest_turn_over_the_budget_never_locks_the_thread(times, tools, strategy):
+    budget = 200
+    store = MemoryStore()
+    earlier = (Message.user("hello"), Message.assistant("hi there"))
+    seed = AgentContext(None, history=(*earlier, *big_turn(budget * times, tools=tools)))
+    await _seed_thread(store, "t", seed)
+    policy = Compaction(
+        budget,
+        model=None if strategy == "drop" else summarizer("they looked things up"),
+        strategy=strategy,
+        keep_last=2,
+        summary_tokens=20,
+    )
+    model = ScriptedModel("fine", repeat=True)
+    runner = GraphRunner()
+    for n in range(3):  # the turn after, and the one after that, run under the same policy
+        ctx = AgentContext(f"next {n}")
+        await runner.run(chat(model), ctx, store=store, thread_id="t", compaction=policy)
+        assert measure(AgentContext(None, history=model.requests[-1].messages)) <= budget
+    first = model.requests[0].messages
+    if tools:  # the results were clipped, the turn kept: its call and results still pair
+        check_pairs(first)
+        results = [m for m in first if m.role == "tool"]
+        assert [m.tool_call_id for m in results] == ["c1", "c2"]
+        assert all("characters were cut here" in m.content for m in results)
+    else:  # the turn itself was summarized (or dropped)
+        assert not any(m.content.startswith("uuuu") for m in first)
+        if strategy != "drop":
+            assert is_summary(first[0]) and "they looked things up" in first[0].content
+    assert len((await read_thread(store, "t")).runs) == 4
+
+
+async def _seed_thread(store, thread_id, ctx):
+    """A thread whose head holds `ctx`, as a turn that ran without compaction left it."""
+
+    @node
+    async def replay(c: AgentContext[None], rt: Runtime) -> AgentContext[None]:
+        return c.evolve(history=ctx.history)
+
+    with GraphBuilder[None, None]("seed") as g:
+        g.start.edge_to(replay).edge_to(g.finish)
+    await GraphRunner().run(g.build(), AgentContext(None), store=store, thread_id=thread_id)
+
+
+@pytest.mark.anyio
+async def test_a_clipped_turn_is_recorded_and_replayed_exactly():
+    store = MemoryStore()
+    seed = AgentContext(None, history=big_turn(2000, tools=True))
+    await _seed_thread(store, "t", seed)
+    policy = Compaction(300, model=summarizer(), summary_tokens=20)
+    runner = GraphRunner()
+    out = await runner.run(
+        chat(ScriptedModel("fine")),
+        AgentContext("next"),
+        store=store,
+        thread_id="t",
+        compaction=policy,
+    )
+    head = (await read_thread(store, "t")).head
+    log = await store.load(head)
+    [record] = [e for e in log.effects if e.key == COMPACTION_KEY]
+    done = decode_value(record.value)
+    assert done["cut"] == 0 and done["summary"] is None and done["clip"] > 0
+    replayed = await runner.replay(chat(ScriptedModel()), head, store)
+    assert replayed.history == out.history
+
+
+@pytest.mark.anyio
+async def test_a_budget_the_prompt_and_new_message_pass_fails_before_anything_runs():
     store = MemoryStore()
     model = ScriptedModel("fine", repeat=True)
     runner = GraphRunner()
     await runner.run(chat(model), AgentContext("a" * 400), store=store, thread_id="f")
-    given_ctx = AgentContext("next")
+    given_ctx = AgentContext("next " * 40, system_prompt="be brief")
     with pytest.raises(CompactionFailed) as failed:
         await runner.run(
             chat(model),
@@ -152,9 +252,11 @@ async def test_a_budget_that_cannot_hold_the_latest_turn_says_so():
         )
     assert failed.value.budget == 30 and failed.value.needed > 30
     assert "cannot be compacted to 30 tokens" in str(failed.value)
-    assert failed.value.context.input == "next"
+    assert "the system prompt, system messages and the new message" in str(failed.value)
+    assert failed.value.context.input == given_ctx.input
     # Nothing ran: the thread is as it was, and free.
     assert len((await read_thread(store, "f")).runs) == 1
+    assert model.requests[-1].messages[-1].content == "a" * 400
     await runner.run(chat(model), AgentContext("ok"), store=store, thread_id="f")
 
 

@@ -127,8 +127,9 @@ async def test_threads_are_listed_read_forked_rewound_and_deleted(store):
     assert missing.value.thread_id == "side"
     with pytest.raises(ThreadNotFound):
         await delete_thread(store, "side")
-    with pytest.raises(ThreadError, match="not a turn of this thread"):
+    with pytest.raises(ThreadNotFound, match="run 'nope' is not a turn of this thread") as other:
         await read_thread(store, "main", run_id="nope")
+    assert (other.value.thread_id, other.value.run_id) == ("main", "nope")
     with pytest.raises(ThreadError, match="at_message is 0 to"):
         await fork_thread(store, "main", at_message=99)
 
@@ -144,6 +145,47 @@ def gated():
         return ctx.with_input("done")
 
     return wait, gate, entered
+
+
+@pytest.mark.parametrize(
+    ("bad", "what"),
+    [
+        ("", "1 to 256 printable characters, not 0 characters"),
+        ("x" * 257, "not 257 characters"),
+        ("x" * 100_000, "not 100,000 characters"),
+        ("a\nb", "holding unprintable ones"),
+        (42, "a thread id is a string, not int"),
+    ],
+)
+async def test_a_bad_thread_id_is_one_error_everywhere_echoed_clipped(store, bad, what):
+    model, _ = recording_model()
+    await GraphRunner().run(chat(model), AgentContext("hi"), store=store, thread_id="main")
+    calls = [
+        lambda: GraphRunner().run(chat(model), AgentContext("hi"), store=store, thread_id=bad),
+        lambda: read_thread(store, bad),
+        lambda: fork_thread(store, "main", new_thread_id=bad),
+        lambda: rewind_thread(store, bad, 0),
+        lambda: delete_thread(store, bad),
+    ]
+    for call in calls:
+        with pytest.raises(ThreadError, match=what) as refused:
+            await call()
+        assert type(refused.value) is ThreadError
+        assert len(str(refused.value)) < 300
+    assert [t.thread for t in await list_threads(store)] == ["main"]
+
+
+async def test_errors_echo_a_long_id_clipped_and_keep_it_whole(store):
+    long = "r" * 100_000
+    with pytest.raises(ThreadNotFound) as missing:
+        await read_thread(store, "t" * 256)
+    assert len(str(missing.value)) < 300
+    model, _ = recording_model()
+    await GraphRunner().run(chat(model), AgentContext("hi"), store=store, thread_id="main")
+    with pytest.raises(ThreadNotFound) as other:
+        await read_thread(store, "main", run_id=long)
+    assert "(100,000 characters)" in str(other.value) and len(str(other.value)) < 300
+    assert other.value.run_id == long
 
 
 async def test_a_second_run_on_a_busy_thread_is_refused_with_its_context(store):

@@ -1,11 +1,13 @@
 """What the crash scripts share: a memory store that dies after a put, and the run or resume.
 
-A script builds its graph around a `SQLiteMemory` and hands it to `crash_run`,
-which reads `RUNS_DB MEMORY_DB [--resume] [--kill]`: with `--kill` the store
+A script builds its graph around a memory store and hands it to `crash_run`,
+which reads `RUNS_DB MEMORY_DB [--resume] [--kill]` (each a SQLite file, or a
+PostgreSQL URL for `PostgresStore` and `PostgresMemory`): with `--kill` the store
 SIGKILLs the process the moment it has committed a put, so the checkpoint
-store never records the write; with `--resume` the run is resumed once the
-killed runner's lease lapses. The tests run a script through `kill_after_write`
-and `resume_after_kill`.
+store never records the write (nor any record the run did not flush: the
+checkpoint store then writes only what a flush asks for); with `--resume` the
+run is resumed once the killed runner's lease lapses. The tests run a script
+through `kill_after_write` and `resume_after_kill`.
 """
 
 import argparse
@@ -18,8 +20,8 @@ from pathlib import Path
 import anyio
 
 from agentgraph import GraphRunner, RunBusy
-from agentgraph.checkpoint import SQLiteStore
-from agentgraph.memory import SQLiteMemory
+from agentgraph.checkpoint import PostgresStore, SQLiteStore
+from agentgraph.memory import PostgresMemory, SQLiteMemory
 
 
 class KillAfterPut(SQLiteMemory):
@@ -27,9 +29,55 @@ class KillAfterPut(SQLiteMemory):
 
     async def put_many(self, *args, **kwargs):
         items = await super().put_many(*args, **kwargs)
-        print("written", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
+        die()
         return items
+
+
+class PostgresKillAfterPut(PostgresMemory):
+    """`KillAfterPut` on PostgreSQL."""
+
+    async def put_many(self, *args, **kwargs):
+        items = await super().put_many(*args, **kwargs)
+        die()
+        return items
+
+
+def die():
+    print("written", flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def lazy(store_class):
+    """`store_class` writing behind as late as the protocol lets it: records wait until
+    a flush asks for them (as from a writer that is slow to get to them), so a run
+    that did not flush before a crash loses them, every time."""
+
+    class Lazy(store_class):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.pending = []
+
+        def write(self, records):
+            self.pending.extend(records)
+
+        async def flush(self, run_id=None):
+            pending, self.pending = self.pending, []
+            if pending:
+                super().write(pending)
+            await super().flush(run_id=run_id)
+
+    return Lazy
+
+
+def postgres(where):
+    return where.startswith("postgresql://")
+
+
+def open_memory(where, *, kill=False):
+    """The memory store at `where` (a SQLite file or a PostgreSQL URL)."""
+    if postgres(where):
+        return (PostgresKillAfterPut if kill else PostgresMemory)(where)
+    return (KillAfterPut if kill else SQLiteMemory)(where)
 
 
 def crash_run(build, ctx, run_id):
@@ -40,13 +88,17 @@ def crash_run(build, ctx, run_id):
     parser.add_argument("memory")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--kill", action="store_true")
-    return anyio.run(_run, build, ctx, run_id, parser.parse_args())
+    parser.add_argument("--run-id", default=run_id)
+    args = parser.parse_args()
+    return anyio.run(_run, build, ctx, args.run_id, args)
 
 
 async def _run(build, ctx, run_id, args):
-    memory = (KillAfterPut if args.kill else SQLiteMemory)(args.memory)
+    memory = open_memory(args.memory, kill=args.kill)
     graph = build(memory)
-    async with SQLiteStore(args.runs, lease_term=0.3) as store:
+    kind = PostgresStore if postgres(args.runs) else SQLiteStore
+    opened = (lazy(kind) if args.kill else kind)(args.runs, lease_term=0.3)
+    async with opened as store:
         runner = GraphRunner()
         if args.resume:
             while True:  # the killed runner's lease lapses soon
@@ -64,19 +116,19 @@ async def _run(build, ctx, run_id, args):
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def kill_after_write(script, runs, memory):
+async def kill_after_write(script, runs, memory, *more):
     """Run `tests.memory.<script>` with `--kill`: it must die by SIGKILL right after its write."""
     killed = await anyio.run_process(
-        [*_command(script, runs, memory), "--kill"], cwd=ROOT, check=False
+        [*_command(script, runs, memory), "--kill", *more], cwd=ROOT, check=False
     )
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
     assert killed.stdout.decode().split() == ["written"]
 
 
-async def resume_after_kill(script, runs, memory):
+async def resume_after_kill(script, runs, memory, *more):
     """Run `tests.memory.<script>` with `--resume`; what it printed."""
     resumed = await anyio.run_process(
-        [*_command(script, runs, memory), "--resume"], cwd=ROOT, check=False
+        [*_command(script, runs, memory), "--resume", *more], cwd=ROOT, check=False
     )
     assert resumed.returncode == 0, resumed.stderr.decode()  # no ResumeError
     return resumed.stdout.decode()

@@ -119,6 +119,53 @@ async def test_keyword_search_without_an_embedder(make_memory):
     assert await memory.search(USER, "zebra") == []
 
 
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("ann@example.com", {"mail", "site"}),  # its words: ann, example, com
+        ("example", {"mail", "site"}),
+        ("ANN", {"mail"}),
+        ("cafe", {"cafe", "upper"}),  # accents and case folded, both ways
+        ("Café", {"cafe", "upper"}),
+        ("CAFÉ", {"cafe", "upper"}),
+        ("naïve", {"naive"}),
+        ("naive", {"naive"}),
+        ("STRASSE", {"street"}),  # case folding: ß is ss
+        ("strasse", {"street"}),
+        ("ﬁle", {"ligature"}),  # compatibility forms decompose: ﬁ is fi
+        ("file", {"ligature"}),
+        ("snake", {"snake"}),  # _ separates words
+        ("snake_case", {"snake"}),
+        ("v2", {"version"}),
+        ("東京", {"tokyo"}),
+        ("हिन्दी", {"hindi"}),  # spacing marks stay in the word
+        ("भाषा", {"hindi"}),
+        ("x2", {"power"}),
+        ("x²", {"power"}),
+        ("x" * 201, set()),  # too long a word to index
+        ("@.-_", set()),
+    ],
+)
+async def test_keyword_search_folds_and_splits_words_the_same_in_every_store(
+    make_memory, query, found
+):
+    memory = make_memory()
+    await memory.put(USER, "mail", {"text": "Write to Ann@Example.com today"})
+    await memory.put(USER, "site", {"text": "see https://www.example.org/x"})
+    await memory.put(USER, "cafe", {"text": "Meet at the café"})
+    await memory.put(USER, "upper", {"text": "CAFÉ DE FLORE"})
+    await memory.put(USER, "naive", {"text": "a naïve plan"})
+    await memory.put(USER, "street", {"text": "Lange Straße 5"})
+    await memory.put(USER, "ligature", {"text": "the ﬁle"})
+    await memory.put(USER, "snake", {"text": "call snake_case names"})
+    await memory.put(USER, "version", {"text": "release v2, not v3"})
+    await memory.put(USER, "tokyo", {"text": "東京 trip"})
+    await memory.put(USER, "hindi", {"text": "हिन्दी भाषा"})
+    await memory.put(USER, "power", {"text": "x² grows"})
+    await memory.put(USER, "long", {"text": "x" * 201})
+    assert {h.id for h in await memory.search(USER, query)} == found
+
+
 async def test_semantic_search_embeds_on_put_in_one_batch(make_memory):
     embedder = WordEmbedder()
     memory = make_memory(embedder=embedder, index=["text"])
@@ -193,6 +240,24 @@ async def test_an_embedder_answering_zero_vectors_stores_nothing(make_memory):
         (lambda m: m.search(USER, 5), "query is a string"),
         (lambda m: m.search(USER, filter=3), "filter is a mapping or a predicate"),
         (lambda m: m.search(USER, filter={"a": {1}}), "filter holds values that are not JSON"),
+        # Text no store can keep as it is: refused the same way by every store.
+        (lambda m: m.put(USER, "k", {"a": "x\ud800y"}), r"value of 'k'\['a'\] .*U\+D800"),
+        (lambda m: m.put(USER, "k", {"a": ["\udfff"]}), r"value of 'k'\['a'\]\[0\] .*surrogate"),
+        (lambda m: m.put(USER, "k", {"\ud800": 1}), "key '.ud800' holds a lone surrogate"),
+        (lambda m: m.put(USER, "k\ud800", {}), "key holds a lone surrogate"),
+        (lambda m: m.put(("user", "\udc00"), "k", {}), r"namespace\[1\] holds a lone surrogate"),
+        (lambda m: m.put(USER, "k", {"a": "x\x00y"}), r"value of 'k'\['a'\] holds a NUL"),
+        (lambda m: m.put(USER, "k", {"a\x00": 1}), "key 'a.x00' holds a NUL"),
+        (lambda m: m.put(USER, "k\x00", {}), "key holds a NUL"),
+        (lambda m: m.put_many(USER, {"ok": {}, "k": {"a": "\x00"}}), "value of 'k'"),
+        (lambda m: m.get(USER, "k\ud800"), "key holds a lone surrogate"),
+        (lambda m: m.delete(("\ud800",), "k"), r"namespace\[0\] holds a lone surrogate"),
+        (lambda m: m.search(("\ud800",)), r"namespace prefix\[0\] holds a lone surrogate"),
+        (lambda m: m.search(USER, "caf\ud800"), "query holds a lone surrogate"),
+        (lambda m: m.search(USER, "a\x00"), "query holds a NUL"),
+        (lambda m: m.search(USER, filter={"a": "\x00"}), r"filter\['a'\] holds a NUL"),
+        (lambda m: m.search(USER, filter={"a": "\ud800"}), "filter holds values that are not"),
+        (lambda m: m.list_namespaces(("\ud800",)), "lone surrogate"),
     ],
 )
 async def test_bad_input_is_a_typed_error_and_stores_nothing(make_memory, call, what):
@@ -200,6 +265,36 @@ async def test_bad_input_is_a_typed_error_and_stores_nothing(make_memory, call, 
     with pytest.raises(MemoryInputError, match=what):
         await call(memory)
     assert await memory.list_namespaces() == []
+
+
+async def test_what_a_store_returns_is_the_callers_own(make_memory):
+    memory = make_memory()
+    put = await memory.put(USER, "k", {"tags": ["a"], "deep": {"n": [1]}, "text": "tag a"})
+    put.value["tags"].append("from put")
+    got = await memory.get(USER, "k")
+    assert got is not None
+    got.value["tags"].append("from get")
+    got.value["deep"]["n"].append(2)
+    [found] = await memory.search(USER)
+    found.metadata["tags"].append("from a listing")
+    found.item.value["deep"]["n"].append(3)
+    [hit] = await memory.search(USER, "tag")
+    hit.item.value["tags"].append("from a keyword search")
+    again = await memory.get(USER, "k")
+    assert again is not None
+    assert dict(again.value) == {"tags": ["a"], "deep": {"n": [1]}, "text": "tag a"}
+    assert again.version == 1
+
+
+async def test_an_effect_applied_again_returns_a_copy(make_memory):
+    memory = make_memory()
+    first = await memory.put(USER, "k", {"tags": ["a"]}, effect="run/1")
+    first.value["tags"].append("changed")
+    second = await memory.put(USER, "k", {"tags": ["b"]}, effect="run/1")
+    assert dict(second.value) == {"tags": ["a"]}
+    second.value["tags"].append("changed")
+    again = await memory.put(USER, "k", {"tags": ["c"]}, effect="run/1")
+    assert dict(again.value) == {"tags": ["a"]}
 
 
 async def test_a_damaged_row_is_a_typed_error_naming_the_item(tmp_path):

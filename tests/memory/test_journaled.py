@@ -2,6 +2,7 @@
 
 import sqlite3
 import sys
+import uuid
 
 import anyio
 import pytest
@@ -10,7 +11,7 @@ from agentgraph import AgentContext, GraphBuilder, GraphRunner, ReplayDiverged, 
 from agentgraph.checkpoint import MemoryStore, fork
 from agentgraph.memory import InMemoryMemory, journaled
 from tests.checkpoint.support import Crash
-from tests.memory.crash import ROOT, kill_after_write, resume_after_kill
+from tests.memory.crash import ROOT, kill_after_write, open_memory, resume_after_kill
 
 pytestmark = pytest.mark.anyio
 
@@ -150,11 +151,55 @@ async def test_a_write_the_journal_never_recorded_is_not_applied_twice():
 async def test_sigkill_between_the_write_and_the_journal_then_resume(tmp_path):
     runs, mem = tmp_path / "runs.db", tmp_path / "memory.db"
     await kill_after_write("crash_memory", runs, mem)
-    assert (await resume_after_kill("crash_memory", runs, mem)).split() == ["version", "1"]
+    out = (await resume_after_kill("crash_memory", runs, mem)).split()
+    assert out == ["visit", "1", "version", "1"]  # the resumed step read what it read first
     with sqlite3.connect(mem) as conn:
         rows = conn.execute("SELECT value, version FROM memory_items").fetchall()
         effects = conn.execute("SELECT count(*) FROM memory_effects").fetchone()[0]
     assert rows == [(b'{"n":1}', 1)] and effects == 1
+
+
+@pytest.fixture
+def two_databases(postgres_server):
+    """Two PostgreSQL databases of their own, for the checkpoint store and memory."""
+    import psycopg
+
+    names = [f"t_{uuid.uuid4().hex[:16]}" for _ in range(2)]
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f"CREATE DATABASE {name}")
+    base = postgres_server.dsn.rsplit("/", 1)[0]
+    yield [f"{base}/{name}" for name in names]
+    with psycopg.connect(postgres_server.dsn, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["sqlite", "sqlite, one file", "postgres", "postgres, one database", "sqlite, postgres"],
+)
+async def test_a_step_killed_after_its_write_is_served_its_earlier_read(tmp_path, request, where):
+    """The step read n=0 and wrote n=1, then died: its resume must read n=0 again (its
+    recorded read), not the n=1 it wrote, or its output and memory disagree."""
+    if where.startswith("sqlite") and "postgres" not in where:
+        runs, mem = str(tmp_path / "runs.db"), str(tmp_path / "memory.db")
+    else:
+        runs, mem = request.getfixturevalue("two_databases")
+        if where.startswith("sqlite"):
+            runs = str(tmp_path / "runs.db")
+    if where.endswith(("one file", "one database")):
+        mem = runs
+    await kill_after_write("crash_memory", runs, mem, "--run-id=killed")
+    out = (await resume_after_kill("crash_memory", runs, mem, "--run-id=killed")).split()
+    assert out == ["visit", "1", "version", "1"]
+    memory = open_memory(mem)
+    try:
+        item = await memory.get(USER, "visits")
+        assert item is not None
+        assert (dict(item.value), item.version) == ({"n": 1}, 1)
+    finally:
+        memory.close()
 
 
 async def test_two_processes_share_one_sqlite_file(tmp_path):
