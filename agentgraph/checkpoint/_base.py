@@ -34,6 +34,7 @@ from ._threads import open_thread
 
 if TYPE_CHECKING:
     from .._graph import Graph
+    from .._versions import GraphVersions
     from ._compaction import Compaction
     from ._journal import StoreJournal
 
@@ -151,9 +152,14 @@ class StoreBase:
         run_id: str,
         answer: Any = NO_ANSWER,
         types: Types = NO_TYPES,
+        *,
+        versions: GraphVersions | None = None,
     ) -> StoreJournal:
-        """Continue `run_id` after its last committed step (see `GraphRunner.resume`)."""
-        return await open_resume(graph, run_id, _storage(self), answer=answer, types=types)
+        """Continue `run_id` after its last committed step (see `GraphRunner.resume`);
+        `versions` chooses the graph version it continues on."""
+        return await open_resume(
+            graph, run_id, _storage(self), answer=answer, types=types, versions=versions
+        )
 
     async def open_replay(
         self, graph: Graph[Any, Any], run_id: str, types: Types = NO_TYPES
