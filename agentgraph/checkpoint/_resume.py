@@ -223,8 +223,11 @@ def _fit(
     contexts: Sequence[AgentContext[Any]],
     types: Types,
     blobs: Mapping[str, bytes],
+    *,
+    run: bool = True,
 ) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], Effect | None]:
-    """The graph `log` continues on, its frames and context, and the migration to record.
+    """The graph `log` continues on, its frames and context, and the migration to record
+    (with `run=False`, the migrations are not run: only the fit is checked).
 
     Nothing is written: a run that does not fit, or whose migration fails, is left as it was.
     """
@@ -239,7 +242,7 @@ def _fit(
     if chosen.graph.version != started(log.run).version:
         frames = renamed(frames, chosen.graph.renamed)
     migrated: Effect | None = None
-    if chosen.steps:
+    if chosen.steps and run:
         last = migrate(chosen, log, last)
         migrated = migration_effect(log.run.run_id, step, chosen.steps[-1], last, None)
     frames = with_context(frames, last)
