@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MIGRATED",
+    "onto",
     "Started",
     "Upgrade",
     "migrate",
@@ -46,6 +47,22 @@ def stamp(graph: Graph[Any, Any]) -> dict[str, Any]:
         "fingerprint": graph.fingerprint,
         "patches": sorted(declared_patches(graph)),
     }
+
+
+def onto(graph: Graph[Any, Any], run: RunRecord) -> bytes:
+    """The structure a fork of `run` onto `graph`'s version records.
+
+    Raises:
+        CheckpointError: `graph` is not a version of the run's graph.
+    """
+    from ._resume import structure  # the recorded shape lives with the rest of resuming
+
+    if graph.name != run.graph:
+        raise CheckpointError(
+            f"run {run.run_id!r} runs graph {run.graph!r}; it cannot be forked onto {graph.name!r}"
+        )
+    was = started(run).version
+    return orjson.dumps({**structure(graph), **stamp(graph), "forked_from_version": was})
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -21,6 +21,9 @@ from .._context import AgentContext
 from .._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
+
+if TYPE_CHECKING:
+    from .._graph import Graph
 
 __all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "gather")
 
@@ -152,10 +155,15 @@ class WriterStore(StoreBase, ABC):
         return self._held.get(run_id)
 
     async def fork(
-        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+        self,
+        run_id: str,
+        step: int,
+        *,
+        context: AgentContext[Any] | None = None,
+        graph: Graph[Any, Any] | None = None,
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
-        return await fork(_storage(self), run_id, step, context=context)
+        return await fork(_storage(self), run_id, step, context=context, graph=graph)
 
 
 def gather(

@@ -8,6 +8,7 @@ import pytest
 
 from agentgraph import (
     AgentContext,
+    CheckpointError,
     GraphBuilder,
     GraphDefinitionError,
     GraphRunner,
@@ -226,3 +227,23 @@ async def test_a_missing_migration_is_named():
     v3 = flow(3, migrations={3: owners})
     with pytest.raises(ResumeError, match="no migration to version 2"):
         await GraphRunner().resume(v3, "r0", store, answer="y")
+
+
+async def test_a_fork_onto_a_newer_version_is_explicit_and_recorded():
+    store = MemoryStore()
+    await started_waiting(store, flow(1, patches={"p"}), 1)
+    v2 = flow(2, patches={"p", "q"})
+    copy = await store.fork("r0", 1, graph=v2)
+    data = orjson.loads((await store.load(copy)).run.structure)
+    assert data["version"] == 2 and data["forked_from_version"] == 1
+    assert data["fingerprint"] == v2.fingerprint
+    runner = GraphRunner(versions=GraphVersions(flow(1, patches={"p"}), v2))
+    # The copy continues on v2 and sees v2's patches; the original stays on v1.
+    with pytest.raises(Interrupted):
+        await runner.resume(v2, copy, store)
+    done = await runner.resume(v2, copy, store, answer="y")
+    assert done.input == "v2 y ['ann'] ['p', 'q']"
+    done = await runner.resume(v2, "r0", store, answer="y")
+    assert done.input == "v1 y ['ann'] ['p']"
+    with pytest.raises(CheckpointError, match="cannot be forked onto 'other'"):
+        await store.fork("r0", 1, graph=attrs.evolve(v2, name="other"))
