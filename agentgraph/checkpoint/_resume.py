@@ -341,7 +341,7 @@ async def open_resume(
         journal = StoreJournal(
             store,
             run_id,
-            initial=contexts[0],
+            initial=last if not log.steps else contexts[0],  # migrated before a first step
             base=last,
             seq=len(log.steps),
             effects=log.effects,

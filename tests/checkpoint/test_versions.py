@@ -247,3 +247,22 @@ async def test_a_fork_onto_a_newer_version_is_explicit_and_recorded():
     assert done.input == "v1 y ['ann'] ['p']"
     with pytest.raises(CheckpointError, match="cannot be forked onto 'other'"):
         await store.fork("r0", 1, graph=attrs.evolve(v2, name="other"))
+
+
+async def test_a_run_that_stopped_before_its_first_step_is_migrated_too():
+    @node
+    async def asks(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        await rt.interrupt("go?")
+        return ctx.with_input(ctx.state.get("doubled", -1))
+
+    def build(version, **more):
+        with GraphBuilder[int, int]("first", version=version, **more) as g:
+            g.start.edge_to(asks).edge_to(g.finish)
+        return g.build()
+
+    store = MemoryStore()
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(build(1), AgentContext(21), store=store, run_id="f")
+    v2 = build(2, migrations={2: lambda c: c.evolve(state={"doubled": c.input * 2})})
+    done = await GraphRunner().resume(v2, "f", store, answer="y")
+    assert done.input == 42
