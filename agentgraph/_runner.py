@@ -241,7 +241,8 @@ class GraphRunner(Driver):
         more = {} if self.versions is None else {"versions": self.versions}
         journal = await _source(store).open_resume(graph, run_id, answer, types, **more)
         # Under "pinned", the journal holds the version the run started on.
-        chosen: Graph[In, Out] = getattr(journal, "graph", None) or graph
+        picked: Graph[In, Out] | None = getattr(journal, "graph", None)
+        chosen = graph if picked is None else picked
         return await self._drive(chosen, journal.initial, handle, None, run_id, journal)
 
     async def replay(
