@@ -29,6 +29,7 @@ __all__ = (
     "attempts",
     "changed",
     "decode_contexts",
+    "fit_run",
     "log_blobs",
     "open_replay",
     "open_resume",
@@ -216,7 +217,7 @@ def changed(before: dict[str, Any], after: dict[str, Any], where: str = "") -> s
     return "; ".join(parts) or "none"
 
 
-def _fit(
+def fit_run(
     graph: Graph[Any, Any],
     versions: GraphVersions | None,
     log: RunLog,
@@ -337,7 +338,7 @@ async def open_resume(
         log = await _load(store, run_id)
         blobs = await log_blobs(store, log)
         contexts = decode_contexts(log, types=types, blobs=blobs)
-        chosen, frames, last, migrated = _fit(graph, versions, log, contexts, types, blobs)
+        chosen, frames, last, migrated = fit_run(graph, versions, log, contexts, types, blobs)
         journal = StoreJournal(
             store,
             run_id,

@@ -9,7 +9,7 @@ import attrs
 
 from .._errors import CheckpointError, ResumeError
 from .._json import NO_TYPES, Types
-from ._resume import _fit, _load, decode_contexts, log_blobs, open_resume
+from ._resume import _load, decode_contexts, fit_run, log_blobs, open_resume
 from ._versions import started
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ async def resume_problem(
         log = await _load(store, run_id)
         blobs = await log_blobs(store, log)
         contexts = decode_contexts(log, types=types.with_types(*graph.data_types()), blobs=blobs)
-        _fit(graph, versions, log, contexts, types, blobs, run=False)
+        fit_run(graph, versions, log, contexts, types, blobs, run=False)
     except ResumeError as error:
         return error.reason
     except CheckpointError as error:
