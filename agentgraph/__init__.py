@@ -20,6 +20,7 @@ from ._errors import GraphTimeout as GraphTimeout
 from ._errors import GuardrailTripped as GuardrailTripped
 from ._errors import Interrupted as Interrupted
 from ._errors import LeaseLost as LeaseLost
+from ._errors import MigrationFailed as MigrationFailed
 from ._errors import NodeFailed as NodeFailed
 from ._errors import NodeTimeout as NodeTimeout
 from ._errors import NotFoundError as NotFoundError
@@ -44,6 +45,7 @@ from ._errors import UnsupportedType as UnsupportedType
 from ._errors import UsageError as UsageError
 from ._errors import UsageLimitExceeded as UsageLimitExceeded
 from ._errors import VectorStoreError as VectorStoreError
+from ._errors import VersionMissing as VersionMissing
 from ._failure import Attempt as Attempt
 from ._failure import Failure as Failure
 from ._graph import Graph as Graph
@@ -95,6 +97,9 @@ if _typing.TYPE_CHECKING:
     from ._runner import StepCallback as StepCallback
     from ._usage import Price as Price
     from ._usage import UsageLimits as UsageLimits
+    from ._versions import GraphVersions as GraphVersions
+    from ._versions import Migration as Migration
+    from ._versions import ResumePolicy as ResumePolicy
     from .nodes import Generate as Generate
     from .nodes import MapEach as MapEach
     from .nodes import Parallel as Parallel
@@ -125,11 +130,14 @@ if _typing.TYPE_CHECKING:
 # costs little more than its dependencies: each of their modules creates dozens
 # of attrs classes.
 _LAZY = {
+    "Migration": "._versions",
+    "ResumePolicy": "._versions",
     "ContextEntry": "._events",
     "Embedded": "._events",
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",
+    "GraphVersions": "._versions",
     "GuardDecided": "._events",
     "Guide": ".structured",
     "Journal": "._journal",
@@ -225,6 +233,7 @@ __all__ = (
     "GraphDefinitionError",
     "GraphRunner",
     "GraphTimeout",
+    "GraphVersions",
     "GuardDecided",
     "GuardrailTripped",
     "Guide",
@@ -235,6 +244,8 @@ __all__ = (
     "LeaseLost",
     "MapEach",
     "Message",
+    "Migration",
+    "MigrationFailed",
     "ModelGate",
     "ModelRequested",
     "ModelResponded",
@@ -261,6 +272,7 @@ __all__ = (
     "ReplayDiverged",
     "ResponseFormatError",
     "ResumeError",
+    "ResumePolicy",
     "Retrieved",
     "RetrievedSource",
     "RetryPolicy",
@@ -296,6 +308,7 @@ __all__ = (
     "UsageLimitExceeded",
     "UsageLimits",
     "VectorStoreError",
+    "VersionMissing",
     "describe",
     "from_tool_call",
     "generable",

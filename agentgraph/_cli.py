@@ -1,4 +1,4 @@
-"""The command line: `python -m agentgraph run | draw | show | serve | mcp | eval`.
+"""The command line: `python -m agentgraph run | draw | show | serve | mcp | eval | runs`.
 
 ```
 python -m agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
@@ -8,6 +8,7 @@ python -m agentgraph show run.jsonl --html run.html
 python -m agentgraph serve app.agents:graph --store runs.db --port 8000
 python -m agentgraph mcp app.agents:graph app.agents:other --store runs.db
 python -m agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS
+python -m agentgraph runs check app.agents:graph --store runs.db
 ```
 
 A target is `module:attribute` (a dotted module importable from the current
@@ -44,6 +45,7 @@ from ._cli_load import CommandError as CommandError
 from ._cli_load import _model, _NoModel
 from ._cli_load import load_target as load_target
 from ._cli_mcp import add_mcp_command
+from ._cli_runs import add_runs_command
 from ._context import AgentContext
 from ._redact import masked
 from ._runner import GraphRunner, Sink
@@ -258,6 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=_serve)
     add_mcp_command(commands, _positive, _port)
     add_eval_command(commands, _positive)
+    add_runs_command(commands)
     return parser
 
 

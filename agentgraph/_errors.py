@@ -25,6 +25,8 @@ AgentGraphError
 │   ├── Interrupted                         a node asked for outside input; resume with an answer
 │   ├── ResumeError                         a checkpoint that does not fit the graph, or an
 │   │   │                                   unsafe tool call that was in flight at a crash
+│   │   ├── VersionMissing                  the run's graph version is not kept here
+│   │   ├── MigrationFailed                 a context migration failed; the run is unchanged
 │   │   └── RunBusy                         another runner holds the run's lease
 │   │       └── ThreadBusy                  another run holds the thread (checkpoint)
 │   │           └── ThreadMoved             the thread's head moved since it was read
@@ -122,6 +124,7 @@ from ._errors_run import DeadEnd as DeadEnd
 from ._errors_run import GraphCancelled as GraphCancelled
 from ._errors_run import GraphTimeout as GraphTimeout
 from ._errors_run import Interrupted as Interrupted
+from ._errors_run import MigrationFailed as MigrationFailed
 from ._errors_run import NodeFailed as NodeFailed
 from ._errors_run import NodeTimeout as NodeTimeout
 from ._errors_run import ReplayDiverged as ReplayDiverged
@@ -131,6 +134,7 @@ from ._errors_run import RunBusy as RunBusy
 from ._errors_run import RunError as RunError
 from ._errors_run import StepLimitExceeded as StepLimitExceeded
 from ._errors_run import UsageLimitExceeded as UsageLimitExceeded
+from ._errors_run import VersionMissing as VersionMissing
 from ._errors_toolkit import DatasetError as DatasetError
 from ._errors_toolkit import DimensionMismatch as DimensionMismatch
 from ._errors_toolkit import JudgeError as JudgeError
@@ -170,6 +174,7 @@ __all__ = (
     "MCPAnswerError",
     "MCPConnectionError",
     "MCPToolError",
+    "MigrationFailed",
     "NodeFailed",
     "NodeTimeout",
     "NotFoundError",
@@ -198,6 +203,7 @@ __all__ = (
     "UsageError",
     "UsageLimitExceeded",
     "VectorStoreError",
+    "VersionMissing",
 )
 
 

@@ -222,6 +222,56 @@ class RunBusy(ResumeError):
         RunError.__init__(self, message, context=AgentContext(None), step=0)
 
 
+class VersionMissing(ResumeError):
+    """The run started on a graph version this runner does not keep; nothing was run.
+
+    Attributes:
+        version: the version the run started on (None: a graph without a version).
+    """
+
+    def __init__(
+        self,
+        graph: str,
+        version: int | None,
+        have: tuple[int | None, ...],
+        *,
+        run_id: str,
+        context: AgentContext[Any],
+        step: int,
+    ) -> None:
+        self.version = version
+        kept = ", ".join(str(v) for v in have) or "none"
+        reason = (
+            f"it started on version {version} of graph {graph!r}, which this runner does not "
+            f"keep (versions kept: {kept}); add that graph to GraphVersions, or resume under "
+            "policy 'latest' with migrations"
+        )
+        super().__init__(reason, run_id=run_id, context=context, step=step)
+
+
+class MigrationFailed(ResumeError):
+    """A context migration raised or returned something else than a context.
+
+    The run is left as it was: nothing was written. The migration's error is `__cause__`.
+
+    Attributes:
+        version: the version the failing migration upgrades to.
+    """
+
+    def __init__(
+        self,
+        version: int,
+        error: str,
+        *,
+        run_id: str,
+        context: AgentContext[Any],
+        step: int,
+    ) -> None:
+        self.version = version
+        reason = f"the migration to version {version} failed ({error}); the run is unchanged"
+        super().__init__(reason, run_id=run_id, context=context, step=step)
+
+
 class ReplayDiverged(RunError):
     """A replayed run did something other than the recorded one; `.diff` shows how."""
 

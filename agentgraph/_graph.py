@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import Token
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ._retry import RetryPolicy
     from ._runner import Runtime
     from ._usage import UsageLimits
+    from ._versions import Migration
 
 __all__ = ("Graph", "GraphBuilder", "Transition")
 
@@ -70,6 +71,13 @@ class GraphBuilder(Generic[In, Out]):
     beyond those its nodes declare (`Node.data_types`), so that a resumed or
     replayed run may decode them. `usage_limits` bound what the model calls
     inside the graph may spend, each time it runs.
+
+    `version` orders the versions of a graph whose runs outlive a deploy (see
+    `GraphVersions`); `patches` are names a node may branch on with
+    `rt.patched(name)`; `migrations` upgrade a stored context to each version
+    (keyed by the version they upgrade to), and `renamed` maps the names nodes
+    had in the previous version to their names now, so a run resumed on this
+    version from an older one finds its place.
     """
 
     def __init__(
@@ -79,8 +87,20 @@ class GraphBuilder(Generic[In, Out]):
         retry: RetryPolicy | None = None,
         types: Sequence[type[Any]] = (),
         usage_limits: UsageLimits | None = None,
+        version: int | None = None,
+        patches: Iterable[str] = (),
+        migrations: Mapping[int, Migration] | None = None,
+        renamed: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
+        self.version = version
+        self.patches = frozenset(patches)
+        self.migrations = dict(migrations or {})
+        self.renamed = dict(renamed or {})
+        if version is not None or self.migrations or self.renamed:
+            from ._versions import check_versioning
+
+            check_versioning(name, version, self.migrations, self.renamed)
         self.retry = retry
         self.types = tuple(types)
         self.usage_limits = usage_limits
@@ -181,6 +201,10 @@ class GraphBuilder(Generic[In, Out]):
             usage_limits=self.usage_limits,
             input_type=io[0],
             output_type=io[1],
+            version=self.version,
+            patches=self.patches,
+            migrations=MappingProxyType(dict(sorted(self.migrations.items()))),
+            renamed=MappingProxyType(dict(self.renamed)),
         )
 
 
@@ -235,6 +259,14 @@ class Graph(Node[In, Out]):
     """The `Out` of `GraphBuilder[In, Out]`, likewise."""
     agent: bool = False
     """True for a graph that is an agent (see `as_agent`): traces call its runs `invoke_agent`."""
+    version: int | None = None
+    """The graph's version (`GraphBuilder(version=...)`), recorded with every run it starts."""
+    patches: frozenset[str] = frozenset()
+    """Names `rt.patched` may ask about (`GraphBuilder(patches=...)`)."""
+    migrations: Mapping[int, Migration] = MappingProxyType({})
+    """Context migrations by the version they upgrade to (`GraphBuilder(migrations=...)`)."""
+    renamed: Mapping[str, str] = MappingProxyType({})
+    """Node names of the previous version, mapped to their names in this one."""
 
     first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
     """The target of each node whose first transition is a plain edge (routing's fast path)."""
@@ -242,6 +274,15 @@ class Graph(Node[In, Out]):
     def __attrs_post_init__(self) -> None:
         first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
         object.__setattr__(self, "first", MappingProxyType(first))
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the graph's structure: its nodes' names, input and output types and
+        edges, subgraphs included. It does not see code: a changed node body needs a new
+        `version`."""
+        from ._versions import fingerprint
+
+        return fingerprint(self)
 
     def as_agent(self) -> Graph[In, Out]:
         """This graph marked as an agent: its runs are agent invocations in traces

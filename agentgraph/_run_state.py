@@ -113,6 +113,7 @@ class _Run:
         "max_steps",
         "on_step",
         "retry",
+        "root",
         "routed",
         "started",
         "steps",
@@ -151,6 +152,7 @@ class _Run:
         self.routed: Deliver | None = None
         self.handle = handle
         self.journal = journal
+        self.root: Any = None  # the graph the run drives, for `Runtime.patched`
 
     @property
     def run_id(self) -> str:

@@ -41,6 +41,7 @@ from ._runtime import Runtime as Runtime
 from ._runtime import StepCallback as StepCallback
 from ._runtime import new_run_id as new_run_id
 from ._usage import UsageLimits
+from ._versions import GraphVersions
 
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream
@@ -108,6 +109,9 @@ class GraphRunner(Driver):
             such as rate limits shared by many processes.
         guards: input, output and tool guards for every model and tool call
             of the run (`agentgraph.guards.Guards`); none by default.
+        versions: the graph versions `resume` may continue a run on, and what it
+            does with a run that started on another version (`GraphVersions`);
+            None resumes on the graph given, after its migrations (`"latest"`).
     """
 
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
@@ -122,6 +126,7 @@ class GraphRunner(Driver):
     usage_limits: UsageLimits | None = attrs.field(default=None, kw_only=True)
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
     guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
+    versions: GraphVersions | None = attrs.field(default=None, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
     _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
     _heard: tuple[bool, bool, bool, bool, bool] = attrs.field(init=False, repr=False, eq=False)
@@ -231,8 +236,14 @@ class GraphRunner(Driver):
         """
         graph = as_graph(graph)
         types = self.types.with_types(*graph.data_types())
-        journal = await _source(store).open_resume(graph, run_id, answer, types)
-        return await self._drive(graph, journal.initial, handle, None, run_id, journal)
+        # Only a runner that keeps versions passes them, so a store of its own
+        # making need not know the keyword otherwise.
+        more = {} if self.versions is None else {"versions": self.versions}
+        journal = await _source(store).open_resume(graph, run_id, answer, types, **more)
+        # Under "pinned", the journal holds the version the run started on.
+        picked: Graph[In, Out] | None = getattr(journal, "graph", None)
+        chosen = graph if picked is None else picked
+        return await self._drive(chosen, journal.initial, handle, None, run_id, journal)
 
     async def replay(
         self,

@@ -105,6 +105,7 @@ class Driver:
         scoped = handle is not None or self.timeout is not None
         handle = handle or RunHandle()
         run = self._start(ctx, handle, emit, run_id, journal)
+        run.root = graph
         try:
             if not scoped:
                 done, _ = await self._guarded(graph, ctx, handle, run, None)

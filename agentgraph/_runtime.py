@@ -24,7 +24,7 @@ from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
 from ._effects import Effects
 from ._effects import Interrupt as Interrupt
 from ._effects import tool_runtime as tool_runtime
-from ._errors import CheckpointError, NodeFailed, StepLimitExceeded
+from ._errors import CheckpointError, NodeFailed, StepLimitExceeded, UsageError
 from ._events import Event, NodeFinished, NodeStarted, RouteChosen, StepInfo
 from ._journal import Journal
 from ._node import FunctionNode
@@ -37,6 +37,7 @@ from ._run_state import StepCallback as StepCallback
 from ._run_state import _Run as _Run
 from ._run_state import new_run_id as new_run_id
 from ._usage import Meter
+from ._versions import declared_patches
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -117,6 +118,28 @@ class Runtime(Recovery, Effects):
     def run_id(self) -> str:
         """The run's id: the one on `RunStarted`, the handle, the store and every sink."""
         return self._run.run_id
+
+    def patched(self, name: str) -> bool:
+        """True when this run started on a graph declaring the patch `name`.
+
+        A node branches on it to keep runs that started before a change on the
+        old path: `if rt.patched("shorter-prompt"): ... else: ...`. The answer
+        comes from the run's record (the graph it started on), so a resumed,
+        replayed or forked run gets the answer it got when it started.
+
+        Raises:
+            UsageError: the graph this run drives declares no patch `name`
+                (`GraphBuilder(..., patches={name})`).
+        """
+        run = self._run
+        if name not in declared_patches(run.root):
+            declared = ", ".join(sorted(declared_patches(run.root))) or "none"
+            raise UsageError(
+                f"rt.patched({name!r}): graph {run.root.name!r} declares no such patch "
+                f"(its patches: {declared}); declare it with GraphBuilder(..., patches={{...}})"
+            )
+        asked = getattr(run.journal, "patched", None)
+        return True if asked is None else bool(asked(name))
 
     @property
     def thread_id(self) -> str | None:

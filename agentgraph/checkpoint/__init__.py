@@ -10,6 +10,11 @@ Threads: `GraphRunner.run(graph, ctx, store=..., thread_id=...)` runs the next
 turn of a conversation kept in the store; `list_threads`, `read_thread`,
 `fork_thread`, `rewind_thread` and `delete_thread` manage them, and a
 `Compaction` policy keeps a thread within a token budget.
+
+Graph versions: `check_runs` lists the unfinished runs a graph could not
+resume (before a deploy), `resume_problem` says why one run could not be
+(a worker holding some versions asks it before claiming a run), and
+`migrate_runs` applies a graph's context migrations to every run in a batch.
 """
 
 from .._errors_threads import CompactionFailed as CompactionFailed
@@ -46,6 +51,10 @@ from ._threads import fork_thread as fork_thread
 from ._threads import list_threads as list_threads
 from ._threads import read_thread as read_thread
 from ._threads import rewind_thread as rewind_thread
+from ._upgrades import Stranded as Stranded
+from ._upgrades import check_runs as check_runs
+from ._upgrades import migrate_runs as migrate_runs
+from ._upgrades import resume_problem as resume_problem
 
 __all__ = (
     "BlobDamaged",
@@ -64,6 +73,7 @@ __all__ = (
     "StepRecord",
     "StoreBase",
     "StoreJournal",
+    "Stranded",
     "Thread",
     "ThreadBusy",
     "ThreadDamaged",
@@ -74,12 +84,15 @@ __all__ = (
     "ThreadNotFound",
     "ThreadStore",
     "apply_compaction",
+    "check_runs",
     "decode_contexts",
     "delete_thread",
     "fork",
     "fork_thread",
     "list_threads",
     "log_blobs",
+    "migrate_runs",
     "read_thread",
+    "resume_problem",
     "rewind_thread",
 )

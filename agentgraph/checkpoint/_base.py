@@ -31,9 +31,11 @@ from ._lease import Lease, RunBusy
 from ._records import Record, RunLog, RunRecord, checked, effect_step
 from ._resume import open_replay, open_resume, open_run
 from ._threads import open_thread
+from ._versions import onto
 
 if TYPE_CHECKING:
     from .._graph import Graph
+    from .._versions import GraphVersions
     from ._compaction import Compaction
     from ._journal import StoreJournal
 
@@ -151,9 +153,14 @@ class StoreBase:
         run_id: str,
         answer: Any = NO_ANSWER,
         types: Types = NO_TYPES,
+        *,
+        versions: GraphVersions | None = None,
     ) -> StoreJournal:
-        """Continue `run_id` after its last committed step (see `GraphRunner.resume`)."""
-        return await open_resume(graph, run_id, _storage(self), answer=answer, types=types)
+        """Continue `run_id` after its last committed step (see `GraphRunner.resume`);
+        `versions` chooses the graph version it continues on."""
+        return await open_resume(
+            graph, run_id, _storage(self), answer=answer, types=types, versions=versions
+        )
 
     async def open_replay(
         self, graph: Graph[Any, Any], run_id: str, types: Types = NO_TYPES
@@ -231,6 +238,7 @@ async def fork(
     *,
     context: AgentContext[Any] | None = None,
     new_id: str | None = None,
+    graph: Graph[Any, Any] | None = None,
 ) -> str:
     """Copy run `run_id` up to its committed `step` into a new run and return the new id.
 
@@ -238,6 +246,11 @@ async def fork(
     step; `context` replaces the context the step committed. Effects of the
     steps up to that point come along (their model calls and tool results are
     not made again); later ones do not. The original run is left as it was.
+
+    `graph` moves the copy onto another version of the run's graph: the copy
+    records that graph's version, fingerprint and patches (and the version it
+    was forked from), so it resumes on that version and `rt.patched` answers
+    for it. Pass `context` to give it a context of that version's shape.
 
     Raises:
         CheckpointError: the run is unknown, `step` was never committed, or
@@ -257,10 +270,11 @@ async def fork(
         )
     fresh = new_id or new_run_id()
     last = log.steps[cut]
+    shape = log.run.structure if graph is None else onto(graph, log.run)
     started = RunRecord(
         fresh,
         log.run.graph,
-        log.run.structure,
+        shape,
         log.run.context,
         time.time(),
         parent=run_id,

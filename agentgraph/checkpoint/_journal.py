@@ -135,6 +135,13 @@ class StoreJournal:
         self.entry = initial  # the context the graph started from (after that step)
         # A turn of a thread: the thread's lease, and the head the turn started from.
         self._thread: tuple[Lease, str | None] | None = None
+        # The patches of the graph the run started on, from its record (None: this graph's).
+        self.started_patches: frozenset[str] | None = None
+        self.graph: Any = None  # the graph version a resume chose (see `GraphVersions`)
+
+    def patched(self, name: str) -> bool:
+        """True when the run started on a graph declaring the patch `name` (`rt.patched`)."""
+        return self.started_patches is None or name in self.started_patches
 
     def join_thread(self, thread_id: str, lease: Lease, base: str | None) -> None:
         """This run is a turn of `thread_id`, held by `lease`, continuing from run `base`."""

@@ -314,6 +314,7 @@ EFFECT_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "interrupt": ("v",),
         "answer": ("v",),
         "memory": ("v",),  # agentgraph.memory's reads and writes
+        "migrated": ("H",),  # a context upgraded to a newer graph version (a full context)
     }
 )
 """The keys of the JSON object each kind of effect keeps."""

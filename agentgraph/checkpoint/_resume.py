@@ -13,6 +13,7 @@ from .._errors import CheckpointError, ContextDecodingError, ResumeError
 from .._graph import Graph
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
+from .._versions import GraphVersions
 from ._bases import based_context, final_context, relative
 from ._codec import decode_context, full_context, load_blobs
 from ._compact_step import entry_of, recorded_step
@@ -20,6 +21,7 @@ from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord, checked
+from ._versions import migrate, migration_effect, renamed, stamp, started, upgrade, with_context
 
 if TYPE_CHECKING:
     from ._store import CheckpointStore
@@ -28,6 +30,7 @@ __all__ = (
     "attempts",
     "changed",
     "decode_contexts",
+    "fit_run",
     "log_blobs",
     "open_replay",
     "open_resume",
@@ -80,7 +83,7 @@ async def open_run(
     rid = run_id
     lease = await store.acquire(rid, owner=new_owner())
     try:
-        shape = orjson.dumps(structure(graph))
+        shape = orjson.dumps({**structure(graph), **stamp(graph)})
         try:
             if base is not None and start is not None:
                 initial = based_context(ctx, start[0], base, start[1], store.put_blob)
@@ -247,6 +250,40 @@ def changed(before: dict[str, Any], after: dict[str, Any], where: str = "") -> s
     return "; ".join(parts) or "none"
 
 
+def fit_run(
+    graph: Graph[Any, Any],
+    versions: GraphVersions | None,
+    log: RunLog,
+    contexts: Sequence[AgentContext[Any]],
+    types: Types,
+    blobs: Mapping[str, bytes],
+    *,
+    run: bool = True,
+) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], Effect | None]:
+    """The graph `log` continues on, its frames and context, and the migration to record
+    (with `run=False`, the migrations are not run: only the fit is checked).
+
+    Nothing is written: a run that does not fit, or whose migration fails, is left as it was.
+    """
+    last = contexts[-1]
+    step = log.steps[-1].step if log.steps else 0
+    now = started(log.run, log.effects)
+    if now.migrated is not None and now.migrated.key.split(".", 1)[0] == str(step):
+        # Migrated by an earlier resume that stopped before its next step committed.
+        last = decode_context(now.migrated.value, None, types, blobs)
+    chosen = upgrade(graph, versions, log, last)
+    frames = plan(log.steps, contexts)
+    if chosen.graph.version != started(log.run).version:
+        frames = renamed(frames, chosen.graph.renamed)
+    migrated: Effect | None = None
+    if chosen.steps and run:
+        last = migrate(chosen, log, last)
+        migrated = migration_effect(log.run.run_id, step, chosen.steps[-1], last, None)
+    frames = with_context(frames, last)
+    _check_frames(chosen.graph, frames, log, last)
+    return chosen.graph, frames, last, migrated
+
+
 async def log_blobs(store: CheckpointStore, log: RunLog) -> dict[str, bytes]:
     """The bytes of every image and document `log`'s messages name, checked against their digest.
 
@@ -333,11 +370,14 @@ async def open_resume(
     *,
     answer: Any = NO_ANSWER,
     types: Types = NO_TYPES,
+    versions: GraphVersions | None = None,
 ) -> StoreJournal:
     """A journal that continues `run_id` after its last committed step.
 
     The run is leased to this journal until the run stops: a second runner
-    resuming it meanwhile gets `RunBusy` before anything runs.
+    resuming it meanwhile gets `RunBusy` before anything runs. `versions`
+    chooses the graph version it continues on (see `GraphVersions`); the
+    journal's `graph` is the one chosen.
     """
     lease = await store.acquire(run_id, owner=new_owner())
     journal: StoreJournal | None = None
@@ -346,17 +386,16 @@ async def open_resume(
         blobs = await log_blobs(store, log)
         start = await start_of(store, log, types)
         contexts = decode_contexts(log, types=types, blobs=blobs, start=start)
-        frames = plan(log.steps, contexts)
-        _check_frames(graph, frames, log, contexts[-1])
+        chosen, frames, last, migrated = fit_run(graph, versions, log, contexts, types, blobs)
         journal = StoreJournal(
             store,
             run_id,
-            initial=contexts[0],
-            base=contexts[-1],
+            initial=last if not log.steps else contexts[0],  # migrated before a first step
+            base=last,
             seq=len(log.steps),
             effects=log.effects,
             frames=frames,
-            resumed_at=(contexts[-1], log.steps[-1].step if log.steps else 0),
+            resumed_at=(last, log.steps[-1].step if log.steps else 0),
             attempts=attempts(_pending(log)),
             lease=lease,
             types=types,
@@ -370,8 +409,11 @@ async def open_resume(
             if not log.steps:
                 journal.prelude = recorded_step(journal, log.run.thread)
             journal.entry = entry_of(log.steps, contexts)
+        journal.graph, journal.started_patches = chosen, started(log.run).patches
+        if migrated is not None:  # kept before anything runs, so it never runs again
+            journal.record(migrated.key, migrated.kind, migrated.value)
         if answer is not NO_ANSWER:
-            _answer(journal, log, answer, contexts[-1])
+            _answer(journal, log, answer, last)
     except BaseException:
         # Each lease is given back once: the journal holds the run's (and the
         # thread's, once joined) as soon as it exists.
@@ -410,6 +452,7 @@ async def open_replay(
         types=types,
         blobs=blobs,
     )
+    journal.started_patches = started(log.run).patches
     journal.thread_id = log.run.thread  # a replayed turn sees its thread, as the run did
     if log.run.thread is not None and not start:
         journal.prelude = recorded_step(journal, log.run.thread)

@@ -8,7 +8,7 @@ re-exported here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 import attrs
@@ -19,6 +19,9 @@ from ._base import CheckpointStore, StoreBase, blob_digest, fork
 from ._base import _storage as _storage
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, ThreadHead, ThreadLog
 from ._writer import BlobWrite, LeaseRelease, WriterStore
+
+if TYPE_CHECKING:
+    from .._graph import Graph
 
 __all__ = (
     "BlobWrite",
@@ -139,7 +142,12 @@ class MemoryStore(StoreBase):
         return True
 
     async def fork(
-        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+        self,
+        run_id: str,
+        step: int,
+        *,
+        context: AgentContext[Any] | None = None,
+        graph: Graph[Any, Any] | None = None,
     ) -> str:
-        """Start a new run from `step` of `run_id`; see `fork`."""
-        return await fork(self, run_id, step, context=context)
+        """Start a new run from `step` of `run_id` (onto `graph`'s version if given); see `fork`."""
+        return await fork(self, run_id, step, context=context, graph=graph)

@@ -13,7 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -24,6 +24,9 @@ from .._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
 from ._records import Record, RunRecord, StepRecord, ThreadHead
+
+if TYPE_CHECKING:
+    from .._graph import Graph
 
 __all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "beside", "gather")
 
@@ -194,10 +197,15 @@ class WriterStore(StoreBase, ABC):
         return self._held.get(run_id)
 
     async def fork(
-        self, run_id: str, step: int, *, context: AgentContext[Any] | None = None
+        self,
+        run_id: str,
+        step: int,
+        *,
+        context: AgentContext[Any] | None = None,
+        graph: Graph[Any, Any] | None = None,
     ) -> str:
         """Start a new run from `step` of `run_id`; see `agentgraph.checkpoint.fork`."""
-        return await fork(_storage(self), run_id, step, context=context)
+        return await fork(_storage(self), run_id, step, context=context, graph=graph)
 
 
 async def beside(read: Callable[..., _R], *args: Any) -> _R:

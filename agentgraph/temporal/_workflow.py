@@ -138,6 +138,11 @@ class WorkflowJournal:
         self.initial = initial
         self.resumed_at = None if at is None else (initial, int(at["steps"]))
 
+    def patched(self, name: str) -> bool:
+        """`rt.patched`: Temporal's `workflow.patched`, whose marker the history keeps, so a
+        replay of a run from before the patch answers False and a new run True."""
+        return workflow.patched(name)
+
     # -- the loop's hooks -----------------------------------------------------------------
     def enter(
         self, parent: Runtime, rt: Runtime, index: int, local: int, given: AgentContext[Any]

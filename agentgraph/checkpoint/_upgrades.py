@@ -1,0 +1,128 @@
+"""Before and after a deploy: the stored runs a graph can resume, and migrating them at once."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .._errors import CheckpointError, ResumeError
+from .._json import NO_TYPES, Types
+from ._resume import _load, decode_contexts, fit_run, log_blobs, open_resume
+from ._versions import started
+
+if TYPE_CHECKING:
+    from .._graph import Graph
+    from .._versions import GraphVersions
+    from ._records import RunLog
+    from ._store import CheckpointStore
+
+__all__ = ("Stranded", "check_runs", "migrate_runs", "resume_problem", "unfinished")
+
+
+@attrs.frozen
+class Stranded:
+    """A waiting or running run that a graph could not resume, and why."""
+
+    run_id: str
+    version: int | None
+    """The graph version the run is on (None: a graph without a version)."""
+    reason: str
+
+
+def _finished(log: RunLog) -> bool:
+    return bool(log.steps) and log.steps[-1].next == "finish" and len(log.steps[-1].path) == 1
+
+
+async def unfinished(store: CheckpointStore) -> list[str]:
+    """The ids of the store's runs that have not reached finish (waiting or stopped midway)."""
+    ids = getattr(store, "run_ids", None)
+    if ids is None:
+        raise CheckpointError(f"{type(store).__name__} cannot list its runs (it has no run_ids)")
+    found = ids() if callable(ids) else ids
+    if inspect.isawaitable(found):
+        found = await found
+    out = []
+    for run_id in found:
+        log = await store.load(run_id)
+        if log is not None and log.run.thread is None and not _finished(log):
+            out.append(run_id)
+    return out
+
+
+async def resume_problem(
+    graph: Graph[Any, Any],
+    run_id: str,
+    store: CheckpointStore,
+    *,
+    versions: GraphVersions | None = None,
+    types: Types = NO_TYPES,
+) -> str | None:
+    """Why `GraphRunner(versions=versions).resume(graph, run_id, store)` would be refused,
+    or None when it would go ahead. Nothing runs and nothing is written; migrations
+    are checked to exist, not run.
+
+    A worker that holds only some versions of a graph asks this before it
+    claims a run, and leaves the run to a worker that has its version.
+    """
+    try:
+        log = await _load(store, run_id)
+        blobs = await log_blobs(store, log)
+        contexts = decode_contexts(log, types=types.with_types(*graph.data_types()), blobs=blobs)
+        fit_run(graph, versions, log, contexts, types, blobs, run=False)
+    except ResumeError as error:
+        return error.reason
+    except CheckpointError as error:
+        return str(error)
+    return None
+
+
+async def check_runs(
+    graph: Graph[Any, Any],
+    store: CheckpointStore,
+    *,
+    versions: GraphVersions | None = None,
+    types: Types = NO_TYPES,
+) -> list[Stranded]:
+    """Every unfinished run of `graph`'s name in `store` that it could not resume, with why."""
+    out = []
+    for run_id in await unfinished(store):
+        log = await store.load(run_id)
+        if log is None or log.run.graph != graph.name:
+            continue
+        reason = await resume_problem(graph, run_id, store, versions=versions, types=types)
+        if reason is not None:
+            out.append(Stranded(run_id, started(log.run, log.effects).version, reason))
+    return out
+
+
+async def migrate_runs(
+    graph: Graph[Any, Any], store: CheckpointStore, *, types: Types = NO_TYPES
+) -> list[str]:
+    """Migrate every unfinished run of `graph` on an older version to `graph`'s version.
+
+    Each run is leased while it is migrated and its migrated context is
+    recorded, so its next resume continues from it without migrating again.
+    Returns the ids of the runs migrated.
+
+    Raises:
+        MigrationFailed: a migration failed; that run is unchanged, and the runs
+            migrated before it stay migrated.
+    """
+    done = []
+    full = types.with_types(*graph.data_types())
+    for run_id in await unfinished(store):
+        log = await store.load(run_id)
+        if log is None or log.run.graph != graph.name:
+            continue
+        version = started(log.run, log.effects).version
+        if version is None or graph.version is None or version >= graph.version:
+            continue
+        journal = await open_resume(graph, run_id, store, types=full)
+        try:
+            await journal.flush()
+        finally:
+            journal.close()
+        done.append(run_id)
+    return done
