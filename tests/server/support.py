@@ -1,0 +1,75 @@
+"""Graphs for the server tests, and an agent server on loopback in a thread of this process."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
+from agentgraph.llm import Message
+from agentgraph.server import ServerSettings, server_app
+from agentgraph.web import WebServer
+
+
+def echo() -> Graph[str, str]:
+    """Answers each user message with `echo: <text>`."""
+
+    @node(name="reply")
+    async def reply(ctx: AgentContext[str]) -> AgentContext[str]:
+        answer = f"echo: {ctx.input}"
+        return ctx.append(Message.user(ctx.input), Message.assistant(answer)).with_input(answer)
+
+    with GraphBuilder[str, str]("echo") as g:
+        g.start.edge_to(reply).edge_to(g.finish)
+    return g.build()
+
+
+def asks() -> Graph[str, str]:
+    """Asks for approval (an interrupt), then answers with what it was told."""
+
+    @node(name="ask")
+    async def ask(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        answer = await rt.interrupt({"question": f"may I answer {ctx.input!r}?"})
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"told: {answer}"))
+
+    with GraphBuilder[str, str]("asks") as g:
+        g.start.edge_to(ask).edge_to(g.finish)
+    return g.build()
+
+
+def slow() -> Graph[str, str]:
+    """Sleeps a long time: a run to cancel."""
+
+    @node(name="sleep")
+    async def sleep(ctx: AgentContext[str]) -> AgentContext[str]:
+        await anyio.sleep(60)
+        return ctx
+
+    with GraphBuilder[str, str]("slow") as g:
+        g.start.edge_to(sleep).edge_to(g.finish)
+    return g.build()
+
+
+def fails() -> Graph[str, str]:
+    @node(name="boom")
+    async def boom(ctx: AgentContext[str]) -> AgentContext[str]:
+        raise ValueError("the node failed")
+
+    with GraphBuilder[str, str]("fails") as g:
+        g.start.edge_to(boom).edge_to(g.finish)
+    return g.build()
+
+
+GRAPHS: dict[str, Any] = {"echo": echo(), "asks": asks(), "slow": slow(), "fails": fails()}
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, **settings: Any) -> Iterator[str]:
+    """An agent server for `GRAPHS` on loopback; yields its base URL."""
+    app = server_app(GRAPHS, tmp_path / "server.db", settings=ServerSettings(**settings))
+    with WebServer(app) as server:
+        yield server.url.rstrip("/")
