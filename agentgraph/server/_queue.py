@@ -251,6 +251,10 @@ class RunQueue:
             ("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)),
         )
 
+    def forget_thread(self, thread_id: str) -> None:
+        """Delete a stateless run's thread, keeping its runs and events for their readers."""
+        self._tx(("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)))
+
     # -- runs ------------------------------------------------------------------------------
     def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> None:
         """Queue `run` (and mark its thread busy) in one transaction."""
@@ -364,6 +368,9 @@ class RunQueue:
         found = self.run(run_id)
         if found is not None and found.status == "pending":
             self.finish(found.run_id, found.thread_id, "interrupted", {})
+            if action == "rollback":
+                self.delete_run(run_id)
+                return None
             return self.run(run_id)
         return found
 

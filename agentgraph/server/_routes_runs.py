@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -20,6 +21,14 @@ __all__ = ("RunRoutes",)
 
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 _WAIT_POLL = 0.02
+
+
+def _choice(body: dict[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    """`body[name]`, one of `choices` (the first when not given); 422 otherwise."""
+    value = body.get(name) or choices[0]
+    if value not in choices:
+        raise Refused(422, f"{name} is one of {', '.join(choices)}, not {value!r}")
+    return str(value)
 
 
 def _modes(body: dict[str, Any]) -> list[str]:
@@ -41,6 +50,7 @@ class RunRoutes:
         strategy = body.get("multitask_strategy") or "enqueue"
         if strategy not in _STRATEGIES:
             raise Refused(422, f"multitask_strategy is one of {', '.join(_STRATEGIES)}")
+        stateless = thread_id is None
         if thread_id is None:
             thread_id = str(uuid.uuid4())
             await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
@@ -63,8 +73,10 @@ class RunRoutes:
             "command": body.get("command"),
             "stream_mode": modes,
             "config": body.get("config") or {},
-            "on_disconnect": body.get("on_disconnect") or "cancel",
+            "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
         }
+        if stateless:
+            kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         run = QueuedRun(
             str(uuid.uuid4()),
             thread_id,
@@ -116,11 +128,23 @@ class RunRoutes:
         names = event_names(run.kwargs.get("stream_mode") or ["values"])
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
         return StreamingResponse(
-            frames(self.api, run.run_id, after, names),
+            self.watched(run, frames(self.api, run.run_id, after, names)),
             status_code=status,
             media_type="text/event-stream",
             headers={"Location": f"{base}/stream", "Content-Location": base},
         )
+
+    async def watched(self, run: QueuedRun, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """`stream`, cancelling the run when its client leaves early and asked for that."""
+        ended = False
+        try:
+            async for frame in stream:
+                yield frame
+            ended = True
+        finally:
+            if not ended and run.kwargs.get("on_disconnect") == "cancel":
+                with anyio.CancelScope(shield=True):
+                    await self.api.call(self.api.queue.request_cancel, run.run_id, "interrupt")
 
     def thread_of(self, request: Request) -> str | None:
         return request.path_params.get("thread_id")

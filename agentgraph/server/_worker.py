@@ -14,7 +14,6 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
-import functools
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from .._events import StepInfo
 from .._graph import Graph
 from .._node import Node
 from .._runner import GraphRunner, RunHandle
+from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
 from ._mapping import context_from_input, interrupt_id, values_of
@@ -88,6 +88,7 @@ class Worker:
         run_timeout: float | None = None,
         grace: float = 30.0,
         name: str | None = None,
+        claim_term: float = CLAIM_TERM,
     ) -> None:
         self.path = path
         self.graphs = dict(graphs)
@@ -95,6 +96,7 @@ class Worker:
         self.concurrency = concurrency
         self.run_timeout = run_timeout
         self.grace = grace
+        self.claim_term = claim_term
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -128,7 +130,8 @@ class Worker:
 
     async def _serve(self) -> None:
         queue = RunQueue(self.path)
-        store = SQLiteStore(self.path)
+        # The run's checkpoint lease lapses before the claim, so a run claimed again can resume.
+        store = SQLiteStore(self.path, lease_term=min(LEASE_TERM, self.claim_term * 2 / 3))
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._watch, queue)
@@ -147,7 +150,7 @@ class Worker:
         while not self._stopping.is_set():
             self._wake.clear()
             free = self.concurrency - len(self._handles)
-            claimed = await anyio.to_thread.run_sync(queue.claim, self.name, free) if free else []
+            claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
             for run in claimed:
                 handle = self._handles[run.run_id] = RunHandle()
                 tasks.start_soon(self._execute, queue, store, run, handle)
@@ -157,6 +160,12 @@ class Worker:
             while waited < _POLL and not self._wake.is_set():
                 await anyio.sleep(_TICK)
                 waited += _TICK
+
+    def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
+        return queue.claim(self.name, count, term=self.claim_term)
+
+    def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
+        queue.renew(self.name, run_ids, term=self.claim_term)
 
     async def _watch(self, queue: RunQueue) -> None:
         """Cancel the runs a client asked to cancel, and renew this worker's claims."""
@@ -171,9 +180,9 @@ class Worker:
                 if handle is not None:
                     handle.cancel()
             since_renewal += _WATCH
-            if since_renewal >= CLAIM_TERM / 3:
+            if since_renewal >= self.claim_term / 3:
                 since_renewal = 0.0
-                await anyio.to_thread.run_sync(queue.renew, self.name, running)
+                await anyio.to_thread.run_sync(self._renew, queue, running)
 
     async def _execute(
         self, queue: RunQueue, store: SQLiteStore, run: QueuedRun, handle: RunHandle
@@ -215,13 +224,13 @@ class _Execution:
             out = await self._start(runner, graph, thread)
         except Interrupted as stopped:
             await self._interrupted(emitter, stopped)
-        except GraphCancelled as cancelled:
-            values = values_of(cancelled.context, run.thread_id)
+        except GraphCancelled:
+            # The thread keeps the values of its last finished turn: a cancelled
+            # turn never became the thread's head.
             await self._call(queue.finish, run.run_id, run.thread_id, "interrupted", {})
-            if thread is not None:
-                await self._call(
-                    functools.partial(queue.update_thread, run.thread_id, state=values)
-                )
+            cancels = await self._call(queue.cancels, [run.run_id])
+            if cancels.get(run.run_id) == "rollback":
+                await self._call(queue.delete_run, run.run_id)
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
             await self._call(queue.finish, run.run_id, run.thread_id, "timeout", {})
@@ -232,6 +241,8 @@ class _Execution:
             values = values_of(out, run.thread_id)
             changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
             await self._call(queue.finish, run.run_id, run.thread_id, "success", changes)
+        if run.kwargs.get("on_completion") == "delete":
+            await self._call(queue.forget_thread, run.thread_id)
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store

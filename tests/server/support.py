@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,12 +65,44 @@ def fails() -> Graph[str, str]:
     return g.build()
 
 
-GRAPHS: dict[str, Any] = {"echo": echo(), "asks": asks(), "slow": slow(), "fails": fails()}
+GATE = threading.Event()
+"""Holds the `gated` graph's runs until a test sets it."""
+
+
+def gated() -> Graph[str, str]:
+    """Waits for `GATE`, then answers like `echo`."""
+
+    @node(name="gate")
+    async def gate(ctx: AgentContext[str]) -> AgentContext[str]:
+        while not GATE.is_set():
+            await anyio.sleep(0.01)
+        answer = f"gated: {ctx.input}"
+        return ctx.append(Message.user(ctx.input), Message.assistant(answer)).with_input(answer)
+
+    with GraphBuilder[str, str]("gated") as g:
+        g.start.edge_to(gate).edge_to(g.finish)
+    return g.build()
+
+
+GRAPHS: dict[str, Any] = {
+    "echo": echo(),
+    "asks": asks(),
+    "slow": slow(),
+    "fails": fails(),
+    "gated": gated(),
+}
+
+
+def said(text: str) -> dict[str, Any]:
+    """A run's input: one user message."""
+    return {"messages": [{"role": "user", "content": text}]}
 
 
 @contextlib.contextmanager
 def serving(tmp_path: Path, **settings: Any) -> Iterator[str]:
     """An agent server for `GRAPHS` on loopback; yields its base URL."""
+    settings.setdefault("grace", 0.5)
+    GATE.clear()
     app = server_app(GRAPHS, tmp_path / "server.db", settings=ServerSettings(**settings))
     with WebServer(app) as server:
         yield server.url.rstrip("/")
