@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -84,7 +87,33 @@ def gated() -> Graph[str, str]:
     return g.build()
 
 
+def crash() -> Graph[str, str]:
+    """Records one effect, then holds until the file `go` appears in `$SERVER_TEST_DIR`."""
+
+    def record(folder: Path) -> str:
+        with (folder / "effects").open("a") as out:
+            out.write("effect\n")
+        return "recorded"
+
+    @node(name="record")
+    async def record_once(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        folder = Path(os.environ["SERVER_TEST_DIR"])
+        return ctx.with_input(await rt.once("record", record, folder))
+
+    @node(name="hold")
+    async def hold(ctx: AgentContext[str]) -> AgentContext[str]:
+        folder = Path(os.environ["SERVER_TEST_DIR"])
+        while not (folder / "go").exists():
+            await anyio.sleep(0.02)
+        return ctx.append(Message.assistant("held"))
+
+    with GraphBuilder[str, str]("crash") as g:
+        g.start.edge_to(record_once).edge_to(hold).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
+    "crash": crash(),
     "echo": echo(),
     "asks": asks(),
     "slow": slow(),
@@ -106,3 +135,29 @@ def serving(tmp_path: Path, **settings: Any) -> Iterator[str]:
     app = server_app(GRAPHS, tmp_path / "server.db", settings=ServerSettings(**settings))
     with WebServer(app) as server:
         yield server.url.rstrip("/")
+
+
+WORKER = """
+import sys, time
+from tests.server.support import GRAPHS
+from agentgraph.server import Worker
+worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]))
+worker.start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def worker_process(path: Path, folder: Path, *, claim_term: float = 1.0) -> subprocess.Popen[str]:
+    """A worker in a process of its own, on the database at `path`."""
+    env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(path), str(claim_term)],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
