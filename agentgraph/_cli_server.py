@@ -88,19 +88,21 @@ def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) ->
 
 def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        import uvicorn
-
         from .server import server_app
+        from .web import serve
     except ImportError as exc:
         raise CommandError(f"{exc}: install agentgraph-engine[server]") from exc
     graphs = _graphs(args)
     settings = _settings(args, workers=args.workers, api_key=args.api_key)
     runner = GraphRunner(max_steps=args.max_steps)
     app = server_app(graphs, Path(args.store), settings=settings, runner=runner)
-    out.write(f"serving {', '.join(graphs)} at http://{args.host}:{args.port}\n")
-    out.flush()
+
+    def announce(url: str) -> None:
+        out.write(f"serving {', '.join(graphs)} at {url}\n")
+        out.flush()
+
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        serve(app, host=args.host, port=args.port, announce=announce)
     except OSError as exc:
         raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
     return 0
