@@ -17,10 +17,12 @@ from starlette.routing import Route
 from .._errors import RunInputError
 from .._graph import Graph
 from .._runner import GraphRunner
+from ..memory import SQLiteMemory
 from ._api import Api, Refused, json_response
 from ._queue import RunQueue
 from ._routes_assistants import AssistantRoutes
 from ._routes_runs import RunRoutes
+from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
 from ._settings import ServerSettings
 from ._worker import Worker
@@ -77,6 +79,7 @@ def server_app(
             worker.wake()
 
     api = Api(queue, graphs, wake=wake)
+    memory = SQLiteMemory(where)
 
     async def ok(request: Request) -> Response:
         return json_response({"ok": True})
@@ -96,6 +99,7 @@ def server_app(
             for worker in workers:
                 worker.stop()
             queue.close()
+            await memory.aclose()
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
     middleware = [Middleware(_ApiKey, key=key)] if key else []
@@ -105,6 +109,7 @@ def server_app(
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
         *RunRoutes(api).routes(),
+        *StoreRoutes(api, memory).routes(),
     ]
     return Starlette(
         routes=routes,
