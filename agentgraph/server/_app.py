@@ -17,7 +17,7 @@ from starlette.routing import Route
 from .._errors import RunInputError
 from .._graph import Graph
 from .._runner import GraphRunner
-from ..memory import SQLiteMemory
+from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
 from ._queue import RunQueue
 from ._routes_assistants import AssistantRoutes
@@ -53,15 +53,20 @@ def server_app(
     *,
     settings: ServerSettings | None = None,
     runner: GraphRunner | None = None,
+    schema: str = "agentgraph",
 ) -> Starlette:
-    """An agent server for `graphs` (by graph id) on the SQLite database at `path`.
+    """An agent server for `graphs` (by graph id) on the database at `path`.
+
+    `path` is an SQLite file, or a PostgreSQL connection string
+    (`postgresql://…`; the tables live in `schema`), which any number of
+    API and worker processes may share.
 
     The LangGraph SDK clients drive it (`get_client(url=...)`). Its
     lifespan starts `settings.workers` workers, each on a thread of its own.
     """
     settings = settings or ServerSettings()
     where = os.fspath(path)
-    queue = RunQueue(where)
+    queue = RunQueue(where, schema=schema)
     workers = [
         Worker(
             where,
@@ -70,6 +75,7 @@ def server_app(
             concurrency=settings.concurrency,
             run_timeout=settings.run_timeout,
             grace=settings.grace,
+            schema=schema,
         )
         for _ in range(settings.workers)
     ]
@@ -79,7 +85,9 @@ def server_app(
             worker.wake()
 
     api = Api(queue, graphs, wake=wake)
-    memory = SQLiteMemory(where)
+    memory: PostgresMemory | SQLiteMemory = (
+        PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
+    )
 
     async def ok(request: Request) -> Response:
         return json_response({"ok": True})

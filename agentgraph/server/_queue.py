@@ -1,10 +1,15 @@
-"""The run queue, kept in the checkpoint store's SQLite database beside its own tables.
+"""The run queue, kept in the checkpoint store's database (SQLite or PostgreSQL) beside its tables.
 
 A run's whole life is here: queued (`pending`), claimed by a worker
 (`running`, with the worker's name and a claim that lapses unless renewed),
 its events (one row each, numbered from 1 within the run), and its end.
 Threads keep their status, their latest values and the interrupt waiting for
 an answer. Any process that opens the database can answer for any run.
+
+On PostgreSQL, workers claim with `SELECT … FOR UPDATE SKIP LOCKED`, so
+any number of them on any number of machines share the queue and each run
+is claimed once; a queued run is announced with `NOTIFY agentgraph_runs`,
+which wakes the workers listening (`listen`).
 
 The `owner` columns are unused so far: they hold the room authorization and
 per-user isolation need, as `server_crons` holds the room for scheduled runs.
@@ -15,13 +20,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
-__all__ = ("CLAIM_TERM", "QueuedRun", "RunQueue", "StoredThread")
+__all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
+
+CHANNEL = "agentgraph_runs"
+"""The PostgreSQL channel a queued run is announced on."""
 
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
@@ -160,33 +168,67 @@ def _thread(row: Sequence[Any]) -> StoredThread:
     )
 
 
-class RunQueue:
-    """Runs, threads and events in an SQLite database; every method is a short transaction.
+def is_postgres(where: str) -> bool:
+    """Whether `where` names a PostgreSQL database rather than an SQLite file."""
+    return where.startswith(("postgresql://", "postgres://"))
 
-    Methods block on the database: call them from a worker thread
-    (`anyio.to_thread.run_sync`), never on an event loop.
+
+class RunQueue:
+    """Runs, threads and events in the database at `where`; each method is a short transaction.
+
+    `where` is an SQLite file, or a PostgreSQL connection string (the tables
+    then live in `schema`, the checkpoint store's). Methods block on the
+    database: call them from a worker thread (`anyio.to_thread.run_sync`),
+    never on an event loop.
     """
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, where: str, *, schema: str = "agentgraph") -> None:
+        self.where = where
+        self.schema = schema
+        self.postgres = is_postgres(where)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        with self._lock:
-            self._db.executescript(_SCHEMA)
+        self._db: Any
+        if self.postgres:
+            self._db = self._connect_postgres()
+            self._begin = "BEGIN"
+            self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
+            schema_sql = _SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA")
+            with self._lock:
+                self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                for statement in filter(str.strip, schema_sql.split(";")):
+                    self._db.execute(statement)
+        else:
+            self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA busy_timeout=10000")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._begin = "BEGIN IMMEDIATE"
+            self._skip_locked = ""
+            with self._lock:
+                self._db.executescript(_SCHEMA)
+
+    def _connect_postgres(self) -> Any:
+        import psycopg
+
+        options = f"-c search_path={self.schema}"
+        return psycopg.connect(self.where, autocommit=True, options=options)
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.postgres else sql
+
+    def _run_sql(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self._db.execute(self._sql(sql), params)
+
     def _tx(self, *statements: tuple[str, Sequence[Any]]) -> None:
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(self._begin)
             try:
                 for sql, params in statements:
-                    self._db.execute(sql, params)
+                    self._run_sql(sql, params)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -194,20 +236,42 @@ class RunQueue:
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            rows: list[Any] = self._run_sql(sql, params).fetchall()
+            return rows
+
+    def listen(self, wake: Callable[[], None], stopping: threading.Event) -> None:
+        """Call `wake` on every queued run announced, until `stopping` (PostgreSQL only).
+
+        Blocks: run it on a thread of its own.
+        """
+        if not self.postgres:
+            return
+        listener = self._connect_postgres()
+        try:
+            listener.execute(f"LISTEN {CHANNEL}")
+            while not stopping.is_set():
+                for _ in listener.notifies(timeout=0.5):
+                    wake()
+        finally:
+            listener.close()
 
     # -- threads ---------------------------------------------------------------------------
     def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
         """Create a thread; False when it exists (and `replace` is off)."""
         now = time.time()
-        verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
+        if replace:
+            conflict = (
+                "DO UPDATE SET metadata = excluded.metadata, updated_at = excluded.updated_at"
+            )
+        else:
+            conflict = "DO NOTHING"
         with self._lock:
-            cursor = self._db.execute(
-                f"{verb} INTO server_threads (thread_id, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?)",
+            cursor = self._run_sql(
+                "INSERT INTO server_threads (thread_id, metadata, created_at, updated_at) "
+                f"VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) {conflict}",
                 (thread_id, orjson.dumps(metadata).decode(), now, now),
             )
-            return cursor.rowcount == 1
+            return bool(cursor.rowcount == 1)
 
     def thread(self, thread_id: str) -> StoredThread | None:
         rows = self._all(
@@ -216,6 +280,7 @@ class RunQueue:
         return _thread(rows[0]) if rows else None
 
     def threads(self, *, limit: int, offset: int) -> list[StoredThread]:
+        limit = limit if limit >= 0 else 2**62
         rows = self._all(
             f"SELECT {_THREAD_COLUMNS} FROM server_threads ORDER BY created_at DESC "
             "LIMIT ? OFFSET ?",
@@ -283,6 +348,7 @@ class RunQueue:
                 "UPDATE server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
                 (run.created_at, run.thread_id),
             ),
+            *([(f"NOTIFY {CHANNEL}", ())] if self.postgres else []),
         )
 
     def run(self, run_id: str) -> QueuedRun | None:
@@ -314,20 +380,20 @@ class RunQueue:
         """
         now = time.time()
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(self._begin)
             try:
-                rows = self._db.execute(
+                rows = self._run_sql(
                     f"SELECT {_RUN_COLUMNS} FROM server_runs AS r WHERE "
                     "((r.status = 'pending' AND r.start_at <= ?) "
                     " OR (r.status = 'running' AND r.claimed_until < ?)) "
                     "AND NOT EXISTS (SELECT 1 FROM server_runs AS o WHERE "
                     " o.thread_id = r.thread_id AND o.status IN ('pending', 'running') "
                     " AND o.created_at < r.created_at) "
-                    "ORDER BY r.created_at LIMIT ?",
+                    f"ORDER BY r.created_at LIMIT ?{self._skip_locked}",
                     (now, now, count),
                 ).fetchall()
                 for row in rows:
-                    self._db.execute(
+                    self._run_sql(
                         "UPDATE server_runs SET status = 'running', claimed_by = ?, "
                         "claimed_until = ?, attempt = attempt + 1, updated_at = ? "
                         "WHERE run_id = ?",
@@ -428,13 +494,15 @@ class RunQueue:
     def add_events(self, run_id: str, events: Sequence[tuple[str, Any]]) -> None:
         """Append events to a run's log, numbered on from its last."""
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(self._begin)
             try:
-                last = self._db.execute(
+                last = self._run_sql(
                     "SELECT COALESCE(MAX(seq), 0) FROM server_events WHERE run_id = ?", (run_id,)
                 ).fetchone()[0]
-                self._db.executemany(
-                    "INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)",
+                self._db.cursor().executemany(
+                    self._sql(
+                        "INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)"
+                    ),
                     [
                         (run_id, last + n, name, orjson.dumps(data))
                         for n, (name, data) in enumerate(events, 1)

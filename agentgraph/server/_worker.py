@@ -29,6 +29,7 @@ from .._graph import Graph
 from .._node import Node
 from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
+from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
 from ._mapping import context_from_input, interrupt_id, values_of
@@ -89,6 +90,7 @@ class Worker:
         grace: float = 30.0,
         name: str | None = None,
         claim_term: float = CLAIM_TERM,
+        schema: str = "agentgraph",
     ) -> None:
         self.path = path
         self.graphs = dict(graphs)
@@ -97,6 +99,7 @@ class Worker:
         self.run_timeout = run_timeout
         self.grace = grace
         self.claim_term = claim_term
+        self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -129,9 +132,18 @@ class Worker:
             self.error = exc
 
     async def _serve(self) -> None:
-        queue = RunQueue(self.path)
+        queue = RunQueue(self.path, schema=self.schema)
         # The run's checkpoint lease lapses before the claim, so a run claimed again can resume.
-        store = SQLiteStore(self.path, lease_term=min(LEASE_TERM, self.claim_term * 2 / 3))
+        term = min(LEASE_TERM, self.claim_term * 2 / 3)
+        store: Any
+        if queue.postgres:
+            store = PostgresStore(self.path, schema=self.schema, lease_term=term)
+            listener = threading.Thread(
+                target=queue.listen, args=(self.wake, self._stopping), daemon=True
+            )
+            listener.start()
+        else:
+            store = SQLiteStore(self.path, lease_term=term)
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._watch, queue)
@@ -146,7 +158,7 @@ class Worker:
                 await store.aclose()
             queue.close()
 
-    async def _claim_loop(self, queue: RunQueue, store: SQLiteStore, tasks: Any) -> None:
+    async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:
         while not self._stopping.is_set():
             self._wake.clear()
             free = self.concurrency - len(self._handles)
@@ -185,7 +197,7 @@ class Worker:
                 await anyio.to_thread.run_sync(self._renew, queue, running)
 
     async def _execute(
-        self, queue: RunQueue, store: SQLiteStore, run: QueuedRun, handle: RunHandle
+        self, queue: RunQueue, store: Any, run: QueuedRun, handle: RunHandle
     ) -> None:
         try:
             await _Execution(self, queue, store, run, handle).go()
@@ -199,7 +211,7 @@ class _Execution:
     """One claimed run, from its first context (or its resume) to its end in the queue."""
 
     def __init__(
-        self, worker: Worker, queue: RunQueue, store: SQLiteStore, run: QueuedRun, handle: RunHandle
+        self, worker: Worker, queue: RunQueue, store: Any, run: QueuedRun, handle: RunHandle
     ) -> None:
         self.worker = worker
         self.queue = queue
