@@ -54,6 +54,13 @@ test-long: $(STAMP)
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
 	AGENTGRAPH_TEAM_CASES=5000 $(BIN)/python -m pytest -q tests/teams/test_invariants.py
+	$(MAKE) test-server-many
+
+# The agent server's queue at full size: two API servers and three workers on one PostgreSQL
+# over 1,000 runs, each claimed once (30 by default).
+.PHONY: test-server-many
+test-server-many: postgres $(STAMP)
+	AGENTGRAPH_SERVER_RUNS=1000 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k every_run_once
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.

@@ -128,11 +128,18 @@ def said(text: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, **settings: Any) -> Iterator[str]:
-    """An agent server for `GRAPHS` on loopback; yields its base URL."""
+def serving(
+    tmp_path: Path, *, where: str | None = None, schema: str = "agentgraph", **settings: Any
+) -> Iterator[str]:
+    """An agent server for `GRAPHS` on loopback (SQLite in `tmp_path` unless `where`)."""
     settings.setdefault("grace", 0.5)
     GATE.clear()
-    app = server_app(GRAPHS, tmp_path / "server.db", settings=ServerSettings(**settings))
+    app = server_app(
+        GRAPHS,
+        where or tmp_path / "server.db",
+        settings=ServerSettings(**settings),
+        schema=schema,
+    )
     with WebServer(app) as server:
         yield server.url.rstrip("/")
 
@@ -141,7 +148,7 @@ WORKER = """
 import sys, time
 from tests.server.support import GRAPHS
 from agentgraph.server import Worker
-worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]))
+worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]), schema=sys.argv[3])
 worker.start()
 print("ready", flush=True)
 while True:
@@ -149,11 +156,13 @@ while True:
 """
 
 
-def worker_process(path: Path, folder: Path, *, claim_term: float = 1.0) -> subprocess.Popen[str]:
+def worker_process(
+    path: Path | str, folder: Path, *, claim_term: float = 1.0, schema: str = "agentgraph"
+) -> subprocess.Popen[str]:
     """A worker in a process of its own, on the database at `path`."""
     env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
     process = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(path), str(claim_term)],
+        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema],
         env=env,
         stdout=subprocess.PIPE,
         text=True,
