@@ -1,8 +1,10 @@
 """`agentgraph server module:graph …` (API and workers) and `agentgraph worker …` (workers alone).
 
 Both take the graphs to serve as `module:attribute` (the graph's id is its
-name) or `id=module:attribute`, and share one SQLite database (`--store`,
-`agentgraph-server.db` in the current folder by default). SIGTERM or Ctrl-C
+name) or `id=module:attribute`, and share one database: an SQLite file (`--store`,
+`agentgraph-server.db` in the current folder by default), or a PostgreSQL
+database (`--store postgresql://…`) that any number of `server` and
+`worker` processes on any number of machines share. SIGTERM or Ctrl-C
 stops claiming runs; runs going on get `--grace` seconds to finish, and the
 rest are taken up again, from their last committed step, when a worker next
 starts on the same database.
@@ -13,7 +15,6 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
-from pathlib import Path
 from typing import Any, TextIO
 
 from ._cli_load import CommandError, _model, load_target
@@ -48,7 +49,12 @@ def _common(cmd: Any, positive: Any) -> None:
     cmd.add_argument("targets", nargs="+", help="[id=]module:attribute naming a Graph, one each")
     cmd.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
     cmd.add_argument(
-        "--store", default=DEFAULT_STORE, help=f"SQLite file (default {DEFAULT_STORE})"
+        "--store",
+        default=DEFAULT_STORE,
+        help=f"SQLite file, or postgresql://… (default {DEFAULT_STORE})",
+    )
+    cmd.add_argument(
+        "--schema", default="agentgraph", help="PostgreSQL schema (default agentgraph)"
     )
     cmd.add_argument("--workers", type=positive, default=1, help="worker threads (default 1)")
     cmd.add_argument(
@@ -95,7 +101,7 @@ def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     graphs = _graphs(args)
     settings = _settings(args, workers=args.workers, api_key=args.api_key)
     runner = GraphRunner(max_steps=args.max_steps)
-    app = server_app(graphs, Path(args.store), settings=settings, runner=runner)
+    app = server_app(graphs, args.store, settings=settings, runner=runner, schema=args.schema)
 
     def announce(url: str) -> None:
         out.write(f"serving {', '.join(graphs)} at {url}\n")
@@ -115,12 +121,13 @@ def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     runner = GraphRunner(max_steps=args.max_steps)
     workers = [
         Worker(
-            str(Path(args.store)),
+            args.store,
             graphs,
             runner=runner,
             concurrency=args.concurrency,
             run_timeout=args.run_timeout,
             grace=args.grace,
+            schema=args.schema,
         )
         for _ in range(args.workers)
     ]

@@ -321,35 +321,83 @@ class RunQueue:
         self._tx(("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)))
 
     # -- runs ------------------------------------------------------------------------------
-    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> None:
-        """Queue `run` (and mark its thread busy) in one transaction."""
-        self._tx(
+    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> bool:
+        """Queue `run` under its `multitask_strategy`, in one transaction; False: rejected.
+
+        The thread's row is locked first, so two runs queued at once on one
+        thread see each other: `reject` refuses when any run is pending or
+        running, `interrupt` and `rollback` mark every one of them cancelled
+        (a pending one ends at once; `rollback` deletes it).
+        """
+        lock = " FOR UPDATE" if self.postgres else ""
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                self._run_sql(
+                    f"SELECT thread_id FROM server_threads WHERE thread_id = ?{lock}",
+                    (run.thread_id,),
+                ).fetchall()
+                flying = self._run_sql(
+                    "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
+                    "AND status IN ('pending', 'running')",
+                    (run.thread_id,),
+                ).fetchall()
+                if flying and run.multitask_strategy == "reject":
+                    self._db.execute("ROLLBACK")
+                    return False
+                if run.multitask_strategy in ("interrupt", "rollback"):
+                    self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                self._insert(run, delay)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return True
+
+    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> None:
+        for run_id, status in flying:
+            if status == "running":
+                self._run_sql(
+                    "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
+                    (action, now, run_id),
+                )
+            elif action == "rollback":
+                self._run_sql("DELETE FROM server_events WHERE run_id = ?", (run_id,))
+                self._run_sql("DELETE FROM server_runs WHERE run_id = ?", (run_id,))
+            else:
+                self._run_sql(
+                    "UPDATE server_runs SET status = 'interrupted', cancel = ?, updated_at = ? "
+                    "WHERE run_id = ?",
+                    (action, now, run_id),
+                )
+
+    def _insert(self, run: QueuedRun, delay: float) -> None:
+        self._run_sql(
+            f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.run_id,
-                    run.thread_id,
-                    run.assistant_id,
-                    run.graph_id,
-                    run.status,
-                    orjson.dumps(run.kwargs).decode(),
-                    orjson.dumps(run.metadata).decode(),
-                    run.multitask_strategy,
-                    run.graph_run,
-                    run.cancel,
-                    run.attempt,
-                    run.created_at,
-                    run.updated_at,
-                    run.created_at + delay,
-                ),
+                run.run_id,
+                run.thread_id,
+                run.assistant_id,
+                run.graph_id,
+                run.status,
+                orjson.dumps(run.kwargs).decode(),
+                orjson.dumps(run.metadata).decode(),
+                run.multitask_strategy,
+                run.graph_run,
+                run.cancel,
+                run.attempt,
+                run.created_at,
+                run.updated_at,
+                run.created_at + delay,
             ),
-            (
-                "UPDATE server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
-                (run.created_at, run.thread_id),
-            ),
-            *([(f"NOTIFY {CHANNEL}", ())] if self.postgres else []),
         )
+        self._run_sql(
+            "UPDATE server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
+            (run.created_at, run.thread_id),
+        )
+        if self.postgres:
+            self._db.execute(f"NOTIFY {CHANNEL}")
 
     def run(self, run_id: str) -> QueuedRun | None:
         rows = self._all(f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE run_id = ?", (run_id,))

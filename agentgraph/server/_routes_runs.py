@@ -61,12 +61,6 @@ class RunRoutes:
                 if body.get("if_not_exists") != "create" or missing.status != 404:
                     raise
                 await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
-            flying: list[QueuedRun] = await self.api.call(self.api.queue.in_flight, thread_id)
-            if flying and strategy == "reject":
-                raise Refused(409, f"thread {thread_id!r} has a run in flight")
-            if strategy in ("interrupt", "rollback"):
-                for other in flying:
-                    await self.api.call(self.api.queue.request_cancel, other.run_id, strategy)
         now = time.time()
         kwargs = {
             "input": body.get("input"),
@@ -97,9 +91,10 @@ class RunRoutes:
             run.run_id,
             [("metadata", {"run_id": run.run_id, "attempt": 1})],
         )
-        await self.api.call(
-            self.api.queue.enqueue, run, delay=float(body.get("after_seconds") or 0)
-        )
+        delay = float(body.get("after_seconds") or 0)
+        if not await self.api.call(self.api.queue.enqueue, run, delay=delay):
+            await self.api.call(self.api.queue.delete_run, run.run_id)
+            raise Refused(409, f"thread {thread_id!r} has a run in flight")
         self.api.wake()
         return run
 

@@ -144,6 +144,7 @@ class Worker:
             listener.start()
         else:
             store = SQLiteStore(self.path, lease_term=term)
+            listener = None
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._watch, queue)
@@ -154,8 +155,11 @@ class Worker:
                         await self._drained.wait()
                 tasks.cancel_scope.cancel()
         finally:
+            self._stopping.set()
             with anyio.CancelScope(shield=True):
                 await store.aclose()
+                if listener is not None:
+                    await anyio.to_thread.run_sync(listener.join)
             queue.close()
 
     async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:

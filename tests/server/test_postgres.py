@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from langgraph_sdk import get_client
 
@@ -137,3 +138,71 @@ async def test_a_sigkilled_worker_on_postgres_leaves_its_run_to_another(
             assert isinstance(final, dict)
             assert [m["content"] for m in final["messages"]] == ["held"]
             assert (tmp_path / "effects").read_text() == "effect\n"
+
+
+async def create_at_once(
+    client: Any, tid: str, strategy: str, count: int, graph: str = "echo"
+) -> list[Any]:
+    """`count` runs on `tid` created concurrently: each run, or the error refusing it."""
+    made: list[Any] = [None] * count
+
+    async def one(n: int) -> None:
+        try:
+            made[n] = await client.runs.create(
+                tid, graph, input=said(str(n)), multitask_strategy=strategy
+            )
+        except httpx.HTTPStatusError as refused:
+            made[n] = refused.response.status_code
+
+    async with anyio.create_task_group() as tasks:
+        for n in range(count):
+            tasks.start_soon(one, n)
+    return made
+
+
+async def test_concurrent_double_texts_follow_their_strategy(tmp_path: Path, pg: tuple[str, str]):
+    dsn, schema = pg
+    with serving(tmp_path, where=dsn, schema=schema) as url:
+        async with get_client(url=url) as client:
+            # reject: of five at once on an idle thread, one goes in.
+            tid = (await client.threads.create())["thread_id"]
+            made = await create_at_once(client, tid, "reject", 5)
+            assert sorted(m if isinstance(m, int) else 200 for m in made) == [
+                200,
+                409,
+                409,
+                409,
+                409,
+            ]
+            # enqueue: all five run, one after another.
+            tid = (await client.threads.create())["thread_id"]
+            made = await create_at_once(client, tid, "enqueue", 5)
+            for run in made:
+                await client.runs.join(tid, run["run_id"])
+            statuses = [(await client.runs.get(tid, r["run_id"]))["status"] for r in made]
+            assert statuses == ["success"] * 5
+            state = await client.threads.get_state(tid)
+            assert len(state["values"]["messages"]) == 10
+            # interrupt and rollback: of a running run and five at once, one survives to run.
+            for strategy in ("interrupt", "rollback"):
+                GATE.clear()
+                tid = (await client.threads.create())["thread_id"]
+                held = await client.runs.create(tid, "gated", input=said("held"))
+                while (await client.runs.get(tid, held["run_id"]))["status"] != "running":
+                    await anyio.sleep(0.02)
+                made = await create_at_once(client, tid, strategy, 5, graph="gated")
+                while True:  # every run but the last one queued was cancelled
+                    listed = await client.runs.list(tid, limit=20)
+                    if sum(r["status"] in ("pending", "running") for r in listed) == 1:
+                        break
+                    await anyio.sleep(0.02)
+                GATE.set()
+                for run in await client.runs.list(tid, limit=20):  # rolled back ones are gone
+                    await client.runs.join(tid, run["run_id"])
+                runs = {r["run_id"]: r["status"] for r in await client.runs.list(tid, limit=20)}
+                ran = [r for r in made if runs.get(r["run_id"]) == "success"]
+                assert len(ran) == 1, (strategy, runs)
+                if strategy == "interrupt":
+                    assert sorted(runs.values()) == ["interrupted"] * 5 + ["success"]
+                else:
+                    assert list(runs.values()) == ["success"]
