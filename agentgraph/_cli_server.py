@@ -31,7 +31,7 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
     server = commands.add_parser(
         "server", help="serve graphs to the LangGraph SDK clients, with background workers"
     )
-    _common(server, positive)
+    _common(server, positive, workers=_count, least=0)
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     server.add_argument("--port", type=port, default=2024, help="port (default 2024; 0 picks)")
     server.add_argument(
@@ -41,11 +41,22 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
     )
     server.set_defaults(handler=_server)
     worker = commands.add_parser("worker", help="run queued runs of graphs, without the API")
-    _common(worker, positive)
+    _common(worker, positive, workers=positive, least=1)
     worker.set_defaults(handler=_worker)
 
 
-def _common(cmd: Any, positive: Any) -> None:
+def _count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{number} is not 0 or more")
+    return number
+
+
+def _common(cmd: Any, positive: Any, *, workers: Any, least: int) -> None:
     cmd.add_argument("targets", nargs="+", help="[id=]module:attribute naming a Graph, one each")
     cmd.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
     cmd.add_argument(
@@ -56,7 +67,9 @@ def _common(cmd: Any, positive: Any) -> None:
     cmd.add_argument(
         "--schema", default="agentgraph", help="PostgreSQL schema (default agentgraph)"
     )
-    cmd.add_argument("--workers", type=positive, default=1, help="worker threads (default 1)")
+    cmd.add_argument(
+        "--workers", type=workers, default=1, help=f"worker threads, {least} or more (default 1)"
+    )
     cmd.add_argument(
         "--concurrency", type=positive, default=10, help="runs per worker at once (default 10)"
     )
