@@ -135,6 +135,13 @@ bench-guards: $(VENV)/.bench
 bench-postgres: postgres $(VENV)/.bench
 	$(BIN)/python benchmarks/postgres_throughput.py
 
+# The agent server under the langgraph-sdk client (SQLite; PostgreSQL with 1 and 2 workers).
+# The reference, `langgraph dev`, is installable (langgraph-cli[inmem]==0.4.40, Elastic-2.0,
+# run locally only, never shipped) but not yet driven by the script.
+.PHONY: bench-server
+bench-server: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/server.py
+
 .PHONY: bench-memory
 bench-memory: $(VENV)/.bench
 	$(BIN)/python benchmarks/memory.py
