@@ -54,6 +54,13 @@ test-long: $(STAMP)
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
 	AGENTGRAPH_TEAM_CASES=5000 $(BIN)/python -m pytest -q tests/teams/test_invariants.py
+	$(MAKE) test-server-many
+
+# The agent server's queue at full size: two API servers and three workers on one PostgreSQL
+# over 1,000 runs, each claimed once (30 by default).
+.PHONY: test-server-many
+test-server-many: postgres $(STAMP)
+	AGENTGRAPH_SERVER_RUNS=1000 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k every_run_once
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.
@@ -127,6 +134,13 @@ bench-guards: $(VENV)/.bench
 .PHONY: bench-postgres
 bench-postgres: postgres $(VENV)/.bench
 	$(BIN)/python benchmarks/postgres_throughput.py
+
+# The agent server under the langgraph-sdk client (SQLite; PostgreSQL with 1 and 2 workers).
+# The reference, `langgraph dev`, is installable (langgraph-cli[inmem]==0.4.40, Elastic-2.0,
+# run locally only, never shipped) but not yet driven by the script.
+.PHONY: bench-server
+bench-server: postgres $(VENV)/.bench
+	$(BIN)/python benchmarks/server.py
 
 .PHONY: bench-memory
 bench-memory: $(VENV)/.bench

@@ -46,6 +46,7 @@ from ._cli_load import _model, _NoModel
 from ._cli_load import load_target as load_target
 from ._cli_mcp import add_mcp_command
 from ._cli_runs import add_runs_command
+from ._cli_server import add_server_commands
 from ._context import AgentContext
 from ._redact import masked
 from ._runner import GraphRunner, Sink
@@ -259,6 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=_serve)
     add_mcp_command(commands, _positive, _port)
+    add_server_commands(commands, _positive, _port)
     add_eval_command(commands, _positive)
     add_runs_command(commands)
     return parser

@@ -36,6 +36,7 @@ def test_the_public_namespaces_are_the_architecture():
         "agentgraph.nodes",
         "agentgraph.rag",
         "agentgraph.ray",
+        "agentgraph.server",
         "agentgraph.structured",
         "agentgraph.teams",
         "agentgraph.temporal",

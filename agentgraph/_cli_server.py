@@ -1,0 +1,160 @@
+"""`agentgraph server module:graph …` (API and workers) and `agentgraph worker …` (workers alone).
+
+Both take the graphs to serve as `module:attribute` (the graph's id is its
+name) or `id=module:attribute`, and share one database: an SQLite file (`--store`,
+`agentgraph-server.db` in the current folder by default), or a PostgreSQL
+database (`--store postgresql://…`) that any number of `server` and
+`worker` processes on any number of machines share. SIGTERM or Ctrl-C
+stops claiming runs; runs going on get `--grace` seconds to finish, and the
+rest are taken up again, from their last committed step, when a worker next
+starts on the same database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from typing import Any, TextIO
+
+from ._cli_load import CommandError, _model, load_target
+from ._graph import Graph
+from ._runner import GraphRunner
+
+__all__ = ("add_server_commands",)
+
+DEFAULT_STORE = "agentgraph-server.db"
+
+
+def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
+    """Add the `server` and `worker` subcommands to the command line's subparsers."""
+    server = commands.add_parser(
+        "server", help="serve graphs to the LangGraph SDK clients, with background workers"
+    )
+    _common(server, positive, workers=_count, least=0)
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
+    server.add_argument("--port", type=port, default=2024, help="port (default 2024; 0 picks)")
+    server.add_argument(
+        "--api-key",
+        help="require this x-api-key on every request but /ok "
+        "(default: $AGENTGRAPH_API_KEY, else none)",
+    )
+    server.set_defaults(handler=_server)
+    worker = commands.add_parser("worker", help="run queued runs of graphs, without the API")
+    _common(worker, positive, workers=positive, least=1)
+    worker.set_defaults(handler=_worker)
+
+
+def _count(text: str) -> int:
+    """An argparse type: a whole number, 0 or more."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{number} is not 0 or more")
+    return number
+
+
+def _common(cmd: Any, positive: Any, *, workers: Any, least: int) -> None:
+    cmd.add_argument("targets", nargs="+", help="[id=]module:attribute naming a Graph, one each")
+    cmd.add_argument("--model", help="provider:name, passed to a factory's `model` parameter")
+    cmd.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help=f"SQLite file, or postgresql://… (default {DEFAULT_STORE})",
+    )
+    cmd.add_argument(
+        "--schema", default="agentgraph", help="PostgreSQL schema (default agentgraph)"
+    )
+    cmd.add_argument(
+        "--workers", type=workers, default=1, help=f"worker threads, {least} or more (default 1)"
+    )
+    cmd.add_argument(
+        "--concurrency", type=positive, default=10, help="runs per worker at once (default 10)"
+    )
+    cmd.add_argument("--run-timeout", type=float, help="seconds a run may take (default: none)")
+    cmd.add_argument(
+        "--grace", type=float, default=30.0, help="seconds runs get to finish on stop (default 30)"
+    )
+    cmd.add_argument("--max-steps", type=positive, default=1000, help="step cap (default 1000)")
+
+
+def _graphs(args: argparse.Namespace) -> dict[str, Graph[Any, Any]]:
+    model = _model(args.model)
+    graphs: dict[str, Graph[Any, Any]] = {}
+    for target in args.targets:
+        name, sep, where = target.partition("=")
+        graph = load_target(where if sep else target, model)
+        graph_id = name if sep else graph.name
+        if graph_id in graphs:
+            raise CommandError(f"two graphs have the id {graph_id!r}: name one with id=module:attr")
+        graphs[graph_id] = graph
+    return graphs
+
+
+def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) -> Any:
+    from .server import ServerSettings
+
+    return ServerSettings(
+        workers=workers,
+        concurrency=args.concurrency,
+        run_timeout=args.run_timeout,
+        grace=args.grace,
+        api_key=api_key,
+    )
+
+
+def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        from .server import server_app
+        from .web import serve
+    except ImportError as exc:
+        raise CommandError(f"{exc}: install agentgraph-engine[server]") from exc
+    graphs = _graphs(args)
+    settings = _settings(args, workers=args.workers, api_key=args.api_key)
+    runner = GraphRunner(max_steps=args.max_steps)
+    app = server_app(graphs, args.store, settings=settings, runner=runner, schema=args.schema)
+
+    def announce(url: str) -> None:
+        out.write(f"serving {', '.join(graphs)} at {url}\n")
+        out.flush()
+
+    try:
+        serve(app, host=args.host, port=args.port, announce=announce)
+    except OSError as exc:
+        raise CommandError(f"cannot serve on {args.host}:{args.port}: {exc}") from exc
+    return 0
+
+
+def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .server import Worker
+
+    graphs = _graphs(args)
+    runner = GraphRunner(max_steps=args.max_steps)
+    workers = [
+        Worker(
+            args.store,
+            graphs,
+            runner=runner,
+            concurrency=args.concurrency,
+            run_timeout=args.run_timeout,
+            grace=args.grace,
+            schema=args.schema,
+        )
+        for _ in range(args.workers)
+    ]
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    for worker in workers:
+        worker.start()
+    out.write(f"{len(workers)} worker(s) running {', '.join(graphs)} from {args.store}\n")
+    out.flush()
+    while not stopping.wait(0.5):
+        pass
+    for worker in workers:
+        worker.stop(wait=False)
+    for worker in workers:
+        worker.stop()
+    return 0

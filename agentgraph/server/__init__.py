@@ -1,0 +1,13 @@
+"""An agent server the LangGraph SDK clients drive: assistants, threads, runs, workers.
+
+```python
+app = server_app({"agent": graph}, "server.db")
+```
+Serve `app` with any ASGI server, or run `agentgraph server module:graph`.
+"""
+
+from ._app import server_app as server_app
+from ._settings import ServerSettings as ServerSettings
+from ._worker import Worker as Worker
+
+__all__ = ("ServerSettings", "Worker", "server_app")

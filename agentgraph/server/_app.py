@@ -1,0 +1,127 @@
+"""The agent server's ASGI app: the routes, the API key check and the in-process workers."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .._errors import RunInputError
+from .._graph import Graph
+from .._runner import GraphRunner
+from ..memory import PostgresMemory, SQLiteMemory
+from ._api import Api, Refused, json_response
+from ._queue import RunQueue
+from ._routes_assistants import AssistantRoutes
+from ._routes_runs import RunRoutes
+from ._routes_store import StoreRoutes
+from ._routes_threads import ThreadRoutes
+from ._settings import ServerSettings
+from ._worker import Worker
+
+__all__ = ("server_app",)
+
+
+class _ApiKey(BaseHTTPMiddleware):
+    def __init__(self, app: Any, key: str) -> None:
+        super().__init__(app)
+        self.key = key
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if request.url.path != "/ok" and request.headers.get("x-api-key") != self.key:
+            return json_response({"detail": "a valid x-api-key header is required"}, 401)
+        return await call_next(request)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, Refused):
+        return json_response({"detail": exc.detail}, exc.status)
+    return json_response({"detail": str(exc)}, 422)
+
+
+def server_app(
+    graphs: Mapping[str, Graph[Any, Any]],
+    path: str | os.PathLike[str],
+    *,
+    settings: ServerSettings | None = None,
+    runner: GraphRunner | None = None,
+    schema: str = "agentgraph",
+) -> Starlette:
+    """An agent server for `graphs` (by graph id) on the database at `path`.
+
+    `path` is an SQLite file, or a PostgreSQL connection string
+    (`postgresql://…`; the tables live in `schema`), which any number of
+    API and worker processes may share.
+
+    The LangGraph SDK clients drive it (`get_client(url=...)`). Its
+    lifespan starts `settings.workers` workers, each on a thread of its own.
+    """
+    settings = settings or ServerSettings()
+    where = os.fspath(path)
+    queue = RunQueue(where, schema=schema)
+    workers = [
+        Worker(
+            where,
+            graphs,
+            runner=runner,
+            concurrency=settings.concurrency,
+            run_timeout=settings.run_timeout,
+            grace=settings.grace,
+            schema=schema,
+        )
+        for _ in range(settings.workers)
+    ]
+
+    def wake() -> None:
+        for worker in workers:
+            worker.wake()
+
+    api = Api(queue, graphs, wake=wake)
+    memory: PostgresMemory | SQLiteMemory = (
+        PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
+    )
+
+    async def ok(request: Request) -> Response:
+        return json_response({"ok": True})
+
+    async def info(request: Request) -> Response:
+        return json_response({"version": "agentgraph", "flags": {"assistants": True}})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        for worker in workers:
+            worker.start()
+        try:
+            yield
+        finally:
+            for worker in workers:
+                worker.stop(wait=False)
+            for worker in workers:
+                worker.stop()
+            queue.close()
+            await memory.aclose()
+
+    key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
+    middleware = [Middleware(_ApiKey, key=key)] if key else []
+    routes = [
+        Route("/ok", ok, methods=["GET"]),
+        Route("/info", info, methods=["GET"]),
+        *AssistantRoutes(api).routes(),
+        *ThreadRoutes(api).routes(),
+        *RunRoutes(api).routes(),
+        *StoreRoutes(api, memory).routes(),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=middleware,
+        lifespan=lifespan,
+        exception_handlers={RunInputError: _refused},
+    )

@@ -1,0 +1,233 @@
+"""Runs on a thread and stateless runs: create, stream, wait, join, cancel, list, get, delete."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from ._api import Api, Refused, assistant_id_of, json_response, read_body, run_json
+from ._queue import QueuedRun
+from ._sse import event_names, frames, last_event_id
+
+__all__ = ("RunRoutes",)
+
+_STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
+_WAIT_POLL = 0.02
+
+
+def _choice(body: dict[str, Any], name: str, choices: tuple[str, ...]) -> str:
+    """`body[name]`, one of `choices` (the first when not given); 422 otherwise."""
+    value = body.get(name) or choices[0]
+    if value not in choices:
+        raise Refused(422, f"{name} is one of {', '.join(choices)}, not {value!r}")
+    return str(value)
+
+
+def _modes(body: dict[str, Any]) -> list[str]:
+    mode = body.get("stream_mode") or ["values"]
+    modes = [mode] if isinstance(mode, str) else list(mode)
+    event_names(modes)
+    return modes
+
+
+class RunRoutes:
+    """Runs on a thread and stateless runs."""
+
+    def __init__(self, api: Api) -> None:
+        self.api = api
+
+    async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
+        graph_id = self.api.graph_id(body.get("assistant_id"))
+        modes = _modes(body)
+        strategy = body.get("multitask_strategy") or "enqueue"
+        if strategy not in _STRATEGIES:
+            raise Refused(422, f"multitask_strategy is one of {', '.join(_STRATEGIES)}")
+        stateless = thread_id is None
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        else:
+            try:
+                await self.api.thread(thread_id)
+            except Refused as missing:
+                if body.get("if_not_exists") != "create" or missing.status != 404:
+                    raise
+                await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        now = time.time()
+        kwargs = {
+            "input": body.get("input"),
+            "command": body.get("command"),
+            "stream_mode": modes,
+            "config": body.get("config") or {},
+            "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
+        }
+        if stateless:
+            kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
+        run = QueuedRun(
+            str(uuid.uuid4()),
+            thread_id,
+            assistant_id_of(graph_id),
+            graph_id,
+            "pending",
+            kwargs,
+            body.get("metadata") or {},
+            strategy,
+            None,
+            None,
+            0,
+            now,
+            now,
+        )
+        await self.api.call(
+            self.api.queue.add_events,
+            run.run_id,
+            [("metadata", {"run_id": run.run_id, "attempt": 1})],
+        )
+        delay = float(body.get("after_seconds") or 0)
+        if not await self.api.call(self.api.queue.enqueue, run, delay=delay):
+            await self.api.call(self.api.queue.delete_run, run.run_id)
+            raise Refused(409, f"thread {thread_id!r} has a run in flight")
+        self.api.wake()
+        return run
+
+    def where(self, run: QueuedRun) -> dict[str, str]:
+        base = f"/threads/{run.thread_id}/runs/{run.run_id}"
+        return {"Content-Location": base}
+
+    async def result(self, run: QueuedRun) -> dict[str, Any]:
+        """The values a run ended with: the last `values` event, or its `__error__`."""
+        while not run.ended:
+            await anyio.sleep(_WAIT_POLL)
+            found = await self.api.call(self.api.queue.run, run.run_id)
+            if found is None:
+                raise Refused(404, f"run {run.run_id!r} was deleted")
+            run = found
+        last = b"{}"
+        for _, name, data in await self.api.call(self.api.queue.events, run.run_id, 0):
+            if name == "error":
+                return {"__error__": orjson.loads(data)}
+            if name == "values":
+                last = data
+        values: dict[str, Any] = orjson.loads(last)
+        return values
+
+    def stream(self, run: QueuedRun, after: int, status: int = 200) -> StreamingResponse:
+        names = event_names(run.kwargs.get("stream_mode") or ["values"])
+        base = f"/threads/{run.thread_id}/runs/{run.run_id}"
+        return StreamingResponse(
+            self.watched(run, frames(self.api, run.run_id, after, names)),
+            status_code=status,
+            media_type="text/event-stream",
+            headers={"Location": f"{base}/stream", "Content-Location": base},
+        )
+
+    async def watched(self, run: QueuedRun, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """`stream`, cancelling the run when its client leaves early and asked for that."""
+        ended = False
+        try:
+            async for frame in stream:
+                yield frame
+            ended = True
+        finally:
+            if not ended and run.kwargs.get("on_disconnect") == "cancel":
+                with anyio.CancelScope(shield=True):
+                    await self.api.call(self.api.queue.request_cancel, run.run_id, "interrupt")
+
+    def thread_of(self, request: Request) -> str | None:
+        return request.path_params.get("thread_id")
+
+    async def create_background(self, request: Request) -> Response:
+        run = await self.create(await read_body(request), self.thread_of(request))
+        return json_response(run_json(run), headers=self.where(run))
+
+    async def create_stream(self, request: Request) -> Response:
+        run = await self.create(await read_body(request), self.thread_of(request))
+        return self.stream(run, 0)
+
+    async def create_wait(self, request: Request) -> Response:
+        run = await self.create(await read_body(request), self.thread_of(request))
+        return json_response(await self.result(run), headers=self.where(run))
+
+    async def listing(self, request: Request) -> Response:
+        thread = await self.api.thread(request.path_params["thread_id"])
+        limit = int(request.query_params.get("limit", 10))
+        offset = int(request.query_params.get("offset", 0))
+        runs = await self.api.call(
+            self.api.queue.runs, thread.thread_id, limit=limit, offset=offset
+        )
+        return json_response([run_json(r) for r in runs])
+
+    async def get(self, request: Request) -> Response:
+        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        return json_response(run_json(run))
+
+    async def delete(self, request: Request) -> Response:
+        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        if not run.ended:
+            raise Refused(409, f"run {run.run_id!r} is still in flight; cancel it first")
+        await self.api.call(self.api.queue.delete_run, run.run_id)
+        return Response(status_code=204)
+
+    async def cancel(self, request: Request) -> Response:
+        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        action = request.query_params.get("action", "interrupt")
+        if action not in ("interrupt", "rollback"):
+            raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
+        await self.api.call(self.api.queue.request_cancel, run.run_id, action)
+        if request.query_params.get("wait") in ("1", "true", "True"):
+            await self.result(run)
+        return Response(status_code=202, headers=self.where(run))
+
+    async def join(self, request: Request) -> Response:
+        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        return json_response(await self.result(run), headers=self.where(run))
+
+    async def join_stream(self, request: Request) -> Response:
+        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        after = last_event_id(request.headers.get("last-event-id"))
+        return self.stream(run, after)
+
+    async def bulk_cancel(self, request: Request) -> Response:
+        body = await read_body(request)
+        for run_id in body.get("run_ids") or []:
+            await self.api.call(
+                self.api.queue.request_cancel, str(run_id), body.get("action") or "interrupt"
+            )
+        return Response(status_code=204)
+
+    async def batch(self, request: Request) -> Response:
+        raw = await request.body()
+        items = orjson.loads(raw) if raw else []
+        if not isinstance(items, list):
+            raise Refused(422, "a batch is a JSON list of runs")
+        runs = [await self.create(item, None) for item in items]
+        return json_response([run_json(r) for r in runs])
+
+    def routes(self) -> list[Route]:
+        """The routes, for the app."""
+        thread_runs = "/threads/{thread_id}/runs"
+        one = thread_runs + "/{run_id}"
+        return [
+            Route(thread_runs, self.create_background, methods=["POST"]),
+            Route(thread_runs, self.listing, methods=["GET"]),
+            Route(thread_runs + "/stream", self.create_stream, methods=["POST"]),
+            Route(thread_runs + "/wait", self.create_wait, methods=["POST"]),
+            Route(one, self.get, methods=["GET"]),
+            Route(one, self.delete, methods=["DELETE"]),
+            Route(one + "/cancel", self.cancel, methods=["POST"]),
+            Route(one + "/join", self.join, methods=["GET"]),
+            Route(one + "/stream", self.join_stream, methods=["GET"]),
+            Route("/runs", self.create_background, methods=["POST"]),
+            Route("/runs/stream", self.create_stream, methods=["POST"]),
+            Route("/runs/wait", self.create_wait, methods=["POST"]),
+            Route("/runs/batch", self.batch, methods=["POST"]),
+            Route("/runs/cancel", self.bulk_cancel, methods=["POST"]),
+        ]

@@ -1,0 +1,106 @@
+"""The store: items under namespaces, kept in an `agentgraph.memory` store.
+
+TTLs arrive in minutes (the clients' unit) and become the memory's seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..memory import Item, MemoryBase, MemoryInputError
+from ._api import Api, Refused, iso, json_response, read_body
+
+__all__ = ("StoreRoutes",)
+
+
+def _item(item: Item) -> dict[str, Any]:
+    return {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": dict(item.value),
+        "created_at": iso(item.created),
+        "updated_at": iso(item.updated),
+    }
+
+
+class StoreRoutes:
+    """Put, get, delete and search items, and list namespaces."""
+
+    def __init__(self, api: Api, memory: MemoryBase) -> None:
+        self.api = api
+        self.memory = memory
+
+    async def put(self, request: Request) -> Response:
+        body = await read_body(request)
+        ttl = body.get("ttl")
+        try:
+            await self.memory.put(
+                body.get("namespace") or [],
+                body.get("key"),  # type: ignore[arg-type]
+                body.get("value"),  # type: ignore[arg-type]
+                ttl=None if ttl is None else float(ttl) * 60,
+            )
+        except MemoryInputError as exc:
+            raise Refused(422, str(exc)) from exc
+        return Response(status_code=204)
+
+    async def get(self, request: Request) -> Response:
+        namespace = [part for part in request.query_params.get("namespace", "").split(".") if part]
+        try:
+            item = await self.memory.get(namespace, request.query_params.get("key", ""))
+        except MemoryInputError as exc:
+            raise Refused(422, str(exc)) from exc
+        if item is None:
+            raise Refused(404, "no such item")
+        return json_response(_item(item))
+
+    async def delete(self, request: Request) -> Response:
+        body = await read_body(request)
+        try:
+            await self.memory.delete(body.get("namespace") or [], body.get("key"))  # type: ignore[arg-type]
+        except MemoryInputError as exc:
+            raise Refused(422, str(exc)) from exc
+        return Response(status_code=204)
+
+    async def search(self, request: Request) -> Response:
+        body = await read_body(request)
+        limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
+        try:
+            hits = await self.memory.search(
+                body.get("namespace_prefix") or [],
+                body.get("query"),
+                filter=body.get("filter"),
+                limit=limit + offset,
+            )
+        except MemoryInputError as exc:
+            raise Refused(422, str(exc)) from exc
+        items = [{**_item(hit.item), "score": hit.score} for hit in hits[offset:]]
+        return json_response({"items": items})
+
+    async def namespaces(self, request: Request) -> Response:
+        body = await read_body(request)
+        limit, offset = int(body.get("limit") or 100), int(body.get("offset") or 0)
+        suffix = tuple(body.get("suffix") or ())
+        try:
+            found = await self.memory.list_namespaces(
+                body.get("prefix") or [], max_depth=body.get("max_depth"), limit=1_000_000
+            )
+        except MemoryInputError as exc:
+            raise Refused(422, str(exc)) from exc
+        if suffix:
+            found = [ns for ns in found if tuple(ns[-len(suffix) :]) == suffix]
+        return json_response({"namespaces": [list(ns) for ns in found[offset : offset + limit]]})
+
+    def routes(self) -> list[Route]:
+        """The routes, for the app."""
+        return [
+            Route("/store/items", self.put, methods=["PUT"]),
+            Route("/store/items", self.get, methods=["GET"]),
+            Route("/store/items", self.delete, methods=["DELETE"]),
+            Route("/store/items/search", self.search, methods=["POST"]),
+            Route("/store/namespaces", self.namespaces, methods=["POST"]),
+        ]

@@ -1,0 +1,33 @@
+"""How an agent server runs its workers."""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ("ServerSettings",)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} is at least 1, not {value}")
+
+
+@attrs.frozen(kw_only=True)
+class ServerSettings:
+    """The worker pool of an agent server.
+
+    Args:
+        workers: worker threads started with the API (0: the API alone). Default 1.
+        concurrency: runs each worker runs at once. Default 10.
+        run_timeout: seconds a run may take before it ends `timeout`; None (the
+            default) for no limit.
+        grace: seconds a stopping worker lets its runs finish before leaving
+            them to another worker. Default 30.
+        api_key: when set, every request but `/ok` must carry it in `x-api-key`.
+    """
+
+    workers: int = attrs.field(default=1)
+    concurrency: int = attrs.field(default=10, validator=_positive)
+    run_timeout: float | None = None
+    grace: float = 30.0
+    api_key: str | None = attrs.field(default=None, repr=False)

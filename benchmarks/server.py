@@ -1,0 +1,261 @@
+"""The agent server under the `langgraph-sdk` client: throughput, first-event latency, memory.
+
+The workload, at most 50 requests in flight:
+
+- ``runs/s``: background runs (`client.runs.create`) spread over 50 threads, from the
+  first create until every run has ended (`client.runs.join`);
+- ``first event``: during that load, every 100 ms, a run streamed on an idle probe
+  thread, timed from the request to its first `values`/`updates` event after
+  `metadata` (p50 and p99);
+- ``RSS growth``: the server's resident memory (its processes together) after
+  threads each with a run waiting on an interrupt, over the idle server.
+
+Cases: ``sqlite`` (one process), ``postgres-1`` and ``postgres-2`` (the API with no
+workers of its own and one or two `agentgraph worker` processes; PostgreSQL is the one
+at ``AGENTGRAPH_BENCH_POSTGRES``, or one started for the measurement).
+
+Usage::
+
+    python benchmarks/server.py                  # every case; writes its RESULTS.md section
+    python benchmarks/server.py --quick          # small sizes, table only
+    python benchmarks/server.py --case sqlite    # one case, one JSON line
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+from langgraph_sdk import get_client
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ("sqlite", "postgres-1", "postgres-2")
+IN_FLIGHT = 50
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _command(kind: str, store: str, *more: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "agentgraph",
+        kind,
+        "benchmarks._server_graph:agent",
+        "benchmarks._server_graph:asks",
+        "--store",
+        store,
+        "--grace",
+        "1",
+        *more,
+    ]
+
+
+@contextlib.contextmanager
+def _postgres() -> Iterator[str]:
+    given = os.environ.get("AGENTGRAPH_BENCH_POSTGRES")
+    if given:
+        yield given
+        return
+    sys.path.insert(0, str(ROOT))
+    from tests.pg_server import PostgresServer, server_binaries
+
+    with PostgresServer(server_binaries()) as server:
+        yield server.dsn
+
+
+@contextlib.contextmanager
+def _server(case: str, folder: Path) -> Iterator[tuple[str, list[subprocess.Popen[str]]]]:
+    """The case's processes: the API (first) and its workers; yields the URL too."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with contextlib.ExitStack() as stack:
+        if case == "sqlite":
+            store, workers, api_workers = str(folder / "server.db"), 0, "1"
+        else:
+            store = stack.enter_context(_postgres())
+            workers, api_workers = int(case.rsplit("-", 1)[1]), "0"
+        schema = f"bench_{os.getpid()}_{port}"
+        extra = ("--schema", schema)
+        api = subprocess.Popen(
+            [*_command("server", store, *extra), "--port", str(port), "--workers", api_workers],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        processes = [api]
+        assert api.stdout is not None
+        url = api.stdout.readline().split(" at ")[1].strip().rstrip("/")
+        for _ in range(workers):
+            processes.append(
+                subprocess.Popen(
+                    _command("worker", store, *extra), env=env, cwd=ROOT, stdout=subprocess.PIPE
+                )
+            )
+        try:
+            yield url, processes
+        finally:
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(timeout=60)
+                if process.stdout is not None:
+                    process.stdout.close()
+
+
+def _rss(processes: list[subprocess.Popen[str]]) -> int:
+    return sum(psutil.Process(p.pid).memory_info().rss for p in processes)
+
+
+async def _first_event(client: Any, thread_id: str) -> float:
+    started = time.perf_counter()
+    async for part in client.runs.stream(
+        thread_id,
+        "agent",
+        input={"messages": [{"role": "user", "content": "probe"}]},
+        stream_mode=["values", "updates"],
+    ):
+        if part.event in ("values", "updates"):
+            return time.perf_counter() - started
+    raise RuntimeError("the probe's run sent no values or updates")
+
+
+async def _measure(
+    url: str, processes: list[subprocess.Popen[str]], runs: int, waiting: int
+) -> dict[str, Any]:
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    async with get_client(url=url, timeout=120) as client:
+
+        async def limited(coro: Any) -> Any:
+            async with gate:
+                return await coro
+
+        threads = [
+            t["thread_id"]
+            for t in await asyncio.gather(*(limited(client.threads.create()) for _ in range(50)))
+        ]
+        probe = (await client.threads.create())["thread_id"]
+        await _first_event(client, probe)  # warm
+        samples: list[float] = []
+        done = asyncio.Event()
+
+        async def sample() -> None:
+            while not done.is_set():
+                samples.append(await _first_event(client, probe))
+                await asyncio.sleep(0.1)
+
+        prober = asyncio.create_task(sample())
+        started = time.perf_counter()
+        created = await asyncio.gather(
+            *(
+                limited(
+                    client.runs.create(
+                        threads[n % 50],
+                        "agent",
+                        input={"messages": [{"role": "user", "content": str(n)}]},
+                    )
+                )
+                for n in range(runs)
+            )
+        )
+        await asyncio.gather(
+            *(limited(client.runs.join(r["thread_id"], r["run_id"])) for r in created)
+        )
+        elapsed = time.perf_counter() - started
+        done.set()
+        await prober
+        idle = _rss(processes)
+        asking = await asyncio.gather(
+            *(
+                limited(client.runs.wait(None, "asks", input={}, on_completion="keep"))
+                for _ in range(waiting)
+            )
+        )
+        assert all("__interrupt__" in a for a in asking)
+        grown = _rss(processes) - idle
+    ordered = sorted(samples)
+    return {
+        "runs": runs,
+        "runs_per_s": runs / elapsed,
+        "first_event_p50_ms": 1000 * statistics.median(ordered),
+        "first_event_p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
+        "probes": len(ordered),
+        "waiting": waiting,
+        "rss_growth_mb": grown / 2**20,
+    }
+
+
+def run_case(case: str, runs: int, waiting: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder, _server(case, Path(folder)) as (url, procs):
+        figures = asyncio.run(_measure(url, procs, runs, waiting))
+    return {"case": case, **figures}
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| case | runs/s | first event p50 (ms) | p99 (ms) | RSS growth, waiting threads (MB) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| agentgraph {r['case']} | {r['runs_per_s']:.0f} | {r['first_event_p50_ms']:.1f} "
+            f"| {r['first_event_p99_ms']:.1f} | {r['rss_growth_mb']:.1f} ({r['waiting']}) |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=CASES)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--runs", type=int)
+    parser.add_argument("--waiting", type=int)
+    args = parser.parse_args()
+    runs = args.runs or (100 if args.quick else 1000)
+    waiting = args.waiting or (50 if args.quick else 1000)
+    if args.case:
+        print(json.dumps(run_case(args.case, runs, waiting)))
+        return
+    rows = []
+    for case in CASES:
+        done = subprocess.run(
+            [
+                sys.executable,
+                __file__,
+                "--case",
+                case,
+                "--runs",
+                str(runs),
+                "--waiting",
+                str(waiting),
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(_table(rows))
+
+
+if __name__ == "__main__":
+    main()

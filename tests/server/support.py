@@ -1,0 +1,172 @@
+"""Graphs for the server tests, and an agent server on loopback in a thread of this process."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
+from agentgraph.llm import Message
+from agentgraph.server import ServerSettings, server_app
+from agentgraph.web import WebServer
+
+
+def echo() -> Graph[str, str]:
+    """Answers each user message with `echo: <text>`."""
+
+    @node(name="reply")
+    async def reply(ctx: AgentContext[str]) -> AgentContext[str]:
+        answer = f"echo: {ctx.input}"
+        return ctx.append(Message.user(ctx.input), Message.assistant(answer)).with_input(answer)
+
+    with GraphBuilder[str, str]("echo") as g:
+        g.start.edge_to(reply).edge_to(g.finish)
+    return g.build()
+
+
+def asks() -> Graph[str, str]:
+    """Asks for approval (an interrupt), then answers with what it was told."""
+
+    @node(name="ask")
+    async def ask(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        answer = await rt.interrupt({"question": f"may I answer {ctx.input!r}?"})
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"told: {answer}"))
+
+    with GraphBuilder[str, str]("asks") as g:
+        g.start.edge_to(ask).edge_to(g.finish)
+    return g.build()
+
+
+def slow() -> Graph[str, str]:
+    """Sleeps a long time: a run to cancel."""
+
+    @node(name="sleep")
+    async def sleep(ctx: AgentContext[str]) -> AgentContext[str]:
+        await anyio.sleep(60)
+        return ctx
+
+    with GraphBuilder[str, str]("slow") as g:
+        g.start.edge_to(sleep).edge_to(g.finish)
+    return g.build()
+
+
+def fails() -> Graph[str, str]:
+    @node(name="boom")
+    async def boom(ctx: AgentContext[str]) -> AgentContext[str]:
+        raise ValueError("the node failed")
+
+    with GraphBuilder[str, str]("fails") as g:
+        g.start.edge_to(boom).edge_to(g.finish)
+    return g.build()
+
+
+GATE = threading.Event()
+"""Holds the `gated` graph's runs until a test sets it."""
+
+
+def gated() -> Graph[str, str]:
+    """Waits for `GATE`, then answers like `echo`."""
+
+    @node(name="gate")
+    async def gate(ctx: AgentContext[str]) -> AgentContext[str]:
+        while not GATE.is_set():
+            await anyio.sleep(0.01)
+        answer = f"gated: {ctx.input}"
+        return ctx.append(Message.user(ctx.input), Message.assistant(answer)).with_input(answer)
+
+    with GraphBuilder[str, str]("gated") as g:
+        g.start.edge_to(gate).edge_to(g.finish)
+    return g.build()
+
+
+def crash() -> Graph[str, str]:
+    """Records one effect, then holds until the file `go` appears in `$SERVER_TEST_DIR`."""
+
+    def record(folder: Path) -> str:
+        with (folder / "effects").open("a") as out:
+            out.write("effect\n")
+        return "recorded"
+
+    @node(name="record")
+    async def record_once(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        folder = Path(os.environ["SERVER_TEST_DIR"])
+        return ctx.with_input(await rt.once("record", record, folder))
+
+    @node(name="hold")
+    async def hold(ctx: AgentContext[str]) -> AgentContext[str]:
+        folder = Path(os.environ["SERVER_TEST_DIR"])
+        while not (folder / "go").exists():
+            await anyio.sleep(0.02)
+        return ctx.append(Message.assistant("held"))
+
+    with GraphBuilder[str, str]("crash") as g:
+        g.start.edge_to(record_once).edge_to(hold).edge_to(g.finish)
+    return g.build()
+
+
+GRAPHS: dict[str, Any] = {
+    "crash": crash(),
+    "echo": echo(),
+    "asks": asks(),
+    "slow": slow(),
+    "fails": fails(),
+    "gated": gated(),
+}
+
+
+def said(text: str) -> dict[str, Any]:
+    """A run's input: one user message."""
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+@contextlib.contextmanager
+def serving(
+    tmp_path: Path, *, where: str | None = None, schema: str = "agentgraph", **settings: Any
+) -> Iterator[str]:
+    """An agent server for `GRAPHS` on loopback (SQLite in `tmp_path` unless `where`)."""
+    settings.setdefault("grace", 0.5)
+    GATE.clear()
+    app = server_app(
+        GRAPHS,
+        where or tmp_path / "server.db",
+        settings=ServerSettings(**settings),
+        schema=schema,
+    )
+    with WebServer(app) as server:
+        yield server.url.rstrip("/")
+
+
+WORKER = """
+import sys, time
+from tests.server.support import GRAPHS
+from agentgraph.server import Worker
+worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]), schema=sys.argv[3])
+worker.start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def worker_process(
+    path: Path | str, folder: Path, *, claim_term: float = 1.0, schema: str = "agentgraph"
+) -> subprocess.Popen[str]:
+    """A worker in a process of its own, on the database at `path`."""
+    env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    return process
