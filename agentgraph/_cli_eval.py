@@ -1,7 +1,7 @@
-"""`python -m agentgraph eval`: score a graph on a dataset and gate CI on the result.
+"""`agentgraph eval`: score a graph on a dataset and gate CI on the result.
 
 ```
-python -m agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS \\
+agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS \\
     --repeat 3 --threshold pass@1=0.9 --baseline report.json --report new.json --junit eval.xml
 ```
 
