@@ -76,7 +76,7 @@ test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at ful
 APT_MISSING := $(strip $(if $(wildcard /usr/bin/chromium),,chromium) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
 
-apt-update:
+apt-update: ## refresh Debian's package lists when a test package is missing (as root)
 	@if [ -n "$(APT_MISSING)" ] && [ "$$(id -u)" = 0 ]; then apt-get update -qq; fi
 
 # The npm packages the protocol tests drive (the official AG-UI client, the MCP reference
