@@ -83,3 +83,7 @@ __all__ = (
     "read_thread",
     "rewind_thread",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -39,3 +39,7 @@ __all__ = (
     "dev_app",
     "serve",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())
