@@ -124,10 +124,9 @@ def test_make_alone_lists_every_target_with_one_line_each():
 def test_the_docs_group_resolves_to_the_site_tools_alone(tmp_path):
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
     report = _run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install"]
-        + ["--dry-run", "--quiet", "--report", "-", "--group", "docs"],
-        cwd=ROOT,
+        [*pip, "--dry-run", "--quiet", "--report", "-", "--group", "docs"], cwd=ROOT
     ).stdout
     import json
 

@@ -95,7 +95,7 @@ def test_the_module_runs_it_as_a_command(tmp_path):
     assert "add" in done.stdout and "pass@1=1.000" in done.stdout
 
 
-WORDS = '''
+WORDS = """
 from agentgraph import AgentContext, GraphBuilder, node
 
 
@@ -107,7 +107,7 @@ def count(ctx: AgentContext[str]) -> AgentContext[int]:
 with GraphBuilder[str, int]("words") as g:
     g.start.edge_to(count).edge_to(g.finish)
 graph = g.build()
-'''
+"""
 
 
 def test_without_evaluators_the_expected_value_is_compared(tmp_path):
