@@ -45,12 +45,11 @@ from ._cli_load import _model, _NoModel
 from ._cli_load import load_target as load_target
 from ._cli_mcp import add_mcp_command
 from ._context import AgentContext
+from ._input import read_input
 from ._redact import masked
 from ._runner import GraphRunner, Sink
 
 __all__ = ("CommandError", "load_target", "main", "parse_input")
-
-_JSON_STARTS = ("{", "[", '"')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,11 +60,9 @@ class _Parser(argparse.ArgumentParser):
 def parse_input(text: str) -> Any:
     """The run's input from `--input`: JSON when it parses, else the text itself."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        if text.lstrip().startswith(_JSON_STARTS):
-            raise CommandError(f"--input looks like JSON but does not parse: {exc}") from exc
-        return text
+        return read_input(text)
+    except ValueError as exc:
+        raise CommandError(f"--input {exc}") from exc
 
 
 def _console(args: argparse.Namespace, out: TextIO) -> Any:
