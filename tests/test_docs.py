@@ -20,7 +20,7 @@ from tests.test_public_api import public_modules
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-CONTINUES = "(continues the previous block)"
+CONTINUES = "(continues the previous block"
 FAKE_ANSWER = "Paris is the capital of France."
 
 
@@ -118,6 +118,42 @@ def test_the_readme_is_a_landing_page_and_the_site_holds_the_rest():
     assert python_blocks(ROOT / "README.md"), "the README shows one example"
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / link).is_file(), link
+
+
+def test_a_continuation_names_what_of_the_previous_block_it_uses():
+    for page in pages():
+        for line in page.read_text().splitlines():
+            if CONTINUES in line and "```" not in line and "says" not in line:
+                assert re.search(re.escape(CONTINUES) + r", which made `\w+`", line), (
+                    f"{page_id(page)}: {line}"
+                )
+
+
+# What a guide's examples import, and the extra that brings it.
+NEEDS = {
+    r"agentgraph\.memory\b": "rag",
+    r"agentgraph\.rag\b": "rag",
+    r"agentgraph\.web\b": "web",
+    r"agentgraph\.mcp\b": "mcp",
+    r"agentgraph\.temporal\b": "temporal",
+    r"agentgraph\.ray\b": "ray",
+    r"agentgraph\.a2a\b": "a2a",
+    r"\bPostgres(Store|Memory)\(": "postgres",
+    r"\bFakeServer\b": "testing",
+    r"\bOtelSink\b": "otel",
+}
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "guides").glob("*.md")), ids=page_id)
+def test_a_guide_says_what_it_needs_before_its_first_block(page):
+    text = page.read_text()
+    if "```python" not in text:
+        return
+    before = text[: text.index("```python")]
+    code = "\n".join(re.sub(r"#.*", "", block) for block, _ in python_blocks(page))
+    for pattern, extra in NEEDS.items():
+        if re.search(pattern, code):
+            assert re.search(rf"`{extra}`|\[{extra}\]", before), f"{page_id(page)}: {extra}"
 
 
 def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
