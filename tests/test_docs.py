@@ -156,6 +156,13 @@ def test_a_guide_says_what_it_needs_before_its_first_block(page):
             assert re.search(rf"`{extra}`|\[{extra}\]", before), f"{page_id(page)}: {extra}"
 
 
+@pytest.mark.parametrize("page", sorted((DOCS / "guides").glob("*.md")), ids=page_id)
+def test_a_guides_first_example_prints_what_it_shows(page):
+    blocks = python_blocks(page)
+    if blocks:
+        assert "print(" in blocks[0][0], f"{page_id(page)}: the first example prints nothing"
+
+
 def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
     for page in pages():
         for block, _ in python_blocks(page):
@@ -221,7 +228,10 @@ def test_the_site_builds_strictly_and_every_public_name_has_a_reference_entry(bu
     for module in public_modules():
         assert entries[module].startswith("reference/"), module
     assert (built_site / "index.html").is_file()
-    assert (built_site / "guides" / "models" / "index.html").is_file()
+    # Pages are files, not folders (the offline plugin), so links work from disk too.
+    assert (built_site / "guides" / "models.html").is_file()
+    assert (built_site / "assets" / "javascripts" / "iframe-worker.js").is_file()
+    assert "https://unpkg.com" not in (built_site / "index.html").read_text()
 
 
 def importlib_all(module: str) -> tuple[str, ...]:
