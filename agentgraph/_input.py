@@ -23,5 +23,5 @@ def read_input(text: str) -> Any:
         return orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         if text.lstrip().startswith(_JSON_STARTS):
-            raise ValueError(f"it looks like JSON but does not parse: {exc}") from exc
+            raise ValueError(f"looks like JSON but does not parse: {exc}") from exc
         return text
