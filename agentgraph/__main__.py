@@ -1,4 +1,4 @@
-"""`python -m agentgraph`: run, draw and show graphs from the command line."""
+"""`python -m agentgraph` runs the `agentgraph` command: run, draw, show, serve, mcp, eval."""
 
 from ._cli import main
 

@@ -1,14 +1,15 @@
-"""The command line: `python -m agentgraph run | draw | show | serve | mcp | eval | runs`.
+"""The command line: `agentgraph run | draw | show | serve | mcp | eval | runs | server | worker`.
 
 ```
-python -m agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
-python -m agentgraph run app/agents.py:make_agent --model ollama:qwen2.5:7b --input hello
-python -m agentgraph draw app.agents:graph
-python -m agentgraph show run.jsonl --html run.html
-python -m agentgraph serve app.agents:graph --store runs.db --port 8000
-python -m agentgraph mcp app.agents:graph app.agents:other --store runs.db
-python -m agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS
-python -m agentgraph runs check app.agents:graph --store runs.db
+agentgraph run app.agents:graph --input '"What is 2 + 3?"' --trace run.jsonl
+agentgraph run app/agents.py:make_agent --model ollama:qwen2.5:7b --input hello
+agentgraph draw app.agents:graph
+agentgraph show run.jsonl --html run.html
+agentgraph serve app.agents:graph --store runs.db --port 8000
+agentgraph mcp app.agents:graph app.agents:other --store runs.db
+agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS
+agentgraph runs check app.agents:graph --store runs.db
+agentgraph server app.agents:graph --store postgresql://localhost/agents
 ```
 
 A target is `module:attribute` (a dotted module importable from the current
@@ -48,12 +49,11 @@ from ._cli_mcp import add_mcp_command
 from ._cli_runs import add_runs_command
 from ._cli_server import add_server_commands
 from ._context import AgentContext
+from ._input import read_input
 from ._redact import masked
 from ._runner import GraphRunner, Sink
 
 __all__ = ("CommandError", "load_target", "main", "parse_input")
-
-_JSON_STARTS = ("{", "[", '"')
 
 
 class _Parser(argparse.ArgumentParser):
@@ -64,11 +64,9 @@ class _Parser(argparse.ArgumentParser):
 def parse_input(text: str) -> Any:
     """The run's input from `--input`: JSON when it parses, else the text itself."""
     try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        if text.lstrip().startswith(_JSON_STARTS):
-            raise CommandError(f"--input looks like JSON but does not parse: {exc}") from exc
-        return text
+        return read_input(text)
+    except ValueError as exc:
+        raise CommandError(f"--input {exc}") from exc
 
 
 def _console(args: argparse.Namespace, out: TextIO) -> Any:
@@ -215,13 +213,14 @@ _count = _at_least(0)
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m agentgraph",
+        prog="agentgraph",
         description=(
             "Run a graph, draw it, show a saved trace, serve it (a page, or MCP tools), "
             "or score it on a dataset."
         ),
     )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
     run = commands.add_parser("run", help="run a graph and show its steps as they happen")
     run.add_argument("target", help="module:attribute naming a Graph or a function making one")
     run.add_argument("--input", required=True, help="the input: JSON, or else a plain string")
@@ -279,6 +278,13 @@ def main(
         return 2
     try:
         args = parser.parse_args(args_list)
+        if args.version:
+            from . import __version__
+
+            out.write(f"agentgraph {__version__}\n")
+            return 0
+        if args.command is None:
+            parser.error("a command is required")
         status: int = args.handler(args, out, err)
     except CommandError as exc:
         err.write(f"agentgraph: error: {masked(str(exc))}\n")

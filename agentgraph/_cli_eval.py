@@ -1,12 +1,14 @@
-"""`python -m agentgraph eval`: score a graph on a dataset and gate CI on the result.
+"""`agentgraph eval`: score a graph on a dataset and gate CI on the result.
 
 ```
-python -m agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS \\
+agentgraph eval app.agents:graph cases.jsonl --evaluators app.evals:EVALUATORS \\
     --repeat 3 --threshold pass@1=0.9 --baseline report.json --report new.json --junit eval.xml
 ```
 
 The dataset is a `.jsonl` or `.yaml` file (`Dataset.save`), or a pydantic-evals
-file with `--pydantic-evals`. `--evaluators` names a list of evaluators (or one).
+file with `--pydantic-evals`. `--evaluators` names a list of evaluators (or one);
+without it (and without evaluators in the dataset), each output is compared with its
+case's `expected` value (`EqualsExpected`), and a dataset with neither is refused.
 The exit status is 0 when every threshold holds and nothing fell below the
 baseline, 1 when the gate fails (each reason on standard error), and 2 for a
 problem with the command itself.
@@ -90,6 +92,22 @@ def _evaluators(target: str | None) -> Sequence[Any]:
     raise CommandError(f"{target} is a {type(value).__name__}, not a list of evaluators")
 
 
+def _or_equals_expected(evaluators: Sequence[Any], dataset: Any, out: TextIO) -> Sequence[Any]:
+    """With no evaluator anywhere, compare with `expected`; with nothing to compare, refuse."""
+    if evaluators or dataset.evaluators or any(case.evaluators for case in dataset.cases):
+        return evaluators
+    if any(case.expected is not None for case in dataset.cases):
+        from .evals import EqualsExpected
+
+        out.write("no --evaluators: each output is compared with its case's expected value ")
+        out.write("(EqualsExpected)\n")
+        return (EqualsExpected(),)
+    raise CommandError(
+        "nothing to score: the cases have no `expected` value and there are no evaluators; "
+        "give --evaluators module:attribute (a list of evaluators), or an `expected` per case"
+    )
+
+
 def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .evals import (
         Dataset,
@@ -113,6 +131,7 @@ def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         baseline = Report.load(args.baseline) if args.baseline else None
     except (DatasetError, ImportError) as exc:
         raise CommandError(str(exc)) from exc
+    evaluators = _or_equals_expected(evaluators, dataset, out)
     runner = GraphRunner(max_steps=args.max_steps)
     report = anyio.run(
         lambda: evaluate(

@@ -1,4 +1,4 @@
-"""`python -m agentgraph mcp module:graph [...]`: graphs served as the tools of an MCP server.
+"""`agentgraph mcp module:graph [...]`: graphs served as the tools of an MCP server.
 
 Over stdio by default (standard output is then the protocol's, so every
 message of the command goes to standard error), or over streamable HTTP with

@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from ._public import defined_in
+
 __all__ = ("NO_TYPES", "Types")
 
 _TYPE = "$type"
@@ -49,7 +51,10 @@ _STABLE: dict[tuple[str, str], str] = {where: stable for stable, where in _OWN.i
 
 def _qualname(cls: type[Any]) -> str:
     """The name `cls` is stored under: a stable public one for agentgraph's own types."""
-    return _STABLE.get((cls.__module__, cls.__qualname__)) or f"{cls.__module__}:{cls.__qualname__}"
+    # Where the class is written, not the public `__module__` it shows: the stored
+    # names stay those of every earlier release.
+    module = defined_in(cls)
+    return _STABLE.get((module, cls.__qualname__)) or f"{module}:{cls.__qualname__}"
 
 
 def _classes(classes: Iterable[type[Any]]) -> tuple[type[Any], ...]:
@@ -127,7 +132,7 @@ class Types:
             found: type[Any] = getattr(importlib.import_module(module), attribute)
             return found
         for cls in self.classes:
-            if f"{cls.__module__}:{cls.__qualname__}" == name:
+            if f"{defined_in(cls)}:{cls.__qualname__}" == name:
                 return cls
         return None
 

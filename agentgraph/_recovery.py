@@ -89,6 +89,9 @@ class Recovery:
                 policy is None
                 or not node.retry_safe
                 or isinstance(error, StepLimitExceeded | OverLimit | CheckpointError)
+                # Not retried (a mistake in the code, not a transient failure): said at
+                # once, without the retry machinery's frames in the traceback.
+                or (policy.rule is None and not policy.retry_on(root_error(error)))
             ):
                 raise error
 

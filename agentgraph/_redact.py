@@ -86,9 +86,14 @@ _SCHEME = re.compile(r"\b(Bearer|Basic|Token)(\s+)([A-Za-z0-9._~+/=\-]{8,})", re
 _HEADER = re.compile(
     r"""\b(authorization|proxy-authorization|x-api-key|api[-_]?key|access[-_]token|password)
     (["']?\s*[:=]\s*["']?)
-    (?!\*\*\*)(?:(?:bearer|basic|token)\s+)?[^\s"',;}&]+""",
+    (?!\*\*\*)((?:(?:bearer|basic|token)\s+)?[^\s"',;}&]+)""",
     re.IGNORECASE | re.VERBOSE,
 )
+# After `api_key=` or `password:` and a space comes prose as often as a value ("pass
+# api_key= or set X", "password: must be 8+ characters"): a lone plain word there is text.
+# Right after the sign, or quoted, anything is a value, save the words that say there is none.
+_PLAIN_WORD = re.compile(r"\(?[A-Za-z][a-z]*[.!?)]?")
+_NO_VALUE = frozenset({"none", "null", "nil", "true", "false", "unset", "missing", "required"})
 
 
 # Text in which none of these occurs (case aside) holds nothing the three patterns above
@@ -107,6 +112,17 @@ def _scheme(match: re.Match[str]) -> str:
         c.isupper() for c in token[1:]
     )
     return f"{match.group(1)}{match.group(2)}{MASK}" if random else match.group(0)
+
+
+def _header(match: re.Match[str]) -> str:
+    """`api_key=<value>` with the value masked, unless what follows is a word, not a value."""
+    sign, value = match.group(2), match.group(3)
+    word = value.rstrip(".!?)").lower()
+    if word in _NO_VALUE or not any(c.isalnum() for c in value):
+        return match.group(0)
+    if sign[-1].isspace() and _PLAIN_WORD.fullmatch(value):
+        return match.group(0)
+    return f"{match.group(1)}{sign}{MASK}"
 
 
 def _flat(value: Any) -> bool:
@@ -230,7 +246,7 @@ class Redactor:
             return text
         text = _KEY_SHAPES.sub(MASK, text)
         text = _SCHEME.sub(_scheme, text)
-        return _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+        return _HEADER.sub(_header, text)
 
     def record(self, record: Mapping[str, Any], *, keep: Iterable[str] = ()) -> dict[str, Any]:
         """A copy of `record` with secrets masked and the hook applied.

@@ -16,7 +16,7 @@ import attrs
 
 from ._context import AgentContext
 from ._dispatch import Sink, wanted
-from ._errors import UsageError
+from ._errors import RunError, UsageError
 from ._events import Event, NodeFinished, NodeStarted, RouteChosen
 from ._gate import ModelGate
 from ._graph import Graph
@@ -181,13 +181,18 @@ class GraphRunner(Driver):
         """
         graph = as_graph(graph)
         _check_input(ctx)
-        if store is None and thread_id is None and compaction is None:
-            # Nothing to open, and the id is made only if something asks for it.
-            return await self._drive(graph, ctx, handle, None, run_id or None, None)
-        rid = run_id or new_run_id()
-        journal = await self._open(graph, ctx, store, rid, thread_id, compaction, expect_head)
-        start = ctx if journal is None or thread_id is None else journal.initial
-        return await self._drive(graph, start, handle, None, rid, journal)
+        try:
+            if store is None and thread_id is None and compaction is None:
+                # Nothing to open, and the id is made only if something asks for it.
+                return await self._drive(graph, ctx, handle, None, run_id or None, None)
+            rid = run_id or new_run_id()
+            journal = await self._open(graph, ctx, store, rid, thread_id, compaction, expect_head)
+            start = ctx if journal is None or thread_id is None else journal.initial
+            return await self._drive(graph, start, handle, None, rid, journal)
+        except RunError as exc:
+            # The runner's frames are not where the mistake is (the error's cause keeps
+            # the frames that raised it): the traceback starts at the caller's await.
+            raise exc.with_traceback(None)  # noqa: B904
 
     async def _open(
         self,
@@ -301,4 +306,9 @@ class GraphRunner(Driver):
                 f"run_sync() was called inside a running {running} event loop, which cannot "
                 "run a second one: in async code use `await runner.run(graph, ctx)`"
             )
-        return anyio.run(self.run, graph, ctx, backend=backend)
+        try:
+            return anyio.run(self.run, graph, ctx, backend=backend)
+        except RunError as exc:
+            # The event loop's and the runner's frames are not where the mistake is (the
+            # error's cause keeps the frames that raised it): the traceback starts here.
+            raise exc.with_traceback(None)  # noqa: B904

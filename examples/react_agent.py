@@ -19,7 +19,8 @@ import anyio
 import httpx
 
 from agentgraph import AgentContext, GraphRunner, Node, StepInfo
-from agentgraph.llm import ChatModel, model_from_string
+from agentgraph.llm import ChatModel, Message, model_from_string
+from agentgraph.testing import ScriptedModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from calculator_agent import QUESTION, calculator_agent, scripted_model
@@ -46,29 +47,47 @@ async def choose_model() -> tuple[ChatModel, str]:
     if spec is None and os.environ.get("ANTHROPIC_API_KEY"):
         spec = "anthropic:claude-3-5-haiku-latest"
     if spec is None:
-        return scripted_model(), "the offline scripted model (no real model configured)"
+        return scripted_model(), (
+            "the offline scripted model (no real model configured: set AGENTGRAPH_MODEL, "
+            "for example AGENTGRAPH_MODEL=openai:gpt-4o-mini, or OPENAI_API_KEY or "
+            "ANTHROPIC_API_KEY, or start Ollama)"
+        )
     return model_from_string(spec), f"the real model {spec}"
 
 
-def print_step(step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
-    last = ctx.history.last()
-    detail = ""
-    if last is not None:
-        calls = ", ".join(c.name for c in last.tool_calls)
-        detail = f"{last.role}: {(last.content or calls)[:70]!r}"
-    print(
-        f"  step {step.index:>2} {'/'.join(step.path):<28} {step.duration * 1000:7.1f} ms  {detail}"
-    )
+def _shown(message: Message) -> str:
+    calls = ", ".join(c.name for c in message.tool_calls)
+    return f"{message.role}: {(message.content or calls)[:70]!r}"
+
+
+class StepPrinter:
+    """Prints each step as it finishes, with every message it added (all its tool results)."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __call__(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
+        messages = list(ctx.history)
+        new = messages[self.seen :] if len(messages) >= self.seen else messages[-1:]
+        self.seen = len(messages)
+        first = _shown(new[0]) if new else ""
+        where = f"  step {step.index:>2} {'/'.join(step.path):<28}"
+        print(f"{where} {step.duration * 1000:7.1f} ms  {first}")
+        for message in new[1:]:  # under the first, in the same column
+            print(" " * (len(where) + 13) + _shown(message))
 
 
 async def main() -> None:
     model, which = await choose_model()
     print(f"Using {which}.\n")
     print(f"question: {QUESTION}")
-    runner = GraphRunner(on_step=print_step, max_steps=60)
+    runner = GraphRunner(on_step=StepPrinter(), max_steps=60)
     result = await runner.run(calculator_agent(model), AgentContext(QUESTION))
     print(f"\nanswer: {result.input}")
-    print(f"usage: {result.usage.requests} model calls, {result.usage.total_tokens} tokens")
+    if isinstance(model, ScriptedModel):  # it plays back answers: there are no tokens to count
+        print(f"usage: {result.usage.requests} model calls (a scripted model uses no tokens)")
+    else:
+        print(f"usage: {result.usage.requests} model calls, {result.usage.total_tokens} tokens")
 
 
 if __name__ == "__main__":

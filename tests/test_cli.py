@@ -276,3 +276,25 @@ def test_the_module_runs_as_a_program(app):
         bad.stderr
         == "agentgraph: error: cannot import module 'nowhere': no module named 'nowhere'\n"
     )
+
+
+def test_version_prints_the_program_and_its_version():
+    import agentgraph
+
+    out = io.StringIO()
+    assert main(["--version"], stdout=out) == 0
+    assert out.getvalue() == f"agentgraph {agentgraph.__version__}\n"
+
+
+def test_help_and_errors_name_the_program_the_same_way():
+    out, err = io.StringIO(), io.StringIO()
+    assert main([], stdout=out, stderr=err) == 2
+    assert out.getvalue().startswith("usage: agentgraph ")
+    assert main(["--plain"], stdout=out, stderr=err) == 2
+    assert err.getvalue().startswith("agentgraph: error: ")
+    assert "(see `agentgraph --help`)" in err.getvalue()
+    done = subprocess.run(
+        [sys.executable, "-m", "agentgraph", "--help"], capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.startswith("usage: agentgraph ")
+    assert "python -m" not in done.stdout

@@ -20,7 +20,7 @@ from tests.test_public_api import public_modules
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
-CONTINUES = "(continues the previous block)"
+CONTINUES = "(continues the previous block"
 FAKE_ANSWER = "Paris is the capital of France."
 
 
@@ -120,6 +120,49 @@ def test_the_readme_is_a_landing_page_and_the_site_holds_the_rest():
         assert (ROOT / link).is_file(), link
 
 
+def test_a_continuation_names_what_of_the_previous_block_it_uses():
+    for page in pages():
+        for line in page.read_text().splitlines():
+            if CONTINUES in line and "```" not in line and "says" not in line:
+                assert re.search(re.escape(CONTINUES) + r", which made `\w+`", line), (
+                    f"{page_id(page)}: {line}"
+                )
+
+
+# What a guide's examples import, and the extra that brings it.
+NEEDS = {
+    r"agentgraph\.memory\b": "rag",
+    r"agentgraph\.rag\b": "rag",
+    r"agentgraph\.web\b": "web",
+    r"agentgraph\.mcp\b": "mcp",
+    r"agentgraph\.temporal\b": "temporal",
+    r"agentgraph\.ray\b": "ray",
+    r"agentgraph\.a2a\b": "a2a",
+    r"\bPostgres(Store|Memory)\(": "postgres",
+    r"\bFakeServer\b": "testing",
+    r"\bOtelSink\b": "otel",
+}
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "guides").glob("*.md")), ids=page_id)
+def test_a_guide_says_what_it_needs_before_its_first_block(page):
+    text = page.read_text()
+    if "```python" not in text:
+        return
+    before = text[: text.index("```python")]
+    code = "\n".join(re.sub(r"#.*", "", block) for block, _ in python_blocks(page))
+    for pattern, extra in NEEDS.items():
+        if re.search(pattern, code):
+            assert re.search(rf"`{extra}`|\[{extra}\]", before), f"{page_id(page)}: {extra}"
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "guides").glob("*.md")), ids=page_id)
+def test_a_guides_first_example_prints_what_it_shows(page):
+    blocks = python_blocks(page)
+    if blocks:
+        assert "print(" in blocks[0][0], f"{page_id(page)}: the first example prints nothing"
+
+
 def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
     for page in pages():
         for block, _ in python_blocks(page):
@@ -127,13 +170,20 @@ def test_the_blocks_are_found_and_shell_is_never_fenced_as_python():
             assert not first.startswith(("$ ", "pip ", "make ")), f"{page_id(page)}: {first}"
 
 
-def test_the_model_from_string_block_reached_the_fake_server(provider_env, capsys):
+def test_the_real_model_block_of_get_started_runs_offline_as_written(capsys, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
     blocks = python_blocks(DOCS / "get-started.md")
     [block] = [b for b, _ in blocks if "model_from_string" in b]
     exec(compile(block, "get-started.md", "exec"), {"__name__": "docs_block"})
-    assert FAKE_ANSWER in capsys.readouterr().out
-    [request] = provider_env.requests
-    assert request.body["model"] == "gpt-4o-mini"
+    assert capsys.readouterr().out == "Paris is the capital of France.\n"
+    text = (DOCS / "get-started.md").read_text()
+    for line in (
+        'model = model_from_string("openai:gpt-4o-mini")',
+        'model = model_from_string("ollama:qwen2.5:7b")',
+        'model = model_from_string("openrouter:openai/gpt-4o-mini")',
+    ):
+        assert line in text
 
 
 # -- the site ---------------------------------------------------------------------------
@@ -178,7 +228,10 @@ def test_the_site_builds_strictly_and_every_public_name_has_a_reference_entry(bu
     for module in public_modules():
         assert entries[module].startswith("reference/"), module
     assert (built_site / "index.html").is_file()
-    assert (built_site / "guides" / "models" / "index.html").is_file()
+    # Pages are files, not folders (the offline plugin), so links work from disk too.
+    assert (built_site / "guides" / "models.html").is_file()
+    assert (built_site / "assets" / "javascripts" / "iframe-worker.js").is_file()
+    assert "https://unpkg.com" not in (built_site / "index.html").read_text()
 
 
 def importlib_all(module: str) -> tuple[str, ...]:

@@ -78,6 +78,7 @@ def test_import_agentgraph_loads_what_building_a_graph_needs_and_no_more():
         "agentgraph._failure",
         "agentgraph._graph",
         "agentgraph._node",
+        "agentgraph._public",
         "agentgraph.llm",
         "agentgraph.llm._content",
         "agentgraph.llm._embedder",

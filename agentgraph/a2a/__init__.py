@@ -37,3 +37,7 @@ __all__ = (
     "agent_card",
     "remote_agent",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

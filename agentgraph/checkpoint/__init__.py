@@ -96,3 +96,7 @@ __all__ = (
     "resume_problem",
     "rewind_thread",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

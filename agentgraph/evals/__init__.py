@@ -124,3 +124,7 @@ __all__ = (
     "write_html",
     "write_junit",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -52,3 +52,7 @@ __all__ = (
     "luhn_valid",
     "text_of",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -8,6 +8,7 @@ used, so an engine that never calls a provider never pays for importing them.
 
 import typing as _typing
 
+from .._public import publish as _publish
 from ._content import Document as Document
 from ._content import Image as Image
 from ._content import ImageType as ImageType
@@ -85,6 +86,7 @@ def __getattr__(name: str) -> _typing.Any:
 
     value = getattr(import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
+    _publish(__name__, (name,), globals())
     return value
 
 
@@ -130,3 +132,5 @@ __all__ = (
     "model_from_string",
     "openrouter_model",
 )
+
+_publish(__name__, __all__, globals())

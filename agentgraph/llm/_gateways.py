@@ -93,7 +93,8 @@ def openrouter_model(
     """
     if not api_key:
         raise ProviderConfigError(
-            "OpenRouter needs an API key: pass api_key= or set OPENROUTER_API_KEY",
+            "OpenRouter needs an API key: set the OPENROUTER_API_KEY environment variable, "
+            "or pass api_key= to the model",
             provider="openrouter",
         )
     if "/" not in model:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 
@@ -135,6 +136,31 @@ def _scripted(given: _Given) -> ChatModel:
     return ScriptedModel(given.model, repeat=True)
 
 
+# Who makes a model, from how its name starts: for "did you mean" when the provider is left out.
+_MAKERS = (
+    (("gpt-", "chatgpt", "o1", "o3", "o4", "text-embedding"), "openai"),
+    (("claude",), "anthropic"),
+    (("gigachat",), "gigachat"),
+    (("llama", "qwen", "mistral", "gemma", "phi", "deepseek"), "ollama"),
+)
+
+
+def _did_you_mean(spec: str, provider: str, sep: str, model: str) -> str:
+    """A hint for a misspelt provider (`opneai:`) or a bare model name (`gpt-4o-mini`)."""
+    if sep and not model:
+        return f"; no model name follows '{provider}:'"
+    if sep:
+        close = difflib.get_close_matches(provider, list(_PROVIDERS), n=1, cutoff=0.6)
+        return f". Did you mean `{close[0]}`?" if close else ""
+    name = spec.strip()
+    if "/" in name:
+        return f". Did you mean `openrouter:{name}`?"
+    for starts, maker in _MAKERS:
+        if name.lower().startswith(starts):
+            return f". Did you mean `{maker}:{name}`?"
+    return ""
+
+
 _PROVIDERS: Mapping[str, Callable[[_Given], ChatModel]] = {
     "anthropic": _Keyed(
         AnthropicModel, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL
@@ -208,5 +234,6 @@ def model_from_string(
         known = ", ".join(sorted(_PROVIDERS))
         raise ProviderConfigError(
             f"cannot read model {spec!r}: write 'provider:model' with provider one of {known}"
+            + _did_you_mean(spec, provider, sep, model)
         )
     return factory(_Given(model, base_url, api_key, dict(headers or {}), http_client))

@@ -238,7 +238,8 @@ class KeyRule:
         """Raise `ProviderConfigError` when the vendor's own API is used without a key."""
         if not api_key and self.official(base_url):
             raise ProviderConfigError(
-                f"{self.vendor} needs an API key: pass api_key= or set {self.env}",
+                f"{self.vendor} needs an API key: set the {self.env} environment variable, "
+                "or pass api_key= to the model",
                 provider=provider,
             )
 

@@ -33,3 +33,7 @@ __all__ = (
     "MCPToolError",
     "MCPTools",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

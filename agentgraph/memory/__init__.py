@@ -60,3 +60,7 @@ __all__ = (
     "journaled",
     "memory_tools",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -63,3 +63,7 @@ __all__ = (
     "tool_use",
     "user_turn",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -48,3 +48,7 @@ __all__ = (
     "chunk_text",
     "ingest",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -32,3 +32,7 @@ from ._evals import score_runs_on_ray as score_runs_on_ray
 from ._limits import RateLimit as RateLimit
 
 __all__ = ("BatchRow", "RateLimit", "evaluate_on_ray", "run_batch", "score_runs_on_ray")
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -36,3 +36,7 @@ __all__ = (
     "try_parse",
     "validate",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

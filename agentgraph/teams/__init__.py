@@ -35,3 +35,7 @@ __all__ = (
     "swarm",
     "team_state",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -57,3 +57,7 @@ __all__ = (
     "time_skipping_server_path",
     "worker",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -14,6 +14,7 @@ import importlib as _importlib
 import typing as _typing
 
 from .._extras import pip_install as _pip_install
+from .._public import publish as _publish
 from ._fake_quirks import OpenAIQuirks as OpenAIQuirks
 from ._faults import CutStream as CutStream
 from ._faults import Delay as Delay
@@ -83,4 +84,8 @@ def __getattr__(name: str) -> _typing.Any:
             "is not installed"
         ) from exc
     globals()[name] = value
+    _publish(__name__, (name,), globals())
     return value
+
+
+_publish(__name__, __all__, globals())

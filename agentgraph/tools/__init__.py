@@ -27,3 +27,7 @@ __all__ = (
     "run_tool_calls",
     "tool",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -52,3 +52,7 @@ __all__ = (
     "trace_to_html",
     "traces_from_records",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -4,7 +4,7 @@
 front-ends use: POST a `RunAgentInput`, read the run's events (steps, text
 as it streams, tool calls and results, state snapshots and JSON Patch
 deltas, interrupts) as server-sent events. `dev_app(graph, store=...)` adds
-the page `python -m agentgraph serve` shows. Both need the `web` extra
+the page `agentgraph serve` shows. Both need the `web` extra
 (`pip install 'agentgraph-engine[web]'`); everything they send is redacted.
 """
 
@@ -39,3 +39,7 @@ __all__ = (
     "dev_app",
     "serve",
 )
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())

@@ -20,6 +20,7 @@ from starlette.types import Receive, Scope, Send
 from .._context import AgentContext
 from .._errors import AgentGraphError, CheckpointError, RunBusy, RunInputError
 from .._graph import Graph
+from .._input import read_input
 from .._node import Node
 from .._redact import Redaction, Redactor
 from .._runner import NO_ANSWER, GraphRunner, as_graph
@@ -193,7 +194,11 @@ class _Endpoints:
             thread = body.get("thread")
             if thread is not None and (not isinstance(thread, str) or not thread):
                 raise RunInputError('"thread" names a thread: a non-empty string')
-            live = await self.runs.start(AgentContext(text), thread_id=thread)
+            try:
+                value = read_input(text)
+            except ValueError as exc:
+                raise RunInputError(f"the input {exc}") from exc
+            live = await self.runs.start(AgentContext(value), thread_id=thread)
         except AgentGraphError as exc:
             return _not_started(exc, self.runs.redactor)
         return JSONResponse({"id": live.id})

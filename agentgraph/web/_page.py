@@ -232,6 +232,15 @@ _SCRIPT = (
 )
 
 
+# Three nodes and two edges, inline: the page asks the server for no favicon.ico.
+_ICON = (
+    "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E"
+    "%3Cpath d='M4 4L12 8L4 12' stroke='%233f51b5' stroke-width='1.5' fill='none'/%3E"
+    "%3Ccircle cx='4' cy='4' r='2.5' fill='%233f51b5'/%3E%3Ccircle cx='12' cy='8' r='2.5' "
+    "fill='%233f51b5'/%3E%3Ccircle cx='4' cy='12' r='2.5' fill='%233f51b5'/%3E%3C/svg%3E"
+)
+
+
 def page(title: str, graph_svg: str, *, offline: bool = False) -> str:
     """The page for a graph whose picture (not yet marked by any run) is `graph_svg`.
 
@@ -248,12 +257,14 @@ def page(title: str, graph_svg: str, *, offline: bool = False) -> str:
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<link rel="icon" href="{_ICON}">'
         f"<title>{escape(title)}</title><style>{_CSS}{_PAGE_CSS}</style></head><body>"
         f'<div class="top"><h1>{escape(title)}</h1><span class="muted" id="notice"></span></div>'
         f"{banner}"
         '<div class="wrap"><aside>'
         '<h2>Start a run</h2><form id="start-form">'
-        '<textarea id="run-input" name="input" placeholder="The input (a user message)">'
+        '<textarea id="run-input" name="input" placeholder="The input: JSON when it parses '
+        '(42, [1, 2], &quot;quoted&quot;), plain text otherwise">'
         '</textarea><button class="primary" id="start" type="submit">Run</button></form>'
         '<h2>Runs</h2><ul id="runs"></ul></aside><main>'
         '<p class="status-line"><span class="badge running" id="run-status">no run</span>'

@@ -109,3 +109,44 @@ def test_a_bare_node_is_a_target_as_evaluate_takes_it(tmp_path, monkeypatch):
     assert status == 2 and "is a node; --model needs a function taking `model`" in err
     status, _, err = run("tests.evals.agents:OPS", data)
     assert status == 2 and "is of type dict, not a node, a Graph or a function" in err
+
+
+WORDS = """
+from agentgraph import AgentContext, GraphBuilder, node
+
+
+@node
+def count(ctx: AgentContext[str]) -> AgentContext[int]:
+    return ctx.with_input(len(ctx.input.split()))
+
+
+with GraphBuilder[str, int]("words") as g:
+    g.start.edge_to(count).edge_to(g.finish)
+graph = g.build()
+"""
+
+
+def test_without_evaluators_the_expected_value_is_compared(tmp_path):
+    (tmp_path / "words.py").write_text(WORDS)
+    data = tmp_path / "cases.jsonl"
+    data.write_text('{"input": "a b", "expected": 99}\n')
+    status, out, _ = run(f"{tmp_path / 'words.py'}:graph", data, "--plain")
+    assert status == 0  # no threshold given: the gate is --threshold and --baseline
+    assert "pass@1=0.000" in out
+    assert "no --evaluators: each output is compared with its case's expected value" in out
+    assert "EqualsExpected" in out
+    status, _, err = run(f"{tmp_path / 'words.py'}:graph", data, "--threshold", "pass@1=1")
+    assert status == 1 and "pass@1" in err
+    data.write_text('{"input": "a b", "expected": 2}\n')
+    status, out, _ = run(f"{tmp_path / 'words.py'}:graph", data, "--plain")
+    assert status == 0 and "pass@1=1.000" in out
+
+
+def test_with_nothing_to_score_the_command_refuses_and_names_the_fix(tmp_path):
+    (tmp_path / "words.py").write_text(WORDS)
+    data = tmp_path / "cases.jsonl"
+    data.write_text('{"input": "a b"}\n')
+    status, out, err = run(f"{tmp_path / 'words.py'}:graph", data, "--plain")
+    assert status == 2 and out == ""
+    assert err.startswith("agentgraph: error: nothing to score")
+    assert "--evaluators module:attribute" in err and "`expected`" in err

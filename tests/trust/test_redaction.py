@@ -154,13 +154,13 @@ def test_the_command_line_masks_its_error_lines(tmp_path, monkeypatch):
     ],
 )
 def test_the_quick_scan_never_lets_a_secret_shape_through(text):
-    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, _scheme
+    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, _header, _scheme
     from agentgraph.tracing import Redactor
 
     # What the three patterns mask with no quick scan in front of them.
     expected = _KEY_SHAPES.sub("***", text)
     expected = _SCHEME.sub(_scheme, expected)
-    expected = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}***", expected)
+    expected = _HEADER.sub(_header, expected)
     assert Redactor(environment=False).mask(text) == expected
 
 

@@ -71,7 +71,7 @@ def test_the_home_page_and_a_guide_render_offline_and_are_photographed(tmp_path)
         assert page.locator("nav").get_by_text("Get started").count() >= 1
         page.screenshot(path=str(shots / "home-page.png"))
 
-        page.goto(url + "/guides/models/")
+        page.goto(url + "/guides/models.html")
         page.wait_for_load_state("networkidle")
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "Models and providers"
         assert page.locator("article pre code").count() >= 3  # the examples, highlighted
@@ -79,3 +79,28 @@ def test_the_home_page_and_a_guide_render_offline_and_are_photographed(tmp_path)
     hosts = {urlsplit(u).hostname for u in requested if u.startswith("http")}
     assert hosts == {"127.0.0.1"}  # nothing fetched from elsewhere: no fonts, no scripts
     assert (shots / "home-page.png").stat().st_size > 10_000
+
+
+def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
+    need_chromium()
+    site = tmp_path / "site"
+    build(site)
+    index = site / "index.html"
+    requested: list[str] = []
+    with browser(tmp_path / "profile") as (page, _):
+        page.on("request", lambda request: requested.append(request.url))
+        page.goto(index.as_uri())
+        page.wait_for_load_state("load")
+        assert page.locator("article h1").first.inner_text().rstrip("¶") == "agentgraph"
+        # Search works without a server: the index is inlined, the worker shim is the site's.
+        page.click("label.md-search__icon, .md-search__input", timeout=10_000)
+        page.fill(".md-search__input", "checkpoint")
+        page.wait_for_selector(".md-search-result__item", timeout=20_000)
+        assert page.locator(".md-search-result__item").count() >= 1
+        page.keyboard.press("Escape")
+        # A navigation link opens a page, not a folder's listing.
+        page.locator("nav.md-nav a.md-nav__link", has_text="Get started").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/get-started.html"), page.url
+        assert page.locator("article h1").first.inner_text().rstrip("¶") == "Get started"
+    assert [u for u in requested if u.startswith("http")] == []  # nothing from the network

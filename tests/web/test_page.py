@@ -172,3 +172,42 @@ def test_a_teams_handoff_shows_in_the_run_view(tmp_path):
             "⇄ handoff triage → billing · full · 3 messages · task: refund order 7"
         ]
         assert page.locator("#timeline-box svg path.handoff").count() == 1
+
+
+def test_the_page_reads_its_input_as_the_command_line_does_and_asks_for_nothing_missing(
+    tmp_path,
+):
+    from agentgraph import GraphBuilder, node
+    from agentgraph._cli import parse_input
+
+    @node(name="describe")
+    def describe(ctx: AgentContext[object]) -> AgentContext[str]:
+        return ctx.with_input(f"{type(ctx.input).__name__}: {ctx.input!r}")
+
+    with GraphBuilder[object, str]("describe") as g:
+        g.start.edge_to(describe).edge_to(g.finish)
+    graph = g.build()
+
+    need_chromium()
+    missing: list[str] = []
+    with serving(graph, tmp_path) as server, browser(tmp_path / "profile") as (page, _):
+        page.on("response", lambda r: missing.append(r.url) if r.status >= 400 else None)
+        open_page(page, server.url)
+        assert page.get_attribute("link[rel='icon']", "href").startswith("data:image/svg+xml")
+        previous = ""
+        with httpx.Client(base_url=server.url) as client:
+            for typed in ('"quoted text"', "[1, 2]", "42", "plain words", '{"a": 1}'):
+                page.fill("#run-input", typed)
+                page.click("#start")
+                page.wait_for_function(
+                    f"(document.body.getAttribute('data-run') || '') !== '{previous}'"
+                )
+                previous = run_id = page.get_attribute("body", "data-run")
+                value = parse_input(typed)  # what `agentgraph run --input` runs on
+                assert wait_for(client, run_id, "ok")["output"] == (
+                    f"{type(value).__name__}: {value!r}"
+                )
+            refused = client.post("api/runs", json={"input": '{"a": '})
+            assert refused.status_code == 422
+            assert "looks like JSON but does not parse" in refused.text
+    assert missing == []

@@ -45,7 +45,9 @@ def test_serve_prints_the_url_and_runs_the_calculator(tmp_path, keep):
                 page = client.get("")
                 assert page.status_code == 200 and "<svg" in page.text
                 # Nothing on the page comes from elsewhere: no scripts or styles by URL.
-                assert "src=" not in page.text and "<link" not in page.text
+                # (The icon is inline, a data: URL, so the page asks for no favicon.ico.)
+                inline = page.text.replace('<link rel="icon" href="data:image/svg+xml,', "")
+                assert "src=" not in page.text and "<link" not in inline
                 question = {"input": "hypotenuse of 3 and 4?"}
                 run_id = client.post("api/runs", json=question).json()["id"]
                 assert wait_for(client, run_id, "ok")["output"] == "The hypotenuse is 5."
