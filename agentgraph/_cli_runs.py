@@ -1,10 +1,10 @@
-"""`python -m agentgraph runs check | migrate`: stored runs against a new version of a graph.
+"""`agentgraph runs check | migrate`: stored runs against a new version of a graph.
 
 ```
-python -m agentgraph runs check app.agents:graph --store runs.db
-python -m agentgraph runs check app.agents:graph --store postgresql://host/db \
+agentgraph runs check app.agents:graph --store runs.db
+agentgraph runs check app.agents:graph --store postgresql://host/db \
     --versions app.agents:VERSIONS
-python -m agentgraph runs migrate app.agents:graph --store runs.db
+agentgraph runs migrate app.agents:graph --store runs.db
 ```
 
 `check` lists every unfinished run the graph (under `--versions`, a

@@ -11,3 +11,7 @@ from ._settings import ServerSettings as ServerSettings
 from ._worker import Worker as Worker
 
 __all__ = ("ServerSettings", "Worker", "server_app")
+
+from .._public import publish as _publish
+
+_publish(__name__, __all__, globals())
