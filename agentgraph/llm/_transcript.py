@@ -17,8 +17,8 @@ Rules (`rule` names, shared by every wire unless said):
 - `media-placement`: images and documents only in user messages, images
   only (no documents) in tool results.
 - `one-call-per-turn` (GigaChat): one function call per assistant message.
-- `thinking-first` (Anthropic, thinking on): the last assistant message that
-  calls tools carries its thinking blocks.
+- `thinking-first` (Anthropic, thinking on): the last assistant message, if it
+  calls tools, carries its thinking blocks.
 - `no-messages` (Anthropic): something besides system text.
 """
 
@@ -80,7 +80,7 @@ def _first_problem(  # noqa: C901 - one pass over the messages keeps the check c
 ) -> tuple[str, int, str] | None:
     open_calls: dict[str, int] = {}  # call id -> index of the assistant message that made it
     answered: set[str] = set()
-    last_caller = -1  # the last assistant message that called tools
+    last_assistant = -1
     spoken = False
     one_call = wire == "gigachat"
     for i, message in enumerate(messages):
@@ -117,6 +117,7 @@ def _first_problem(  # noqa: C901 - one pass over the messages keeps the check c
                 f"a {role} message comes before the results of tool calls {pending}",
             )
         if role == "assistant":
+            last_assistant = i
             answered.clear()
             calls = message.tool_calls
             if calls:
@@ -126,7 +127,6 @@ def _first_problem(  # noqa: C901 - one pass over the messages keeps the check c
                         i,
                         f"GigaChat takes one function call per assistant turn, not {len(calls)}",
                     )
-                last_caller = i
                 for call in calls:
                     open_calls[call.id] = i
         else:
@@ -141,17 +141,19 @@ def _first_problem(  # noqa: C901 - one pass over the messages keeps the check c
     if wire == "anthropic":
         if not spoken:
             return "no-messages", 0, "the conversation holds only system text"
+        final = messages[last_assistant] if last_assistant >= 0 else None
         if (
             think
-            and last_caller >= 0
-            and not messages[last_caller].provider_data.get(_THINKING_KEY)
+            and final is not None
+            and final.tool_calls
+            and not final.provider_data.get(_THINKING_KEY)
         ):
             return (
                 "thinking-first",
-                last_caller,
-                "with thinking on, the last assistant message that calls tools must start "
-                "with its thinking block, and this one has none (made by another model or "
-                "with thinking off)",
+                last_assistant,
+                "with thinking on, the last assistant message, when it calls tools, must "
+                "start with its thinking block, and this one has none (made by another "
+                "model or with thinking off)",
             )
     return None
 
