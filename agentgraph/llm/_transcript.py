@@ -33,7 +33,7 @@ from .._errors_provider import InvalidTranscript
 from ._content import Document
 from ._messages import Message
 
-__all__ = ("Repair", "Wire", "check_transcript", "repair_transcript")
+__all__ = ("TranscriptRepair", "Wire", "check_transcript", "repair_transcript")
 
 Wire: TypeAlias = Literal["openai", "responses", "anthropic", "ollama", "gigachat"]
 """A provider's wire format: OpenAI chat completions, OpenAI Responses, Anthropic
@@ -159,7 +159,7 @@ def _first_problem(  # noqa: C901 - one pass over the messages keeps the check c
 
 
 @attrs.frozen
-class Repair:
+class TranscriptRepair:
     """One change `repair_transcript` made.
 
     Attributes:
@@ -179,7 +179,7 @@ NOT_COMPLETED = "the tool call was not completed: no result was recorded"
 
 def repair_transcript(
     messages: Sequence[Message], *, wire: Wire
-) -> tuple[tuple[Message, ...], tuple[Repair, ...]]:
+) -> tuple[tuple[Message, ...], tuple[TranscriptRepair, ...]]:
     """A conversation `wire` takes, made from `messages`, and the list of what changed.
 
     For histories from outside (a web client, another agent, an imported
@@ -197,7 +197,7 @@ def repair_transcript(
     if wire not in _WIRES:
         raise ValueError(f"wire is one of {sorted(_WIRES)}, not {wire!r}")
     out: list[Message] = []
-    changes: list[Repair] = []
+    changes: list[TranscriptRepair] = []
     open_calls: dict[str, tuple[int, str]] = {}  # call id -> (position given, tool name)
     answered: set[str] = set()
     dropped: set[str] = set()
@@ -205,7 +205,9 @@ def repair_transcript(
     def close(at: int) -> None:
         for call_id, (made, name) in open_calls.items():
             out.append(Message.tool(call_id, NOT_COMPLETED, name=name, is_error=True))
-            changes.append(Repair(made, "added-result", f"call {call_id!r} ({name}) had no result"))
+            changes.append(
+                TranscriptRepair(made, "added-result", f"call {call_id!r} ({name}) had no result")
+            )
         open_calls.clear()
 
     for i, message in enumerate(messages):
@@ -223,7 +225,7 @@ def repair_transcript(
                 if call_id in dropped
                 else "no call before it made it"
             )
-            changes.append(Repair(i, "dropped-result", f"result for {call_id!r}: {why}"))
+            changes.append(TranscriptRepair(i, "dropped-result", f"result for {call_id!r}: {why}"))
             continue
         if message.role == "system":
             out.append(message)
@@ -236,7 +238,9 @@ def repair_transcript(
                 for call in calls[1:]:
                     dropped.add(call.id)
                     changes.append(
-                        Repair(i, "dropped-call", f"call {call.id!r} ({call.name}): one per turn")
+                        TranscriptRepair(
+                            i, "dropped-call", f"call {call.id!r} ({call.name}): one per turn"
+                        )
                     )
                 message = attrs.evolve(message, tool_calls=calls[:1])
                 calls = calls[:1]
