@@ -205,3 +205,45 @@ def test_repair_drops_duplicates_and_gigachat_s_extra_calls():
 def test_a_valid_transcript_is_repaired_to_itself():
     history = [Message.system("s"), ASK, TWO, ROME, OSLO, Message.assistant("done")]
     assert repair_transcript(history, wire="openai") == (tuple(history), ())
+
+
+async def test_after_a_cancel_mid_tool_call_the_next_turn_is_refused_until_repaired():
+    # A cancelled run's context ends on the calls it was running: continuing from it
+    # as is would send calls without results, which the check names.
+    import anyio
+
+    from agentgraph import AgentContext, GraphCancelled, GraphRunner, RunHandle, tool
+    from agentgraph.nodes import react_agent
+    from agentgraph.testing import ScriptedModel
+
+    started = anyio.Event()
+
+    @tool
+    async def slow(x: int) -> int:
+        """Wait, then answer."""
+        started.set()
+        await anyio.sleep(30)
+        return x
+
+    handle = RunHandle()
+    agent = react_agent(ScriptedModel(ScriptedModel.tool_call("slow", x=1)), [slow])
+    errors: list[GraphCancelled] = []
+
+    async def go() -> None:
+        try:
+            await GraphRunner().run(agent, AgentContext("go"), handle=handle)
+        except GraphCancelled as error:
+            errors.append(error)
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(go)
+            await started.wait()
+            handle.cancel()
+    (cancelled,) = errors
+    history = [*cancelled.context.history, Message.user("and now?")]
+    with pytest.raises(InvalidTranscript, match="missing-result, message 2"):
+        check_transcript(history, wire="openai")
+    fixed, changes = repair_transcript(history, wire="openai")
+    assert [c.action for c in changes] == ["added-result"]
+    assert [m.role for m in fixed] == ["user", "assistant", "tool", "user"]
