@@ -15,6 +15,7 @@ import orjson
 
 from .._errors import AgentGraphError
 from ..llm._messages import Message, ToolCall, ToolSpec
+from ..llm._transcript import check_transcript
 from ..llm._model import (
     ChatRequest,
     ChatResponse,
@@ -170,6 +171,8 @@ class ReplyModel(abc.ABC):
         return _Stream(self, request)
 
     def _turn(self, request: ChatRequest) -> Reply | BrokenStream:
+        if request.check_transcript:  # what every provider client checks before sending
+            check_transcript(request.messages, wire="openai", provider=self._name)
         self._requests.append(request)
         return self._reply(request)
 
