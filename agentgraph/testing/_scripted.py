@@ -15,7 +15,6 @@ import orjson
 
 from .._errors import AgentGraphError
 from ..llm._messages import Message, ToolCall, ToolSpec
-from ..llm._transcript import check_transcript
 from ..llm._model import (
     ChatRequest,
     ChatResponse,
@@ -25,6 +24,7 @@ from ..llm._model import (
     TextDelta,
     ToolCallDelta,
 )
+from ..llm._transcript import check_transcript
 from ._replies import Reply, as_response, ids, request_chars, split_text
 from ._schema_example import schema_example
 
