@@ -19,6 +19,7 @@ from ._errors import GraphDefinitionError as GraphDefinitionError
 from ._errors import GraphTimeout as GraphTimeout
 from ._errors import GuardrailTripped as GuardrailTripped
 from ._errors import Interrupted as Interrupted
+from ._errors import InvalidTranscript as InvalidTranscript
 from ._errors import LeaseLost as LeaseLost
 from ._errors import MigrationFailed as MigrationFailed
 from ._errors import NodeFailed as NodeFailed
@@ -241,6 +242,7 @@ __all__ = (
     "Guide",
     "History",
     "Interrupted",
+    "InvalidTranscript",
     "Journal",
     "JournalSource",
     "LeaseLost",

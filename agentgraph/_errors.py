@@ -47,6 +47,7 @@ AgentGraphError
 │   │   ├── AuthenticationError             401 / 403
 │   │   ├── NotFoundError                   404, or an unknown model
 │   │   ├── BadRequestError (ValueError)    400 / 422: the request itself is wrong
+│   │   │   └── InvalidTranscript           a conversation the wire would refuse, never sent
 │   │   ├── RateLimitError                  429 (not retryable when the quota is exhausted)
 │   │   └── ServerError                     5xx, 529
 │   ├── ResponseFormatError (ValueError)    a response that does not follow the wire format
@@ -107,6 +108,7 @@ from ._errors_guards import GuardError as GuardError
 from ._errors_guards import GuardrailTripped as GuardrailTripped
 from ._errors_provider import AuthenticationError as AuthenticationError
 from ._errors_provider import BadRequestError as BadRequestError
+from ._errors_provider import InvalidTranscript as InvalidTranscript
 from ._errors_provider import NotFoundError as NotFoundError
 from ._errors_provider import ProviderConfigError as ProviderConfigError
 from ._errors_provider import ProviderConnectionError as ProviderConnectionError
@@ -169,6 +171,7 @@ __all__ = (
     "GuardError",
     "GuardrailTripped",
     "Interrupted",
+    "InvalidTranscript",
     "JudgeError",
     "LeaseLost",
     "MCPAnswerError",

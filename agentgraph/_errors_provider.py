@@ -9,6 +9,7 @@ from ._errors_root import AgentGraphError
 __all__ = (
     "AuthenticationError",
     "BadRequestError",
+    "InvalidTranscript",
     "NotFoundError",
     "ProviderConfigError",
     "ProviderConnectionError",
@@ -90,6 +91,38 @@ class NotFoundError(ProviderStatusError):
 
 class BadRequestError(ProviderStatusError, ValueError):
     """The request was refused as malformed (400/422); retrying cannot help."""
+
+
+class InvalidTranscript(BadRequestError):
+    """A conversation the provider's wire would refuse, caught before any request.
+
+    Never sent and never retried. `.rule` names the broken rule (for example
+    `"missing-result"`), `.index` the position of the message that breaks it
+    in the messages given, and `.wire` the wire format checked.
+    """
+
+    def __init__(
+        self, rule: str, index: int, detail: str, *, wire: str, provider: str = ""
+    ) -> None:
+        self.rule = rule
+        self.index = index
+        self.wire = wire
+        super().__init__(
+            f"transcript refused before sending ({rule}, message {index}): {detail}",
+            provider=provider,
+            retryable=False,
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        detail = str(self).split("): ", 1)[-1]
+        prefix = f"{self.provider}: " if self.provider else ""
+        if detail.startswith(prefix):
+            detail = detail[len(prefix) :]
+        return _rebuild, (self.rule, self.index, detail, self.wire, self.provider)
+
+
+def _rebuild(rule: str, index: int, detail: str, wire: str, provider: str) -> InvalidTranscript:
+    return InvalidTranscript(rule, index, detail, wire=wire, provider=provider)
 
 
 class RateLimitError(ProviderStatusError):

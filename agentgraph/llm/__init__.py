@@ -47,6 +47,10 @@ if _typing.TYPE_CHECKING:
     from ._pool import SpreadTransport as SpreadTransport
     from ._resolve import model_from_string as model_from_string
     from ._responses import OpenAIResponsesModel as OpenAIResponsesModel
+    from ._transcript import TranscriptRepair as TranscriptRepair
+    from ._transcript import Wire as Wire
+    from ._transcript import check_transcript as check_transcript
+    from ._transcript import repair_transcript as repair_transcript
 
 _LAZY = {
     "AnthropicModel": "_anthropic",
@@ -72,9 +76,13 @@ _LAZY = {
     "TextDelta": "_model",
     "ToolCallDelta": "_model",
     "ToolChoice": "_model",
+    "TranscriptRepair": "_transcript",
+    "Wire": "_transcript",
+    "check_transcript": "_transcript",
     "litellm_model": "_gateways",
     "model_from_string": "_resolve",
     "openrouter_model": "_gateways",
+    "repair_transcript": "_transcript",
 }
 
 
@@ -127,10 +135,14 @@ __all__ = (
     "ToolCallDelta",
     "ToolChoice",
     "ToolSpec",
+    "TranscriptRepair",
     "Usage",
+    "Wire",
+    "check_transcript",
     "litellm_model",
     "model_from_string",
     "openrouter_model",
+    "repair_transcript",
 )
 
 _publish(__name__, __all__, globals())

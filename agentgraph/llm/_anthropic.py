@@ -95,8 +95,9 @@ class AnthropicModel(ChatClientBase):
             images=not _OLD.match(model),
             documents=not _OLD.match(model),
         )
-        system, messages = anthropic_messages(request.messages, provider=self._http.provider)
         thinking, max_tokens = self._thinking(request, model)
+        self._check_transcript(request, "anthropic", think=thinking is not None)
+        system, messages = anthropic_messages(request.messages, provider=self._http.provider)
         body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": messages}
         if system:
             body["system"] = system

@@ -202,6 +202,7 @@ class GigaChatModel(ChatClientBase):
             reason="GigaChat takes files only as uploads referenced by id, which this client "
             "does not do: describe the file in text, or use another provider for it",
         )
+        self._check_transcript(request, "gigachat")
         body: dict[str, Any] = {
             "model": model,
             "messages": gigachat_messages(request.messages, provider=self._http.provider),

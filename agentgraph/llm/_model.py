@@ -80,8 +80,11 @@ class ChatRequest:
     )
     output: OutputSchema | None = None
     model: str | None = None
-    cache: bool | None = None
     """Overrides the client's model name for this request."""
+    cache: bool | None = None
+    check_transcript: bool = True
+    """Refuse, before sending, messages the provider's wire would refuse
+    (`InvalidTranscript`); see "Valid transcripts" in the models guide."""
 
 
 @attrs.frozen

@@ -167,6 +167,7 @@ class OllamaModel(ChatClientBase):
             reason="Ollama reads images only (bytes), not PDF documents: "
             "send the document's text instead",
         )
+        self._check_transcript(request, "ollama")
         body: dict[str, Any] = {
             "model": model,
             "messages": ollama_messages(request.messages, provider=self._http.provider),

@@ -99,6 +99,7 @@ class OpenAIModel(ChatClientBase):
             images=not _NO_IMAGES.match(model),
             documents=self._official,
         )
+        self._check_transcript(request, "openai")
         body: dict[str, Any] = {
             "model": model,
             "messages": openai_messages(request.messages, provider=provider),

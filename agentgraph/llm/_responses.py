@@ -110,6 +110,7 @@ class OpenAIResponsesModel(ChatClientBase):
         """The JSON body for `request`, after the capability policy."""
         model = request.model or self._model
         self._caps.check_media(request.messages, model=model)
+        self._check_transcript(request, "responses")
         reasons = self._reasons(model)
         instructions, items = responses_input(
             request.messages, provider=self._http.provider, reasoning=reasons

@@ -28,6 +28,7 @@ from ._http import (
 from ._loops import LoopPools, current_loop
 from ._model import ChatRequest, ChatResponse, StreamEvent
 from ._pool import default_client
+from ._transcript import Wire, check_transcript
 
 __all__ = ("DEFAULT_TIMEOUT", "ChatClientBase", "HttpClientBase", "HttpTransport", "KeyRule")
 
@@ -362,6 +363,11 @@ class ChatClientBase(HttpClientBase, abc.ABC):
     async def _authorized(self, op: Callable[[Mapping[str, str]], Awaitable[T]]) -> T:
         """Run one HTTP exchange `op` with the headers this request needs (none here)."""
         return await op({})
+
+    def _check_transcript(self, request: ChatRequest, wire: Wire, *, think: bool = False) -> None:
+        """Refuse `request`'s messages if `wire` would, before its body is built."""
+        if request.check_transcript:
+            check_transcript(request.messages, wire=wire, think=think, provider=self._http.provider)
 
     async def request(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the complete answer."""

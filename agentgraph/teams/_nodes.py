@@ -17,6 +17,7 @@ import orjson
 from .._context import AgentContext, History
 from .._events import HandedOff
 from .._node import Node
+from ..llm._anthropic_wire import THINKING_KEY
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..nodes._summarize import summarize
 from ._errors import HandoffError, HandoffLoop
@@ -115,6 +116,7 @@ class Begin(Node[str, str]):
             "chain": [self.first.name],
             "handoffs": 0,  # forward moves only: a sub-task's return is bounded by its call
             "stack": [],
+            "user": ctx.input,  # the user's latest message: what `history="none"` gives
             "path": list(rt.path[:-1]),  # the team graph's, so traces tell its steps apart
         }
         return out.with_state(**{STATE: state})
@@ -298,6 +300,8 @@ class Switch(Node[Any, Any]):
         wrong = conversation_problem(messages)
         if wrong is not None:
             raise self._error(rt, ctx, source, target, f"the history policy returned {wrong}")
+        if _thinks(agent, ctx):
+            messages = _close_last_call(messages, source)
         await rt.emit(
             HandedOff(rt.step, rt.path, source, target, kind, len(messages), pending["task"])
         )
@@ -315,7 +319,9 @@ class Switch(Node[Any, Any]):
         if policy == "none":
             if view.task is not None:
                 return (Message.user(view.task),), "none", ctx
-            latest = ctx.history.last("user")
+            # The user's own latest message, not a task an earlier handoff put in the history.
+            said = team_state(ctx).get("user")
+            latest = Message.user(said) if isinstance(said, str) else ctx.history.last("user")
             return ((latest,) if latest is not None else ()), "none", ctx
         if policy == "summary" or isinstance(policy, Summary):
             settings = policy if isinstance(policy, Summary) else Summary()
@@ -376,6 +382,43 @@ def _open(history: Sequence[Message], call: str) -> list[Message]:
     turn = max((i for i, m in enumerate(history) if m.role == "assistant"), default=-1)
     results = [m for m in history[turn + 1 :] if m.tool_call_id != call]
     return [*history[: turn + 1], *results]
+
+
+def _thinks(agent: Agent, ctx: AgentContext[Any]) -> bool:
+    """Whether `agent`'s requests turn thinking on (its settings, else the context's)."""
+    own = agent.settings.think if agent.settings is not None else None
+    return bool(own if own is not None else ctx.settings.think)
+
+
+def _close_last_call(messages: Sequence[Message], source: str) -> tuple[Message, ...]:
+    """`messages` with the handing agent's turn told in words if it calls tools unthinking.
+
+    With thinking on, Anthropic takes a last assistant message that calls tools
+    only if it starts with its own thinking block, which an agent that did not
+    think (or thought on another provider) could not have made, and which
+    cannot be made up. The turn since the user's latest message (its answers,
+    calls and their results) becomes one user message, so the receiving
+    agent's first request starts a turn of its own.
+    """
+    last = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=None)
+    if last is None or not messages[last].tool_calls:
+        return tuple(messages)
+    if messages[last].provider_data.get(THINKING_KEY):
+        return tuple(messages)
+    start = max((i for i, m in enumerate(messages[:last]) if m.role == "user"), default=-1) + 1
+    results = {m.tool_call_id: m.content for m in messages[start:] if m.role == "tool"}
+    lines = [f"What {source} did before handing the conversation over:"]
+    for message in messages[start:]:
+        if message.role == "assistant":
+            if message.content.strip():
+                lines.append(f"- said: {message.content}")
+            for call in message.tool_calls:
+                shown = orjson.dumps(dict(call.arguments)).decode()
+                answer = results.get(call.id, "(no result)")
+                lines.append(f"- called {call.name}({shown}): {answer}")
+        elif message.role != "tool":
+            lines.append(f"- {message.role}: {message.content}")
+    return (*messages[:start], Message.user("\n".join(lines)))
 
 
 def own_specs(agent: Agent, agents: Mapping[str, Agent]) -> tuple[ToolSpec, ...]:

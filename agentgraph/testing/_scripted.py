@@ -24,6 +24,7 @@ from ..llm._model import (
     TextDelta,
     ToolCallDelta,
 )
+from ..llm._transcript import check_transcript
 from ._replies import Reply, as_response, ids, request_chars, split_text
 from ._schema_example import schema_example
 
@@ -170,6 +171,8 @@ class ReplyModel(abc.ABC):
         return _Stream(self, request)
 
     def _turn(self, request: ChatRequest) -> Reply | BrokenStream:
+        if request.check_transcript:  # what every provider client checks before sending
+            check_transcript(request.messages, wire="openai", provider=self._name)
         self._requests.append(request)
         return self._reply(request)
 

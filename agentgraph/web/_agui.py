@@ -33,7 +33,7 @@ from ag_ui.core import (
 from pydantic import TypeAdapter
 
 from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, RunInputError
+from .._errors import GraphCancelled, Interrupted, InvalidTranscript, RunInputError
 from .._events import (
     HandedOff,
     ModelResponded,
@@ -47,6 +47,7 @@ from .._events import (
 )
 from .._redact import Redactor
 from ..llm._messages import Message, ToolCall
+from ..llm._transcript import check_transcript, repair_transcript
 from ..tracing._records import plain
 from ._state import StateView
 
@@ -380,14 +381,22 @@ def _message(item: Any) -> Message | None:
     return None  # activity and reasoning messages belong to the page, not the model
 
 
-def context_from_input(request: RunAgentInput) -> AgentContext[str]:
+def context_from_input(request: RunAgentInput, *, repair: bool = False) -> AgentContext[str]:
     """The first context of a run asked for by an AG-UI client.
 
     The last message must be the user's: its text is the run's input, and
     the messages before it are the history. The client's state becomes
     `ctx.state`. Raises `RunInputError` for anything else.
+
+    A history no provider would take (a tool call without its result, a
+    result without its call: `check_transcript`'s rules) is refused with
+    the rule and the message's position among the client's messages, unless
+    `repair` is set: then `repair_transcript` mends it, and what it changed
+    is in `ctx.state["transcript_repairs"]`.
     """
-    messages = [m for m in (_message(item) for item in request.messages) if m is not None]
+    made = [(i, _message(item)) for i, item in enumerate(request.messages)]
+    kept = [(i, m) for i, m in made if m is not None]
+    messages = [m for _, m in kept]
     if not messages or messages[-1].role != "user":
         raise RunInputError("the conversation must end with a user message (the run's input)")
     state = request.state
@@ -395,5 +404,23 @@ def context_from_input(request: RunAgentInput) -> AgentContext[str]:
         state = {}
     if not isinstance(state, dict):
         raise RunInputError(f"the state must be a JSON object, not {type(state).__name__}")
+    try:
+        check_transcript(messages, wire="openai")
+    except InvalidTranscript as exc:
+        if not repair:
+            raise RunInputError(
+                f"message {kept[exc.index][0]} breaks the rule {exc.rule!r}: "
+                f"{str(exc).partition('): ')[2]}"
+            ) from exc
+        fixed, changes = repair_transcript(messages, wire="openai")
+        messages = list(fixed)
+        state = {
+            **state,
+            "transcript_repairs": [
+                {"message": kept[c.index][0] if c.index < len(kept) else c.index}
+                | {"action": c.action, "detail": c.detail}
+                for c in changes
+            ],
+        }
     last = messages.pop()
     return AgentContext(last.content, history=tuple(messages), state=state)

@@ -135,9 +135,10 @@ def _lifespan(runs: Runs) -> Any:
 class _Endpoints:
     """The HTTP face of one `Runs`."""
 
-    def __init__(self, runs: Runs, title: str) -> None:
+    def __init__(self, runs: Runs, title: str, *, repair_history: bool = False) -> None:
         self.runs = runs
         self.title = title
+        self.repair_history = repair_history
 
     async def agui(self, request: Request) -> Response:
         """AG-UI: a `RunAgentInput` in, the run's events out; leaving cancels the run."""
@@ -174,7 +175,7 @@ class _Endpoints:
                 thread_id=run_input.thread_id,
                 agui_run_id=run_input.run_id,
             )
-        ctx = context_from_input(run_input)
+        ctx = context_from_input(run_input, repair=self.repair_history)
         return await runs.start(ctx, run_id=run_input.run_id, thread_id=run_input.thread_id)
 
     async def index(self, request: Request) -> Response:
@@ -293,6 +294,7 @@ def agui_app(
     store: Store | None = None,
     redact: Redaction | Redactor | None = None,
     keep_runs: int = KEEP_RUNS,
+    repair_history: bool = False,
 ) -> Starlette:
     """`graph` as an AG-UI agent: POST a `RunAgentInput` to `/`, read its events as SSE.
 
@@ -309,9 +311,15 @@ def agui_app(
     sent is redacted (`redact` adds a hook to the built-in masking).
     Runs going on and the last `keep_runs` that ended stay in memory; older
     ones are in `store` only.
+
+    A client's history that no provider would take (a tool call without its
+    result, a result without its call) is refused with a 422 naming the rule
+    and the message's position; with `repair_history=True` it is mended by
+    `repair_transcript` instead, and the changes are in the run's
+    `ctx.state["transcript_repairs"]`.
     """
     runs = _runs(graph, runner, store, redact, keep_runs=keep_runs)
-    endpoints = _Endpoints(runs, runs.graph.name)
+    endpoints = _Endpoints(runs, runs.graph.name, repair_history=repair_history)
     return Starlette(
         routes=[Route("/", endpoints.agui, methods=["POST"])], lifespan=_lifespan(runs)
     )

@@ -7,6 +7,7 @@ import pytest
 
 from agentgraph import (
     BadRequestError,
+    InvalidTranscript,
     NotFoundError,
     ProviderConnectionError,
     ProviderStatusError,
@@ -184,8 +185,11 @@ async def test_tool_choice_and_tool_names(anyio_backend):
         await strict.request(
             ChatRequest([Message.user("x")], tools=[WEATHER], tool_choice="required")
         )
+    orphan = [Message.user("x"), Message.tool("unknown", "x")]
+    with pytest.raises(InvalidTranscript, match="result-without-call, message 1"):
+        await model(Server()).request(ChatRequest(orphan))
     with pytest.raises(BadRequestError, match="tool's name"):
-        await model(Server()).request(ChatRequest([Message.tool("unknown", "x")]))
+        await model(Server()).request(ChatRequest(orphan, check_transcript=False))
 
 
 async def test_streaming_ndjson(anyio_backend):

@@ -97,6 +97,25 @@ async def test_none_without_a_task_gives_the_user_s_message():
     assert second.requests[0].messages[1:] == (Message.user("refund order 7"),)
 
 
+async def test_none_without_a_task_after_a_handoff_with_one_gives_the_user_s_message():
+    # The first handoff's task is in the history billing reads; a second handoff
+    # without a task still gives the next agent what the user said.
+    first = ScriptedModel(transfer("transfer_to_billing", task="check order 7"))
+    second = ScriptedModel(transfer("transfer_to_refunds"))
+    third = ScriptedModel("Refunded order 7.")
+    team = swarm(
+        [
+            Agent("triage", first, handoffs=[Handoff("billing", history="none")]),
+            Agent("billing", second, handoffs=[Handoff("refunds", history="none")]),
+            Agent("refunds", third),
+        ]
+    )
+    out = await GraphRunner().run(team, AgentContext("refund order 7"))
+    assert out.input == "Refunded order 7."
+    assert second.requests[0].messages == (Message.user("check order 7"),)
+    assert third.requests[0].messages == (Message.user("refund order 7"),)
+
+
 async def test_summary_replaces_earlier_turns_and_its_usage_counts():
     first = ScriptedModel(transfer("transfer_to_billing", task="refund"))
     writer = ScriptedModel("The user asked about order 7 before.")

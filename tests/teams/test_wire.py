@@ -10,10 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from agentgraph import AgentContext, GraphRunner, tool
+from agentgraph import AgentContext, GraphRunner, Message, Settings, tool
 from agentgraph.llm import AnthropicModel, OllamaModel, OpenAIModel, OpenAIResponsesModel
 from agentgraph.nodes import react_agent
-from agentgraph.teams import Agent, agent_tool, supervisor, swarm
+from agentgraph.teams import Agent, Handoff, agent_tool, supervisor, swarm
 from agentgraph.testing import FakeServer, ScriptedModel
 
 pytestmark = pytest.mark.anyio
@@ -94,6 +94,12 @@ async def test_an_agent_as_a_tool(provider, server):
 
 
 @tool
+def lookup_order(order: str) -> str:
+    """Look an order up."""
+    return f"order {order}: shipped"
+
+
+@tool
 def status(order: str) -> str:
     """Look an order's status up."""
     return f"order {order} is paid"
@@ -126,3 +132,55 @@ async def test_a_routed_answer_handed_on_with_the_whole_history(provider, server
     assert len(server.requests) == 4
     sent = [str(r.body) for r in server.requests]
     assert "A billing matter" not in sent[2] and "order 7 is paid" in sent[2]
+
+
+def thinking_call(name: str, **arguments: object) -> Message:
+    """A scripted tool call made after some thinking (signed by the fake server)."""
+    (made,) = call(name, **arguments).tool_calls
+    return Message.assistant(tool_calls=(made,), reasoning=f"I should call {name}.")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "responses"])
+@pytest.mark.parametrize("history", ["full", "summary"])
+@pytest.mark.parametrize("thinks", ["target", "source", "both"])
+async def test_a_handoff_between_agents_with_and_without_thinking(
+    provider, history, thinks, server
+):
+    # The target's first request must suit its own settings: with thinking on, the
+    # last assistant turn that calls tools carries thinking it cannot have made.
+    source_thinks = thinks in ("source", "both")
+    handing = thinking_call if source_thinks else call
+    replies: list[object] = [handing("lookup_order", order="7")]
+    replies.append(handing("transfer_to_billing", task="refund 7"))
+    if history == "summary":
+        replies.append("The user wants order 7 refunded.")
+    target_thinks = thinks in ("target", "both")
+    replies += [(thinking_call if target_thinks else call)("refund", order="7")]
+    replies.append("Refunded order 7.")
+    server.add(*replies)
+    thinking = Settings(think=True)
+    async with model(provider, server) as m:
+        team = swarm(
+            [
+                Agent(
+                    "triage",
+                    m,
+                    tools=[lookup_order],
+                    system_prompt="Triage.",
+                    handoffs=[Handoff("billing", history=history)],
+                    settings=thinking if source_thinks else None,
+                ),
+                Agent(
+                    "billing",
+                    m,
+                    tools=[refund],
+                    system_prompt="Billing.",
+                    settings=thinking if target_thinks else None,
+                ),
+            ]
+        )
+        before = AgentContext("refund order 7").append(
+            Message.user("where is order 7?"), Message.assistant("It shipped.")
+        )
+        out = await GraphRunner().run(team, before)
+    assert out.input == "Refunded order 7."

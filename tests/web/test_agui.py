@@ -20,7 +20,7 @@ from agentgraph import AgentContext, CheckpointError, GraphBuilder, GraphRunner,
 from agentgraph.checkpoint import MemoryStore
 from agentgraph.nodes import answer, chat
 from agentgraph.testing import ScriptedModel
-from agentgraph.web import WebServer, agui_app, dev_app
+from agentgraph.web import RunInputError, WebServer, agui_app, dev_app
 
 from .support import (
     ANSWER,
@@ -182,6 +182,15 @@ def test_the_clients_messages_and_state_are_the_runs_context(tmp_path):
             "only text is supported",
         ),
         (run_input("", user("hi")), "a run id is 1 to 128 printable characters"),
+        (
+            run_input(
+                "x",
+                user("hi"),
+                {"id": "t", "role": "tool", "toolCallId": "c1", "content": "x"},
+                user("and?"),
+            ),
+            "message 1 breaks the rule 'result-without-call'",
+        ),
         (
             run_input("x", resume=[{"interruptId": "nope", "status": "resolved"}]),
             "no run 'nope' in the store",
@@ -436,3 +445,32 @@ def test_the_page_api_refuses_what_cannot_work(tmp_path):
         done = c.post(f"api/runs/{run_id}/resume", json={})
         assert done.status_code == 422 and "nothing to resume" in done.json()["error"]
         assert c.get(f"api/runs/{run_id}").json()["status"] == "ok"
+
+
+def test_a_broken_client_history_is_repaired_when_asked_and_the_changes_are_kept():
+    from ag_ui.core import RunAgentInput
+
+    from agentgraph import Message, ToolCall
+    from agentgraph.web import context_from_input
+
+    called = {
+        "id": "a",
+        "role": "assistant",
+        "toolCalls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+    body = RunAgentInput.model_validate(
+        run_input(
+            "x", user("hi"), called, {"id": "r", "role": "reasoning", "content": "hm"}, user("and?")
+        )
+    )
+    with pytest.raises(RunInputError, match="message 3 breaks the rule 'missing-result'"):
+        context_from_input(body)
+    ctx = context_from_input(body, repair=True)
+    assert ctx.input == "and?"
+    assert ctx.history[1] == Message.assistant(tool_calls=(ToolCall("c1", "f", {}),))
+    assert ctx.history[2].tool_call_id == "c1" and ctx.history[2].is_error
+    assert ctx.state["transcript_repairs"] == [
+        {"message": 1, "action": "added-result", "detail": "call 'c1' (f) had no result"}
+    ]
