@@ -75,7 +75,7 @@ test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at ful
 # The agent server's queue at full size: two API servers and three workers on one PostgreSQL
 # over 1,000 runs, each claimed once (30 by default).
 .PHONY: test-server-many
-test-server-many: postgres $(STAMP)
+test-server-many: postgres $(STAMP) ## the agent server's queue over 1,000 runs on PostgreSQL
 	AGENTGRAPH_SERVER_RUNS=1000 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k every_run_once
 
 # Debian packages the tests use, installed once and only when we may (as root): the
@@ -138,6 +138,7 @@ bench: $(VENV)/.bench ## the benchmarks (figures in benchmarks/RESULTS.md)
 	$(BIN)/python benchmarks/durability.py
 	$(BIN)/python benchmarks/evals.py
 	$(BIN)/python benchmarks/evals_recorded.py
+	$(BIN)/python benchmarks/transcripts.py
 
 bench-rag: $(VENV)/.bench ## retrieval benchmark
 	$(BIN)/python benchmarks/rag.py
@@ -155,7 +156,7 @@ bench-postgres: postgres $(VENV)/.bench ## durable throughput on PostgreSQL
 # The reference, `langgraph dev`, is installable (langgraph-cli[inmem]==0.4.40, Elastic-2.0,
 # run locally only, never shipped) but not yet driven by the script.
 .PHONY: bench-server
-bench-server: postgres $(VENV)/.bench
+bench-server: postgres $(VENV)/.bench ## the agent server under the LangGraph SDK's workload
 	$(BIN)/python benchmarks/server.py
 
 .PHONY: bench-memory
@@ -165,15 +166,15 @@ bench-memory: $(VENV)/.bench ## long-term memory benchmark
 # A turn on a 10,000-message thread and reads beside 100 committing runs, on every store
 # (PostgreSQL started by the benchmarks themselves), beside LangGraph's checkpointers.
 .PHONY: bench-threads bench-reads
-bench-threads: postgres $(VENV)/.bench
+bench-threads: postgres $(VENV)/.bench ## a turn on a long thread, beside LangGraph's checkpointers
 	$(BIN)/python benchmarks/long_threads.py
 
-bench-reads: postgres $(VENV)/.bench
+bench-reads: postgres $(VENV)/.bench ## store reads while 100 runs commit
 	$(BIN)/python benchmarks/reads_under_writes.py
 
 # 100,000 runs waiting on an interrupt in one PostgreSQL store.
 .PHONY: bench-waiting
-bench-waiting: postgres $(VENV)/.bench
+bench-waiting: postgres $(VENV)/.bench ## 100,000 runs waiting on an interrupt in PostgreSQL
 	$(BIN)/python benchmarks/waiting_runs.py
 
 # Durable runs on Temporal: the SDK and the server binaries from the registry. The demo

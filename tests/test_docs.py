@@ -138,6 +138,7 @@ NEEDS = {
     r"agentgraph\.temporal\b": "temporal",
     r"agentgraph\.ray\b": "ray",
     r"agentgraph\.a2a\b": "a2a",
+    r"agentgraph\.server\b": "server",
     r"\bPostgres(Store|Memory)\(": "postgres",
     r"\bFakeServer\b": "testing",
     r"\bOtelSink\b": "otel",

@@ -88,6 +88,8 @@ def argument(parameter: inspect.Parameter) -> object:
         return int
     if "Sequence" in annotation:
         return (secret_text(name), "n")
+    if annotation.startswith("tuple[int"):
+        return (3, None)
     if "float" in annotation:
         return 9.0
     if "int" in annotation and "str" not in annotation:
