@@ -113,10 +113,8 @@ async def agentgraph_store(kind: str, where: str, dsn: str | None) -> AsyncItera
     else:
         assert dsn is not None
         store = PostgresStore(dsn, schema=where)
-    try:
+    async with store:  # opened before the clock, as LangGraph's savers are
         yield store
-    finally:
-        await store.aclose()
 
 
 def _messages(n: int, turn: int) -> list[Message]:
