@@ -113,8 +113,13 @@ async def agentgraph_store(kind: str, where: str, dsn: str | None) -> AsyncItera
     else:
         assert dsn is not None
         store = PostgresStore(dsn, schema=where)
-    async with store:  # opened before the clock, as LangGraph's savers are
+    try:
+        # Opened before the clock, as LangGraph's savers are: a read of nothing connects,
+        # makes the tables and starts the store's threads.
+        await store.load("no such run")
         yield store
+    finally:
+        await store.aclose()
 
 
 def _messages(n: int, turn: int) -> list[Message]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
@@ -213,14 +213,6 @@ class PostgresStore(PostgresWriter):
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
-    async def __aenter__(self) -> Self:
-        """Open the store: its schema made (or brought up to date) on the writer's connection
-        and a reading connection kept, so a database that cannot be reached fails here and
-        the first run pays for neither."""
-        await self._read(_opened, "new")  # before the tables exist: on the writer's connection
-        await beside(self._reading, _opened)
-        return self
-
     # -- talking to the writer ----------------------------------------------------------
     def _usable(self) -> None:
         if self._error is not None or self._closed:
@@ -324,7 +316,3 @@ def _restore(
     return PostgresStore(
         conninfo, schema=schema, lease_term=lease_term, connect_timeout=connect_timeout
     )
-
-
-def _opened(conn: psycopg.Connection[Any]) -> None:
-    conn.execute("SELECT 1 FROM runs LIMIT 1").fetchall()

@@ -7,7 +7,7 @@ import os
 import queue
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 
@@ -211,13 +211,6 @@ class SQLiteStore(SQLiteWriter):
     async def aclose(self) -> None:
         await anyio.to_thread.run_sync(self.close)
 
-    async def __aenter__(self) -> Self:
-        """Open the store: its tables made (or brought up to date) and a reading connection
-        kept, so a file that cannot be opened fails here and the first run pays for neither."""
-        await self._barrier()
-        await beside(self._reading, self._with, _opened)
-        return self
-
     # -- reading ------------------------------------------------------------------------
     def _with(self, read: Callable[..., _T], *args: Any) -> _T:
         """`read(conn, *args)` on a reading connection of its own (kept for the next read:
@@ -243,7 +236,3 @@ class SQLiteStore(SQLiteWriter):
         except sqlite3.Error as exc:
             failed = f"{type(exc).__name__}: {exc}"
             raise CheckpointError(f"{self._label} cannot {what}: {failed}") from exc
-
-
-def _opened(conn: sqlite3.Connection) -> None:
-    conn.execute("SELECT 1 FROM runs LIMIT 1").fetchall()

@@ -2,16 +2,13 @@
 one pass. Costs are counted (bytes, messages decoded and compared), never timed."""
 
 import json
-import sqlite3
 from pathlib import Path
 
 import attrs
-import psycopg
 import pytest
 
 from agentgraph import (
     AgentContext,
-    CheckpointError,
     GraphBuilder,
     GraphRunner,
     Interrupted,
@@ -20,7 +17,6 @@ from agentgraph import (
 )
 from agentgraph.checkpoint import (
     MemoryStore,
-    PostgresStore,
     RunLog,
     SQLiteStore,
     ThreadHead,
@@ -28,7 +24,6 @@ from agentgraph.checkpoint import (
     _codec,
     read_thread,
 )
-from tests.pg_server import drop_schema, fresh_schema
 
 pytestmark = pytest.mark.anyio
 
@@ -235,28 +230,3 @@ async def test_resume_and_replay_of_a_1000_step_run_decode_and_compare_each_mess
     decoded[0] = compared[0] = 0
     await runner.replay(graph, run_id, store)
     assert decoded[0] <= steps + 1 and compared[0] <= steps + 1
-
-
-async def test_entering_a_sqlite_store_opens_it_before_the_first_run(tmp_path):
-    path = tmp_path / "runs.db"
-    async with SQLiteStore(path):
-        with sqlite3.connect(path) as conn:  # the tables are there before anything is written
-            tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
-        assert {"runs", "steps", "threads"} <= tables
-    with pytest.raises(CheckpointError, match="unable to open"):
-        async with SQLiteStore(tmp_path / "missing" / "runs.db"):
-            pass
-
-
-async def test_entering_a_postgres_store_opens_it_before_the_first_run(postgres_server):
-    schema = fresh_schema()
-    try:
-        async with PostgresStore(postgres_server.dsn, schema=schema):
-            with psycopg.connect(postgres_server.dsn) as conn:
-                found = conn.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                    (schema,),
-                ).fetchall()
-            assert {"runs", "steps", "threads"} <= {row[0] for row in found}
-    finally:
-        drop_schema(postgres_server.dsn, schema)
