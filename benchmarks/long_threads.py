@@ -114,6 +114,9 @@ async def agentgraph_store(kind: str, where: str, dsn: str | None) -> AsyncItera
         assert dsn is not None
         store = PostgresStore(dsn, schema=where)
     try:
+        # Opened before the clock, as LangGraph's savers are: a read of nothing connects,
+        # makes the tables and starts the store's threads.
+        await store.load("no such run")
         yield store
     finally:
         await store.aclose()

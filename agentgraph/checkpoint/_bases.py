@@ -122,6 +122,16 @@ async def _load(store: CheckpointStore, run_id: str) -> RunLog:
     return checked(log)
 
 
+async def _chain(store: CheckpointStore, run_id: str) -> dict[str, RunLog]:
+    """The logs of `run_id` and the runs it continues from, by run id, when `store` reads
+    them in one go (`load_chain`: the SQL stores); else nothing, read one by one."""
+    load_chain = getattr(store, "load_chain", None)
+    if load_chain is None:
+        return {}
+    logs: tuple[RunLog, ...] = await load_chain(run_id)
+    return {log.run.run_id: log for log in logs}
+
+
 async def final_context(
     store: CheckpointStore, run_id: str, types: Types = NO_TYPES
 ) -> tuple[AgentContext[Any], int]:
@@ -140,6 +150,7 @@ async def final_context(
     if found is not None:
         return found, len(log.steps)
     seen = {run_id}
+    read: dict[str, RunLog] | None = None  # the bases' logs, read in one go when needed
     while True:
         chain.append(log)
         base = relative(log.run.context)
@@ -152,7 +163,10 @@ async def final_context(
         if base.run_id in seen:
             raise CheckpointError(f"run {run_id!r}: its bases go round in a circle")
         seen.add(base.run_id)
-        log = await _load(store, base.run_id)
+        if read is None:
+            read = await _chain(store, base.run_id)
+        found_log = read.pop(base.run_id, None)
+        log = checked(found_log) if found_log is not None else await _load(store, base.run_id)
     for log in reversed(chain):
         blobs = await log_blobs(store, log)
         start = decode_contexts(log, types=types, blobs=blobs, start=start)[-1]

@@ -22,6 +22,7 @@ __all__ = (
     "commit_alone",
     "delete_thread",
     "read_blob",
+    "read_chain",
     "read_ids",
     "read_log",
     "read_thread",
@@ -278,6 +279,7 @@ def _stored_path(run_id: str, number: int, path: Any) -> tuple[str, ...]:
 
 _READS = Reads("%s", "position", _stored_path)
 read_log = _READS.log
+read_chain = _READS.chain
 read_thread = _READS.thread
 
 

@@ -25,6 +25,7 @@ from ._pgschema import migrate
 from ._pgsql import (
     delete_thread,
     read_blob,
+    read_chain,
     read_ids,
     read_log,
     read_thread,
@@ -116,6 +117,11 @@ class PostgresStore(PostgresWriter):
     async def load(self, run_id: str) -> RunLog | None:
         """Every record of `run_id` (after committing what is queued of it), or None."""
         return await self._read(lambda conn: read_log(conn, run_id), run_id)
+
+    async def load_chain(self, run_id: str) -> tuple[RunLog, ...]:
+        """`run_id`'s log and those of the runs its first context continues from, newest
+        first (a thread's turns back to one stored whole), read in one go."""
+        return await self._read(lambda conn: read_chain(conn, run_id), run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""

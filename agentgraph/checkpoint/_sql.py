@@ -18,6 +18,9 @@ from ._records import Effect, Record, RunLog, RunRecord, StepRecord, ThreadLog
 
 __all__ = ("Connection", "Reads", "fenced", "read_ids", "read_thread_ids")
 
+_PREFIX = b'{"B":'
+"""How a first context stored as a change to its base run starts (see `_bases`)."""
+
 
 class Connection(Protocol):
     """What the reads need of an `sqlite3` or psycopg connection."""
@@ -32,7 +35,17 @@ PathReader = Callable[[str, int, Any], "tuple[str, ...]"]
 class Reads:
     """`log` and `thread` in one dialect, their SQL built once when the store's module loads."""
 
-    __slots__ = ("_effects", "_path", "_run", "_runs", "_steps", "_thread")
+    __slots__ = (
+        "_chain_effects",
+        "_chain_runs",
+        "_chain_steps",
+        "_effects",
+        "_path",
+        "_run",
+        "_runs",
+        "_steps",
+        "_thread",
+    )
 
     def __init__(self, mark: str, effect_order: str, path: PathReader) -> None:
         self._run = (
@@ -49,6 +62,26 @@ class Reads:
         self._thread = f"SELECT head, created, updated FROM threads WHERE thread_id = {mark}"
         self._runs = f"SELECT run_id, base FROM runs WHERE thread = {mark} ORDER BY id"
         self._path = path
+        # The runs a first context continues from: the run named, then each one's base
+        # while the context before it is a change (it starts with `_PREFIX`).
+        chain = (
+            "WITH RECURSIVE chain(id, base, relative) AS ("
+            f"SELECT id, base, substr(context, 1, 5) = {mark} FROM runs WHERE run_id = {mark} "
+            f"UNION SELECT r.id, r.base, substr(r.context, 1, 5) = {mark} "
+            "FROM runs r JOIN chain c ON r.run_id = c.base WHERE c.relative) "
+        )
+        self._chain_runs = (
+            f"{chain}SELECT id, run_id, graph, structure, context, created, parent, "
+            "parent_step, thread, base FROM runs WHERE id IN (SELECT id FROM chain)"
+        )
+        self._chain_steps = (
+            f"{chain}SELECT run, seq, step, path, node, next, local, steps, context, at, "
+            "duration FROM steps WHERE run IN (SELECT id FROM chain) ORDER BY run, seq"
+        )
+        self._chain_effects = (
+            f"{chain}SELECT run, key, kind, value FROM effects "
+            f"WHERE run IN (SELECT id FROM chain) ORDER BY run, {effect_order}"
+        )
 
     def log(self, conn: Connection, run_id: str) -> RunLog | None:
         """Every record of `run_id`, or None; a damaged path raises `CheckpointError`."""
@@ -67,6 +100,36 @@ class Reads:
             ),
             tuple(Effect(run_id, *e) for e in effects),
         )
+
+    def chain(self, conn: Connection, run_id: str) -> tuple[RunLog, ...]:
+        """The logs of `run_id` and of the runs its first context continues from (each
+        run's base while its first context is a change to it), newest first, in three
+        queries however long the chain; a run missing from the store ends it."""
+        params = (_PREFIX, run_id, _PREFIX)
+        runs = {row[0]: row[1:] for row in conn.execute(self._chain_runs, params).fetchall()}
+        steps: dict[int, list[Any]] = {rid: [] for rid in runs}
+        for row in conn.execute(self._chain_steps, params).fetchall():
+            steps[row[0]].append(row[1:])
+        effects: dict[int, list[Any]] = {rid: [] for rid in runs}
+        for row in conn.execute(self._chain_effects, params).fetchall():
+            effects[row[0]].append(row[1:])
+        logs = {}
+        for rid, (name, *fields) in runs.items():
+            paths = [self._path(name, i, s[2]) for i, s in enumerate(steps[rid], 1)]
+            logs[name] = RunLog(
+                RunRecord(name, *fields),
+                tuple(
+                    StepRecord(name, seq, step, path, *rest)
+                    for path, (seq, step, _, *rest) in zip(paths, steps[rid], strict=True)
+                ),
+                tuple(Effect(name, *e) for e in effects[rid]),
+            )
+        ordered: list[RunLog] = []
+        at: str | None = run_id
+        while at is not None and at in logs:
+            ordered.append(logs.pop(at))
+            at = ordered[-1].run.base
+        return tuple(ordered)
 
     def thread(self, conn: Connection, thread_id: str) -> ThreadLog | None:
         """The thread's head and turns, or None."""

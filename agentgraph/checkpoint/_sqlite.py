@@ -17,6 +17,7 @@ from ._records import Record, RunLog, ThreadLog
 from ._sqlite_sql import (
     delete_thread,
     read_blob,
+    read_chain,
     read_ids,
     read_log,
     read_thread,
@@ -99,6 +100,13 @@ class SQLiteStore(SQLiteWriter):
         if not self._ready or self._waits(run_id):
             await self._barrier()
         return await beside(self._reading, self._with, read_log, run_id)
+
+    async def load_chain(self, run_id: str) -> tuple[RunLog, ...]:
+        """`run_id`'s log and those of the runs its first context continues from, newest
+        first (a thread's turns back to one stored whole), read in one go."""
+        if not self._ready or self._waits(run_id):
+            await self._barrier()
+        return await beside(self._reading, self._with, read_chain, run_id)
 
     async def run_ids(self) -> tuple[str, ...]:
         """Every run in the store, oldest first."""

@@ -26,6 +26,7 @@ __all__ = (
     "delete_thread",
     "migrate",
     "read_blob",
+    "read_chain",
     "read_ids",
     "read_log",
     "read_thread",
@@ -286,6 +287,7 @@ def _path(run_id: str, number: int, stored: Any) -> tuple[Any, ...]:
 
 _READS = Reads("?", "rowid", _path)
 read_log = _READS.log
+read_chain = _READS.chain
 read_thread = _READS.thread
 
 

@@ -7,8 +7,23 @@ from pathlib import Path
 import attrs
 import pytest
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Interrupted, Message, node
-from agentgraph.checkpoint import MemoryStore, RunLog, SQLiteStore, ThreadHead, _codec, read_thread
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphRunner,
+    Interrupted,
+    Message,
+    node,
+)
+from agentgraph.checkpoint import (
+    MemoryStore,
+    RunLog,
+    SQLiteStore,
+    ThreadHead,
+    _bases,
+    _codec,
+    read_thread,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -101,6 +116,32 @@ async def test_a_new_store_object_reads_the_thread_through_its_bases(tmp_path, d
         assert decoded[0] == 50
         out = await runner.run(reply, AgentContext(None, said(5, 1)), store=fresh, thread_id="t")
         assert decoded[0] == 50 and out.history[:50] == list(expected)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"], indirect=True)
+async def test_a_cold_read_of_a_thread_reads_its_turns_in_one_go(store, decoded):
+    runner = GraphRunner()
+    await _turns(runner, store, "t", 6, 9)
+    _bases._kept.clear()  # as in a new process: no context kept for the store
+    calls = {"load": 0, "load_chain": 0}
+    load, load_chain = store.load, store.load_chain
+
+    async def counted_load(run_id):
+        calls["load"] += 1
+        return await load(run_id)
+
+    async def counted_chain(run_id):
+        calls["load_chain"] += 1
+        logs = await load_chain(run_id)
+        assert len(logs) == 5  # the turns before the head, newest first, back to the first
+        return logs
+
+    store.load, store.load_chain = counted_load, counted_chain
+    decoded[0] = 0
+    thread = await read_thread(store, "t")
+    assert len(thread.messages) == 60 and decoded[0] == 60
+    assert calls == {"load": 1, "load_chain": 1}  # the head's log, then its bases': two reads
+    assert [m.content for m in thread.messages[:2]] == ["turn 0 message 0", "turn 0 message 1"]
 
 
 async def test_a_kept_context_is_not_used_for_a_run_that_changed_since(decoded):
