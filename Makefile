@@ -70,6 +70,7 @@ test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at ful
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
 	AGENTGRAPH_TEAM_CASES=5000 $(BIN)/python -m pytest -q tests/teams/test_invariants.py
+	AGENTGRAPH_TRANSCRIPT_CASES=300 $(BIN)/python -m pytest -q tests/llm/test_transcript_thread_property.py
 	$(MAKE) test-server-many
 
 # The agent server's queue at full size: two API servers and three workers on one PostgreSQL
