@@ -132,16 +132,18 @@ async def run(
 ) -> tuple[list[tuple[object, ...]], BaseException | None]:
     events: list[tuple[object, ...]] = []
     failure: BaseException | None = None
+    pieces = 0
     async with m:
         try:
             async with runner.stream(graph, AgentContext("weather in Oslo?")) as stream:
                 async for event in stream:
+                    pieces += isinstance(event, ModelStreamed)
                     said = seen(event)
                     if said is not None:
                         events.append(said)
         except Exception as exc:
             failure = exc
-    return events, failure
+    return events, failure, pieces
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -154,8 +156,9 @@ def test_a_streaming_graph_runs_as_the_plain_one(wire, place, server):
         m, built = graph(wire, server, place, stream)
         outcomes.append(anyio.run(run, built, m, GraphRunner()))
         assert server.remaining == 0
-    (plain, plain_error), (streamed, streamed_error) = outcomes
+    (plain, plain_error, none), (streamed, streamed_error, pieces) = outcomes
     assert plain_error is None and streamed_error is None
+    assert none == 0 and pieces > 0
     assert streamed == plain
     assert plain[-1][0] == "end"
     last = plain[-1][2][-1]
@@ -173,7 +176,7 @@ def test_an_error_mid_answer_is_the_same_error_and_leaves_nothing(wire, place, s
         ARMED.append((server, StreamError(after_events=2) if stream else ErrorResponse(500)))
         m, built = graph(wire, server, place, stream)
         outcomes.append(anyio.run(run, built, m, ONCE))
-    (plain, plain_error), (streamed, streamed_error) = outcomes
+    (plain, plain_error, _), (streamed, streamed_error, _) = outcomes
     assert plain_error is not None and streamed_error is not None
     assert type(streamed_error) is type(plain_error)
     cause, plain_cause = streamed_error.__cause__, plain_error.__cause__
