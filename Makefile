@@ -64,12 +64,14 @@ docs: $(DOCS) ## the documentation site, into site/ (open site/index.html)
 
 # The multi-process lease and kill trials at full size (the default run does 10 seeds per
 # event loop and store: SQLite and Postgres), the Temporal example 10 times in a row (once
-# by default), and the lenient parser's prefix fuzz at 5,000 cases (300 by default).
+# by default), the lenient parser's prefix fuzz at 5,000 cases (300 by default), and the random
+# thread conversations of the transcript check at 300 per wire (4 by default).
 test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at full size
 	AGENTGRAPH_LEASE_TRIALS=100 $(BIN)/python -m pytest -q tests/checkpoint/test_leases.py tests/checkpoint/test_crash.py
 	AGENTGRAPH_DEMO_RUNS=10 $(BIN)/python -m pytest -q tests/temporal/test_exit.py
 	AGENTGRAPH_FUZZ_CASES=5000 $(BIN)/python -m pytest -q tests/test_lenient_fuzz.py
 	AGENTGRAPH_TEAM_CASES=5000 $(BIN)/python -m pytest -q tests/teams/test_invariants.py
+	AGENTGRAPH_TRANSCRIPT_CASES=300 $(BIN)/python -m pytest -q tests/llm/test_transcript_thread_property.py
 	$(MAKE) test-server-many
 
 # The agent server's queue at full size: two API servers and three workers on one PostgreSQL
