@@ -99,8 +99,9 @@ class RunRoutes:
         return run
 
     def where(self, run: QueuedRun) -> dict[str, str]:
+        """The run's address, and where a client cut off while waiting reconnects to."""
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
-        return {"Content-Location": base}
+        return {"Content-Location": base, "Location": f"{base}/join"}
 
     async def result(self, run: QueuedRun) -> dict[str, Any]:
         """The values a run ended with: the last `values` event, or its `__error__`."""
@@ -146,7 +147,8 @@ class RunRoutes:
 
     async def create_background(self, request: Request) -> Response:
         run = await self.create(await read_body(request), self.thread_of(request))
-        return json_response(run_json(run), headers=self.where(run))
+        base = f"/threads/{run.thread_id}/runs/{run.run_id}"
+        return json_response(run_json(run), headers={"Content-Location": base})
 
     async def create_stream(self, request: Request) -> Response:
         run = await self.create(await read_body(request), self.thread_of(request))
@@ -195,6 +197,21 @@ class RunRoutes:
         after = last_event_id(request.headers.get("last-event-id"))
         return self.stream(run, after)
 
+    async def thread_stream(self, request: Request) -> Response:
+        """The stream of the thread's current run: the one in flight, else the latest."""
+        thread = await self.api.thread(request.path_params["thread_id"])
+        modes = request.query_params.getlist("stream_mode") or ["run_modes"]
+        if any(mode != "run_modes" for mode in modes):
+            raise Refused(422, f"a thread stream's mode is 'run_modes', not {modes!r}")
+        after = last_event_id(request.headers.get("last-event-id"))
+        flying = await self.api.call(self.api.queue.in_flight, thread.thread_id)
+        runs = flying or await self.api.call(
+            self.api.queue.runs, thread.thread_id, limit=1, offset=0
+        )
+        if not runs:
+            raise Refused(404, f"thread {thread.thread_id!r} has no run to stream")
+        return self.stream(runs[0], after)
+
     async def bulk_cancel(self, request: Request) -> Response:
         body = await read_body(request)
         for run_id in body.get("run_ids") or []:
@@ -225,6 +242,7 @@ class RunRoutes:
             Route(one + "/cancel", self.cancel, methods=["POST"]),
             Route(one + "/join", self.join, methods=["GET"]),
             Route(one + "/stream", self.join_stream, methods=["GET"]),
+            Route("/threads/{thread_id}/stream", self.thread_stream, methods=["GET"]),
             Route("/runs", self.create_background, methods=["POST"]),
             Route("/runs/stream", self.create_stream, methods=["POST"]),
             Route("/runs/wait", self.create_wait, methods=["POST"]),

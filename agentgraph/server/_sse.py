@@ -15,24 +15,30 @@ from ._api import Api, Refused
 
 __all__ = ("SUPPORTED_MODES", "event_names", "frames", "last_event_id")
 
-SUPPORTED_MODES = ("values", "updates", "messages-tuple")
+SUPPORTED_MODES = ("values", "updates", "messages", "messages-tuple", "events")
 """The stream modes this server sends; any other is refused."""
 
-_EVENT_OF = {"values": "values", "updates": "updates", "messages-tuple": "messages"}
+_EVENTS_OF = {
+    "values": ("values",),
+    "updates": ("updates",),
+    "messages": ("messages/metadata", "messages/partial", "messages/complete"),
+    "messages-tuple": ("messages",),
+    "events": ("events",),
+}
 _ALWAYS = frozenset({"metadata", "error", "end"})
 _POLL = 0.02
 
 
 def event_names(modes: Collection[str]) -> frozenset[str]:
     """The SSE event names a stream in `modes` carries; 422 for a mode not supported."""
-    unknown = [mode for mode in modes if mode not in _EVENT_OF]
+    unknown = [mode for mode in modes if mode not in _EVENTS_OF]
     if unknown:
         raise Refused(
             422,
             f"stream mode {unknown[0]!r} is not supported; the supported modes are "
             + ", ".join(SUPPORTED_MODES),
         )
-    return _ALWAYS | {_EVENT_OF[mode] for mode in modes}
+    return _ALWAYS.union(*(_EVENTS_OF[mode] for mode in modes))
 
 
 def last_event_id(header: str | None) -> int:

@@ -32,6 +32,7 @@ from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
+from ._live import LiveEvents
 from ._mapping import context_from_input, interrupt_id, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 
@@ -52,6 +53,20 @@ class _Emitter:
         self.run = run
         self.shown = shown
         """How many of the thread's messages the clients have seen already."""
+        self.modes = frozenset(run.kwargs.get("stream_mode") or ())
+        self.live = LiveEvents(
+            run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
+        )
+        """The runtime's events the run's stream modes ask for, as a sink."""
+
+    def messages(self, fresh: list[Any], meta: dict[str, Any]) -> list[tuple[str, Any]]:
+        """`fresh` messages as `messages` (tuple) events, and framed when `messages` is asked."""
+        events: list[tuple[str, Any]] = [("messages", [message, meta]) for message in fresh]
+        if "messages" in self.modes:
+            for message in fresh:
+                events.append(("messages/metadata", {message["id"]: {"metadata": meta}}))
+                events.append(("messages/complete", [message]))
+        return events
 
     async def emit(self, events: list[tuple[str, Any]]) -> None:
         await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
@@ -72,7 +87,7 @@ class _Emitter:
             ("values", values),
             ("updates", {node.name: {"messages": fresh}}),
         ]
-        events.extend(("messages", [message, meta]) for message in fresh)
+        events.extend(self.messages(fresh, meta))
         await self.emit(events)
 
 
@@ -234,6 +249,11 @@ class _Execution:
         emitter = _Emitter(queue, run, shown)
         runner = self.worker.runner.evolve(
             on_step=(*self.worker.runner.on_step, emitter.step),
+            sinks=(
+                (*self.worker.runner.sinks, emitter.live)
+                if emitter.live.wants
+                else self.worker.runner.sinks
+            ),
             timeout=self.worker.run_timeout,
         )
         try:
@@ -293,7 +313,7 @@ class _Execution:
             [
                 ("updates", {"__interrupt__": interrupts}),
                 ("values", {**values, "__interrupt__": interrupts}),
-                *(("messages", [m, {"run_id": run.run_id}]) for m in fresh),
+                *emitter.messages(fresh, {"run_id": run.run_id}),
             ]
         )
         changes = {

@@ -14,8 +14,9 @@ from typing import Any
 import anyio
 
 from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
-from agentgraph.llm import Message
+from agentgraph.llm import ChatRequest, Message
 from agentgraph.server import ServerSettings, server_app
+from agentgraph.testing import ScriptedModel
 from agentgraph.web import WebServer
 
 
@@ -112,7 +113,25 @@ def crash() -> Graph[str, str]:
     return g.build()
 
 
+def streams() -> Graph[str, str]:
+    """Streams a scripted model's answer (`hello there, friend`) in chunks of 4 characters."""
+
+    @node(name="talk")
+    async def talk(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        model = ScriptedModel("hello there, friend", chunk_size=4)
+        request = ChatRequest(messages=(Message.user(ctx.input),))
+        async with rt.stream_model(model, request) as events:
+            async for _ in events:
+                pass
+        return ctx.append(Message.user(ctx.input), Message.assistant("hello there, friend"))
+
+    with GraphBuilder[str, str]("streams") as g:
+        g.start.edge_to(talk).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
+    "streams": streams(),
     "crash": crash(),
     "echo": echo(),
     "asks": asks(),

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from .support import said, serving
+from .support import GRAPHS, said, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -25,7 +25,7 @@ async def test_each_graph_has_one_default_assistant_found_by_either_id(tmp_path:
             assert [a["graph_id"] for a in found] == ["echo"]
             by_id = await client.assistants.get(found[0]["assistant_id"])
             assert by_id == found[0]
-            assert await client.assistants.count() == 6
+            assert await client.assistants.count() == len(GRAPHS)
             drawing = await client.assistants.get_graph("echo")
             assert "reply" in [n["id"] for n in drawing["nodes"]]
             schemas = await client.assistants.get_schemas("echo")
