@@ -257,7 +257,13 @@ class _Execution:
             timeout=self.worker.run_timeout,
         )
         try:
-            out = await self._start(runner, graph, thread)
+            try:
+                out = await self._start(runner, graph, thread)
+            finally:
+                # The run's leases (its own and its thread's) are given back through the
+                # store's writer: once committed, the thread's next run, claimed as soon as
+                # this one is finished in the queue, finds the thread free.
+                await self.store.flush(self.run.run_id)
         except Interrupted as stopped:
             await self._interrupted(emitter, stopped)
         except GraphCancelled:
