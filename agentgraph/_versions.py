@@ -31,6 +31,7 @@ __all__ = (
     "ResumePolicy",
     "check_versioning",
     "declared_patches",
+    "edges_of",
     "fingerprint",
     "shape",
 )
@@ -68,8 +69,9 @@ def _text(annotation: Any) -> str:
     return repr(annotation).replace("typing.", "").replace(" ", "")
 
 
-def shape(graph: Graph[Any, Any]) -> dict[str, Any]:
-    """What the fingerprint covers: node names, their input and output types, edges, subgraphs."""
+def edges_of(graph: Graph[Any, Any]) -> dict[str, list[str]]:
+    """The names each node's transitions may lead to, in order (`*` for a router that may
+    return any node), by the source node's name."""
     edges: dict[str, list[str]] = {}
     for source, transitions in graph.transitions.items():
         targets: list[str] = []
@@ -79,8 +81,14 @@ def shape(graph: Graph[Any, Any]) -> dict[str, Any]:
             elif t.targets is not None:
                 targets.extend(n.name for n in t.targets)
             else:
-                targets.append("*")
+                targets.append("*")  # a router that may return any node
         edges[source.name] = targets
+    return edges
+
+
+def shape(graph: Graph[Any, Any]) -> dict[str, Any]:
+    """What the fingerprint covers: node names, their input and output types, edges, subgraphs."""
+    edges = edges_of(graph)
     for source, errors in graph.errors.items():
         edges.setdefault(source.name, []).extend(f"!{t.target.name}" for t in errors)
     return {

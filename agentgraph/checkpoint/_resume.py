@@ -13,7 +13,7 @@ from .._errors import CheckpointError, ContextDecodingError, ResumeError
 from .._graph import Graph
 from .._json import NO_TYPES, Types
 from .._runner import NO_ANSWER
-from .._versions import GraphVersions
+from .._versions import GraphVersions, edges_of
 from ._bases import based_context, final_context, relative
 from ._codec import decode_context, full_context, load_blobs
 from ._compact_step import entry_of, recorded_step
@@ -43,21 +43,10 @@ __all__ = (
 
 def structure(graph: Graph[Any, Any]) -> dict[str, Any]:
     """The shape of `graph` as data: node names and edges per level, subgraphs nested."""
-    edges: dict[str, list[str]] = {}
-    for source, transitions in graph.transitions.items():
-        targets: list[str] = []
-        for t in transitions:
-            if t.target is not None:
-                targets.append(t.target.name)
-            elif t.targets is not None:
-                targets.extend(n.name for n in t.targets)
-            else:
-                targets.append("*")  # a router that may return any node
-        edges[source.name] = targets
     return {
         "graph": graph.name,
         "nodes": [n.name for n in graph.nodes],
-        "edges": edges,
+        "edges": edges_of(graph),
         "subgraphs": {n.name: structure(n) for n in graph.nodes if isinstance(n, Graph)},
     }
 
