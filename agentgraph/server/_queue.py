@@ -290,14 +290,7 @@ class RunQueue:
 
     def update_thread(self, thread_id: str, **changes: Any) -> None:
         """Set some of a thread's columns (JSON ones given as Python values)."""
-        names = sorted(changes)
-        values = [
-            orjson.dumps(changes[name]).decode()
-            if name in ("metadata", "state", "interrupts")
-            else changes[name]
-            for name in names
-        ]
-        assignments = ", ".join(f"{name} = ?" for name in names)
+        assignments, values = _thread_columns(changes)
         self._tx(
             (
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
@@ -505,15 +498,7 @@ class RunQueue:
     ) -> None:
         """End a run and set its thread's status (idle unless given) in one transaction."""
         now = time.time()
-        changes = {"status": "idle", **thread_changes}
-        names = sorted(changes)
-        values = [
-            orjson.dumps(changes[name]).decode()
-            if name in ("metadata", "state", "interrupts")
-            else changes[name]
-            for name in names
-        ]
-        assignments = ", ".join(f"{name} = ?" for name in names)
+        assignments, values = _thread_columns({"status": "idle", **thread_changes})
         self._tx(
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
@@ -568,3 +553,21 @@ class RunQueue:
             (run_id, after),
         )
         return [(row[0], row[1], bytes(row[2])) for row in rows]
+
+
+_THREAD_JSON = frozenset({"metadata", "state", "interrupts"})
+_THREAD_SETTABLE = _THREAD_JSON | {"status", "waiting_run"}
+
+
+def _thread_columns(changes: dict[str, Any]) -> tuple[str, list[Any]]:
+    """`changes` to a thread's columns as an SQL assignment list and its values (JSON
+    columns encoded); only the known columns are named, whatever the caller passes."""
+    names = sorted(changes)
+    unknown = set(names) - _THREAD_SETTABLE
+    if unknown:
+        raise ValueError(f"not columns of a thread: {sorted(unknown)}")
+    values = [
+        orjson.dumps(changes[name]).decode() if name in _THREAD_JSON else changes[name]
+        for name in names
+    ]
+    return ", ".join(f"{name} = ?" for name in names), values
