@@ -314,13 +314,16 @@ class RunQueue:
         self._tx(("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)))
 
     # -- runs ------------------------------------------------------------------------------
-    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> bool:
-        """Queue `run` under its `multitask_strategy`, in one transaction; False: rejected.
+    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> QueuedRun | None:
+        """Queue `run` under its `multitask_strategy`, in one transaction: the run as
+        stored, or None when it was rejected.
 
         The thread's row is locked first, so two runs queued at once on one
         thread see each other: `reject` refuses when any run is pending or
         running, `interrupt` and `rollback` mark every one of them cancelled
-        (a pending one ends at once; `rollback` deletes it).
+        (a pending one ends at once; `rollback` deletes it). The run's `created_at`,
+        which orders a thread's runs, is taken under that lock, so a thread's runs
+        become visible to the workers in the order they are to run.
         """
         lock = " FOR UPDATE" if self.postgres else ""
         with self._lock:
@@ -330,6 +333,8 @@ class RunQueue:
                     f"SELECT thread_id FROM server_threads WHERE thread_id = ?{lock}",
                     (run.thread_id,),
                 ).fetchall()
+                now = time.time()
+                run = attrs.evolve(run, created_at=now, updated_at=now)
                 flying = self._run_sql(
                     "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
                     "AND status IN ('pending', 'running')",
@@ -337,7 +342,7 @@ class RunQueue:
                 ).fetchall()
                 if flying and run.multitask_strategy == "reject":
                     self._db.execute("ROLLBACK")
-                    return False
+                    return None
                 if run.multitask_strategy in ("interrupt", "rollback"):
                     self._cancel_all(flying, run.multitask_strategy, run.created_at)
                 self._insert(run, delay)
@@ -345,7 +350,7 @@ class RunQueue:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
-        return True
+        return run
 
     def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> None:
         for run_id, status in flying:
@@ -428,8 +433,9 @@ class RunQueue:
                     "((r.status = 'pending' AND r.start_at <= ?) "
                     " OR (r.status = 'running' AND r.claimed_until < ?)) "
                     "AND NOT EXISTS (SELECT 1 FROM server_runs AS o WHERE "
-                    " o.thread_id = r.thread_id AND o.status IN ('pending', 'running') "
-                    " AND o.created_at < r.created_at) "
+                    " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
+                    "  o.status = 'running' OR "
+                    "  (o.status = 'pending' AND o.created_at < r.created_at))) "
                     f"ORDER BY r.created_at LIMIT ?{self._skip_locked}",
                     (now, now, count),
                 ).fetchall()

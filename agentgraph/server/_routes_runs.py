@@ -92,11 +92,12 @@ class RunRoutes:
             [("metadata", {"run_id": run.run_id, "attempt": 1})],
         )
         delay = float(body.get("after_seconds") or 0)
-        if not await self.api.call(self.api.queue.enqueue, run, delay=delay):
+        queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)
+        if queued is None:
             await self.api.call(self.api.queue.delete_run, run.run_id)
             raise Refused(409, f"thread {thread_id!r} has a run in flight")
         self.api.wake()
-        return run
+        return queued
 
     def where(self, run: QueuedRun) -> dict[str, str]:
         """The run's address, and where a client cut off while waiting reconnects to."""
