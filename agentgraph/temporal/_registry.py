@@ -228,10 +228,10 @@ _lock = threading.Lock()
 def register(task_queue: str, registry: Registry, *, version: str | None = None) -> None:
     """Make `registry` the one the workflows and activities of `task_queue` use here.
 
-    `version` is the worker's deployment version (`deployment.build_id`), None
-    for an unversioned worker: workers of two versions of a graph on one task
-    queue keep their own graphs, while a later worker for the same queue and
-    version replaces the earlier one's.
+    `version` is the deployment version (`deployment.build_id`) of a worker
+    whose runs are pinned to it, None for any other: pinned workers of two
+    versions of a graph on one task queue keep their own graphs, while a later
+    worker for the same queue and version replaces the earlier one's.
     """
     with _lock:
         _registries[task_queue, version] = registry

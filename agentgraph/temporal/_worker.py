@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio._backends._asyncio  # noqa: F401 - loaded here, not first inside the sandbox
 from temporalio import workflow
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior
 from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -160,7 +161,9 @@ def worker(
         options["deployment_config"] = deployment_config(deployment, graphs)
     config: WorkerDeploymentConfig | None = options.get("deployment_config")
     version = None
-    if config is not None and config.use_worker_versioning:
+    # Only a pinned run's tasks all come from its own version; an auto-upgrading run's
+    # history holds the versions it moved from, so its worker is found by queue alone.
+    if config is not None and config.default_versioning_behavior == VersioningBehavior.PINNED:
         version = config.version.to_canonical_string()
     registry, types = _register(
         task_queue,

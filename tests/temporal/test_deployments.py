@@ -148,3 +148,43 @@ async def test_v1_and_v2_workers_in_one_process_keep_their_own_graphs(client, qu
             assert (await old.result()).input == "v1 reviewed invoice 7: yes"
             assert (await new.result()).input == "v2 approved invoice 8: no (short)"
     assert await _builds(old) == {"approval.1"} and await _builds(new) == {"approval.2"}
+
+
+def _auto(version: int):
+    @node
+    async def check(ctx: AgentContext[str], rt) -> AgentContext[str]:
+        answer = await rt.interrupt("check?")
+        return ctx.with_input(f"checked on v{version}: {answer}")
+
+    with GraphBuilder[str, str]("auto", version=version) as g:
+        g.start.edge_to(check).edge_to(g.finish)
+    return g.build()
+
+
+async def test_an_auto_upgrading_run_moves_to_the_current_version(client, queue, deployment):
+    """Under a user's own AUTO_UPGRADE config a run replays on the newest version's graph,
+    as on unversioned workers: the worker finds its graphs by queue alone."""
+    from temporalio.common import VersioningBehavior as Behavior
+    from temporalio.common import WorkerDeploymentVersion
+    from temporalio.worker import WorkerDeploymentConfig
+
+    def config(graph):
+        return WorkerDeploymentConfig(
+            version=WorkerDeploymentVersion(deployment, build_id([graph])),
+            use_worker_versioning=True,
+            default_versioning_behavior=Behavior.AUTO_UPGRADE,
+        )
+
+    v1, v2 = _auto(1), _auto(2)
+    temporal = TemporalRunner(client, task_queue=queue)
+    async with worker(client, task_queue=queue, graphs=[v1], deployment_config=config(v1)):
+        await make_current(client, deployment, [v1])
+        run = await temporal.start(v1, AgentContext("x"))
+        with anyio.fail_after(30):
+            await run.asked(poll=0.05)
+    async with worker(client, task_queue=queue, graphs=[v2], deployment_config=config(v2)):
+        await make_current(client, deployment, [v2])
+        await run.answer("ok")
+        with anyio.fail_after(30):
+            assert (await run.result()).input == "checked on v2: ok"
+    assert await _builds(run) == {"auto.1", "auto.2"}
