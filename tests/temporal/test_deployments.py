@@ -8,8 +8,9 @@ import pytest
 from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.client import WorkflowExecutionStatus
 
-from agentgraph import AgentContext, GraphBuilder, UsageError, node
+from agentgraph import AgentContext, GraphBuilder, Message, UsageError, node
 from agentgraph.temporal import TemporalRunner, build_id, make_current, worker
+from tests.temporal.graphs import echo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -188,3 +189,42 @@ async def test_an_auto_upgrading_run_moves_to_the_current_version(client, queue,
         with anyio.fail_after(30):
             assert (await run.result()).input == "checked on v2: ok"
     assert await _builds(run) == {"auto.1", "auto.2"}
+
+
+def _looper(version: int):
+    """Asks, then ticks 8 times with an activity each: long enough to continue as new."""
+
+    @node
+    async def ask(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        await rt.interrupt("go?")
+        return ctx
+
+    @node(name="tick")
+    async def tick(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        n = await rt.once("echo", echo, ctx.input)
+        return ctx.append(Message.user(f"v{version} tick {n}")).with_input(n + 1)
+
+    with GraphBuilder[int, int]("looper", version=version) as g:
+        g.start.edge_to(ask).edge_to(tick)
+        tick.edge_to(lambda ctx: tick if ctx.input < 8 else g.finish, targets=(tick, g.finish))
+    return g.build()
+
+
+async def test_a_pinned_run_continues_as_new_on_its_own_version(client, queue, deployment):
+    v1, v2 = _looper(1), _looper(2)
+    temporal = TemporalRunner(client, task_queue=queue)
+    common = dict(task_queue=queue, deployment=deployment, functions=[echo], history_events=20)
+    async with worker(client, graphs=[v1], **common), worker(client, graphs=[v2], **common):
+        await make_current(client, deployment, [v1])
+        run = await temporal.start(v1, AgentContext(0))
+        with anyio.fail_after(30):
+            await run.asked(poll=0.05)
+        await make_current(client, deployment, [v2])
+        await run.answer("go")
+        with anyio.fail_after(60):
+            out = await run.result()
+    assert [m.content for m in out.history] == [f"v1 tick {i}" for i in range(8)]
+    first = client.get_workflow_handle(run.run_id, run_id=run.workflow.first_execution_run_id)
+    events = [e async for e in first.fetch_history_events()]
+    assert events[-1].HasField("workflow_execution_continued_as_new_event_attributes")
+    assert await _builds(run) == {"looper.1"}  # the last run of the chain
