@@ -9,7 +9,7 @@ from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.client import WorkflowExecutionStatus
 
 from agentgraph import AgentContext, GraphBuilder, Message, UsageError, node
-from agentgraph.temporal import TemporalRunner, build_id, make_current, worker
+from agentgraph.temporal import TemporalRunner, build_id, make_current, replayer, worker
 from tests.temporal.graphs import echo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -128,6 +128,9 @@ async def test_a_run_started_on_v1_finishes_on_v1_after_v2_is_made_current(
     assert await _builds(old) == {"approval.1"} and await _builds(new) == {"approval.2"}
     # rt.patched is workflow.patched: only the run on v2 asked, and only its history marks it.
     assert await _markers(old) == [] and await _markers(new) == ["core_patch"]
+    # Each pinned history replays on its own version's graphs.
+    await replayer(graphs=[V1]).replay_workflow(await old.workflow.fetch_history())
+    await replayer(graphs=[V2]).replay_workflow(await new.workflow.fetch_history())
 
 
 async def test_v1_and_v2_workers_in_one_process_keep_their_own_graphs(client, queue, deployment):
