@@ -74,7 +74,10 @@ def assistant_id_of(graph_id: str) -> str:
 
 
 class Api:
-    """The server's graphs and queue, and the wake-up of its in-process workers."""
+    """The server's graphs and queue, and the wake-up of its in-process workers.
+
+    Each graph's default assistant is stored as the API opens (kept as it is when there).
+    """
 
     def __init__(
         self,
@@ -86,7 +89,6 @@ class Api:
         self.queue = queue
         self.graphs = dict(graphs)
         self.wake = wake
-        self.assistants = {assistant_id_of(name): name for name in self.graphs}
         now = time.time()
         for name in sorted(self.graphs):
             queue.put_assistant(default_assistant(name, now))
@@ -94,16 +96,6 @@ class Api:
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A queue method, off the event loop."""
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
-
-    def graph_id(self, assistant_id: Any) -> str:
-        """The graph an assistant id (or a graph id) names; 404 when none."""
-        if isinstance(assistant_id, str):
-            if assistant_id in self.graphs:
-                return assistant_id
-            if assistant_id in self.assistants:
-                return self.assistants[assistant_id]
-            check_uuid(assistant_id, "assistant id")
-        raise Refused(404, f"no assistant {assistant_id!r}")
 
     async def assistant(self, assistant_id: Any) -> StoredAssistant:
         """The assistant an id names (a graph's id names its default assistant);
