@@ -49,6 +49,10 @@ class RunRoutes:
         assistant = await self.api.assistant(body.get("assistant_id"))
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
+        settings = run_settings(assistant, body)
+        if typed(graph.input_type) and not body.get("command"):
+            # A typed input is checked before anything is stored.
+            run_context({"input": body.get("input"), **settings}, graph.input_type)
         modes = _modes(body)
         strategy = body.get("multitask_strategy") or "enqueue"
         if strategy not in _STRATEGIES:
@@ -72,9 +76,7 @@ class RunRoutes:
             "config": body.get("config") or {},
             "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
         }
-        kwargs.update(run_settings(assistant, body))
-        if typed(graph.input_type) and kwargs["input"] is not None and not kwargs["command"]:
-            run_context(kwargs, graph.input_type)  # a typed input is checked before it queues
+        kwargs.update(settings)
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         run = QueuedRun(

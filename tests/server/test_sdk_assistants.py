@@ -337,12 +337,13 @@ async def test_schemas_come_from_the_graphs_types(tmp_path: Path):
             assert text["input_schema"]["properties"]["messages"]["type"] == "array"
             assert text["output_schema"]["properties"] == state["properties"]
 
-            values = await client.runs.wait(None, "typed", input={"city": "Oslo", "days": 2})
-            assert values["messages"][-1]["content"] == "Oslo: day 1, day 2"
             wrong = client.runs.wait(None, "typed", input={"city": "Oslo", "days": "two"})
             assert await status_of(wrong) == 422
             extra = client.runs.create(None, "typed", input={"city": "Oslo", "days": 1, "x": 1})
             assert await status_of(extra) == 422
+            assert await client.threads.count() == 0  # nothing was stored
+            values = await client.runs.wait(None, "typed", input={"city": "Oslo", "days": 2})
+            assert values["messages"][-1]["content"] == "Oslo: day 1, day 2"
 
 
 async def test_the_drawing_opens_nested_graphs_as_deep_as_xray_asks(tmp_path: Path):
