@@ -17,7 +17,7 @@ from agentgraph.llm import Message
 from agentgraph.server._api import assistant_id_of
 from tests.pg_server import drop_schema, fresh_schema
 
-from .support import GRAPHS, said, serving
+from .support import GATE, GRAPHS, said, serving
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -308,6 +308,18 @@ async def test_deleting_an_assistant_keeps_its_threads_unless_asked(client: Lang
     assert await status_of(client.threads.get(named)) == 404
     assert (await client.threads.get(other))["thread_id"] == other
     assert (await client.threads.get(tid))["thread_id"] == tid
+
+
+async def test_a_run_queued_on_a_deleted_assistant_still_runs_as_queued(client: LangGraphClient):
+    aid = (await client.assistants.create("gated", context={"mood": "calm"}))["assistant_id"]
+    tid = (await client.threads.create())["thread_id"]
+    held = await client.runs.create(tid, aid, input=said("a"))
+    await client.assistants.delete(aid)
+    GATE.set()
+    values = await client.runs.join(tid, held["run_id"])
+    assert values["messages"][-1]["content"] == "gated: a"
+    assert values["mood"] == "calm"  # the deleted assistant's context, taken when queued
+    assert (await client.runs.get(tid, held["run_id"]))["status"] == "success"
 
 
 async def test_schemas_come_from_the_graphs_types(tmp_path: Path):
