@@ -143,6 +143,19 @@ async def test_every_graph_has_a_default_assistant_there_without_being_created(
     assert await status_of(client.assistants.delete("echo")) == 409
 
 
+async def test_a_restarted_server_keeps_the_assistants_and_versions_it_had(tmp_path: Path):
+    with serving(tmp_path, graphs=SERVED) as url:
+        async with get_client(url=url) as client:
+            await client.assistants.update("echo", metadata={"team": "search"})
+            made = await client.assistants.create("configured", name="kept")
+    with serving(tmp_path, graphs=SERVED) as url:
+        async with get_client(url=url) as client:
+            default = await client.assistants.get("echo")
+            assert (default["version"], default["metadata"]["team"]) == (2, "search")
+            assert await client.assistants.get(made["assistant_id"]) == made
+            assert await client.assistants.count() == len(SERVED) + 1
+
+
 async def test_assistants_are_created_updated_versioned_and_set_back(client: LangGraphClient):
     made = await client.assistants.create(
         "configured",
