@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .._context import AgentContext
-from .._errors import RunInputError
+from .._errors import AgentGraphError, RunInputError
 from ..llm._messages import Message, ToolCall
+from ..structured._schema import validate
 from ..tracing._records import plain
 
-__all__ = ("context_from_input", "interrupt_id", "message_dict", "values_of")
+__all__ = (
+    "context_from_input",
+    "interrupt_id",
+    "message_dict",
+    "run_context",
+    "typed",
+    "values_of",
+)
 
 _TYPES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
 _ROLES = {
@@ -133,3 +141,33 @@ def context_from_input(value: Any) -> AgentContext[Any]:
         last = messages.pop()
         return AgentContext(last.content, history=tuple(messages), state=state)
     return AgentContext("", history=tuple(messages), state=state)
+
+
+def typed(tp: Any) -> bool:
+    """Whether a graph's input or output type is neither text nor left open (`Any`)."""
+    return tp is not str and tp is not Any and not isinstance(tp, TypeVar)
+
+
+def run_context(kwargs: Mapping[str, Any], input_type: Any = Any) -> AgentContext[Any]:
+    """A queued run's first context, from its stored `kwargs`.
+
+    A graph taking text (or untyped) reads its input as `context_from_input`
+    says; a graph with another input type takes the run's `input` as a value of
+    that type, validated strictly. The run's `context` and its config's
+    `configurable` (an assistant's under the run's own) add their keys to the
+    state, under the input's own state keys.
+    """
+    given = kwargs.get("input")
+    if typed(input_type):
+        try:
+            ctx: AgentContext[Any] = AgentContext(validate(input_type, given, strict=True))
+        except AgentGraphError as exc:
+            raise RunInputError(f"the run's input is not a valid {input_type!r}: {exc}") from exc
+    else:
+        ctx = context_from_input(given)
+    config = kwargs.get("config") or {}
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    configured = {**(configurable or {}), **(kwargs.get("context") or {})}
+    if configured:
+        ctx = ctx.evolve(state={**configured, **ctx.state})
+    return ctx

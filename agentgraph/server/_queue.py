@@ -11,22 +11,34 @@ any number of them on any number of machines share the queue and each run
 is claimed once; a queued run is announced with `NOTIFY agentgraph_runs`,
 which wakes the workers listening (`listen`).
 
+Assistants live here too: `server_assistants` holds each assistant as its
+current version says, `server_assistant_versions` every version it had.
+
 The `owner` columns are unused so far: they hold the room authorization and
 per-user isolation need, as `server_crons` holds the room for scheduled runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
-__all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
+__all__ = (
+    "CLAIM_TERM",
+    "CHANNEL",
+    "QueuedRun",
+    "RunQueue",
+    "StoredAssistant",
+    "StoredThread",
+    "is_postgres",
+)
 
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
@@ -87,6 +99,36 @@ CREATE TABLE IF NOT EXISTS server_crons (
 );
 """
 
+_ASSISTANTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS server_assistants (
+    assistant_id TEXT PRIMARY KEY,
+    graph_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL DEFAULT '{}',
+    context TEXT NOT NULL DEFAULT '{}',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    owner TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS server_assistants_graph ON server_assistants (graph_id);
+CREATE TABLE IF NOT EXISTS server_assistant_versions (
+    assistant_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    graph_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL DEFAULT '{}',
+    context TEXT NOT NULL DEFAULT '{}',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    owner TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (assistant_id, version)
+);
+"""
+
 ENDED = frozenset({"success", "error", "timeout", "interrupted"})
 """The statuses a run ends in."""
 
@@ -115,6 +157,25 @@ class QueuedRun:
 
 
 @attrs.frozen
+class StoredAssistant:
+    """An assistant (or one of its versions): a graph with its config, context and metadata.
+
+    `updated_at` of a version is when it was made.
+    """
+
+    assistant_id: str
+    graph_id: str
+    version: int
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
+
+
+@attrs.frozen
 class StoredThread:
     """A thread as the server keeps it: status, metadata, latest values, waiting interrupt."""
 
@@ -135,6 +196,27 @@ _RUN_COLUMNS = (
 _THREAD_COLUMNS = (
     "thread_id, status, metadata, state, interrupts, waiting_run, created_at, updated_at"
 )
+
+
+_ASSISTANT_FIELDS = "assistant_id, graph_id, version, name, description, config, context, metadata"
+_ASSISTANT_COLUMNS = f"{_ASSISTANT_FIELDS}, created_at, updated_at"
+_VERSION_COLUMNS = f"{_ASSISTANT_FIELDS}, created_at, created_at"
+_ASSISTANT_SORTS = frozenset({"assistant_id", "graph_id", "name", "created_at", "updated_at"})
+
+
+def _assistant(row: Sequence[Any]) -> StoredAssistant:
+    return StoredAssistant(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        orjson.loads(row[5]),
+        orjson.loads(row[6]),
+        orjson.loads(row[7]),
+        row[8],
+        row[9],
+    )
 
 
 def _run(row: Sequence[Any]) -> QueuedRun:
@@ -192,7 +274,8 @@ class RunQueue:
             self._db = self._connect_postgres()
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
-            schema_sql = _SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA")
+            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA).replace(" REAL", " DOUBLE PRECISION")
+            schema_sql = schema_sql.replace("BLOB", "BYTEA")
             with self._lock:
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 for statement in filter(str.strip, schema_sql.split(";")):
@@ -205,7 +288,7 @@ class RunQueue:
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
             with self._lock:
-                self._db.executescript(_SCHEMA)
+                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA)
 
     def _connect_postgres(self) -> Any:
         import psycopg
@@ -559,6 +642,189 @@ class RunQueue:
             (run_id, after),
         )
         return [(row[0], row[1], bytes(row[2])) for row in rows]
+
+    # -- assistants ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction of several statements, some read before others are written."""
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _insert_version(self, assistant: StoredAssistant) -> None:
+        self._run_sql(
+            f"INSERT INTO server_assistant_versions ({_ASSISTANT_FIELDS}, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*_assistant_fields(assistant), assistant.updated_at),
+        )
+
+    def put_assistant(self, assistant: StoredAssistant) -> bool:
+        """Store a new assistant as its version 1; False (nothing written) when its id is taken."""
+        with self._writing():
+            cursor = self._run_sql(
+                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
+                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at),
+            )
+            created = bool(cursor.rowcount == 1)
+            if created:
+                self._insert_version(assistant)
+        return created
+
+    def assistant(self, assistant_id: str) -> StoredAssistant | None:
+        """An assistant as its current version says."""
+        rows = self._all(
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = ?",
+            (assistant_id,),
+        )
+        return _assistant(rows[0]) if rows else None
+
+    def assistants(
+        self,
+        *,
+        graph_id: str | None = None,
+        name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
+    ) -> list[StoredAssistant]:
+        """The assistants of `graph_id` (every graph's when None) whose name holds `name`
+        (any case) and whose metadata has `metadata`'s pairs, sorted."""
+        if sort_by not in _ASSISTANT_SORTS:
+            raise ValueError(f"assistants are sorted by one of {sorted(_ASSISTANT_SORTS)}")
+        order = "DESC" if descending else "ASC"
+        where, params = ("WHERE graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        rows = self._all(
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants {where} "
+            f"ORDER BY {sort_by} {order}, assistant_id {order}",
+            params,
+        )
+        wanted = (name or "").casefold()
+        return [
+            found
+            for found in map(_assistant, rows)
+            if wanted in found.name.casefold() and _has(found.metadata, metadata)
+        ]
+
+    def new_assistant_version(
+        self, assistant_id: str, changes: dict[str, Any]
+    ) -> StoredAssistant | None:
+        """Make the next version of an assistant, its current one with `changes` (metadata
+        merged into the current metadata, other fields replaced), and point the assistant
+        at it; None when there is no such assistant."""
+        changes = dict(changes)
+        lock = " FOR UPDATE" if self.postgres else ""
+        with self._writing():
+            rows = self._run_sql(
+                f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = ?{lock}",
+                (assistant_id,),
+            ).fetchall()
+            if not rows:
+                return None
+            current = _assistant(rows[0])
+            last = self._run_sql(
+                "SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = ?",
+                (assistant_id,),
+            ).fetchone()[0]
+            metadata = {**current.metadata, **changes.pop("metadata", {})}
+            new = attrs.evolve(
+                current,
+                version=(last or current.version) + 1,
+                metadata=metadata,
+                updated_at=time.time(),
+                **changes,
+            )
+            self._insert_version(new)
+            self._point_at(new)
+        return new
+
+    def _point_at(self, version: StoredAssistant) -> None:
+        self._run_sql(
+            "UPDATE server_assistants SET graph_id = ?, version = ?, name = ?, description = ?, "
+            "config = ?, context = ?, metadata = ?, updated_at = ? WHERE assistant_id = ?",
+            (*_assistant_fields(version)[1:], version.updated_at, version.assistant_id),
+        )
+
+    def assistant_versions(
+        self, assistant_id: str, *, metadata: dict[str, Any] | None = None
+    ) -> list[StoredAssistant]:
+        """An assistant's versions whose metadata has `metadata`'s pairs, the newest first."""
+        rows = self._all(
+            f"SELECT {_VERSION_COLUMNS} FROM server_assistant_versions WHERE assistant_id = ? "
+            "ORDER BY version DESC",
+            (assistant_id,),
+        )
+        return [found for found in map(_assistant, rows) if _has(found.metadata, metadata)]
+
+    def set_latest_assistant(self, assistant_id: str, version: int) -> StoredAssistant | None:
+        """Point an assistant at one of its versions; None when it has no such version."""
+        with self._writing():
+            rows = self._run_sql(
+                f"SELECT {_VERSION_COLUMNS} FROM server_assistant_versions "
+                "WHERE assistant_id = ? AND version = ?",
+                (assistant_id, version),
+            ).fetchall()
+            if not rows:
+                return None
+            self._point_at(attrs.evolve(_assistant(rows[0]), updated_at=time.time()))
+        return self.assistant(assistant_id)
+
+    def delete_assistant(self, assistant_id: str, *, threads: bool) -> list[str]:
+        """Delete an assistant and its versions; with `threads`, also the threads it ran
+        on or that name it in their metadata (`assistant_id`), with their runs and events.
+        The ids of the threads deleted."""
+        with self._writing():
+            doomed: list[str] = []
+            if threads:
+                ran = self._run_sql(
+                    "SELECT DISTINCT thread_id FROM server_runs WHERE assistant_id = ?",
+                    (assistant_id,),
+                ).fetchall()
+                named = self._run_sql("SELECT thread_id, metadata FROM server_threads").fetchall()
+                doomed = sorted(
+                    {row[0] for row in ran}
+                    | {
+                        row[0]
+                        for row in named
+                        if orjson.loads(row[1]).get("assistant_id") == assistant_id
+                    }
+                )
+            for thread_id in doomed:
+                self._run_sql(
+                    "DELETE FROM server_events WHERE run_id IN "
+                    "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+                    (thread_id,),
+                )
+                self._run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
+                self._run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+            self._run_sql(
+                "DELETE FROM server_assistant_versions WHERE assistant_id = ?", (assistant_id,)
+            )
+            self._run_sql("DELETE FROM server_assistants WHERE assistant_id = ?", (assistant_id,))
+        return doomed
+
+
+def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:
+    """An assistant's columns up to its metadata, JSON ones encoded."""
+    return (
+        assistant.assistant_id,
+        assistant.graph_id,
+        assistant.version,
+        assistant.name,
+        assistant.description,
+        orjson.dumps(assistant.config).decode(),
+        orjson.dumps(assistant.context).decode(),
+        orjson.dumps(assistant.metadata).decode(),
+    )
+
+
+def _has(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
+    return all(metadata.get(key) == value for key, value in (wanted or {}).items())
 
 
 _THREAD_JSON = frozenset({"metadata", "state", "interrupts"})

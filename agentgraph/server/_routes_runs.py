@@ -13,7 +13,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ._api import Api, Refused, assistant_id_of, json_response, read_body, run_json
+from ._api import Api, Refused, json_response, read_body, run_json, run_settings
+from ._mapping import run_context, typed
 from ._queue import QueuedRun
 from ._sse import event_names, frames, last_event_id
 
@@ -45,7 +46,13 @@ class RunRoutes:
         self.api = api
 
     async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
-        graph_id = self.api.graph_id(body.get("assistant_id"))
+        assistant = await self.api.assistant(body.get("assistant_id"))
+        graph_id = assistant.graph_id
+        graph = self.api.graph(graph_id)
+        settings = run_settings(assistant, body)
+        if typed(graph.input_type) and not body.get("command"):
+            # A typed input is checked before anything is stored.
+            run_context({"input": body.get("input"), **settings}, graph.input_type)
         modes = _modes(body)
         strategy = body.get("multitask_strategy") or "enqueue"
         if strategy not in _STRATEGIES:
@@ -69,12 +76,13 @@ class RunRoutes:
             "config": body.get("config") or {},
             "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
         }
+        kwargs.update(settings)
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         run = QueuedRun(
             str(uuid.uuid4()),
             thread_id,
-            assistant_id_of(graph_id),
+            assistant.assistant_id,
             graph_id,
             "pending",
             kwargs,

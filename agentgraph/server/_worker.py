@@ -33,7 +33,7 @@ from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
 from ._live import LiveEvents
-from ._mapping import context_from_input, interrupt_id, values_of
+from ._mapping import interrupt_id, run_context, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 
 __all__ = ("Worker",)
@@ -298,7 +298,7 @@ class _Execution:
                 graph, thread.waiting_run, store, answer=command["resume"], handle=self.handle
             )
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
-        ctx = context_from_input(run.kwargs.get("input"))
+        ctx = run_context(run.kwargs, graph.input_type)
         return await runner.run(
             graph,
             ctx,

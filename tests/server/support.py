@@ -148,13 +148,19 @@ def said(text: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def serving(
-    tmp_path: Path, *, where: str | None = None, schema: str = "agentgraph", **settings: Any
+    tmp_path: Path,
+    *,
+    where: str | None = None,
+    schema: str = "agentgraph",
+    graphs: dict[str, Any] | None = None,
+    **settings: Any,
 ) -> Iterator[str]:
-    """An agent server for `GRAPHS` on loopback (SQLite in `tmp_path` unless `where`)."""
+    """An agent server for `graphs` (`GRAPHS` unless given) on loopback (SQLite in
+    `tmp_path` unless `where`)."""
     settings.setdefault("grace", 0.5)
     GATE.clear()
     app = server_app(
-        GRAPHS,
+        GRAPHS if graphs is None else graphs,
         where or tmp_path / "server.db",
         settings=ServerSettings(**settings),
         schema=schema,
