@@ -17,7 +17,14 @@ from .._errors import RunInputError
 from ..llm._messages import Message, ToolCall
 from ..tracing._records import plain
 
-__all__ = ("context_from_input", "interrupt_id", "message_dict", "values_of")
+__all__ = (
+    "context_from_input",
+    "interrupt_id",
+    "message_dict",
+    "message_from",
+    "message_id",
+    "values_of",
+)
 
 _TYPES = {"user": "human", "assistant": "ai", "tool": "tool", "system": "system"}
 _ROLES = {
@@ -109,6 +116,11 @@ def _message(item: Any) -> Message:
         name=item.get("name"),
         is_error=item.get("status") == "error",
     )
+
+
+def message_from(item: Any) -> Message:
+    """A client's message (role or type names) as a `Message`; `RunInputError` if it is not one."""
+    return _message(item)
 
 
 def context_from_input(value: Any) -> AgentContext[Any]:

@@ -14,6 +14,7 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -32,9 +33,11 @@ from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
+from ._history import checkpoint_id_for
 from ._live import LiveEvents
 from ._mapping import context_from_input, interrupt_id, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._turns import Turns
 
 __all__ = ("Worker",)
 
@@ -53,6 +56,8 @@ class _Emitter:
         self.run = run
         self.shown = shown
         """How many of the thread's messages the clients have seen already."""
+        self.node: str | None = None
+        """The last top-level step's node."""
         self.modes = frozenset(run.kwargs.get("stream_mode") or ())
         self.live = LiveEvents(
             run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
@@ -75,6 +80,7 @@ class _Emitter:
         if step.depth != 0:
             return
         thread_id = self.run.thread_id
+        self.node = node.name
         values = values_of(ctx, thread_id)
         fresh = values["messages"][self.shown :]
         self.shown = len(values["messages"])
@@ -237,6 +243,11 @@ class _Execution:
         self.store = store
         self.run = run
         self.handle = handle
+        self.turns: Turns
+        self.start: Any = None
+        """The thread's checkpoint the run goes on from."""
+        self.graph_run = run.graph_run or run.run_id
+        """The agentgraph run this run runs."""
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -256,6 +267,7 @@ class _Execution:
             ),
             timeout=self.worker.run_timeout,
         )
+        self.turns = Turns(queue, self.store, runner.types.with_types(*graph.data_types()))
         try:
             try:
                 out = await self._start(runner, graph, thread)
@@ -269,33 +281,87 @@ class _Execution:
         except GraphCancelled:
             # The thread keeps the values of its last finished turn: a cancelled
             # turn never became the thread's head.
-            await self._call(queue.finish, run.run_id, run.thread_id, "interrupted", {})
-            cancels = await self._call(queue.cancels, [run.run_id])
-            if cancels.get(run.run_id) == "rollback":
-                await self._call(queue.delete_run, run.run_id)
+            await self._end("interrupted", {})
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "timeout", {})
+            await self._end("timeout", {})
         except Exception as error:
             await emitter.emit([("error", _error(error))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "error", {"status": "error"})
+            await self._end("error", {"status": "error"})
         else:
             values = values_of(out, run.thread_id)
             changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
-            await self._call(queue.finish, run.run_id, run.thread_id, "success", changes)
+            checkpoint = self._checkpoint(values, emitter, head=self.graph_run)
+            await self._end("success", changes, checkpoint)
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
+            await self._call(self.turns.history.delete, run.thread_id)
+
+    async def _end(
+        self, status: str, changes: dict[str, Any], checkpoint: dict[str, Any] | None = None
+    ) -> None:
+        """Finish the run in the queue with its thread's `checkpoint`, in one transaction;
+        a run a client asked to roll back is deleted instead, whatever it reached (its
+        end, an interrupt), and its thread set back to the checkpoint before it (the
+        thread's next run makes that the agentgraph head again)."""
+        run = self.run
+        end = functools.partial(
+            self.turns.history.end, run.run_id, run.thread_id, status, changes, checkpoint
+        )
+        await self._call(end)
+
+    def _checkpoint(
+        self,
+        values: dict[str, Any],
+        emitter: _Emitter,
+        *,
+        head: str | None,
+        waiting: dict[str, Any] | None = None,
+        interrupts: list[Any] | None = None,
+    ) -> dict[str, Any]:
+        """The thread's checkpoint for the run's end or its interrupt."""
+        run, start = self.run, self.start
+        before = 0 if start is None else len(start.values.get("messages") or ())
+        writes = (
+            None
+            if interrupts
+            else {emitter.node or run.graph_id: {"messages": values["messages"][before:]}}
+        )
+        metadata = {
+            **run.metadata,
+            "source": "loop",
+            "run_id": run.run_id,
+            "thread_id": run.thread_id,
+            "graph_id": run.graph_id,
+            "assistant_id": run.assistant_id,
+            "writes": writes,
+            "parents": {},
+        }
+        return {
+            "parent": start,
+            "values": values,
+            "checkpoint_id": checkpoint_id_for(run.run_id),
+            "run_id": run.run_id,
+            "metadata": metadata,
+            "head": head,
+            "waiting": waiting,
+            "interrupts": interrupts or [],
+            "next_nodes": ["interrupt"] if interrupts else [],
+        }
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
         command = run.kwargs.get("command") or {}
+        self.start = start = await self.turns.start_of(run)
         if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
             return await runner.resume(graph, run.graph_run, store, handle=self.handle)
-        if "resume" in command and thread is not None and thread.waiting_run:
-            await self._call(self.queue.set_graph_run, run.run_id, thread.waiting_run)
+        await self.turns.go_on_from(run.thread_id, start)
+        if "resume" in command and start is not None and start.waiting is not None:
+            self.graph_run = await self.turns.waiting_run(run.thread_id, start)
+            await self._call(self.queue.set_graph_run, run.run_id, self.graph_run)
             return await runner.resume(
-                graph, thread.waiting_run, store, answer=command["resume"], handle=self.handle
+                graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = context_from_input(run.kwargs.get("input"))
@@ -322,13 +388,17 @@ class _Execution:
                 *emitter.messages(fresh, {"run_id": run.run_id}),
             ]
         )
+        waiting = await self.turns.waiting_now(stopped.run_id)
+        checkpoint = self._checkpoint(
+            values, emitter, head=waiting["base"], waiting=waiting, interrupts=interrupts
+        )
         changes = {
             "status": "interrupted",
             "state": values,
             "interrupts": interrupts,
             "waiting_run": stopped.run_id,
         }
-        await self._call(self.queue.finish, run.run_id, run.thread_id, "success", changes)
+        await self._end("success", changes, checkpoint)
 
 
 def _error(error: BaseException) -> dict[str, Any]:
