@@ -244,6 +244,7 @@ class _Execution:
         self.run = run
         self.handle = handle
         self.turns: Turns
+        self.emitter: _Emitter
         self.start: Any = None
         """The thread's checkpoint the run goes on from."""
         self.graph_run = run.graph_run or run.run_id
@@ -257,7 +258,7 @@ class _Execution:
         graph = self.worker.graphs[run.graph_id]
         thread = await self._call(queue.thread, run.thread_id)
         shown = len(thread.state.get("messages", [])) if thread is not None else 0
-        emitter = _Emitter(queue, run, shown)
+        emitter = self.emitter = _Emitter(queue, run, shown)
         runner = self.worker.runner.evolve(
             on_step=(*self.worker.runner.on_step, emitter.step),
             sinks=(
@@ -353,6 +354,8 @@ class _Execution:
         run, store = self.run, self.store
         command = run.kwargs.get("command") or {}
         self.start = start = await self.turns.start_of(run)
+        if start is not None:  # a run from an earlier checkpoint has seen fewer messages
+            self.emitter.shown = len(start.values.get("messages") or ())
         if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
             return await runner.resume(graph, run.graph_run, store, handle=self.handle)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from agentgraph.server._history import history_of
-from agentgraph.server._queue import RunQueue
+from agentgraph.server._queue import QueuedRun, RunQueue
 
 
 def message(n: int) -> dict[str, Any]:
@@ -46,5 +47,42 @@ def test_a_long_thread_writes_what_each_checkpoint_adds_and_reads_each_whole(tmp
         edit = history.get("t", "edit")
         assert edit is not None and edit.values == changed and edit.parent_id == "c19"
         assert history.latest("t") == edit
+    finally:
+        queue.close()
+
+
+def test_a_run_asked_to_roll_back_as_it_ends_leaves_no_checkpoint_and_the_thread_as_it_was(
+    tmp_path: Path,
+):
+    queue = RunQueue(str(tmp_path / "server.db"))
+    try:
+        queue.put_thread("t", {}, replace=False)
+        history = history_of(queue)
+        before = {"messages": [message(0)]}
+        history.add("t", None, before, checkpoint_id="c0", run_id=None, metadata={}, head="r0")
+        parent = history.get("t", "c0")
+        queue.update_thread("t", state=before)
+        now = time.time()
+        ending = QueuedRun(
+            "r1", "t", "a", "echo", "pending", {}, {}, "enqueue", None, None, 0, now, now
+        )
+        assert queue.enqueue(ending) is not None
+        (claimed,) = queue.claim("w", 1)
+        checkpoint = {
+            "parent": parent,
+            "values": {"messages": [message(0), message(1)]},
+            "checkpoint_id": "c1",
+            "run_id": "r1",
+            "metadata": {},
+            "head": "r1",
+        }
+        queue.request_cancel("r1", "rollback")
+        changes = {"state": checkpoint["values"], "interrupts": [], "waiting_run": None}
+        assert history.end("r1", "t", "success", changes, checkpoint) is True
+        assert queue.run("r1") is None
+        assert history.latest("t") == parent
+        thread = queue.thread("t")
+        assert thread is not None and (thread.state, thread.status) == (before, "idle")
+        assert claimed.run_id == "r1"
     finally:
         queue.close()

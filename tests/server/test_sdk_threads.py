@@ -170,10 +170,22 @@ async def test_a_run_from_an_earlier_checkpoint_starts_a_branch_there(
         await client.runs.wait(tid, "recall", input=said("one"))
         first = await client.threads.get_state(tid)
         await client.runs.wait(tid, "recall", input=said("two"))
-        branch = await client.runs.wait(
-            tid, "recall", input=said("again"), checkpoint=first["checkpoint"]
-        )
-        assert isinstance(branch, dict)
+        parts = [
+            part
+            async for part in client.runs.stream(
+                tid,
+                "recall",
+                input=said("again"),
+                checkpoint=first["checkpoint"],
+                stream_mode=["values", "updates"],
+            )
+        ]
+        (update,) = [p.data for p in parts if p.event == "updates"]
+        assert texts(update["recall"]) == [
+            "again",
+            "saw: one | saw: nothing; mood: none; mood: none",
+        ]
+        branch = parts[-2].data
         assert texts(branch) == [
             "one",
             "saw: nothing; mood: none",
@@ -260,6 +272,16 @@ async def test_a_copy_has_the_history_and_goes_on_alone_and_delete_removes_it(
         assert len(await client.threads.get_history(tid)) == 2
         assert len(await client.threads.get_history(copy)) == 3
         await client.threads.delete(copy)
+        asked = await client.runs.wait(tid, "asks", input=said("the date"))
+        assert isinstance(asked, dict)
+        waiting = (await client.threads.copy(tid))["thread_id"]
+        assert (await client.threads.get(waiting))["status"] == "interrupted"
+        told = await client.runs.wait(waiting, "asks", command={"resume": "on the copy"})
+        assert isinstance(told, dict) and texts(told)[-1] == "told: on the copy"
+        still = await client.threads.get_state(tid)
+        assert still["interrupts"] == asked["__interrupt__"]
+        told = await client.runs.wait(tid, "asks", command={"resume": "on the original"})
+        assert isinstance(told, dict) and texts(told)[-1] == "told: on the original"
     where, schema = database
     queue = RunQueue(where, schema=schema)
     try:
