@@ -33,11 +33,11 @@ from .._runner import new_run_id
 from ..checkpoint._bases import final_context
 from ..checkpoint._threads import reset_thread
 from ..tracing._records import plain
-from ._history import StoredCheckpoint, history_of
+from ._history import StoredCheckpoint, checkpoint_id_for, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import QueuedRun, RunQueue
 
-__all__ = ("Turns", "context_with")
+__all__ = ("Turns", "context_with", "run_checkpoint")
 
 
 def context_with(
@@ -62,6 +62,46 @@ def context_with(
         if key != "messages"
     }
     return base.evolve(history=tuple(messages), state=state)
+
+
+def run_checkpoint(
+    run: QueuedRun,
+    start: StoredCheckpoint | None,
+    values: dict[str, Any],
+    *,
+    node: str | None,
+    head: str | None,
+    waiting: dict[str, Any] | None = None,
+    interrupts: list[Any] | None = None,
+) -> dict[str, Any]:
+    """The checkpoint `run` writes as it ends or asks (`interrupts`), after `start`: the
+    arguments of `History.add`. `node` is its last top-level step's, `head` the turn
+    its values are the final context of."""
+    before = 0 if start is None else len(start.values.get("messages") or ())
+    writes = (
+        None if interrupts else {node or run.graph_id: {"messages": values["messages"][before:]}}
+    )
+    metadata = {
+        **run.metadata,
+        "source": "loop",
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "graph_id": run.graph_id,
+        "assistant_id": run.assistant_id,
+        "writes": writes,
+        "parents": {},
+    }
+    return {
+        "parent": start,
+        "values": values,
+        "checkpoint_id": checkpoint_id_for(run.run_id),
+        "run_id": run.run_id,
+        "metadata": metadata,
+        "head": head,
+        "waiting": waiting,
+        "interrupts": interrupts or [],
+        "next_nodes": ["interrupt"] if interrupts else [],
+    }
 
 
 def _same(ours: dict[str, Any], theirs: Any) -> bool:

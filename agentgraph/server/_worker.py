@@ -33,11 +33,10 @@ from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
-from ._history import checkpoint_id_for
 from ._live import LiveEvents
 from ._mapping import context_from_input, interrupt_id, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
-from ._turns import Turns
+from ._turns import Turns, run_checkpoint
 
 __all__ = ("Worker",)
 
@@ -311,44 +310,9 @@ class _Execution:
         )
         await self._call(end)
 
-    def _checkpoint(
-        self,
-        values: dict[str, Any],
-        emitter: _Emitter,
-        *,
-        head: str | None,
-        waiting: dict[str, Any] | None = None,
-        interrupts: list[Any] | None = None,
-    ) -> dict[str, Any]:
+    def _checkpoint(self, values: dict[str, Any], emitter: _Emitter, **more: Any) -> Any:
         """The thread's checkpoint for the run's end or its interrupt."""
-        run, start = self.run, self.start
-        before = 0 if start is None else len(start.values.get("messages") or ())
-        writes = (
-            None
-            if interrupts
-            else {emitter.node or run.graph_id: {"messages": values["messages"][before:]}}
-        )
-        metadata = {
-            **run.metadata,
-            "source": "loop",
-            "run_id": run.run_id,
-            "thread_id": run.thread_id,
-            "graph_id": run.graph_id,
-            "assistant_id": run.assistant_id,
-            "writes": writes,
-            "parents": {},
-        }
-        return {
-            "parent": start,
-            "values": values,
-            "checkpoint_id": checkpoint_id_for(run.run_id),
-            "run_id": run.run_id,
-            "metadata": metadata,
-            "head": head,
-            "waiting": waiting,
-            "interrupts": interrupts or [],
-            "next_nodes": ["interrupt"] if interrupts else [],
-        }
+        return run_checkpoint(self.run, self.start, values, node=emitter.node, **more)
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
