@@ -134,8 +134,19 @@ class History:
 
     # -- reading ---------------------------------------------------------------------------
     def _decoded(self, run: Any, rows: Sequence[Any]) -> list[StoredCheckpoint]:
-        found: list[StoredCheckpoint] = []
-        for row in rows:
+        """Checkpoints from their rows (`_COLUMNS`, then `vals`), in the rows' order.
+
+        They are decoded oldest first, so one whose parent is among them goes on
+        from it; any other reads its branch back to a whole row in one query.
+        """
+        values: dict[str, dict[str, Any]] = {}
+        for row in sorted(rows, key=lambda row: row[2]):
+            change = orjson.loads(row[13])
+            parent = values.get(row[3])
+            if change["kept"] == 0 or parent is not None:
+                kept = [] if parent is None else parent["messages"][: change["kept"]]
+                values[row[1]] = {"messages": [*kept, *change["added"]], **change["rest"]}
+                continue
             blobs = run(
                 "WITH RECURSIVE up(checkpoint_id, parent_id, chain, vals, depth) AS ("
                 " SELECT checkpoint_id, parent_id, chain, vals, 0 FROM server_checkpoints"
@@ -146,29 +157,30 @@ class History:
                 ") SELECT vals FROM up ORDER BY depth DESC",
                 (row[0], row[1], row[0]),
             ).fetchall()
-            found.append(
-                StoredCheckpoint(
-                    row[0],
-                    row[1],
-                    row[2],
-                    row[3],
-                    row[4],
-                    row[5],
-                    row[6],
-                    orjson.loads(row[7]),
-                    orjson.loads(row[8]),
-                    orjson.loads(row[9]),
-                    row[10],
-                    None if row[11] is None else orjson.loads(row[11]),
-                    row[12],
-                    _values([bytes(b[0]) for b in blobs]),
-                )
+            values[row[1]] = _values([bytes(b[0]) for b in blobs])
+        return [
+            StoredCheckpoint(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                row[4],
+                row[5],
+                row[6],
+                orjson.loads(row[7]),
+                orjson.loads(row[8]),
+                orjson.loads(row[9]),
+                row[10],
+                None if row[11] is None else orjson.loads(row[11]),
+                row[12],
+                values[row[1]],
             )
-        return found
+            for row in rows
+        ]
 
     def _read(self, sql: str, params: Sequence[Any]) -> list[StoredCheckpoint]:
         with self.queue.reading() as run:
-            rows = run(f"SELECT {_COLUMNS} FROM server_checkpoints {sql}", params).fetchall()
+            rows = run(f"SELECT {_COLUMNS}, vals FROM server_checkpoints {sql}", params).fetchall()
             return self._decoded(run, rows)
 
     def get(self, thread_id: str, checkpoint_id: str) -> StoredCheckpoint | None:
@@ -355,7 +367,7 @@ class History:
 
     def _read_in(self, run: Any, thread_id: str) -> StoredCheckpoint | None:
         rows = run(
-            f"SELECT {_COLUMNS} FROM server_checkpoints WHERE thread_id = ? "
+            f"SELECT {_COLUMNS}, vals FROM server_checkpoints WHERE thread_id = ? "
             "ORDER BY seq DESC LIMIT 1",
             (thread_id,),
         ).fetchall()
