@@ -284,13 +284,23 @@ class History:
         values: Mapping[str, Any],
         **fields: Any,
     ) -> None:
-        """Write the checkpoint of an `update_state` and make its values the thread's."""
+        """Write the checkpoint of an `update_state` and make its values (and interrupt,
+        if it keeps one) the thread's."""
         with self.queue.transaction(thread=thread_id) as run:
             self._insert(run, thread_id, parent, values, **fields)
+            waiting = fields.get("waiting")
+            interrupts = list(fields.get("interrupts") or ())
             run(
-                "UPDATE server_threads SET state = ?, interrupts = '[]', waiting_run = NULL, "
-                "status = 'idle', updated_at = ? WHERE thread_id = ?",
-                (orjson.dumps(dict(values)).decode(), time.time(), thread_id),
+                "UPDATE server_threads SET state = ?, interrupts = ?, waiting_run = ?, "
+                "status = ?, updated_at = ? WHERE thread_id = ?",
+                (
+                    orjson.dumps(dict(values)).decode(),
+                    orjson.dumps(interrupts).decode(),
+                    None if waiting is None else waiting["run"],
+                    "interrupted" if interrupts else "idle",
+                    time.time(),
+                    thread_id,
+                ),
             )
 
     def set_head(self, thread_id: str, checkpoint_id: str, head: str) -> None:

@@ -193,6 +193,9 @@ class ThreadRoutes:
             "writes": {str(as_node or "__update__"): values},
             "parents": {},
         }
+        # On a question waiting, the update keeps it: the resume answers it on these values.
+        waiting = None if parent is None else parent.waiting
+        interrupts, next_nodes = ([], []) if parent is None else (parent.interrupts, parent.next)
         await self.api.call(
             functools.partial(
                 self.history.update,
@@ -203,6 +206,9 @@ class ThreadRoutes:
                 run_id=None,
                 metadata=metadata,
                 head=None,
+                waiting=None if waiting is None else {**waiting, "edited": True},
+                interrupts=[] if waiting is None else interrupts,
+                next_nodes=[] if waiting is None else next_nodes,
             )
         )
         return json_response({"checkpoint": _checkpoint(thread.thread_id, checkpoint_id)})

@@ -14,7 +14,9 @@ hold that checkpoint's values when it does not already (`go_on_from`):
 A resume answers the run waiting at the checkpoint's interrupt
 (`waiting_run`): that run itself while it is as it was when it asked, else
 (it went on since, or belongs to the thread copied from) a copy of it as it
-was then, a turn of this thread.
+was then, a turn of this thread. An `update_state` on a checkpoint with an
+interrupt keeps the interrupt: the resume answers a copy whose context at the
+question is the updated values.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from .._errors import CheckpointError
 from .._json import Types
 from .._runner import new_run_id
 from ..checkpoint._bases import final_context
+from ..checkpoint._codec import full_context
+from ..checkpoint._resume import decode_contexts, log_blobs, start_of
 from ..checkpoint._threads import reset_thread
 from ..tracing._records import plain
 from ._history import StoredCheckpoint, checkpoint_id_for, history_of
@@ -177,8 +181,10 @@ class Turns:
             raise CheckpointError(
                 f"the run waiting at checkpoint {checkpoint.checkpoint_id!r} is not in the store"
             )
+        edited = bool(waiting.get("edited"))
         if (
-            log.run.thread == thread_id
+            not edited
+            and log.run.thread == thread_id
             and log.run.base == head
             and len(log.steps) == waiting["steps"]
             and len(log.effects) == waiting["effects"]
@@ -190,6 +196,18 @@ class Turns:
         )
         steps = [attrs.evolve(s, run_id=fresh) for s in log.steps[: waiting["steps"]]]
         effects = [attrs.evolve(e, run_id=fresh) for e in log.effects[: waiting["effects"]]]
+        if edited:
+            # The values an update_state set replace the context the question was asked on.
+            then = attrs.evolve(log, steps=log.steps[: waiting["steps"]])
+            blobs = await log_blobs(self.store, then)
+            start = await start_of(self.store, then, self.types)
+            asked = decode_contexts(then, types=self.types, blobs=blobs, start=start)[-1]
+            ctx = context_with(asked, checkpoint.values, thread_id)
+            data = full_context(ctx, self.store.put_blob)
+            if steps:
+                steps[-1] = attrs.evolve(steps[-1], context=data)
+            else:
+                record = attrs.evolve(record, context=data)
         self.store.write((record, *steps, *effects))
         await self.store.flush(run_id=fresh)
         return fresh

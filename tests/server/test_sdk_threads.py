@@ -290,3 +290,29 @@ async def test_a_copy_has_the_history_and_goes_on_alone_and_delete_removes_it(
         assert history_store.latest(tid) is not None
     finally:
         queue.close()
+
+
+async def test_update_state_on_a_question_keeps_it_and_the_resume_sees_the_update(
+    tmp_path: Path, database: tuple[str, str]
+):
+    async with client_on(tmp_path, database) as client:
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, "echo", input=said("hi"))
+        asked = await client.runs.wait(tid, "asks", input=said("the date"))
+        assert isinstance(asked, dict)
+        before = await client.threads.get_state(tid)
+        note = {"type": "system", "content": "answer in French"}
+        await client.threads.update_state(tid, {"messages": [note]})
+        updated = await client.threads.get_state(tid)
+        assert updated["interrupts"] == before["interrupts"] == asked["__interrupt__"]
+        assert updated["next"] == before["next"]
+        assert (await client.threads.get(tid))["status"] == "interrupted"
+        assert texts(updated["values"]) == ["hi", "echo: hi", "answer in French"]
+        told = await client.runs.wait(tid, "asks", command={"resume": "oui"})
+        assert isinstance(told, dict)
+        assert texts(told) == ["hi", "echo: hi", "answer in French", "the date", "told: oui"]
+        again = await client.runs.wait(
+            tid, "asks", command={"resume": "yes"}, checkpoint=before["checkpoint"]
+        )
+        assert isinstance(again, dict)
+        assert texts(again) == ["hi", "echo: hi", "the date", "told: yes"]
