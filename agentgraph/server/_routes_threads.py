@@ -38,7 +38,12 @@ def state_json(thread: StoredThread, checkpoint: StoredCheckpoint | None) -> dic
             "tasks": [],
             "metadata": {},
             "created_at": None,
-            "checkpoint": _checkpoint(thread.thread_id, None),
+            "checkpoint": {
+                "thread_id": thread.thread_id,
+                "checkpoint_ns": "",
+                "checkpoint_id": None,
+                "checkpoint_map": None,
+            },
             "parent_checkpoint": None,
             "interrupts": [],
         }

@@ -316,3 +316,17 @@ async def test_update_state_on_a_question_keeps_it_and_the_resume_sees_the_updat
         )
         assert isinstance(again, dict)
         assert texts(again) == ["hi", "echo: hi", "the date", "told: yes"]
+
+
+async def test_a_new_thread_has_an_empty_state_and_no_history(
+    tmp_path: Path, database: tuple[str, str]
+):
+    async with client_on(tmp_path, database) as client:
+        tid = (await client.threads.create())["thread_id"]
+        state = await client.threads.get_state(tid)
+        assert (state["values"], state["next"], state["parent_checkpoint"]) == ({}, [], None)
+        assert state["checkpoint"]["checkpoint_id"] is None
+        assert await client.threads.get_history(tid) == []
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            await client.threads.get_state(tid, checkpoint_id="not-a-checkpoint")
+        assert refused.value.response.status_code == 422
