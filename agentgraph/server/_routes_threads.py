@@ -221,7 +221,10 @@ class ThreadRoutes:
     async def past(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
         body = dict(request.query_params) if request.method == "GET" else await read_body(request)
-        limit = int(body.get("limit") or 10)
+        try:
+            limit = int(body.get("limit") or 10)
+        except (TypeError, ValueError) as exc:
+            raise Refused(422, f"limit is a whole number, not {body.get('limit')!r}") from exc
         before = body.get("before")
         before_id = checkpoint_named(
             {"checkpoint": before} if isinstance(before, dict) else {"checkpoint_id": before}

@@ -327,6 +327,10 @@ async def test_a_new_thread_has_an_empty_state_and_no_history(
         assert (state["values"], state["next"], state["parent_checkpoint"]) == ({}, [], None)
         assert state["checkpoint"]["checkpoint_id"] is None
         assert await client.threads.get_history(tid) == []
+        refused_limit = await client.http.client.post(
+            f"/threads/{tid}/history", json={"limit": "many"}
+        )
+        assert refused_limit.status_code == 422
         with pytest.raises(httpx.HTTPStatusError) as refused:
             await client.threads.get_state(tid, checkpoint_id="not-a-checkpoint")
         assert refused.value.response.status_code == 422
