@@ -7,9 +7,10 @@ The newest checkpoint of a thread is its current state.
 
 Each also names the agentgraph run a run from it continues (`head`: the
 thread turn whose final context its values are; None for one `update_state`
-wrote, until a worker makes a turn of it) and, for an interrupt, the
-agentgraph run waiting for the answer (`waiting`: the run, and its steps and
-effects as they were when it asked).
+wrote and for an interrupt, until a worker makes a turn of its values) and,
+for an interrupt, the agentgraph run waiting for the answer (`waiting`: the
+run, the turn it went on from, and its steps and effects as they were when
+it asked).
 
 Values are stored as what they change: the number of the parent's messages
 kept, the messages added, and the other keys; every `_SNAPSHOT`th checkpoint
@@ -30,7 +31,7 @@ import orjson
 
 from ._queue import RunQueue
 
-__all__ = ("History", "StoredCheckpoint", "history_of")
+__all__ = ("History", "StoredCheckpoint", "checkpoint_id_for", "history_of")
 
 _SNAPSHOT = 16
 """A branch stores its values whole at least once every this many checkpoints."""

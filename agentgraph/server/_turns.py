@@ -8,8 +8,9 @@ hold that checkpoint's values when it does not already (`go_on_from`):
   thread's head is another run (a run from an earlier checkpoint, a rolled
   back run that had finished, a copied thread), a new head of no steps
   holding that context is made;
-- a checkpoint `update_state` wrote becomes such a head the first time a run
-  starts from it: its base turn's context with the updated messages and state.
+- a checkpoint `update_state` wrote, or an interrupt (whose values hold what the
+  interrupted turn did before it asked), becomes such a head the first time a
+  run starts from it: its base turn's context with its messages and state.
 
 A resume answers the run waiting at the checkpoint's interrupt
 (`waiting_run`): that run itself while it is as it was when it asked, else
@@ -157,13 +158,27 @@ class Turns:
             made = await reset_thread(self.store, thread_id, ctx, expect_head=head)
             await self._call(self.history.set_head, thread_id, checkpoint.checkpoint_id, made)
             return
-        target = None if checkpoint is None else checkpoint.head
+        await self._go_to(thread_id, None if checkpoint is None else checkpoint.head, head)
+
+    async def _go_to(self, thread_id: str, target: str | None, head: str | None) -> None:
+        """Make the thread's head hold turn `target`'s final context (None: no context)."""
         if target != head:
             ctx = await self._context(target)
             await reset_thread(self.store, thread_id, ctx, expect_head=head)
 
+    async def answering(self, thread_id: str, checkpoint: StoredCheckpoint) -> str:
+        """The agentgraph run a resume from `checkpoint`'s interrupt answers, the thread's
+        head made the turn it went on from (see `waiting_run`)."""
+        assert checkpoint.waiting is not None
+        await self._go_to(thread_id, checkpoint.waiting["base"], await self._head(thread_id))
+        return await self.waiting_run(thread_id, checkpoint)
+
     async def _base(self, thread_id: str, checkpoint: StoredCheckpoint) -> str | None:
-        """The turn nearest before `checkpoint` on its branch (None: there is none)."""
+        """The turn `checkpoint`'s values go on from: its interrupted run's base, else the
+        nearest turn before it on its branch (None: there is none)."""
+        if checkpoint.waiting is not None:
+            base: str | None = checkpoint.waiting["base"]
+            return base
         at: StoredCheckpoint | None = checkpoint
         while at is not None and at.head is None:
             if at.parent_id is None:

@@ -323,13 +323,13 @@ class _Execution:
         if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
             return await runner.resume(graph, run.graph_run, store, handle=self.handle)
-        await self.turns.go_on_from(run.thread_id, start)
         if "resume" in command and start is not None and start.waiting is not None:
-            self.graph_run = await self.turns.waiting_run(run.thread_id, start)
+            self.graph_run = await self.turns.answering(run.thread_id, start)
             await self._call(self.queue.set_graph_run, run.run_id, self.graph_run)
             return await runner.resume(
                 graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
+        await self.turns.go_on_from(run.thread_id, start)
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = context_from_input(run.kwargs.get("input"))
         return await runner.run(
@@ -357,7 +357,7 @@ class _Execution:
         )
         waiting = await self.turns.waiting_now(stopped.run_id)
         checkpoint = self._checkpoint(
-            values, emitter, head=waiting["base"], waiting=waiting, interrupts=interrupts
+            values, emitter, head=None, waiting=waiting, interrupts=interrupts
         )
         changes = {
             "status": "interrupted",

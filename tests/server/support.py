@@ -164,6 +164,23 @@ def asks_then_waits() -> Graph[str, str]:
     return g.build()
 
 
+def drafts() -> Graph[str, str]:
+    """Writes a draft answer, then asks for approval (an interrupt) before sending it."""
+
+    @node(name="draft")
+    async def draft(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"draft: {ctx.input}"))
+
+    @node(name="ask")
+    async def ask(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        answer = await rt.interrupt({"question": "send the draft?"})
+        return ctx.append(Message.assistant(f"sent: {answer}"))
+
+    with GraphBuilder[str, str]("drafts") as g:
+        g.start.edge_to(draft).edge_to(ask).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
     "streams": streams(),
     "crash": crash(),
@@ -174,6 +191,7 @@ GRAPHS: dict[str, Any] = {
     "gated": gated(),
     "recall": recall(),
     "asks_then_waits": asks_then_waits(),
+    "drafts": drafts(),
 }
 
 

@@ -334,3 +334,20 @@ async def test_a_new_thread_has_an_empty_state_and_no_history(
         with pytest.raises(httpx.HTTPStatusError) as refused:
             await client.threads.get_state(tid, checkpoint_id="not-a-checkpoint")
         assert refused.value.response.status_code == 422
+
+
+async def test_new_input_on_an_interrupted_thread_goes_on_from_the_values_at_the_question(
+    tmp_path: Path, database: tuple[str, str]
+):
+    async with client_on(tmp_path, database) as client:
+        tid = (await client.threads.create())["thread_id"]
+        asked = await client.runs.wait(tid, "drafts", input=said("hi"))
+        assert isinstance(asked, dict) and texts(asked) == ["hi", "draft: hi"]
+        asked_at = await client.threads.get_state(tid)
+        instead = await client.runs.wait(tid, "recall", input=said("never mind"))
+        assert isinstance(instead, dict)
+        assert texts(instead)[-1] == "saw: hi | draft: hi; mood: none"
+        sent = await client.runs.wait(
+            tid, "drafts", command={"resume": "yes"}, checkpoint=asked_at["checkpoint"]
+        )
+        assert isinstance(sent, dict) and texts(sent) == ["hi", "draft: hi", "sent: yes"]
