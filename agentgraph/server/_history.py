@@ -130,6 +130,8 @@ class History:
                 s.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA") for s in schema
             ]
         with queue.transaction() as run:
+            if queue.postgres:  # processes starting at once would race to create the table
+                run("SELECT pg_advisory_xact_lock(hashtext('agentgraph.server_checkpoints'))", ())
             for statement in schema:
                 run(statement, ())
 
