@@ -24,6 +24,8 @@ __all__ = (
     "message_dict",
     "run_context",
     "typed",
+    "message_from",
+    "message_id",
     "values_of",
 )
 
@@ -117,6 +119,11 @@ def _message(item: Any) -> Message:
         name=item.get("name"),
         is_error=item.get("status") == "error",
     )
+
+
+def message_from(item: Any) -> Message:
+    """A client's message (role or type names) as a `Message`; `RunInputError` if it is not one."""
+    return _message(item)
 
 
 def context_from_input(value: Any) -> AgentContext[Any]:

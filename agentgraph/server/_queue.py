@@ -317,6 +317,31 @@ class RunQueue:
                 raise
             self._db.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def transaction(self, *, thread: str | None = None) -> Iterator[Callable[..., Any]]:
+        """One transaction, for the tables kept beside the queue's: yields `execute(sql,
+        params)` (`?` placeholders); `thread` names a thread whose row is locked first
+        (on PostgreSQL; SQLite's transactions are taken whole)."""
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                if thread is not None and self.postgres:
+                    self._run_sql(
+                        "SELECT 1 FROM server_threads WHERE thread_id = ? FOR UPDATE", (thread,)
+                    ).fetchall()
+                yield self._run_sql
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Callable[..., Any]]:
+        """Reads outside a transaction, for the tables kept beside the queue's: yields
+        `execute(sql, params)`."""
+        with self._lock:
+            yield self._run_sql
+
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             rows: list[Any] = self._run_sql(sql, params).fetchall()
@@ -586,9 +611,15 @@ class RunQueue:
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
         """End a run and set its thread's status (idle unless given) in one transaction."""
+        self._tx(*self.finishing(run_id, thread_id, status, thread_changes))
+
+    def finishing(
+        self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements of `finish`, for a transaction that does more."""
         now = time.time()
         assignments, values = _thread_columns({"status": "idle", **thread_changes})
-        self._tx(
+        return [
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
                 "updated_at = ? WHERE run_id = ?",
@@ -604,7 +635,7 @@ class RunQueue:
                 "AND status IN ('pending', 'running'))",
                 (thread_id, thread_id),
             ),
-        )
+        ]
 
     def delete_run(self, run_id: str) -> None:
         self._tx(

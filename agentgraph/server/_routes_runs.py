@@ -14,8 +14,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings
+from ._history import history_of
 from ._mapping import run_context, typed
 from ._queue import QueuedRun
+from ._routes_threads import checkpoint_named, find_checkpoint
 from ._sse import event_names, frames, last_event_id
 
 __all__ = ("RunRoutes",)
@@ -68,6 +70,9 @@ class RunRoutes:
                 if body.get("if_not_exists") != "create" or missing.status != 404:
                     raise
                 await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        checkpoint_id = checkpoint_named(body)
+        if checkpoint_id is not None:
+            await find_checkpoint(self.api, thread_id, checkpoint_id)
         now = time.time()
         kwargs = {
             "input": body.get("input"),
@@ -75,6 +80,7 @@ class RunRoutes:
             "stream_mode": modes,
             "config": body.get("config") or {},
             "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
+            "checkpoint_id": checkpoint_id,
         }
         kwargs.update(settings)
         if stateless:
@@ -193,9 +199,21 @@ class RunRoutes:
         if action not in ("interrupt", "rollback"):
             raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
         await self.api.call(self.api.queue.request_cancel, run.run_id, action)
+        if action == "rollback":
+            await self.settle_rollback(run)
         if request.query_params.get("wait") in ("1", "true", "True"):
-            await self.result(run)
+            try:
+                await self.result(run)
+            except Refused as gone:
+                if gone.status != 404 or action != "rollback":
+                    raise  # a rolled back run is deleted as it ends: that is its end
         return Response(status_code=202, headers=self.where(run))
+
+    async def settle_rollback(self, run: QueuedRun) -> None:
+        """A pending run rolled back is gone at once: its thread is set back to its newest
+        checkpoint (a running one's worker does it as the run stops)."""
+        if await self.api.call(self.api.queue.run, run.run_id) is None:
+            await self.api.call(history_of(self.api.queue).roll_back, run.thread_id, None)
 
     async def join(self, request: Request) -> Response:
         run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
@@ -223,10 +241,12 @@ class RunRoutes:
 
     async def bulk_cancel(self, request: Request) -> Response:
         body = await read_body(request)
+        action = body.get("action") or "interrupt"
         for run_id in body.get("run_ids") or []:
-            await self.api.call(
-                self.api.queue.request_cancel, str(run_id), body.get("action") or "interrupt"
-            )
+            found = await self.api.call(self.api.queue.run, str(run_id))
+            await self.api.call(self.api.queue.request_cancel, str(run_id), action)
+            if found is not None and action == "rollback":
+                await self.settle_rollback(found)
         return Response(status_code=204)
 
     async def batch(self, request: Request) -> Response:

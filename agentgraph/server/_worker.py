@@ -14,6 +14,7 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ from ..tracing._records import plain
 from ._live import LiveEvents
 from ._mapping import interrupt_id, run_context, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._turns import Turns, run_checkpoint
 
 __all__ = ("Worker",)
 
@@ -53,6 +55,8 @@ class _Emitter:
         self.run = run
         self.shown = shown
         """How many of the thread's messages the clients have seen already."""
+        self.node: str | None = None
+        """The last top-level step's node."""
         self.modes = frozenset(run.kwargs.get("stream_mode") or ())
         self.live = LiveEvents(
             run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
@@ -75,6 +79,7 @@ class _Emitter:
         if step.depth != 0:
             return
         thread_id = self.run.thread_id
+        self.node = node.name
         values = values_of(ctx, thread_id)
         fresh = values["messages"][self.shown :]
         self.shown = len(values["messages"])
@@ -237,6 +242,12 @@ class _Execution:
         self.store = store
         self.run = run
         self.handle = handle
+        self.turns: Turns
+        self.emitter: _Emitter
+        self.start: Any = None
+        """The thread's checkpoint the run goes on from."""
+        self.graph_run = run.graph_run or run.run_id
+        """The agentgraph run this run runs."""
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
@@ -246,7 +257,7 @@ class _Execution:
         graph = self.worker.graphs[run.graph_id]
         thread = await self._call(queue.thread, run.thread_id)
         shown = len(thread.state.get("messages", [])) if thread is not None else 0
-        emitter = _Emitter(queue, run, shown)
+        emitter = self.emitter = _Emitter(queue, run, shown)
         runner = self.worker.runner.evolve(
             on_step=(*self.worker.runner.on_step, emitter.step),
             sinks=(
@@ -256,6 +267,7 @@ class _Execution:
             ),
             timeout=self.worker.run_timeout,
         )
+        self.turns = Turns(queue, self.store, runner.types.with_types(*graph.data_types()))
         try:
             try:
                 out = await self._start(runner, graph, thread)
@@ -269,34 +281,55 @@ class _Execution:
         except GraphCancelled:
             # The thread keeps the values of its last finished turn: a cancelled
             # turn never became the thread's head.
-            await self._call(queue.finish, run.run_id, run.thread_id, "interrupted", {})
-            cancels = await self._call(queue.cancels, [run.run_id])
-            if cancels.get(run.run_id) == "rollback":
-                await self._call(queue.delete_run, run.run_id)
+            await self._end("interrupted", {})
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "timeout", {})
+            await self._end("timeout", {})
         except Exception as error:
             await emitter.emit([("error", _error(error))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "error", {"status": "error"})
+            await self._end("error", {"status": "error"})
         else:
             values = values_of(out, run.thread_id)
             changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
-            await self._call(queue.finish, run.run_id, run.thread_id, "success", changes)
+            checkpoint = self._checkpoint(values, emitter, head=self.graph_run)
+            await self._end("success", changes, checkpoint)
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
+            await self._call(self.turns.history.delete, run.thread_id)
+
+    async def _end(
+        self, status: str, changes: dict[str, Any], checkpoint: dict[str, Any] | None = None
+    ) -> None:
+        """Finish the run in the queue with its thread's `checkpoint`, in one transaction;
+        a run a client asked to roll back is deleted instead, whatever it reached (its
+        end, an interrupt), and its thread set back to the checkpoint before it (the
+        thread's next run makes that the agentgraph head again)."""
+        run = self.run
+        end = functools.partial(
+            self.turns.history.end, run.run_id, run.thread_id, status, changes, checkpoint
+        )
+        await self._call(end)
+
+    def _checkpoint(self, values: dict[str, Any], emitter: _Emitter, **more: Any) -> Any:
+        """The thread's checkpoint for the run's end or its interrupt."""
+        return run_checkpoint(self.run, self.start, values, node=emitter.node, **more)
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
         command = run.kwargs.get("command") or {}
+        self.start = start = await self.turns.start_of(run)
+        if start is not None:  # a run from an earlier checkpoint has seen fewer messages
+            self.emitter.shown = len(start.values.get("messages") or ())
         if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
             return await runner.resume(graph, run.graph_run, store, handle=self.handle)
-        if "resume" in command and thread is not None and thread.waiting_run:
-            await self._call(self.queue.set_graph_run, run.run_id, thread.waiting_run)
+        if "resume" in command and start is not None and start.waiting is not None:
+            self.graph_run = await self.turns.answering(run.thread_id, start)
+            await self._call(self.queue.set_graph_run, run.run_id, self.graph_run)
             return await runner.resume(
-                graph, thread.waiting_run, store, answer=command["resume"], handle=self.handle
+                graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
+        await self.turns.go_on_from(run.thread_id, start)
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = run_context(run.kwargs, graph.input_type)
         return await runner.run(
@@ -322,13 +355,17 @@ class _Execution:
                 *emitter.messages(fresh, {"run_id": run.run_id}),
             ]
         )
+        waiting = await self.turns.waiting_now(stopped.run_id)
+        checkpoint = self._checkpoint(
+            values, emitter, head=None, waiting=waiting, interrupts=interrupts
+        )
         changes = {
             "status": "interrupted",
             "state": values,
             "interrupts": interrupts,
             "waiting_run": stopped.run_id,
         }
-        await self._call(self.queue.finish, run.run_id, run.thread_id, "success", changes)
+        await self._end("success", changes, checkpoint)
 
 
 def _error(error: BaseException) -> dict[str, Any]:

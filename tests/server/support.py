@@ -130,6 +130,57 @@ def streams() -> Graph[str, str]:
     return g.build()
 
 
+def recall() -> Graph[str, str]:
+    """Answers with what it saw: the thread's messages before this turn and `ctx.state`."""
+
+    @node(name="recall")
+    async def remember(ctx: AgentContext[str]) -> AgentContext[str]:
+        seen = " | ".join(m.content for m in ctx.history) or "nothing"
+        mood = ctx.state.get("mood", "none")
+        answer = f"saw: {seen}; mood: {mood}"
+        return ctx.append(Message.user(ctx.input), Message.assistant(answer)).with_input(answer)
+
+    with GraphBuilder[str, str]("recall") as g:
+        g.start.edge_to(remember).edge_to(g.finish)
+    return g.build()
+
+
+def asks_then_waits() -> Graph[str, str]:
+    """Asks for approval (an interrupt), then waits for `GATE` before answering."""
+
+    @node(name="ask")
+    async def ask(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        answer = await rt.interrupt({"question": f"may I answer {ctx.input!r}?"})
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"told: {answer}"))
+
+    @node(name="gate")
+    async def gate(ctx: AgentContext[str]) -> AgentContext[str]:
+        while not GATE.is_set():
+            await anyio.sleep(0.01)
+        return ctx
+
+    with GraphBuilder[str, str]("asks_then_waits") as g:
+        g.start.edge_to(ask).edge_to(gate).edge_to(g.finish)
+    return g.build()
+
+
+def drafts() -> Graph[str, str]:
+    """Writes a draft answer, then asks for approval (an interrupt) before sending it."""
+
+    @node(name="draft")
+    async def draft(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"draft: {ctx.input}"))
+
+    @node(name="ask")
+    async def ask(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        answer = await rt.interrupt({"question": "send the draft?"})
+        return ctx.append(Message.assistant(f"sent: {answer}"))
+
+    with GraphBuilder[str, str]("drafts") as g:
+        g.start.edge_to(draft).edge_to(ask).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
     "streams": streams(),
     "crash": crash(),
@@ -138,6 +189,9 @@ GRAPHS: dict[str, Any] = {
     "slow": slow(),
     "fails": fails(),
     "gated": gated(),
+    "recall": recall(),
+    "asks_then_waits": asks_then_waits(),
+    "drafts": drafts(),
 }
 
 
