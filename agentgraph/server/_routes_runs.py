@@ -52,8 +52,8 @@ class RunRoutes:
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
         settings = run_settings(assistant, body)
-        if typed(graph.input_type) and not body.get("command"):
-            # A typed input is checked before anything is stored.
+        if body.get("input") is not None or (typed(graph.input_type) and not body.get("command")):
+            # Refused here, with nothing stored, rather than failing in a worker.
             run_context({"input": body.get("input"), **settings}, graph.input_type)
         modes = _modes(body)
         strategy = body.get("multitask_strategy") or "enqueue"
@@ -103,7 +103,7 @@ class RunRoutes:
         await self.api.call(
             self.api.queue.add_events,
             run.run_id,
-            [("metadata", {"run_id": run.run_id, "attempt": 1})],
+            [("metadata", {"run_id": run.run_id, "thread_id": thread_id, "attempt": 1})],
         )
         delay = float(body.get("after_seconds") or 0)
         queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)

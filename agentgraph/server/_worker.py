@@ -23,18 +23,15 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from .._context import AgentContext
 from .._errors import GraphCancelled, GraphTimeout, Interrupted
-from .._events import StepInfo
 from .._graph import Graph
-from .._node import Node
 from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
 from ..tracing._records import plain
-from ._live import LiveEvents
-from ._mapping import interrupt_id, run_context, values_of
+from ._emitter import RunEmitter
+from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._turns import Turns, run_checkpoint
 
@@ -45,55 +42,6 @@ _POLL = 0.5
 _TICK = 0.01
 _WATCH = 0.05
 """Seconds between looks for cancels of the runs going on."""
-
-
-class _Emitter:
-    """Turns a run's steps into its stored events."""
-
-    def __init__(self, queue: RunQueue, run: QueuedRun, shown: int) -> None:
-        self.queue = queue
-        self.run = run
-        self.shown = shown
-        """How many of the thread's messages the clients have seen already."""
-        self.node: str | None = None
-        """The last top-level step's node."""
-        self.modes = frozenset(run.kwargs.get("stream_mode") or ())
-        self.live = LiveEvents(
-            run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
-        )
-        """The runtime's events the run's stream modes ask for, as a sink."""
-
-    def messages(self, fresh: list[Any], meta: dict[str, Any]) -> list[tuple[str, Any]]:
-        """`fresh` messages as `messages` (tuple) events, and framed when `messages` is asked."""
-        events: list[tuple[str, Any]] = [("messages", [message, meta]) for message in fresh]
-        if "messages" in self.modes:
-            for message in fresh:
-                events.append(("messages/metadata", {message["id"]: {"metadata": meta}}))
-                events.append(("messages/complete", [message]))
-        return events
-
-    async def emit(self, events: list[tuple[str, Any]]) -> None:
-        await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
-
-    async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
-        if step.depth != 0:
-            return
-        thread_id = self.run.thread_id
-        self.node = node.name
-        values = values_of(ctx, thread_id)
-        fresh = values["messages"][self.shown :]
-        self.shown = len(values["messages"])
-        meta = {
-            "langgraph_node": node.name,
-            "langgraph_step": step.index,
-            "run_id": self.run.run_id,
-        }
-        events: list[tuple[str, Any]] = [
-            ("values", values),
-            ("updates", {node.name: {"messages": fresh}}),
-        ]
-        events.extend(self.messages(fresh, meta))
-        await self.emit(events)
 
 
 class Worker:
@@ -243,7 +191,7 @@ class _Execution:
         self.run = run
         self.handle = handle
         self.turns: Turns
-        self.emitter: _Emitter
+        self.emitter: RunEmitter
         self.start: Any = None
         """The thread's checkpoint the run goes on from."""
         self.graph_run = run.graph_run or run.run_id
@@ -256,8 +204,9 @@ class _Execution:
         run, queue = self.run, self.queue
         graph = self.worker.graphs[run.graph_id]
         thread = await self._call(queue.thread, run.thread_id)
-        shown = len(thread.state.get("messages", [])) if thread is not None else 0
-        emitter = self.emitter = _Emitter(queue, run, shown)
+        emitter = self.emitter = await RunEmitter.open(
+            queue, run, thread, typed=not takes_text(graph.input_type)
+        )
         runner = self.worker.runner.evolve(
             on_step=(*self.worker.runner.on_step, emitter.step),
             sinks=(
@@ -289,7 +238,7 @@ class _Execution:
             await emitter.emit([("error", _error(error))])
             await self._end("error", {"status": "error"})
         else:
-            values = values_of(out, run.thread_id)
+            values = emitter.values(out)
             changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
             checkpoint = self._checkpoint(values, emitter, head=self.graph_run)
             await self._end("success", changes, checkpoint)
@@ -310,7 +259,7 @@ class _Execution:
         )
         await self._call(end)
 
-    def _checkpoint(self, values: dict[str, Any], emitter: _Emitter, **more: Any) -> Any:
+    def _checkpoint(self, values: dict[str, Any], emitter: RunEmitter, **more: Any) -> Any:
         """The thread's checkpoint for the run's end or its interrupt."""
         return run_checkpoint(self.run, self.start, values, node=emitter.node, **more)
 
@@ -319,7 +268,7 @@ class _Execution:
         command = run.kwargs.get("command") or {}
         self.start = start = await self.turns.start_of(run)
         if start is not None:  # a run from an earlier checkpoint has seen fewer messages
-            self.emitter.shown = len(start.values.get("messages") or ())
+            self.emitter.start_from(start.values)
         if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
             return await runner.resume(graph, run.graph_run, store, handle=self.handle)
@@ -341,18 +290,17 @@ class _Execution:
             thread_id=run.thread_id,
         )
 
-    async def _interrupted(self, emitter: _Emitter, stopped: Interrupted) -> None:
-        run = self.run
-        values = values_of(stopped.context, run.thread_id)
+    async def _interrupted(self, emitter: RunEmitter, stopped: Interrupted) -> None:
+        values = emitter.values(stopped.context)
         interrupts = [
             {"id": interrupt_id(stopped.run_id, stopped.step), "value": plain(stopped.question)}
         ]
-        fresh = values["messages"][emitter.shown :]
+        fresh = emitter.fresh(values)
         await emitter.emit(
             [
                 ("updates", {"__interrupt__": interrupts}),
                 ("values", {**values, "__interrupt__": interrupts}),
-                *emitter.messages(fresh, {"run_id": run.run_id}),
+                *emitter.messages(fresh, {"tags": [], **emitter.meta}),
             ]
         )
         waiting = await self.turns.waiting_now(stopped.run_id)

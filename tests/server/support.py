@@ -113,6 +113,30 @@ def crash() -> Graph[str, str]:
     return g.build()
 
 
+def crash_streams() -> Graph[str, str]:
+    """Streams an answer (a committed step), then holds like `crash` until `go` appears."""
+
+    @node(name="talk")
+    async def talk(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        model = ScriptedModel("a streamed answer", chunk_size=4, repeat=True)
+        request = ChatRequest(messages=(Message.user(ctx.input),))
+        async with rt.stream_model(model, request) as events:
+            async for _ in events:
+                pass
+        return ctx.append(Message.user(ctx.input), Message.assistant("a streamed answer"))
+
+    @node(name="hold")
+    async def hold(ctx: AgentContext[str]) -> AgentContext[str]:
+        folder = Path(os.environ["SERVER_TEST_DIR"])
+        while not (folder / "go").exists():
+            await anyio.sleep(0.02)
+        return ctx
+
+    with GraphBuilder[str, str]("crash_streams") as g:
+        g.start.edge_to(talk).edge_to(hold).edge_to(g.finish)
+    return g.build()
+
+
 def streams() -> Graph[str, str]:
     """Streams a scripted model's answer (`hello there, friend`) in chunks of 4 characters."""
 
@@ -184,6 +208,7 @@ def drafts() -> Graph[str, str]:
 GRAPHS: dict[str, Any] = {
     "streams": streams(),
     "crash": crash(),
+    "crash_streams": crash_streams(),
     "echo": echo(),
     "asks": asks(),
     "slow": slow(),
