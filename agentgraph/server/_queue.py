@@ -192,6 +192,7 @@ class RunQueue:
             self._db = self._connect_postgres()
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
+            self._for_update = " FOR UPDATE"
             schema_sql = _SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA")
             with self._lock:
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -204,6 +205,7 @@ class RunQueue:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
+            self._for_update = ""
             with self._lock:
                 self._db.executescript(_SCHEMA)
 
@@ -233,6 +235,14 @@ class RunQueue:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    def _lock_thread(self, thread_id: str) -> None:
+        """Take the thread's row for this transaction (PostgreSQL; SQLite's writer is alone).
+
+        Every transaction that changes a thread's runs and its row takes the row
+        first: a lock order all of them share, so none waits on another in a circle.
+        """
+        self._run_sql(*self._thread_lock(thread_id)).fetchall()
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -300,6 +310,7 @@ class RunQueue:
 
     def delete_thread(self, thread_id: str) -> None:
         self._tx(
+            self._thread_lock(thread_id),
             (
                 "DELETE FROM server_events WHERE run_id IN "
                 "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
@@ -324,20 +335,20 @@ class RunQueue:
         (a pending one ends at once; `rollback` deletes it). The run's `created_at`,
         which orders a thread's runs, is taken under that lock, so a thread's runs
         become visible to the workers in the order they are to run.
+
+        The runs in flight are read locked (a worker's claim takes no thread lock):
+        a claim under way commits first and its run is then seen running, never
+        taken for pending and ended or deleted while its worker runs it.
         """
-        lock = " FOR UPDATE" if self.postgres else ""
         with self._lock:
             self._db.execute(self._begin)
             try:
-                self._run_sql(
-                    f"SELECT thread_id FROM server_threads WHERE thread_id = ?{lock}",
-                    (run.thread_id,),
-                ).fetchall()
+                self._lock_thread(run.thread_id)
                 now = time.time()
                 run = attrs.evolve(run, created_at=now, updated_at=now)
                 flying = self._run_sql(
                     "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
-                    "AND status IN ('pending', 'running')",
+                    f"AND status IN ('pending', 'running'){self._for_update}",
                     (run.thread_id,),
                 ).fetchall()
                 if flying and run.multitask_strategy == "reject":
@@ -469,23 +480,37 @@ class RunQueue:
         self._tx(("UPDATE server_runs SET graph_run = ? WHERE run_id = ?", (graph_run, run_id)))
 
     def request_cancel(self, run_id: str, action: str) -> QueuedRun | None:
-        """Ask for a run's cancel; a pending run ends `interrupted` at once."""
-        now = time.time()
-        self._tx(
-            (
-                "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ? "
-                "AND status IN ('pending', 'running')",
-                (action, now, run_id),
-            ),
-        )
+        """Ask for a run's cancel, in one transaction: a running run is marked for its
+        worker, a pending one ends `interrupted` at once (`rollback` deletes it: None)."""
         found = self.run(run_id)
-        if found is not None and found.status == "pending":
-            self.finish(found.run_id, found.thread_id, "interrupted", {})
-            if action == "rollback":
-                self.delete_run(run_id)
-                return None
-            return self.run(run_id)
-        return found
+        if found is None or found.ended:
+            return found
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                self._lock_thread(found.thread_id)
+                self._request_cancel(run_id, found.thread_id, action)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        return self.run(run_id)
+
+    def _request_cancel(self, run_id: str, thread_id: str, action: str) -> None:
+        rows = self._run_sql(
+            f"SELECT status FROM server_runs WHERE run_id = ?{self._for_update}", (run_id,)
+        ).fetchall()
+        if not rows or rows[0][0] not in ("pending", "running"):
+            return
+        now = time.time()
+        self._run_sql(
+            "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
+            (action, now, run_id),
+        )
+        if rows[0][0] == "running":
+            return
+        for sql, params in self._finish(run_id, thread_id, "interrupted", {}, now):
+            self._run_sql(sql, params)
 
     def cancels(self, run_ids: Sequence[str]) -> dict[str, str]:
         """Which of `run_ids` a client asked to cancel, and how."""
@@ -502,15 +527,42 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction."""
-        now = time.time()
-        assignments, values = _thread_columns({"status": "idle", **thread_changes})
+        """End a run and set its thread's status (idle unless given) in one transaction;
+        a run ending `interrupted` because a client asked for a rollback is deleted."""
         self._tx(
+            self._thread_lock(thread_id),
+            *self._finish(run_id, thread_id, status, thread_changes, time.time()),
+        )
+
+    def _thread_lock(self, thread_id: str) -> tuple[str, Sequence[Any]]:
+        """The statement of `_lock_thread`, for `_tx`."""
+        return (
+            f"SELECT thread_id FROM server_threads WHERE thread_id = ?{self._for_update}",
+            (thread_id,),
+        )
+
+    def _finish(
+        self, run_id: str, thread_id: str, status: str, changes: dict[str, Any], now: float
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements ending a run and setting its thread's status.
+
+        A run ending `interrupted` by a rollback goes with its events in the same
+        transaction, so no reader ever finds it ended yet still there.
+        """
+        assignments, values = _thread_columns({"status": "idle", **changes})
+        rolled_back = "run_id = ? AND status = 'interrupted' AND cancel = 'rollback'"
+        return [
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
                 "updated_at = ? WHERE run_id = ?",
                 (status, now, run_id),
             ),
+            (
+                "DELETE FROM server_events WHERE run_id IN "
+                f"(SELECT run_id FROM server_runs WHERE {rolled_back})",
+                (run_id,),
+            ),
+            (f"DELETE FROM server_runs WHERE {rolled_back}", (run_id,)),
             (
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*values, now, thread_id),
@@ -521,7 +573,7 @@ class RunQueue:
                 "AND status IN ('pending', 'running'))",
                 (thread_id, thread_id),
             ),
-        )
+        ]
 
     def delete_run(self, run_id: str) -> None:
         self._tx(

@@ -268,11 +268,8 @@ class _Execution:
             await self._interrupted(emitter, stopped)
         except GraphCancelled:
             # The thread keeps the values of its last finished turn: a cancelled
-            # turn never became the thread's head.
+            # turn never became the thread's head. A rolled back run goes with its end.
             await self._call(queue.finish, run.run_id, run.thread_id, "interrupted", {})
-            cancels = await self._call(queue.cancels, [run.run_id])
-            if cancels.get(run.run_id) == "rollback":
-                await self._call(queue.delete_run, run.run_id)
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
             await self._call(queue.finish, run.run_id, run.thread_id, "timeout", {})
