@@ -79,7 +79,6 @@ test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at ful
 .PHONY: test-server-many
 test-server-many: postgres $(STAMP) ## the agent server's queue over 1,000 runs on PostgreSQL
 	AGENTGRAPH_SERVER_RUNS=1000 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k every_run_once
-	AGENTGRAPH_SERVER_RACES=1 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k concurrent_double
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from langgraph_sdk import get_client
 from agentgraph.checkpoint import PostgresStore
 from agentgraph.server import Worker
 from agentgraph.server._queue import RunQueue
-from tests.pg_server import drop_schema, fresh_schema
 
 from .support import GATE, GRAPHS, said, serving, worker_process
 
@@ -29,14 +27,6 @@ RUNS = int(os.environ.get("AGENTGRAPH_SERVER_RUNS", "30"))
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def pg(postgres_server: Any) -> Iterator[tuple[str, str]]:
-    """The test server's connection string and a schema of the test's own."""
-    schema = fresh_schema()
-    yield postgres_server.dsn, schema
-    drop_schema(postgres_server.dsn, schema)
 
 
 async def test_two_api_servers_and_three_workers_run_every_run_once(
@@ -160,11 +150,6 @@ async def create_at_once(
     return made
 
 
-@pytest.mark.skipif(
-    not os.environ.get("AGENTGRAPH_SERVER_RACES"),
-    reason="a known race: about one run in ten, a double text under load hangs or ends a run "
-    "in error; run by `make test-long` (AGENTGRAPH_SERVER_RACES=1) until it is fixed",
-)
 @pytest.mark.timeout(120)
 async def test_concurrent_double_texts_follow_their_strategy(tmp_path: Path, pg: tuple[str, str]):
     dsn, schema = pg

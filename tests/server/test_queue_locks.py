@@ -19,7 +19,6 @@ import psycopg
 import pytest
 
 from agentgraph.server._queue import QueuedRun, RunQueue
-from tests.pg_server import drop_schema, fresh_schema
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,13 +29,6 @@ def queued(thread_id: str, strategy: str = "enqueue") -> QueuedRun:
         str(uuid.uuid4()), thread_id, "a", "echo", "pending", {}, {}, strategy,
         None, None, 0, now, now,
     )  # fmt: skip
-
-
-@pytest.fixture
-def pg(postgres_server: Any) -> Iterator[tuple[str, str]]:
-    schema = fresh_schema()
-    yield postgres_server.dsn, schema
-    drop_schema(postgres_server.dsn, schema)
 
 
 @pytest.fixture
