@@ -9,7 +9,10 @@ an answer. Any process that opens the database can answer for any run.
 On PostgreSQL, workers claim with `SELECT … FOR UPDATE SKIP LOCKED`, so
 any number of them on any number of machines share the queue and each run
 is claimed once; a queued run is announced with `NOTIFY agentgraph_runs`,
-which wakes the workers listening (`listen`).
+which wakes the workers listening (`listen`), and a running run's cancel
+with `NOTIFY agentgraph_cancels` (its id the payload), on which the worker
+holding it cancels it. On SQLite, whose workers share the API's process, a
+cancel is announced to the workers of this process on the same file.
 
 The `owner` columns are unused so far: they hold the room authorization and
 per-user isolation need, as `server_crons` holds the room for scheduled runs.
@@ -17,6 +20,8 @@ per-user isolation need, as `server_crons` holds the room for scheduled runs.
 
 from __future__ import annotations
 
+import os
+import queue as queues
 import sqlite3
 import threading
 import time
@@ -26,10 +31,21 @@ from typing import Any
 import attrs
 import orjson
 
-__all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
+__all__ = (
+    "CANCELS",
+    "CHANNEL",
+    "CLAIM_TERM",
+    "QueuedRun",
+    "RunQueue",
+    "StoredThread",
+    "is_postgres",
+)
 
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
+
+CANCELS = "agentgraph_cancels"
+"""The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
@@ -173,6 +189,32 @@ def is_postgres(where: str) -> bool:
     return where.startswith(("postgresql://", "postgres://"))
 
 
+class _LocalCancels:
+    """Cancels announced within this process, for the workers listening on an SQLite file."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
+
+    def add(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners.setdefault(where, []).append(listener)
+
+    def remove(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners[where].remove(listener)
+
+    def announce(self, where: str, run_ids: Sequence[str]) -> None:
+        with self._lock:
+            listeners = tuple(self._listeners.get(where, ()))
+        for listener in listeners:
+            for run_id in run_ids:
+                listener(run_id)
+
+
+_LOCAL_CANCELS = _LocalCancels()
+
+
 class RunQueue:
     """Runs, threads and events in the database at `where`; each method is a short transaction.
 
@@ -199,6 +241,8 @@ class RunQueue:
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
         else:
+            self._file = os.path.abspath(where)
+            """The SQLite file's full path: what this process's cancels are announced under."""
             self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=10000")
@@ -249,21 +293,52 @@ class RunQueue:
             rows: list[Any] = self._run_sql(sql, params).fetchall()
             return rows
 
-    def listen(self, wake: Callable[[], None], stopping: threading.Event) -> None:
-        """Call `wake` on every queued run announced, until `stopping` (PostgreSQL only).
+    def listen(
+        self, wake: Callable[[], None], cancel: Callable[[str], None], stopping: threading.Event
+    ) -> None:
+        """Call `wake` on every queued run announced (PostgreSQL) and `cancel` with the id
+        of every running run a client or a double text cancels, until `stopping`.
 
-        Blocks: run it on a thread of its own.
+        Blocks: run it on a thread of its own. On SQLite, cancels come from this
+        process's queues on the same file (queued runs wake the workers through
+        the API directly).
         """
         if not self.postgres:
+            self._listen_here(cancel, stopping)
             return
         listener = self._connect_postgres()
         try:
             listener.execute(f"LISTEN {CHANNEL}")
+            listener.execute(f"LISTEN {CANCELS}")
             while not stopping.is_set():
-                for _ in listener.notifies(timeout=0.5):
-                    wake()
+                for note in listener.notifies(timeout=0.5):
+                    if note.channel == CANCELS:
+                        cancel(note.payload)
+                    else:
+                        wake()
         finally:
             listener.close()
+
+    def _listen_here(self, cancel: Callable[[str], None], stopping: threading.Event) -> None:
+        cancelled: queues.SimpleQueue[str] = queues.SimpleQueue()
+        _LOCAL_CANCELS.add(self._file, cancelled.put)
+        try:
+            while not stopping.is_set():
+                try:
+                    cancel(cancelled.get(timeout=0.5))
+                except queues.Empty:
+                    continue
+        finally:
+            _LOCAL_CANCELS.remove(self._file, cancelled.put)
+
+    def _announce_cancels(self, run_ids: Sequence[str]) -> None:
+        """Announce the cancel of running runs: inside the transaction marking them on
+        PostgreSQL (NOTIFY is sent on commit), after it on SQLite."""
+        if self.postgres:
+            for run_id in run_ids:
+                self._db.execute("SELECT pg_notify(%s, %s)", (CANCELS, run_id))
+        elif run_ids:
+            _LOCAL_CANCELS.announce(self._file, run_ids)
 
     # -- threads ---------------------------------------------------------------------------
     def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
@@ -354,18 +429,27 @@ class RunQueue:
                 if flying and run.multitask_strategy == "reject":
                     self._db.execute("ROLLBACK")
                     return None
+                running: list[str] = []
                 if run.multitask_strategy in ("interrupt", "rollback"):
-                    self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    if self.postgres:
+                        self._announce_cancels(running)
                 self._insert(run, delay)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        if not self.postgres:
+            self._announce_cancels(running)
         return run
 
-    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> None:
+    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> list[str]:
+        """Cancel the runs in `flying`: the ids of the running ones, whose workers are to
+        be told."""
+        running = []
         for run_id, status in flying:
             if status == "running":
+                running.append(run_id)
                 self._run_sql(
                     "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
                     (action, now, run_id),
@@ -379,6 +463,7 @@ class RunQueue:
                     "WHERE run_id = ?",
                     (action, now, run_id),
                 )
+        return running
 
     def _insert(self, run: QueuedRun, delay: float) -> None:
         self._run_sql(
@@ -489,28 +574,34 @@ class RunQueue:
             self._db.execute(self._begin)
             try:
                 self._lock_thread(found.thread_id)
-                self._request_cancel(run_id, found.thread_id, action)
+                running = self._request_cancel(run_id, found.thread_id, action)
+                if running and self.postgres:
+                    self._announce_cancels([run_id])
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        if running and not self.postgres:
+            self._announce_cancels([run_id])
         return self.run(run_id)
 
-    def _request_cancel(self, run_id: str, thread_id: str, action: str) -> None:
+    def _request_cancel(self, run_id: str, thread_id: str, action: str) -> bool:
+        """Mark a run cancelled, ending it when pending: whether it is running."""
         rows = self._run_sql(
             f"SELECT status FROM server_runs WHERE run_id = ?{self._for_update}", (run_id,)
         ).fetchall()
         if not rows or rows[0][0] not in ("pending", "running"):
-            return
+            return False
         now = time.time()
         self._run_sql(
             "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
             (action, now, run_id),
         )
         if rows[0][0] == "running":
-            return
+            return True
         for sql, params in self._finish(run_id, thread_id, "interrupted", {}, now):
             self._run_sql(sql, params)
+        return False
 
     def cancels(self, run_ids: Sequence[str]) -> dict[str, str]:
         """Which of `run_ids` a client asked to cancel, and how."""

@@ -167,7 +167,13 @@ WORKER = """
 import sys, time
 from tests.server.support import GRAPHS
 from agentgraph.server import Worker
-worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]), schema=sys.argv[3])
+worker = Worker(
+    sys.argv[1],
+    GRAPHS,
+    claim_term=float(sys.argv[2]),
+    schema=sys.argv[3],
+    cancel_poll=float(sys.argv[4]),
+)
 worker.start()
 print("ready", flush=True)
 while True:
@@ -176,12 +182,17 @@ while True:
 
 
 def worker_process(
-    path: Path | str, folder: Path, *, claim_term: float = 1.0, schema: str = "agentgraph"
+    path: Path | str,
+    folder: Path,
+    *,
+    claim_term: float = 1.0,
+    schema: str = "agentgraph",
+    cancel_poll: float = 1.0,
 ) -> subprocess.Popen[str]:
     """A worker in a process of its own, on the database at `path`."""
     env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
     process = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema],
+        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema, str(cancel_poll)],
         env=env,
         stdout=subprocess.PIPE,
         text=True,
