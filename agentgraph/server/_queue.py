@@ -9,7 +9,10 @@ an answer. Any process that opens the database can answer for any run.
 On PostgreSQL, workers claim with `SELECT … FOR UPDATE SKIP LOCKED`, so
 any number of them on any number of machines share the queue and each run
 is claimed once; a queued run is announced with `NOTIFY agentgraph_runs`,
-which wakes the workers listening (`listen`).
+which wakes the workers listening (`listen`), and a running run's cancel
+with `NOTIFY agentgraph_cancels` (its id the payload), on which the worker
+holding it cancels it. On SQLite, whose workers share the API's process, a
+cancel is announced to the workers of this process on the same file.
 
 Assistants live here too: `server_assistants` holds each assistant as its
 current version says, `server_assistant_versions` every version it had.
@@ -21,6 +24,8 @@ per-user isolation need, as `server_crons` holds the room for scheduled runs.
 from __future__ import annotations
 
 import contextlib
+import os
+import queue as queues
 import sqlite3
 import threading
 import time
@@ -31,8 +36,9 @@ import attrs
 import orjson
 
 __all__ = (
-    "CLAIM_TERM",
+    "CANCELS",
     "CHANNEL",
+    "CLAIM_TERM",
     "QueuedRun",
     "RunQueue",
     "StoredAssistant",
@@ -42,6 +48,9 @@ __all__ = (
 
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
+
+CANCELS = "agentgraph_cancels"
+"""The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
@@ -255,6 +264,32 @@ def is_postgres(where: str) -> bool:
     return where.startswith(("postgresql://", "postgres://"))
 
 
+class _LocalCancels:
+    """Cancels announced within this process, for the workers listening on an SQLite file."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
+
+    def add(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners.setdefault(where, []).append(listener)
+
+    def remove(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners[where].remove(listener)
+
+    def announce(self, where: str, run_ids: Sequence[str]) -> None:
+        with self._lock:
+            listeners = tuple(self._listeners.get(where, ()))
+        for listener in listeners:
+            for run_id in run_ids:
+                listener(run_id)
+
+
+_LOCAL_CANCELS = _LocalCancels()
+
+
 class RunQueue:
     """Runs, threads and events in the database at `where`; each method is a short transaction.
 
@@ -274,6 +309,7 @@ class RunQueue:
             self._db = self._connect_postgres()
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
+            self._for_update = " FOR UPDATE"
             schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA).replace(" REAL", " DOUBLE PRECISION")
             schema_sql = schema_sql.replace("BLOB", "BYTEA")
             with self._lock:
@@ -281,12 +317,15 @@ class RunQueue:
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
         else:
+            self._file = os.path.abspath(where)
+            """The SQLite file's full path: what this process's cancels are announced under."""
             self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA busy_timeout=10000")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
+            self._for_update = ""
             with self._lock:
                 self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA)
 
@@ -342,26 +381,65 @@ class RunQueue:
         with self._lock:
             yield self._run_sql
 
+    def _lock_thread(self, thread_id: str) -> None:
+        """Take the thread's row for this transaction (PostgreSQL; SQLite's writer is alone).
+
+        Every transaction that changes a thread's runs and its row takes the row
+        first: a lock order all of them share, so none waits on another in a circle.
+        """
+        self._run_sql(*self._thread_lock(thread_id)).fetchall()
+
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             rows: list[Any] = self._run_sql(sql, params).fetchall()
             return rows
 
-    def listen(self, wake: Callable[[], None], stopping: threading.Event) -> None:
-        """Call `wake` on every queued run announced, until `stopping` (PostgreSQL only).
+    def listen(
+        self, wake: Callable[[], None], cancel: Callable[[str], None], stopping: threading.Event
+    ) -> None:
+        """Call `wake` on every queued run announced (PostgreSQL) and `cancel` with the id
+        of every running run a client or a double text cancels, until `stopping`.
 
-        Blocks: run it on a thread of its own.
+        Blocks: run it on a thread of its own. On SQLite, cancels come from this
+        process's queues on the same file (queued runs wake the workers through
+        the API directly).
         """
         if not self.postgres:
+            self._listen_here(cancel, stopping)
             return
         listener = self._connect_postgres()
         try:
             listener.execute(f"LISTEN {CHANNEL}")
+            listener.execute(f"LISTEN {CANCELS}")
             while not stopping.is_set():
-                for _ in listener.notifies(timeout=0.5):
-                    wake()
+                for note in listener.notifies(timeout=0.5):
+                    if note.channel == CANCELS:
+                        cancel(note.payload)
+                    else:
+                        wake()
         finally:
             listener.close()
+
+    def _listen_here(self, cancel: Callable[[str], None], stopping: threading.Event) -> None:
+        cancelled: queues.SimpleQueue[str] = queues.SimpleQueue()
+        _LOCAL_CANCELS.add(self._file, cancelled.put)
+        try:
+            while not stopping.is_set():
+                try:
+                    cancel(cancelled.get(timeout=0.5))
+                except queues.Empty:
+                    continue
+        finally:
+            _LOCAL_CANCELS.remove(self._file, cancelled.put)
+
+    def _announce_cancels(self, run_ids: Sequence[str]) -> None:
+        """Announce the cancel of running runs: inside the transaction marking them on
+        PostgreSQL (NOTIFY is sent on commit), after it on SQLite."""
+        if self.postgres:
+            for run_id in run_ids:
+                self._db.execute("SELECT pg_notify(%s, %s)", (CANCELS, run_id))
+        elif run_ids:
+            _LOCAL_CANCELS.announce(self._file, run_ids)
 
     # -- threads ---------------------------------------------------------------------------
     def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
@@ -408,6 +486,7 @@ class RunQueue:
 
     def delete_thread(self, thread_id: str) -> None:
         self._tx(
+            self._thread_lock(thread_id),
             (
                 "DELETE FROM server_events WHERE run_id IN "
                 "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
@@ -432,37 +511,46 @@ class RunQueue:
         (a pending one ends at once; `rollback` deletes it). The run's `created_at`,
         which orders a thread's runs, is taken under that lock, so a thread's runs
         become visible to the workers in the order they are to run.
+
+        The runs in flight are read locked (a worker's claim takes no thread lock):
+        a claim under way commits first and its run is then seen running, never
+        taken for pending and ended or deleted while its worker runs it.
         """
-        lock = " FOR UPDATE" if self.postgres else ""
         with self._lock:
             self._db.execute(self._begin)
             try:
-                self._run_sql(
-                    f"SELECT thread_id FROM server_threads WHERE thread_id = ?{lock}",
-                    (run.thread_id,),
-                ).fetchall()
+                self._lock_thread(run.thread_id)
                 now = time.time()
                 run = attrs.evolve(run, created_at=now, updated_at=now)
                 flying = self._run_sql(
                     "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
-                    "AND status IN ('pending', 'running')",
+                    f"AND status IN ('pending', 'running'){self._for_update}",
                     (run.thread_id,),
                 ).fetchall()
                 if flying and run.multitask_strategy == "reject":
                     self._db.execute("ROLLBACK")
                     return None
+                running: list[str] = []
                 if run.multitask_strategy in ("interrupt", "rollback"):
-                    self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    if self.postgres:
+                        self._announce_cancels(running)
                 self._insert(run, delay)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        if not self.postgres:
+            self._announce_cancels(running)
         return run
 
-    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> None:
+    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> list[str]:
+        """Cancel the runs in `flying`: the ids of the running ones, whose workers are to
+        be told."""
+        running = []
         for run_id, status in flying:
             if status == "running":
+                running.append(run_id)
                 self._run_sql(
                     "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
                     (action, now, run_id),
@@ -476,6 +564,7 @@ class RunQueue:
                     "WHERE run_id = ?",
                     (action, now, run_id),
                 )
+        return running
 
     def _insert(self, run: QueuedRun, delay: float) -> None:
         self._run_sql(
@@ -577,23 +666,43 @@ class RunQueue:
         self._tx(("UPDATE server_runs SET graph_run = ? WHERE run_id = ?", (graph_run, run_id)))
 
     def request_cancel(self, run_id: str, action: str) -> QueuedRun | None:
-        """Ask for a run's cancel; a pending run ends `interrupted` at once."""
-        now = time.time()
-        self._tx(
-            (
-                "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ? "
-                "AND status IN ('pending', 'running')",
-                (action, now, run_id),
-            ),
-        )
+        """Ask for a run's cancel, in one transaction: a running run is marked for its
+        worker, a pending one ends `interrupted` at once (`rollback` deletes it: None)."""
         found = self.run(run_id)
-        if found is not None and found.status == "pending":
-            self.finish(found.run_id, found.thread_id, "interrupted", {})
-            if action == "rollback":
-                self.delete_run(run_id)
-                return None
-            return self.run(run_id)
-        return found
+        if found is None or found.ended:
+            return found
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                self._lock_thread(found.thread_id)
+                running = self._request_cancel(run_id, found.thread_id, action)
+                if running and self.postgres:
+                    self._announce_cancels([run_id])
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        if running and not self.postgres:
+            self._announce_cancels([run_id])
+        return self.run(run_id)
+
+    def _request_cancel(self, run_id: str, thread_id: str, action: str) -> bool:
+        """Mark a run cancelled, ending it when pending: whether it is running."""
+        rows = self._run_sql(
+            f"SELECT status FROM server_runs WHERE run_id = ?{self._for_update}", (run_id,)
+        ).fetchall()
+        if not rows or rows[0][0] not in ("pending", "running"):
+            return False
+        now = time.time()
+        self._run_sql(
+            "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
+            (action, now, run_id),
+        )
+        if rows[0][0] == "running":
+            return True
+        for sql, params in self._finish(run_id, thread_id, "interrupted", {}, now):
+            self._run_sql(sql, params)
+        return False
 
     def cancels(self, run_ids: Sequence[str]) -> dict[str, str]:
         """Which of `run_ids` a client asked to cancel, and how."""
@@ -610,21 +719,49 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction."""
-        self._tx(*self.finishing(run_id, thread_id, status, thread_changes))
+        """End a run and set its thread's status (idle unless given) in one transaction;
+        a run ending `interrupted` because a client asked for a rollback is deleted."""
+        self._tx(
+            self._thread_lock(thread_id),
+            *self._finish(run_id, thread_id, status, thread_changes, time.time()),
+        )
 
     def finishing(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> list[tuple[str, Sequence[Any]]]:
-        """The statements of `finish`, for a transaction that does more."""
-        now = time.time()
-        assignments, values = _thread_columns({"status": "idle", **thread_changes})
+        """The statements of `finish` but the thread's lock, for a transaction that does
+        more and has taken the thread's row first."""
+        return self._finish(run_id, thread_id, status, thread_changes, time.time())
+
+    def _thread_lock(self, thread_id: str) -> tuple[str, Sequence[Any]]:
+        """The statement of `_lock_thread`, for `_tx`."""
+        return (
+            f"SELECT thread_id FROM server_threads WHERE thread_id = ?{self._for_update}",
+            (thread_id,),
+        )
+
+    def _finish(
+        self, run_id: str, thread_id: str, status: str, changes: dict[str, Any], now: float
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements ending a run and setting its thread's status.
+
+        A run ending `interrupted` by a rollback goes with its events in the same
+        transaction, so no reader ever finds it ended yet still there.
+        """
+        assignments, values = _thread_columns({"status": "idle", **changes})
+        rolled_back = "run_id = ? AND status = 'interrupted' AND cancel = 'rollback'"
         return [
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
                 "updated_at = ? WHERE run_id = ?",
                 (status, now, run_id),
             ),
+            (
+                "DELETE FROM server_events WHERE run_id IN "
+                f"(SELECT run_id FROM server_runs WHERE {rolled_back})",
+                (run_id,),
+            ),
+            (f"DELETE FROM server_runs WHERE {rolled_back}", (run_id,)),
             (
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*values, now, thread_id),

@@ -3,7 +3,9 @@
 A `Worker` lives on a thread of its own with its own event loop, so graph
 code never runs on the API's loop and a blocking node delays only the runs
 of its worker. It claims runs up to its concurrency, renews its claims while
-they go on, and watches for cancels. Each step's `values`, `updates` and
+they go on, and cancels a run as soon as its cancel is announced (`RunQueue.listen`:
+LISTEN/NOTIFY on PostgreSQL, a signal within the process on SQLite); a slow look
+at the queue's cancel marks stands in for an announcement lost. Each step's `values`, `updates` and
 `messages` go to the run's event log in the store; the run's end sets its
 status and its thread's. A run whose claim lapsed (its worker died) is
 claimed again and resumed from its last committed step.
@@ -14,6 +16,8 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import threading
 import uuid
@@ -21,6 +25,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
 from .._errors import GraphCancelled, GraphTimeout, Interrupted
@@ -40,8 +46,9 @@ __all__ = ("Worker",)
 _POLL = 0.5
 """Seconds an idle worker waits between looks at the queue when nothing wakes it."""
 _TICK = 0.01
-_WATCH = 0.05
-"""Seconds between looks for cancels of the runs going on."""
+CANCEL_POLL = 1.0
+"""Seconds between looks at the queue for cancels of the runs going on, should an
+announcement of one be lost (a listener reconnecting, a cancel from another SQLite process)."""
 
 
 class Worker:
@@ -58,6 +65,7 @@ class Worker:
         grace: float = 30.0,
         name: str | None = None,
         claim_term: float = CLAIM_TERM,
+        cancel_poll: float = CANCEL_POLL,
         schema: str = "agentgraph",
     ) -> None:
         self.path = path
@@ -67,12 +75,18 @@ class Worker:
         self.run_timeout = run_timeout
         self.grace = grace
         self.claim_term = claim_term
+        self.cancel_poll = cancel_poll
         self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[str, RunHandle] = {}
+        self._loop: anyio.lowlevel.EventLoopToken | None = None
+        """The worker's event loop, for cancels announced on the listener's thread."""
+        self._unheld: collections.deque[str] = collections.deque(maxlen=256)
+        """The latest cancels announced for runs this worker does not run, should one of
+        them be a run it has just claimed and not yet started."""
         self._drained: anyio.Event | None = None
         """Set when the last run ends, once the worker is stopping."""
         self.error: BaseException | None = None
@@ -106,16 +120,17 @@ class Worker:
         store: Any
         if queue.postgres:
             store = PostgresStore(self.path, schema=self.schema, lease_term=term)
-            listener = threading.Thread(
-                target=queue.listen, args=(self.wake, self._stopping), daemon=True
-            )
-            listener.start()
         else:
             store = SQLiteStore(self.path, lease_term=term)
-            listener = None
+        self._loop = anyio.lowlevel.current_token()
+        listener = threading.Thread(
+            target=queue.listen, args=(self.wake, self._announced, self._stopping), daemon=True
+        )
+        listener.start()
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._watch, queue)
+                tasks.start_soon(self._renew_claims, queue)
+                tasks.start_soon(self._poll_cancels, queue)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
@@ -126,8 +141,7 @@ class Worker:
             self._stopping.set()
             with anyio.CancelScope(shield=True):
                 await store.aclose()
-                if listener is not None:
-                    await anyio.to_thread.run_sync(listener.join)
+                await anyio.to_thread.run_sync(listener.join)
             queue.close()
 
     async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:
@@ -137,6 +151,8 @@ class Worker:
             claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
             for run in claimed:
                 handle = self._handles[run.run_id] = RunHandle()
+                if run.cancel is not None or run.run_id in self._unheld:
+                    handle.cancel()
                 tasks.start_soon(self._execute, queue, store, run, handle)
             if claimed:
                 continue
@@ -151,21 +167,39 @@ class Worker:
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
 
-    async def _watch(self, queue: RunQueue) -> None:
-        """Cancel the runs a client asked to cancel, and renew this worker's claims."""
-        since_renewal = 0.0
+    def _announced(self, run_id: str) -> None:
+        """Cancel `run_id` now if this worker runs it (called on the listener's thread)."""
+        if self._loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the worker's loop has ended
+            anyio.from_thread.run_sync(self._cancel_announced, run_id, token=self._loop)
+
+    def _cancel_announced(self, run_id: str) -> None:
+        if run_id in self._handles:
+            self._cancel(run_id)
+        else:
+            self._unheld.append(run_id)
+
+    def _cancel(self, run_id: str) -> None:
+        handle = self._handles.get(run_id)
+        if handle is not None:
+            handle.cancel()
+
+    async def _poll_cancels(self, queue: RunQueue) -> None:
+        """Cancel the runs marked cancelled whose announcement did not arrive."""
         while True:
-            await anyio.sleep(_WATCH)
+            await anyio.sleep(self.cancel_poll)
             running = tuple(self._handles)
-            if not running:
-                continue
-            for run_id in await anyio.to_thread.run_sync(queue.cancels, running):
-                handle = self._handles.get(run_id)
-                if handle is not None:
-                    handle.cancel()
-            since_renewal += _WATCH
-            if since_renewal >= self.claim_term / 3:
-                since_renewal = 0.0
+            if running:
+                for run_id in await anyio.to_thread.run_sync(queue.cancels, running):
+                    self._cancel(run_id)
+
+    async def _renew_claims(self, queue: RunQueue) -> None:
+        """Renew this worker's claims on its runs, three times a claim's term."""
+        while True:
+            await anyio.sleep(self.claim_term / 3)
+            running = tuple(self._handles)
+            if running:
                 await anyio.to_thread.run_sync(self._renew, queue, running)
 
     async def _execute(

@@ -252,7 +252,13 @@ WORKER = """
 import sys, time
 from tests.server.support import GRAPHS
 from agentgraph.server import Worker
-worker = Worker(sys.argv[1], GRAPHS, claim_term=float(sys.argv[2]), schema=sys.argv[3])
+worker = Worker(
+    sys.argv[1],
+    GRAPHS,
+    claim_term=float(sys.argv[2]),
+    schema=sys.argv[3],
+    cancel_poll=float(sys.argv[4]),
+)
 worker.start()
 print("ready", flush=True)
 while True:
@@ -261,12 +267,17 @@ while True:
 
 
 def worker_process(
-    path: Path | str, folder: Path, *, claim_term: float = 1.0, schema: str = "agentgraph"
+    path: Path | str,
+    folder: Path,
+    *,
+    claim_term: float = 1.0,
+    schema: str = "agentgraph",
+    cancel_poll: float = 1.0,
 ) -> subprocess.Popen[str]:
     """A worker in a process of its own, on the database at `path`."""
     env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
     process = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema],
+        [sys.executable, "-c", WORKER, str(path), str(claim_term), schema, str(cancel_poll)],
         env=env,
         stdout=subprocess.PIPE,
         text=True,
@@ -274,3 +285,50 @@ def worker_process(
     assert process.stdout is not None
     assert process.stdout.readline().strip() == "ready"
     return process
+
+
+@contextlib.contextmanager
+def agentgraph(*arguments: str, folder: Path) -> Iterator[subprocess.Popen[str]]:
+    """`agentgraph <arguments>` (`server` or `worker`) in a process of its own, started
+    (not awaited: see `served_at` and `working`); SIGTERM, and its end awaited, on leaving."""
+    env = {**os.environ, "SERVER_TEST_DIR": str(folder)}
+    command = [sys.executable, "-m", "agentgraph", *arguments]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            yield process
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def api_process(dsn: str, schema: str, folder: Path) -> Any:
+    """`agentgraph server --workers 0` (the API alone) for the echo and crash graphs."""
+    return agentgraph(
+        "server", *_TARGETS, "--store", dsn, "--schema", schema, "--port", "0",
+        "--workers", "0", folder=folder,
+    )  # fmt: skip
+
+
+def workers_process(dsn: str, schema: str, folder: Path) -> Any:
+    """`agentgraph worker` for the echo and crash graphs."""
+    return agentgraph(
+        "worker", *_TARGETS, "--store", dsn, "--schema", schema, "--grace", "1", folder=folder
+    )
+
+
+def served_at(process: subprocess.Popen[str]) -> str:
+    """The URL an `agentgraph server` process serves at, once it does."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith("serving "), line
+    return line.split(" at ")[1].strip()
+
+
+def working(process: subprocess.Popen[str]) -> None:
+    """Return once an `agentgraph worker` process runs its workers."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "running" in line, line
+
+
+_TARGETS = ("echo=tests.server.support:echo", "crash=tests.server.support:crash")
