@@ -17,7 +17,7 @@ import orjson
 
 from .._context import AgentContext
 from .._errors import CheckpointError, MigrationFailed, ResumeError, VersionMissing
-from .._versions import GraphVersions, declared_patches
+from .._versions import GraphVersions, declared_patches, new_name
 from ._codec import full_context
 from ._frames import Continue, Enter, Frame
 from ._records import Effect, RunLog, RunRecord
@@ -201,7 +201,7 @@ def renamed(frames: Sequence[Frame], names: Mapping[str, str]) -> list[Frame]:
         return list(frames)
 
     def new(name: str) -> str:
-        return names.get(name, name)
+        return new_name(names, name)
 
     out: list[Frame] = []
     for frame in frames:
