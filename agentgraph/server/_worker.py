@@ -31,10 +31,12 @@ from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
+from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
 from ._live import LiveEvents
 from ._mapping import context_from_input, interrupt_id, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._versions import claimable, run_graph, run_versions
 
 __all__ = ("Worker",)
 
@@ -116,6 +118,8 @@ class Worker:
         self.claim_term = claim_term
         self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
+        self.claims = claimable(self.graphs, self.runner.versions)
+        """The runs this worker claims: those of graph versions it can resume."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -193,7 +197,7 @@ class Worker:
                 waited += _TICK
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(self.name, count, term=self.claim_term)
+        return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
@@ -243,7 +247,9 @@ class _Execution:
 
     async def go(self) -> None:
         run, queue = self.run, self.queue
-        graph = self.worker.graphs[run.graph_id]
+        current = self.worker.graphs[run.graph_id]
+        versions = run_versions(run, self.worker.runner, current)
+        graph = run_graph(run, current, versions)
         thread = await self._call(queue.thread, run.thread_id)
         shown = len(thread.state.get("messages", [])) if thread is not None else 0
         emitter = _Emitter(queue, run, shown)
@@ -255,7 +261,13 @@ class _Execution:
                 else self.worker.runner.sinks
             ),
             timeout=self.worker.run_timeout,
+            versions=versions,
         )
+        refused = await self._refused(runner, graph, thread)
+        if refused is not None:
+            await emitter.emit([("error", {"error": "ResumeError", "message": refused})])
+            await self._call(queue.finish, run.run_id, run.thread_id, "error", {"status": "error"})
+            return
         try:
             try:
                 out = await self._start(runner, graph, thread)
@@ -285,6 +297,39 @@ class _Execution:
             await self._call(queue.finish, run.run_id, run.thread_id, "success", changes)
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
+
+    def _resumes(self, thread: Any) -> str | None:
+        """The stored run this run resumes, if it resumes one (see `_start`)."""
+        run = self.run
+        if run.graph_run is not None:
+            return run.graph_run
+        command = run.kwargs.get("command") or {}
+        if "resume" in command and thread is not None and thread.waiting_run:
+            return str(thread.waiting_run)
+        return None
+
+    async def _refused(
+        self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any
+    ) -> str | None:
+        """Why this worker cannot resume the run's stored run, or None (also for a new run).
+
+        The claim took only a version this worker has; what is left is what
+        the stored run needs of it (its nodes, its migrations). Recording the
+        version the run goes on at is done here too, so its next resume is
+        claimed by a worker that has that version.
+        """
+        run = self.run
+        ran_on = run.graph_version if run.resume_policy == "pinned" else graph.version
+        resumed = self._resumes(thread)
+        if resumed is not None and await self.store.load(resumed) is not None:
+            problem = await resume_problem(
+                graph, resumed, self.store, versions=runner.versions, types=runner.types
+            )
+            if problem is not None:
+                return f"run {resumed!r} cannot be resumed on this server: {problem}"
+        if ran_on != run.graph_version:
+            await self._call(self.queue.set_graph_version, run.run_id, ran_on)
+        return None
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
