@@ -9,7 +9,7 @@ import attrs
 
 from .._errors import CheckpointError, ResumeError
 from .._json import NO_TYPES, Types
-from ._resume import _load, decode_contexts, fit_run, log_blobs, open_resume
+from ._resume import _load, decode_contexts, fit_run, log_blobs, open_resume, start_of
 from ._versions import started
 
 if TYPE_CHECKING:
@@ -66,11 +66,13 @@ async def resume_problem(
     A worker that holds only some versions of a graph asks this before it
     claims a run, and leaves the run to a worker that has its version.
     """
+    full = types.with_types(*graph.data_types())
     try:
         log = await _load(store, run_id)
         blobs = await log_blobs(store, log)
-        contexts = decode_contexts(log, types=types.with_types(*graph.data_types()), blobs=blobs)
-        fit_run(graph, versions, log, contexts, types, blobs, run=False)
+        start = await start_of(store, log, full)  # a thread's turn continues its last run
+        contexts = decode_contexts(log, types=full, blobs=blobs, start=start)
+        fit_run(graph, versions, log, contexts, full, blobs, run=False)
     except ResumeError as error:
         return error.reason
     except CheckpointError as error:
