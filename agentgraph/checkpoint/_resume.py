@@ -21,7 +21,16 @@ from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord, checked
-from ._versions import migrate, migration_effect, renamed, stamp, started, upgrade, with_context
+from ._versions import (
+    MIGRATED,
+    migrate,
+    migration_effect,
+    renamed,
+    stamp,
+    started,
+    upgrade,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from ._store import CheckpointStore
@@ -131,10 +140,14 @@ def decode_contexts(
             f"run {rid!r} continues a context of {base.messages} messages, "
             f"not one of {len(start.history)}"
         )
+    moved = _migrations(log)
     try:
         contexts.append(decode_context(log.run.context, start, types, files))
-        for record in log.steps:
-            contexts.append(decode_context(record.context, contexts[-1], types, files))
+        for n, record in enumerate(log.steps):
+            # A record after a migration is a change to the migrated context.
+            found = moved.get(n)
+            before = contexts[-1] if found is None else decode_context(found, None, types, files)
+            contexts.append(decode_context(record.context, before, types, files))
     except ContextDecodingError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -147,6 +160,19 @@ def decode_contexts(
             raise
         raise CheckpointError(f"run {log.run.run_id!r}: {exc}") from exc
     return contexts
+
+
+def _migrations(log: RunLog) -> dict[int, bytes]:
+    """The migrated contexts of `log`, by the number of step records before each."""
+    at: dict[str, int] = {}
+    for n, record in enumerate(log.steps, 1):
+        at[str(record.step)] = n
+    moved: dict[int, bytes] = {}
+    for effect in log.effects:
+        if effect.kind == MIGRATED:
+            step = effect.key.split(".", 1)[0]
+            moved[at.get(step, 0)] = effect.value
+    return moved
 
 
 def plan(steps: Sequence[StepRecord], contexts: Sequence[AgentContext[Any]]) -> list[Frame]:
@@ -414,6 +440,19 @@ async def open_resume(
     return journal
 
 
+def _migrated_at(graph: Graph[Any, Any], log: RunLog) -> tuple[int, Effect] | None:
+    """Where `log`'s latest migration happened (the number of step records before it)
+    and its record, when `graph` is of the version it migrated to or later."""
+    now = started(log.run, log.effects)
+    if now.migrated is None or now.version is None or graph.version is None:
+        return None
+    if graph.version < now.version:
+        return None
+    at = now.migrated.key.split(".", 1)[0]
+    found = next((i + 1 for i, r in enumerate(log.steps) if str(r.step) == at), 0)
+    return found, now.migrated
+
+
 async def open_replay(
     graph: Graph[Any, Any], run_id: str, store: CheckpointStore, *, types: Types = NO_TYPES
 ) -> StoreJournal:
@@ -426,6 +465,16 @@ async def open_replay(
     if log.run.parent_step is not None:
         start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)
     frames = plan(log.steps[:start], contexts[: start + 1])
+    migrated = _migrated_at(graph, log)
+    if migrated is not None and migrated[0] >= start:
+        # The steps before the migration ran on an older version: the replay starts
+        # from the migrated context as recorded, and never runs the migration again.
+        start, effect = migrated
+        contexts[start] = decode_context(effect.value, None, types, blobs)
+        frames = with_context(
+            renamed(plan(log.steps[:start], contexts[: start + 1]), graph.renamed),
+            contexts[start],
+        )
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
     journal = StoreJournal(

@@ -5,9 +5,17 @@ import io
 from collections import Counter
 
 import anyio
+import attrs
 import pytest
 
-from agentgraph import AgentContext, GraphRunner, Interrupted
+from agentgraph import (
+    AgentContext,
+    GraphBuilder,
+    GraphRunner,
+    Interrupted,
+    ReplayDiverged,
+    node,
+)
 from agentgraph._cli import main as cli
 from agentgraph.checkpoint import MemoryStore, SQLiteStore, check_runs, migrate_runs
 from tests.checkpoint import versions_graph
@@ -46,7 +54,7 @@ async def test_a_thread_turn_waiting_on_a_question_is_checked_and_migrated():
     assert sorted(await migrate_runs(v2m, store)) == ["plain", "turn"]
     done = await GraphRunner().resume(v2m, "turn", store, answer="yes")
     assert done.input == "v2 yes ann0"
-    assert versions_graph.MIGRATIONS == Counter({"0": 2})  # once per run: plain and turn
+    assert Counter({"0": 2}) == versions_graph.MIGRATIONS  # once per run: plain and turn
 
 
 async def test_check_and_migrate_read_each_run_once():
@@ -77,4 +85,58 @@ async def test_migrate_under_versions_moves_only_the_runs_its_policy_moves(tmp_p
     assert await anyio.to_thread.run_sync(
         migrate, "--versions", "tests.checkpoint.versions_graph:V2_ONLY"
     ) == (0, ["a", "b"])
-    assert versions_graph.MIGRATIONS == Counter({"0": 1, "1": 1})
+    assert Counter({"0": 1, "1": 1}) == versions_graph.MIGRATIONS
+
+
+async def test_a_migrated_run_replays_from_its_migrated_record_without_migrating_again():
+    store = MemoryStore()
+    await waiting(store, versions_graph.v1(), ["m"])
+    versions_graph.MIGRATIONS.clear()
+    v2m = versions_graph.v2_migrating()
+    done = await GraphRunner().resume(v2m, "m", store, answer="yes")
+    assert done.input == "v2 yes ann0" and Counter({"0": 1}) == versions_graph.MIGRATIONS
+    replayed = await GraphRunner().replay(v2m, "m", store)
+    assert replayed == done
+    assert Counter({"0": 1}) == versions_graph.MIGRATIONS
+
+
+async def test_a_replay_of_a_migrated_run_still_compares_the_steps_after_the_migration():
+    store = MemoryStore()
+    await waiting(store, versions_graph.v1(), ["m"])
+    await GraphRunner().resume(versions_graph.v2_migrating(), "m", store, answer="yes")
+    log = await store.load("m")
+    last = log.steps[-1]
+    # The record now says the run answered otherwise after its migration.
+    store._steps["m"][-1] = attrs.evolve(last, context=last.context.replace(b"yes", b"no!"))
+    with pytest.raises(ReplayDiverged, match="approve"):
+        await GraphRunner().replay(versions_graph.v2_migrating(), "m", store)
+
+
+async def test_a_migrated_run_that_asks_again_keeps_its_migrated_context():
+    @node
+    async def approve(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        await rt.interrupt("approve?")
+        return ctx.with_input(ctx.input + 1)
+
+    @node
+    async def confirm(ctx: AgentContext[int], rt) -> AgentContext[str]:
+        answer = await rt.interrupt("sure?")
+        return ctx.with_input(f"{answer} {ctx.state['owners']}")
+
+    with GraphBuilder[int, str](
+        "review-flow", version=2, migrations={2: versions_graph.to_owners}
+    ) as g:
+        g.start.edge_to(versions_graph.v2().nodes[0]).edge_to(approve)
+        approve.edge_to(confirm).edge_to(g.finish)
+    v2 = g.build()
+    store = MemoryStore()
+    await waiting(store, versions_graph.v1(), ["m"])
+    v1_log = await store.load("m")
+    assert [(r.node, r.next) for r in v1_log.steps] == [("prepare", "review")]
+    v2 = attrs.evolve(v2, renamed={"review": "approve"})  # the run waits in `review`
+    with pytest.raises(Interrupted, match="sure"):
+        await GraphRunner().resume(v2, "m", store, answer="yes")
+    # The step committed after the migration is a change to the migrated context: a
+    # second resume decodes it so, and sees `owners`, not v1's `owner`.
+    done = await GraphRunner().resume(v2, "m", store, answer="ok")
+    assert done.input == "ok ['ann0']"
