@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 
 from .._context import AgentContext
@@ -23,7 +24,9 @@ from ._lease import new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord, checked
 from ._versions import (
     MIGRATED,
+    input_effect,
     migrate,
+    migrated_inputs,
     migration_effect,
     renamed,
     stamp,
@@ -274,10 +277,13 @@ def fit_run(
     blobs: Mapping[str, bytes],
     *,
     run: bool = True,
-) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], Effect | None]:
-    """The graph `log` continues on, its frames and context, and the migration to record
-    (with `run=False`, the migrations are not run: only the fit is checked).
+) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], list[Effect]]:
+    """The graph `log` continues on, its frames and context, and the migration records
+    to write (with `run=False`, the migrations are not run: only the fit is checked).
 
+    A migration upgrades the context the run continues from and the inputs of
+    the subgraphs (and other composites) it is inside, so a composite that
+    fails, retries or routes an error after the resume sees the new shape too.
     Nothing is written: a run that does not fit, or whose migration fails, is left as it was.
     """
     last = contexts[-1]
@@ -290,10 +296,19 @@ def fit_run(
     frames = plan(log.steps, contexts)
     if chosen.graph.version != started(log.run).version:
         frames = renamed(frames, chosen.graph.renamed)
-    migrated: Effect | None = None
+    frames = migrated_inputs(
+        frames, log.effects, lambda value: decode_context(value, None, types, blobs)
+    )
+    migrated: list[Effect] = []
     if chosen.steps and run:
+        rid, to = log.run.run_id, chosen.steps[-1]
+        for depth, frame in enumerate(frames[:-1], 1):
+            if isinstance(frame, Enter):
+                entered = migrate(chosen, log, frame.input)
+                frames[depth - 1] = attrs.evolve(frame, input=entered)
+                migrated.append(input_effect(rid, step, to, depth, entered, None))
         last = migrate(chosen, log, last)
-        migrated = migration_effect(log.run.run_id, step, chosen.steps[-1], last, None)
+        migrated.append(migration_effect(rid, step, to, last, None))
     frames = with_context(frames, last)
     _check_frames(chosen.graph, frames, log, last)
     return chosen.graph, frames, last, migrated
@@ -425,8 +440,8 @@ async def open_resume(
                 journal.prelude = recorded_step(journal, log.run.thread)
             journal.entry = entry_of(log.steps, contexts)
         journal.graph, journal.started_patches = chosen, started(log.run).patches
-        if migrated is not None:  # kept before anything runs, so it never runs again
-            journal.record(migrated.key, migrated.kind, migrated.value)
+        for effect in migrated:  # kept before anything runs, so it never runs again
+            journal.record(effect.key, effect.kind, effect.value)
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, last)
     except BaseException:
@@ -474,6 +489,9 @@ async def open_replay(
         frames = with_context(
             renamed(plan(log.steps[:start], contexts[: start + 1]), graph.renamed),
             contexts[start],
+        )
+        frames = migrated_inputs(
+            frames, log.effects, lambda value: decode_context(value, None, types, blobs)
         )
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))

@@ -10,6 +10,7 @@ import pytest
 
 from agentgraph import (
     AgentContext,
+    Failure,
     GraphBuilder,
     GraphRunner,
     Interrupted,
@@ -140,3 +141,77 @@ async def test_a_migrated_run_that_asks_again_keeps_its_migrated_context():
     # second resume decodes it so, and sees `owners`, not v1's `owner`.
     done = await GraphRunner().resume(v2, "m", store, answer="ok")
     assert done.input == "ok ['ann0']"
+
+
+def nested(version, *, twice=False, **more):
+    """`prepare` then the subgraph `inner` (`first`, then `ask` asks); v2's `inner` then
+    fails in `boom`, and the error goes to `recover`, which reads `inner`'s input."""
+
+    @node
+    async def prepare(ctx: AgentContext[int]) -> AgentContext[int]:
+        key, value = ("owner", "ann") if version == 1 else ("owners", ["ann"])
+        return ctx.evolve(state={key: value})
+
+    @node
+    async def first(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.with_input(ctx.input + 1)
+
+    @node
+    async def ask(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        await rt.interrupt("go?")
+        return ctx
+
+    @node
+    async def again(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        await rt.interrupt("sure?")
+        return ctx
+
+    @node
+    async def boom(ctx: AgentContext[int]) -> AgentContext[int]:
+        raise ValueError("v2 fails here")
+
+    @node
+    async def recover(ctx: AgentContext[Failure]) -> AgentContext[str]:
+        return ctx.with_input(f"recovered {ctx.state['owners']}")
+
+    with GraphBuilder[int, int]("inner") as inner_g:
+        last = inner_g.start.edge_to(first).edge_to(ask)
+        last = last.edge_to(again) if twice else last
+        (last.edge_to(boom) if version == 2 else last).edge_to(inner_g.finish)
+    inner = inner_g.build()
+    with GraphBuilder[int, str]("outer", version=version, **more) as g:
+        g.start.edge_to(prepare).edge_to(inner)
+        inner.edge_to(lambda ctx: g.finish, targets=(g.finish,))
+        if version == 2:
+            inner.on_error(recover).edge_to(g.finish)
+    return g.build()
+
+
+async def test_a_migration_upgrades_the_input_of_the_subgraph_the_run_waits_in():
+    store = MemoryStore()
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(nested(1), AgentContext(1), store=store, run_id="n")
+    calls = Counter()
+
+    def to_owners(ctx):
+        calls[str(ctx.state)] += 1
+        return ctx.evolve(state={"owners": [ctx.state["owner"]]})
+
+    v2 = nested(2, migrations={2: to_owners})
+    done = await GraphRunner().resume(v2, "n", store, answer="yes")
+    # `inner`'s input was migrated with the context the run went on from: `recover` reads it.
+    assert done.input == "recovered ['ann']"
+    assert calls == Counter({"{'owner': 'ann'}": 2})  # the input and the context, once each
+    kinds = [e.kind for e in (await store.load("n")).effects]
+    assert kinds.count("migrated") == 1 and kinds.count("migrated-input") == 1
+
+
+async def test_the_migrated_input_of_a_subgraph_is_read_again_by_a_later_resume():
+    store = MemoryStore()
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(nested(1), AgentContext(1), store=store, run_id="n")
+    v2 = nested(2, twice=True, migrations={2: versions_graph.to_owners})
+    with pytest.raises(Interrupted, match="sure"):
+        await GraphRunner().resume(v2, "n", store, answer="yes")
+    done = await GraphRunner().resume(v2, "n", store, answer="yes")
+    assert done.input == "recovered ['ann']"
