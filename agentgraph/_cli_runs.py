@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ._versions import GraphVersions
     from .checkpoint import CheckpointStore
 
-__all__ = ("add_runs_command",)
+__all__ = ("add_runs_command", "load_versions")
 
 
 def add_runs_command(commands: Any) -> None:
@@ -62,7 +62,8 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
     return SQLiteStore(spec)
 
 
-def _versions(spec: str | None) -> GraphVersions | None:
+def load_versions(spec: str | None) -> GraphVersions | None:
+    """The `GraphVersions` a `module:attribute` names (None when not given)."""
     if spec is None:
         return None
     from ._versions import GraphVersions
@@ -78,7 +79,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .checkpoint import check_runs
 
     graph = load_target(args.target)
-    versions = _versions(args.versions)
+    versions = load_versions(args.versions)
 
     async def check() -> list[Any]:
         store = _store(args)
@@ -102,7 +103,7 @@ def _migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .checkpoint import migrate_runs
 
     graph = load_target(args.target)
-    versions = _versions(args.versions)
+    versions = load_versions(args.versions)
 
     async def migrate() -> list[str]:
         store = _store(args)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
+from agentgraph._cli import main as cli
 from agentgraph.llm import Message
 from agentgraph.server import ServerSettings, Worker, server_app
 from agentgraph.server._queue import RunQueue
@@ -195,3 +197,16 @@ def test_a_queue_written_before_versions_gains_their_columns(tmp_path: Path):
     finally:
         queue.close()
     assert (run.run_id, run.graph_version, run.resume_policy) == ("r", None, None)
+
+
+def test_the_worker_command_takes_the_versions_it_keeps(tmp_path: Path):
+    err = io.StringIO()
+    argv = ["worker", "tests.server.support:echo", "--store", str(tmp_path / "q.db")]
+    code = cli(
+        [*argv, "--versions", "tests.server.support:GRAPHS"], stdout=io.StringIO(), stderr=err
+    )
+    assert code != 0
+    assert "tests.server.support:GRAPHS is not a GraphVersions" in err.getvalue()
+    argv = ["server", "tests.server.support:echo", "--resume-policy", "newest"]
+    assert cli(argv, stdout=io.StringIO(), stderr=err) != 0
+    assert "invalid choice: 'newest'" in err.getvalue()
