@@ -59,7 +59,9 @@ def _held(graph: Graph[Any, Any], versions: GraphVersions | None) -> list[int]:
     """The versions of `graph`'s name a worker runs: its own and those its registry keeps."""
     held = {graph.version} if graph.version is not None else set()
     if versions is not None:
-        held |= {g.version for g in versions.graphs if g.name == graph.name and g.version}
+        held |= {
+            g.version for g in versions.graphs if g.name == graph.name and g.version is not None
+        }
     return sorted(held)
 
 

@@ -14,11 +14,19 @@ import httpx
 import pytest
 from langgraph_sdk import get_client
 
-from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
+from agentgraph import (
+    AgentContext,
+    Graph,
+    GraphBuilder,
+    GraphRunner,
+    GraphVersions,
+    Runtime,
+    node,
+)
 from agentgraph._cli import main as cli
 from agentgraph.llm import Message
 from agentgraph.server import ServerSettings, Worker, server_app
-from agentgraph.server._queue import RunQueue
+from agentgraph.server._queue import QueuedRun, RunQueue
 from agentgraph.web import WebServer
 from tests.pg_server import drop_schema, fresh_schema
 
@@ -210,3 +218,33 @@ def test_the_worker_command_takes_the_versions_it_keeps(tmp_path: Path):
     argv = ["server", "tests.server.support:echo", "--resume-policy", "newest"]
     assert cli(argv, stdout=io.StringIO(), stderr=err) != 0
     assert "invalid choice: 'newest'" in err.getvalue()
+
+
+def test_a_worker_claims_the_versions_its_policy_can_resume(tmp_path: Path):
+    @node
+    async def step(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx
+
+    def graph(version: int, **more: Any) -> Graph[str, str]:
+        with GraphBuilder[str, str]("expenses", version=version, **more) as g:
+            g.start.edge_to(step).edge_to(g.finish)
+        return g.build()
+
+    path = str(tmp_path / "q.db")
+    queue = RunQueue(path)
+    cases = [(v, p) for v in (1, 2, 3, 4) for p in ("pinned", "latest", "refuse")]
+    for n, (version, policy) in enumerate(cases):
+        run = QueuedRun(
+            f"{policy}-{version}", f"t{n}", "a", "expenses", "pending", {}, {}, "enqueue",
+            None, None, 0, 0.0, 0.0, version, policy,
+        )  # fmt: skip
+        queue.enqueue(run)
+    # v3, whose migration reaches back to v2, and a registry that keeps v1.
+    v3 = graph(3, migrations={3: lambda ctx: ctx})
+    registry = GraphVersions(graph(1), v3)
+    worker = Worker(path, {"expenses": v3}, runner=GraphRunner(versions=registry))
+    try:
+        claimed = sorted(run.run_id for run in queue.claim("w", 100, only=worker.claims))
+    finally:
+        queue.close()
+    assert claimed == ["latest-2", "latest-3", "pinned-1", "pinned-3", "refuse-3"]
