@@ -88,7 +88,7 @@ class RunRoutes:
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         try:
-            policy = resume_policy_of(body.get("config")) or self.resume_policy
+            policy = resume_policy_of(kwargs["config"]) or self.resume_policy
         except ValueError as bad:
             raise Refused(422, str(bad)) from bad
         run = QueuedRun(
