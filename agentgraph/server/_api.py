@@ -16,6 +16,7 @@ from starlette.responses import Response
 from .._errors import RunInputError
 from .._graph import Graph
 from ._queue import QueuedRun, RunQueue, StoredAssistant, StoredThread
+from ._versions import version_fields
 
 __all__ = ("Api", "Refused", "json_response", "read_body")
 
@@ -210,4 +211,5 @@ def run_json(run: QueuedRun) -> dict[str, Any]:
         "metadata": run.metadata,
         "kwargs": run.kwargs,
         "multitask_strategy": run.multitask_strategy,
+        **version_fields(run),
     }

@@ -17,6 +17,7 @@ from starlette.routing import Route
 from .._errors import RunInputError
 from .._graph import Graph
 from .._runner import GraphRunner
+from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
 from ._queue import RunQueue
@@ -45,6 +46,15 @@ async def _refused(request: Request, exc: Exception) -> Response:
     if isinstance(exc, Refused):
         return json_response({"detail": exc.detail}, exc.status)
     return json_response({"detail": str(exc)}, 422)
+
+
+def _policy(settings: ServerSettings, runner: GraphRunner | None) -> ResumePolicy:
+    """The resume policy of a run whose assistant names none."""
+    if settings.resume_policy is not None:
+        return settings.resume_policy
+    if runner is not None and runner.versions is not None:
+        return runner.versions.policy
+    return "latest"
 
 
 def server_app(
@@ -116,7 +126,7 @@ def server_app(
         Route("/info", info, methods=["GET"]),
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
-        *RunRoutes(api).routes(),
+        *RunRoutes(api, resume_policy=_policy(settings, runner)).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
     return Starlette(

@@ -83,6 +83,8 @@ CREATE TABLE IF NOT EXISTS server_runs (
     attempt INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
     webhook TEXT,
+    graph_version INTEGER,
+    resume_policy TEXT,
     start_at REAL NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
@@ -138,6 +140,9 @@ CREATE TABLE IF NOT EXISTS server_assistant_versions (
 );
 """
 
+_ADDED = (("graph_version", "INTEGER"), ("resume_policy", "TEXT"))
+"""Columns of `server_runs` added after its first release, added to older databases."""
+
 ENDED = frozenset({"success", "error", "timeout", "interrupted"})
 """The statuses a run ends in."""
 
@@ -159,6 +164,11 @@ class QueuedRun:
     attempt: int
     created_at: float
     updated_at: float
+    graph_version: int | None = None
+    """The version of its graph the run is on (None: a graph without versions): only a
+    worker that can resume that version claims it (see `claim`)."""
+    resume_policy: str | None = None
+    """What resuming it on another version does (`GraphVersions`' policies)."""
 
     @property
     def ended(self) -> bool:
@@ -200,7 +210,7 @@ class StoredThread:
 
 _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, graph_id, status, kwargs, metadata, multitask_strategy, "
-    "graph_run, cancel, attempt, created_at, updated_at"
+    "graph_run, cancel, attempt, created_at, updated_at, graph_version, resume_policy"
 )
 _THREAD_COLUMNS = (
     "thread_id, status, metadata, state, interrupts, waiting_run, created_at, updated_at"
@@ -243,6 +253,8 @@ def _run(row: Sequence[Any]) -> QueuedRun:
         row[10],
         row[11],
         row[12],
+        row[13],
+        row[14],
     )
 
 
@@ -316,6 +328,10 @@ class RunQueue:
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
+                for column, kind in _ADDED:
+                    self._db.execute(
+                        f"ALTER TABLE server_runs ADD COLUMN IF NOT EXISTS {column} {kind}"
+                    )
         else:
             self._file = os.path.abspath(where)
             """The SQLite file's full path: what this process's cancels are announced under."""
@@ -328,6 +344,10 @@ class RunQueue:
             self._for_update = ""
             with self._lock:
                 self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA)
+                have = {row[1] for row in self._db.execute("PRAGMA table_info(server_runs)")}
+                for column, kind in _ADDED:
+                    if column not in have:
+                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
 
     def _connect_postgres(self) -> Any:
         import psycopg
@@ -569,7 +589,7 @@ class RunQueue:
     def _insert(self, run: QueuedRun, delay: float) -> None:
         self._run_sql(
             f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_id,
                 run.thread_id,
@@ -584,6 +604,8 @@ class RunQueue:
                 run.attempt,
                 run.created_at,
                 run.updated_at,
+                run.graph_version,
+                run.resume_policy,
                 run.created_at + delay,
             ),
         )
@@ -615,13 +637,23 @@ class RunQueue:
         )
         return [_run(row) for row in rows]
 
-    def claim(self, worker: str, count: int, *, term: float = CLAIM_TERM) -> list[QueuedRun]:
+    def claim(
+        self,
+        worker: str,
+        count: int,
+        *,
+        term: float = CLAIM_TERM,
+        only: tuple[str, Sequence[Any]] = ("", ()),
+    ) -> list[QueuedRun]:
         """Take up to `count` runs due now: pending ones, or running ones whose claim lapsed.
 
         A thread's runs go first in, first out: a run is taken only when it is
-        its thread's oldest run still in flight.
+        its thread's oldest run still in flight. `only` is a condition on the
+        run `r` and its parameters (the graph versions a worker can resume, see
+        `_versions.claimable`): a run it excludes is left for another worker.
         """
         now = time.time()
+        condition, bound = only
         with self._lock:
             self._db.execute(self._begin)
             try:
@@ -633,8 +665,8 @@ class RunQueue:
                     " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                     "  o.status = 'running' OR "
                     "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    f"ORDER BY r.created_at LIMIT ?{self._skip_locked}",
-                    (now, now, count),
+                    f"{condition}ORDER BY r.created_at LIMIT ?{self._skip_locked}",
+                    (now, now, *bound, count),
                 ).fetchall()
                 for row in rows:
                     self._run_sql(
@@ -664,6 +696,20 @@ class RunQueue:
 
     def set_graph_run(self, run_id: str, graph_run: str) -> None:
         self._tx(("UPDATE server_runs SET graph_run = ? WHERE run_id = ?", (graph_run, run_id)))
+
+    def set_graph_version(self, run_id: str, version: int | None) -> None:
+        """Record the graph version a worker ran `run_id` on (a resume may have migrated it)."""
+        self._tx(("UPDATE server_runs SET graph_version = ? WHERE run_id = ?", (version, run_id)))
+
+    def graph_version_of(self, graph_run: str) -> int | None:
+        """The graph version the checkpoint run `graph_run` is on, as its latest server
+        run recorded it (None when no server run ran it, or its graph has no version)."""
+        rows = self._all(
+            "SELECT graph_version FROM server_runs WHERE graph_run = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            (graph_run,),
+        )
+        return rows[0][0] if rows else None
 
     def request_cancel(self, run_id: str, action: str) -> QueuedRun | None:
         """Ask for a run's cancel, in one transaction: a running run is marked for its

@@ -13,12 +13,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from .._versions import ResumePolicy
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings
 from ._history import history_of
 from ._mapping import run_context, typed
 from ._queue import QueuedRun
 from ._routes_threads import checkpoint_named, find_checkpoint
 from ._sse import event_names, frames, last_event_id
+from ._versions import resume_policy_of
 
 __all__ = ("RunRoutes",)
 
@@ -44,8 +46,22 @@ def _modes(body: dict[str, Any]) -> list[str]:
 class RunRoutes:
     """Runs on a thread and stateless runs."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, *, resume_policy: ResumePolicy = "latest") -> None:
         self.api = api
+        self.resume_policy = resume_policy
+        """The policy of a run whose assistant names none."""
+
+    async def version(self, graph_id: str, thread_id: str, command: Any) -> int | None:
+        """The graph version a new run is on: a resume's, the version of the run it
+        resumes; any other's, the version this server serves."""
+        if isinstance(command, dict) and "resume" in command:
+            thread = await self.api.thread(thread_id)
+            if thread.waiting_run is not None:
+                found: int | None = await self.api.call(
+                    self.api.queue.graph_version_of, thread.waiting_run
+                )
+                return found
+        return self.api.graphs[graph_id].version
 
     async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
         assistant = await self.api.assistant(body.get("assistant_id"))
@@ -85,6 +101,10 @@ class RunRoutes:
         kwargs.update(settings)
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
+        try:
+            policy = resume_policy_of(kwargs["config"]) or self.resume_policy
+        except ValueError as bad:
+            raise Refused(422, str(bad)) from bad
         run = QueuedRun(
             str(uuid.uuid4()),
             thread_id,
@@ -99,6 +119,8 @@ class RunRoutes:
             0,
             now,
             now,
+            await self.version(graph_id, thread_id, kwargs["command"]),
+            policy,
         )
         await self.api.call(
             self.api.queue.add_events,

@@ -35,11 +35,13 @@ from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
+from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
 from ._emitter import RunEmitter
 from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._turns import Turns, run_checkpoint
+from ._versions import claimable, run_graph, run_versions
 
 __all__ = ("Worker",)
 
@@ -78,6 +80,8 @@ class Worker:
         self.cancel_poll = cancel_poll
         self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
+        self.claims = claimable(self.graphs, self.runner.versions)
+        """The runs this worker claims: those of graph versions it can resume."""
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -162,7 +166,7 @@ class Worker:
                 waited += _TICK
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(self.name, count, term=self.claim_term)
+        return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
@@ -236,7 +240,9 @@ class _Execution:
 
     async def go(self) -> None:
         run, queue = self.run, self.queue
-        graph = self.worker.graphs[run.graph_id]
+        current = self.worker.graphs[run.graph_id]
+        versions = run_versions(run, self.worker.runner, current)
+        graph = run_graph(run, current, versions)
         thread = await self._call(queue.thread, run.thread_id)
         emitter = self.emitter = await RunEmitter.open(
             queue, run, thread, typed=not takes_text(graph.input_type)
@@ -249,8 +255,14 @@ class _Execution:
                 else self.worker.runner.sinks
             ),
             timeout=self.worker.run_timeout,
+            versions=versions,
         )
         self.turns = Turns(queue, self.store, runner.types.with_types(*graph.data_types()))
+        refused = await self._refused(runner, graph, thread)
+        if refused is not None:
+            await emitter.emit([("error", {"error": "ResumeError", "message": refused})])
+            await self._end("error", {"status": "error"})
+            return
         try:
             try:
                 out = await self._start(runner, graph, thread)
@@ -296,6 +308,39 @@ class _Execution:
     def _checkpoint(self, values: dict[str, Any], emitter: RunEmitter, **more: Any) -> Any:
         """The thread's checkpoint for the run's end or its interrupt."""
         return run_checkpoint(self.run, self.start, values, node=emitter.node, **more)
+
+    def _resumes(self, thread: Any) -> str | None:
+        """The stored run this run resumes, if it resumes one (see `_start`)."""
+        run = self.run
+        if run.graph_run is not None:
+            return run.graph_run
+        command = run.kwargs.get("command") or {}
+        if "resume" in command and thread is not None and thread.waiting_run:
+            return str(thread.waiting_run)
+        return None
+
+    async def _refused(
+        self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any
+    ) -> str | None:
+        """Why this worker cannot resume the run's stored run, or None (also for a new run).
+
+        The claim took only a version this worker has; what is left is what
+        the stored run needs of it (its nodes, its migrations). Recording the
+        version the run goes on at is done here too, so its next resume is
+        claimed by a worker that has that version.
+        """
+        run = self.run
+        ran_on = run.graph_version if run.resume_policy == "pinned" else graph.version
+        resumed = self._resumes(thread)
+        if resumed is not None and await self.store.load(resumed) is not None:
+            problem = await resume_problem(
+                graph, resumed, self.store, versions=runner.versions, types=runner.types
+            )
+            if problem is not None:
+                return f"run {resumed!r} cannot be resumed on this server: {problem}"
+        if ran_on != run.graph_version:
+            await self._call(self.queue.set_graph_version, run.run_id, ran_on)
+        return None
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
