@@ -35,6 +35,7 @@ from ..tracing._records import plain
 from ._live import LiveEvents
 from ._mapping import interrupt_id, run_context, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._scheduler import Scheduler
 
 __all__ = ("Worker",)
 
@@ -123,6 +124,8 @@ class Worker:
         self._drained: anyio.Event | None = None
         """Set when the last run ends, once the worker is stopping."""
         self.error: BaseException | None = None
+        self.scheduler = Scheduler(path, name=self.name, schema=schema)
+        """Fires the crons' ticks as runs, beside the claim loop."""
 
     def start(self) -> None:
         """Start the worker's thread and loop."""
@@ -132,6 +135,7 @@ class Worker:
     def wake(self) -> None:
         """Look at the queue now (a run was queued)."""
         self._wake.set()
+        self.scheduler.wake()
 
     def stop(self, *, wait: bool = True) -> None:
         """Stop claiming; runs going on get the grace period, then are left to others."""
@@ -163,6 +167,7 @@ class Worker:
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._watch, queue)
+                tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._wake.set)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
