@@ -115,7 +115,7 @@ class Tick:
     thread_id: str
     status: str
     """`claimed` until its run is queued, then `queued`; `rejected` when the thread's
-    strategy refused it, `failed` when it could not be made (its thread is gone)."""
+    strategy refused it."""
 
 
 def next_run(cron: StoredCron, after: float) -> float | None:

@@ -2,16 +2,19 @@
 
 Every worker runs one beside its claim loop. It sleeps until the soonest tick
 of any cron (at most `_POLL` seconds, and less when woken: a cron created or
-changed is announced like a queued run), claims the ticks due (`CronStore.claim_ticks`:
-each tick by one worker), and queues each tick's run as the API would queue
-it: on the cron's thread under its `multitask_strategy`, or on a new thread
-that its run deletes when it ends (`on_run_completed="delete"`, the default)
-or keeps. A tick whose worker stopped before queuing its run is taken over by
-another after `STALL` seconds; its run id is the tick's, so it is queued once.
+changed is announced like a queued run), claims the ticks due
+(`CronStore.claim_ticks`: each tick by one worker), and queues each tick's run
+as the API would queue it: on the cron's thread under its
+`multitask_strategy`, or on a new thread that its run deletes when it ends
+(`on_run_completed="delete"`, the default) or keeps. A cron whose thread or
+assistant was deleted is deleted at its next tick. A tick whose worker stopped
+before queuing its run is taken over by another after `STALL` seconds; its run
+id is the tick's, so it is queued once.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -26,6 +29,8 @@ from ._crons import CronStore, Tick
 from ._queue import QueuedRun, RunQueue
 
 __all__ = ("STALL", "Scheduler", "queue_tick")
+
+_log = logging.getLogger("agentgraph.server")
 
 _POLL = 1.0
 """Seconds the scheduler sleeps at most between looks at the crons."""
@@ -133,7 +138,17 @@ class Scheduler:
             ticks += crons.stalled(self.name, now, older_than=STALL)
         queued = 0
         for tick in ticks:
-            status = queue_tick(queue, tick, now)
+            try:
+                status = queue_tick(queue, tick, now)
+            except Exception as error:  # left claimed: the stalled ticks' sweep retries it
+                _log.warning(
+                    "tick %s of cron %s not queued: %r", tick.tick_at, tick.cron.cron_id, error
+                )
+                continue
+            if status == "failed":
+                # Its thread or its assistant was deleted: it has nothing to run on.
+                crons.delete(tick.cron.cron_id)
+                continue
             crons.mark(tick, status)
             queued += status == "queued"
         return queued

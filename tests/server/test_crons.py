@@ -4,6 +4,7 @@ and the SDK's cron client on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import datetime
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from langgraph_sdk import get_client
 
 from agentgraph.server import Worker
-from agentgraph.server._api import Refused
+from agentgraph.server._api import Api, Refused
 from agentgraph.server._crons import CronStore, StoredCron
 from agentgraph.server._queue import RunQueue
 from agentgraph.server._schedule import check_schedule, next_tick
@@ -132,8 +133,6 @@ def _cron(cron_id: str, assistant_id: str, next_run_at: float, **changes: Any) -
 
 @pytest.fixture
 def stores(tmp_path: Path) -> Iterator[tuple[RunQueue, CronStore]]:
-    from agentgraph.server._api import Api
-
     queue = RunQueue(str(tmp_path / "server.db"))
     Api(queue, GRAPHS)  # stores the default assistants
     crons = CronStore(str(tmp_path / "server.db"))
@@ -191,6 +190,31 @@ def test_a_tick_whose_worker_stopped_before_queuing_its_run_is_queued_once_by_an
     assert queue_tick(queue, taken, due + STALL + 1) == "queued"
     assert queue_tick(queue, claimed, due + STALL + 2) == "queued"  # the first, late
     assert [r.run_id for r in queue.runs(taken.thread_id, limit=10, offset=0)] == [taken.run_id]
+
+
+def test_a_tick_whose_run_could_not_be_queued_is_retried_later(
+    stores: tuple[RunQueue, CronStore], monkeypatch: pytest.MonkeyPatch
+):
+    queue, crons = stores
+    assistant = queue.assistants(graph_id="echo")[0].assistant_id
+    due = 1_800_000_000.0
+    cron_id = "00000000-0000-4000-8000-000000000005"
+    crons.put(_cron(cron_id, assistant, due, schedule="0 0 1 1 *"))
+    now = due
+
+    def locked(run: Any, *, delay: float = 0.0) -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    scheduler = Scheduler(queue.where, name="w1", clock=lambda: now)
+    with monkeypatch.context() as patched:
+        patched.setattr(queue, "enqueue", locked)
+        assert scheduler.fire(crons, queue) == 0  # and the worker goes on
+    assert [t.status for t in crons.ticks(cron_id)] == ["claimed"]
+    now = due + STALL + 1
+    assert scheduler.fire(crons, queue, stalled=True) == 1
+    (tick,) = crons.ticks(cron_id)
+    assert tick.status == "queued"
+    assert queue.run(tick.run_id) is not None
 
 
 def test_a_cron_past_its_end_time_fires_no_more(stores: tuple[RunQueue, CronStore]):
@@ -302,6 +326,29 @@ async def test_a_bad_cron_is_refused_with_a_422_naming_what_is_wrong(tmp_path: P
                 await client.crons.update(cron["cron_id"], timezone="Nowhere/At_All")
             assert refused.value.response.status_code == 422
             assert await client.crons.count() == 1
+
+
+@pytest.mark.anyio
+async def test_a_cron_goes_with_its_thread(tmp_path: Path):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            with pytest.raises(httpx.HTTPStatusError) as missing:
+                await client.crons.create_for_thread(
+                    "00000000-0000-4000-8000-00000000dead", "echo", schedule="* * * * *"
+                )
+            assert missing.value.response.status_code == 404
+            cron = await client.crons.create_for_thread(tid, "echo", schedule="* * * * * *")
+            assert await client.crons.count() == 1
+            await client.threads.delete(tid)
+
+            async def gone() -> bool:
+                return await client.crons.count() == 0
+
+            assert await _until(gone)
+            with pytest.raises(httpx.HTTPStatusError) as missing:
+                await client.crons.update(cron["cron_id"], enabled=False)
+            assert missing.value.response.status_code == 404
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
