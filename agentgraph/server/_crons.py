@@ -10,6 +10,7 @@ PostgreSQL (SQLite's writers take turns), so each tick is claimed by one worker
 however many there are. The tick's run and thread ids are derived from the
 cron and the instant, so a tick whose worker died before it queued the run is
 queued again by another (`stalled`), and never twice.
+A day of ticks (`TICKS_KEPT`) is kept as the record of what fired.
 
 Catch-up: a cron whose ticks came while no worker was up fires once when a
 worker comes back (for the first tick it missed), and then goes on from the
@@ -34,7 +35,11 @@ import orjson
 from ._queue import CHANNEL, is_postgres
 from ._schedule import next_tick
 
-__all__ = ("CRON_SORTS", "CronStore", "StoredCron", "Tick", "next_run")
+__all__ = ("CRON_SORTS", "TICKS_KEPT", "CronStore", "StoredCron", "Tick", "next_run")
+
+TICKS_KEPT = 86400.0
+"""Seconds a tick's row is kept once its run is queued: a cron's rows older than this
+are deleted as it fires (a tick already passed is never claimed again)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS server_crons (
@@ -347,6 +352,11 @@ class CronStore:
                 self._run_sql(
                     "UPDATE server_crons SET next_run_at = ? WHERE cron_id = ?",
                     (next_run(cron, max(now, tick_at)), cron.cron_id),
+                )
+                self._run_sql(
+                    "DELETE FROM server_cron_ticks WHERE cron_id = ? AND tick_at < ? "
+                    "AND status <> 'claimed'",
+                    (cron.cron_id, tick_at - TICKS_KEPT),
                 )
         return claimed
 

@@ -12,13 +12,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import anyio
+import attrs
 import httpx
 import pytest
 from langgraph_sdk import get_client
 
 from agentgraph.server import Worker
 from agentgraph.server._api import Api, Refused
-from agentgraph.server._crons import CronStore, StoredCron
+from agentgraph.server._crons import TICKS_KEPT, CronStore, StoredCron
 from agentgraph.server._queue import RunQueue
 from agentgraph.server._schedule import check_schedule, next_tick
 from agentgraph.server._scheduler import STALL, Scheduler, queue_tick
@@ -215,6 +216,20 @@ def test_a_tick_whose_run_could_not_be_queued_is_retried_later(
     (tick,) = crons.ticks(cron_id)
     assert tick.status == "queued"
     assert queue.run(tick.run_id) is not None
+
+
+def test_a_day_of_ticks_is_kept(stores: tuple[RunQueue, CronStore]):
+    queue, crons = stores
+    assistant = queue.assistants(graph_id="echo")[0].assistant_id
+    due = 1_800_000_000.0
+    cron_id = "00000000-0000-4000-8000-000000000006"
+    crons.put(_cron(cron_id, assistant, due, schedule="0 * * * *"))
+    scheduler = Scheduler(queue.where, name="w1", clock=lambda: due)
+    assert scheduler.fire(crons, queue) == 1
+    later = due + TICKS_KEPT + 3600
+    crons.replace(attrs.evolve(crons.get(cron_id), next_run_at=later))  # type: ignore[arg-type]
+    assert Scheduler(queue.where, name="w1", clock=lambda: later).fire(crons, queue) == 1
+    assert [t.tick_at for t in crons.ticks(cron_id)] == [later]
 
 
 def test_a_cron_past_its_end_time_fires_no_more(stores: tuple[RunQueue, CronStore]):
