@@ -148,7 +148,10 @@ class CronRoutes:
         if typed(graph.input_type):
             run_context({"input": payload.get("input"), **settings}, graph.input_type)
         modes = payload.get("stream_mode") or ["values"]
-        event_names([modes] if isinstance(modes, str) else modes)
+        modes = [modes] if isinstance(modes, str) else modes
+        if not isinstance(modes, list) or not all(isinstance(mode, str) for mode in modes):
+            raise Refused(422, f"stream_mode is a mode or a list of modes, not {modes!r}")
+        event_names(modes)
         _object(payload, "metadata")
         return assistant.assistant_id
 

@@ -327,6 +327,7 @@ async def test_a_bad_cron_is_refused_with_a_422_naming_what_is_wrong(tmp_path: P
                 ({"schedule": "* * * * *", "timezone": "Mars/Olympus"}, "timezone"),
                 ({"schedule": "* * * * *", "multitask_strategy": "twice"}, "multitask_strategy"),
                 ({"schedule": "* * * * *", "stream_mode": "tools"}, "stream mode 'tools'"),
+                ({"schedule": "* * * * *", "stream_mode": 3}, "stream_mode"),
             ]
             for arguments, named in refusals:
                 with pytest.raises(httpx.HTTPStatusError) as refused:
