@@ -20,8 +20,10 @@ from .._runner import GraphRunner
 from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
+from ._crons import CronStore
 from ._queue import RunQueue
 from ._routes_assistants import AssistantRoutes
+from ._routes_crons import CronRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
@@ -95,6 +97,7 @@ def server_app(
             worker.wake()
 
     api = Api(queue, graphs, wake=wake)
+    crons = CronStore(where, schema=schema)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
     )
@@ -117,6 +120,7 @@ def server_app(
             for worker in workers:
                 worker.stop()
             queue.close()
+            crons.close()
             await memory.aclose()
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
@@ -126,6 +130,7 @@ def server_app(
         Route("/info", info, methods=["GET"]),
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
+        *CronRoutes(api, crons).routes(),
         *RunRoutes(api, resume_policy=_policy(settings, runner)).routes(),
         *StoreRoutes(api, memory).routes(),
     ]

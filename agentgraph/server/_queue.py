@@ -18,7 +18,7 @@ Assistants live here too: `server_assistants` holds each assistant as its
 current version says, `server_assistant_versions` every version it had.
 
 The `owner` columns are unused so far: they hold the room authorization and
-per-user isolation need, as `server_crons` holds the room for scheduled runs.
+per-user isolation need. Crons keep their own tables (`_crons`).
 """
 
 from __future__ import annotations
@@ -97,16 +97,6 @@ CREATE TABLE IF NOT EXISTS server_events (
     event TEXT NOT NULL,
     data BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS server_crons (
-    cron_id TEXT PRIMARY KEY,
-    assistant_id TEXT NOT NULL,
-    thread_id TEXT,
-    schedule TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    owner TEXT,
-    next_run_at REAL,
-    created_at REAL NOT NULL
 );
 """
 

@@ -40,6 +40,7 @@ from ..tracing._records import plain
 from ._emitter import RunEmitter
 from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._scheduler import Scheduler
 from ._turns import Turns, run_checkpoint
 from ._versions import claimable, run_graph, run_versions
 
@@ -94,6 +95,8 @@ class Worker:
         self._drained: anyio.Event | None = None
         """Set when the last run ends, once the worker is stopping."""
         self.error: BaseException | None = None
+        self.scheduler = Scheduler(path, name=self.name, schema=schema)
+        """Fires the crons' ticks as runs, beside the claim loop."""
 
     def start(self) -> None:
         """Start the worker's thread and loop."""
@@ -103,6 +106,7 @@ class Worker:
     def wake(self) -> None:
         """Look at the queue now (a run was queued)."""
         self._wake.set()
+        self.scheduler.wake()
 
     def stop(self, *, wait: bool = True) -> None:
         """Stop claiming; runs going on get the grace period, then are left to others."""
@@ -135,6 +139,7 @@ class Worker:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._renew_claims, queue)
                 tasks.start_soon(self._poll_cancels, queue)
+                tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._wake.set)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
