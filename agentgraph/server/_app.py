@@ -24,6 +24,7 @@ from ._routes_assistants import AssistantRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
+from ._routes_webhooks import WebhookRoutes
 from ._settings import ServerSettings
 from ._worker import Worker
 
@@ -76,6 +77,7 @@ def server_app(
             run_timeout=settings.run_timeout,
             grace=settings.grace,
             schema=schema,
+            webhooks=settings.webhooks,
         )
         for _ in range(settings.workers)
     ]
@@ -116,7 +118,8 @@ def server_app(
         Route("/info", info, methods=["GET"]),
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
-        *RunRoutes(api).routes(),
+        *RunRoutes(api, webhooks=settings.webhooks).routes(),
+        *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
     return Starlette(

@@ -30,6 +30,8 @@ from typing import Any
 import attrs
 import orjson
 
+from ._outbox import OUTBOX_SCHEMA, record_delivery
+
 __all__ = (
     "CLAIM_TERM",
     "CHANNEL",
@@ -75,6 +77,7 @@ CREATE TABLE IF NOT EXISTS server_runs (
     owner TEXT,
     webhook TEXT,
     start_at REAL NOT NULL,
+    started_at REAL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -274,7 +277,9 @@ class RunQueue:
             self._db = self._connect_postgres()
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
-            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA).replace(" REAL", " DOUBLE PRECISION")
+            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA).replace(
+                " REAL", " DOUBLE PRECISION"
+            )
             schema_sql = schema_sql.replace("BLOB", "BYTEA")
             with self._lock:
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -288,7 +293,7 @@ class RunQueue:
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
             with self._lock:
-                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA)
+                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA)
 
     def _connect_postgres(self) -> Any:
         import psycopg
@@ -451,6 +456,7 @@ class RunQueue:
                     "WHERE run_id = ?",
                     (action, now, run_id),
                 )
+                record_delivery(self._run_sql, run_id, "interrupted", now)
 
     def _insert(self, run: QueuedRun, delay: float) -> None:
         self._run_sql(
@@ -525,9 +531,9 @@ class RunQueue:
                 for row in rows:
                     self._run_sql(
                         "UPDATE server_runs SET status = 'running', claimed_by = ?, "
-                        "claimed_until = ?, attempt = attempt + 1, updated_at = ? "
-                        "WHERE run_id = ?",
-                        (worker, now + term, now, row[0]),
+                        "claimed_until = ?, attempt = attempt + 1, updated_at = ?, "
+                        "started_at = COALESCE(started_at, ?) WHERE run_id = ?",
+                        (worker, now + term, now, now, row[0]),
                     )
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -588,7 +594,7 @@ class RunQueue:
         """End a run and set its thread's status (idle unless given) in one transaction."""
         now = time.time()
         assignments, values = _thread_columns({"status": "idle", **thread_changes})
-        self._tx(
+        statements = (
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
                 "updated_at = ? WHERE run_id = ?",
@@ -605,6 +611,11 @@ class RunQueue:
                 (thread_id, thread_id),
             ),
         )
+        with self._writing():
+            for sql, params in statements:
+                self._run_sql(sql, params)
+            # The run's webhook, if it asked for one, is committed with its end.
+            record_delivery(self._run_sql, run_id, status, now)
 
     def delete_run(self, run_id: str) -> None:
         self._tx(

@@ -16,7 +16,9 @@ from starlette.routing import Route
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings
 from ._mapping import run_context, typed
 from ._queue import QueuedRun
+from ._routes_webhooks import checked_webhook
 from ._sse import event_names, frames, last_event_id
+from ._webhook_settings import WebhookSettings
 
 __all__ = ("RunRoutes",)
 
@@ -42,10 +44,12 @@ def _modes(body: dict[str, Any]) -> list[str]:
 class RunRoutes:
     """Runs on a thread and stateless runs."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, *, webhooks: WebhookSettings | None = None) -> None:
         self.api = api
+        self.webhooks = webhooks or WebhookSettings()
 
     async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
+        webhook = await checked_webhook(body, self.webhooks)
         assistant = await self.api.assistant(body.get("assistant_id"))
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
@@ -77,6 +81,8 @@ class RunRoutes:
             "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
         }
         kwargs.update(settings)
+        if webhook is not None:
+            kwargs["webhook"] = webhook
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         run = QueuedRun(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from ._webhook_settings import WebhookSettings
+
 __all__ = ("ServerSettings",)
 
 
@@ -24,6 +26,9 @@ class ServerSettings:
         grace: seconds a stopping worker lets its runs finish before leaving
             them to another worker. Default 30.
         api_key: when set, every request but `/ok` must carry it in `x-api-key`.
+        webhooks: where runs' webhooks may go and how they are signed and retried;
+            by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
+            `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
     """
 
     workers: int = attrs.field(default=1)
@@ -31,3 +36,4 @@ class ServerSettings:
     run_timeout: float | None = None
     grace: float = 30.0
     api_key: str | None = attrs.field(default=None, repr=False)
+    webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)

@@ -35,6 +35,8 @@ from ..tracing._records import plain
 from ._live import LiveEvents
 from ._mapping import interrupt_id, run_context, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._webhook_settings import WebhookSettings
+from ._webhooks import deliver_webhooks
 
 __all__ = ("Worker",)
 
@@ -106,8 +108,10 @@ class Worker:
         name: str | None = None,
         claim_term: float = CLAIM_TERM,
         schema: str = "agentgraph",
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.path = path
+        self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
         self.concurrency = concurrency
@@ -163,6 +167,7 @@ class Worker:
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._watch, queue)
+                tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
