@@ -34,8 +34,12 @@ _POLL = 0.5
 """Seconds between looks for due deliveries."""
 _BATCH = 16
 """Deliveries one worker attempts at once."""
-_CLAIM_MARGIN = 30.0
-"""Seconds a claim outlasts an attempt's timeout."""
+
+
+def claim_term(settings: WebhookSettings) -> float:
+    """Seconds a worker's claim on a delivery lasts: twice an attempt's timeout and 5 s,
+    time enough to record the attempt. A killed worker's deliveries are taken up after it."""
+    return settings.timeout * 2 + 5.0
 
 
 def signature(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
@@ -108,7 +112,7 @@ async def _deliver(
 async def deliver_webhooks(queue: RunQueue, settings: WebhookSettings, worker: str) -> None:
     """Deliver due webhooks from `queue`'s outbox until cancelled."""
     outbox = Outbox(queue)
-    term = settings.timeout + _CLAIM_MARGIN
+    term = claim_term(settings)
     # No proxy from the environment: the connection must go to the address checked.
     async with httpx.AsyncClient(
         follow_redirects=False, trust_env=False, timeout=settings.timeout

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import secrets
+import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +58,8 @@ class Receiver:
     def __init__(self, plan: Callable[[int], int | str], *, hang: float = 2.0) -> None:
         self.plan = plan
         self.hang = hang
+        self.then: Callable[[], None] = lambda: None
+        """Called after each answer is sent."""
         self.got: list[Received] = []
         self.lock = threading.Lock()
         self.port = 0
@@ -84,6 +89,8 @@ class Receiver:
                     self.send_header("Location", "/elsewhere")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+                self.wfile.flush()
+                receiver.then()
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -414,3 +421,67 @@ async def test_a_run_without_a_webhook_has_an_empty_log_and_other_threads_runs_a
             with pytest.raises(httpx.HTTPStatusError) as missing:
                 await client.http.get(f"/threads/{other['thread_id']}{base}")
             assert missing.value.response.status_code == 404
+
+
+WORKER = """
+import sys, time
+from tests.server.support import GRAPHS
+from tests.server.test_webhooks import settings
+from agentgraph.server import Worker
+Worker(sys.argv[1], GRAPHS, webhooks=settings(secret=sys.argv[2])).start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+@pytest.mark.timeout(240)
+async def test_a_worker_killed_as_its_delivery_is_acknowledged_leaves_it_to_another(
+    tmp_path: Path, receiver: Receiver
+):
+    """The receiver answers 200, then the worker that sent it is SIGKILLed: whether or
+    not it recorded the answer, the delivery ends delivered, with one logged attempt. Its
+    claim lapsed, another worker sent it again when it had not: a duplicate with the same
+    `webhook-id`, which is what the guide tells receivers to drop."""
+    db = str(tmp_path / "server.db")
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER, db, SECRET], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None
+
+    def kill() -> None:
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+
+    receiver.then = kill
+    try:
+        with serving(tmp_path, workers=0, webhooks=settings()) as url:
+            assert process.stdout.readline().strip() == "ready"
+            async with get_client(url=url) as client:
+                thread = await client.threads.create()
+                run = await client.runs.create(
+                    thread["thread_id"], "echo", input=said("x"), webhook=receiver.url
+                )
+                with anyio.fail_after(60):
+                    while process.poll() is None:
+                        await anyio.sleep(0.05)
+                assert process.returncode == -signal.SIGKILL
+                taker = Worker(db, GRAPHS, webhooks=settings(), grace=0.5)
+                taker.start()
+                try:
+                    (log,) = await settled(client, [run])
+                finally:
+                    taker.stop()
+    finally:
+        kill()
+        process.wait()
+        process.stdout.close()
+    (delivery,) = log
+    assert delivery["status"] == "delivered"
+    assert [a["status_code"] for a in delivery["attempts"]] == [200]
+    assert 1 <= len(receiver.got) <= 2
+    verifier = standardwebhooks.Webhook(SECRET)
+    for got in receiver.got:
+        assert got.headers["webhook-id"] == delivery["webhook_id"]
+        assert got.answer == 200
+        assert verifier.verify(got.body, got.headers)["run_id"] == run["run_id"]
