@@ -64,7 +64,8 @@ class WebhookSettings:
         backoff: seconds before the first retry, doubled for each next one. Default 5.
         max_backoff: the longest wait between two attempts. Default 3,600.
         max_body: the largest body sent, in bytes; a bigger one is sent with
-            `values` set to null. Default 1 MiB.
+            `values`, then `kwargs`, `metadata` and `error` set to null until it fits.
+            Default 1 MiB.
     """
 
     secret: str | None = attrs.field(factory=_env_secret, validator=_secret_form, repr=False)

@@ -49,10 +49,18 @@ def signature(key: bytes, webhook_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode()
 
 
+_DROPPED = ("values", "kwargs", "metadata", "error")
+"""The fields set to null, in this order, while a body is larger than `max_body`."""
+
+
 def _body(delivery: Delivery, settings: WebhookSettings, sent_at: float) -> bytes:
-    body = orjson.dumps({**delivery.body, "webhook_sent_at": iso(sent_at)})
-    if len(body) > settings.max_body:
-        body = orjson.dumps({**delivery.body, "values": None, "webhook_sent_at": iso(sent_at)})
+    fields = {**delivery.body, "webhook_sent_at": iso(sent_at)}
+    body = orjson.dumps(fields)
+    for name in _DROPPED:
+        if len(body) <= settings.max_body:
+            break
+        fields[name] = None
+        body = orjson.dumps(fields)
     return body
 
 

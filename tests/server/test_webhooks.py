@@ -485,3 +485,50 @@ async def test_a_worker_killed_as_its_delivery_is_acknowledged_leaves_it_to_anot
         assert got.headers["webhook-id"] == delivery["webhook_id"]
         assert got.answer == 200
         assert verifier.verify(got.body, got.headers)["run_id"] == run["run_id"]
+
+
+async def test_the_runs_an_interrupt_double_text_cancels_each_send_their_end(
+    tmp_path: Path, receiver: Receiver
+):
+    """The running run ends on its worker, the pending one in the transaction that queues
+    the double text: both send `interrupted`, the one that never started without a start."""
+    with serving(tmp_path, webhooks=settings()) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            running = await client.runs.create(tid, "gated", input=said("a"), webhook=receiver.url)
+            with anyio.fail_after(30):
+                while (await client.runs.get(tid, running["run_id"]))["status"] != "running":
+                    await anyio.sleep(0.05)
+            pending = await client.runs.create(tid, "gated", input=said("b"), webhook=receiver.url)
+            await client.runs.create(tid, "echo", input=said("c"), multitask_strategy="interrupt")
+            logs = await settled(client, [running, pending])
+    assert [log[0]["status"] for log in logs] == ["delivered", "delivered"]
+    verifier = standardwebhooks.Webhook(SECRET)
+    ends = {
+        body["run_id"]: body
+        for body in (verifier.verify(got.body, got.headers) for got in receiver.got)
+    }
+    assert set(ends) == {running["run_id"], pending["run_id"]}
+    assert {end["status"] for end in ends.values()} == {"interrupted"}
+    assert ends[running["run_id"]]["run_started_at"] is not None
+    assert ends[pending["run_id"]]["run_started_at"] is None
+
+
+async def test_a_body_over_the_bound_is_sent_without_its_values(tmp_path: Path, receiver: Receiver):
+    with serving(tmp_path, webhooks=settings(max_body=1500)) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            small = await client.runs.create(tid, "echo", input=said("x"), webhook=receiver.url)
+            big = await client.runs.create(
+                tid, "echo", input=said("y" * 1000), webhook=receiver.url
+            )
+            await settled(client, [small, big])
+    verifier = standardwebhooks.Webhook(SECRET)
+    bodies = {
+        body["run_id"]: (body, len(got.body))
+        for body, got in ((verifier.verify(got.body, got.headers), got) for got in receiver.got)
+    }
+    assert bodies[small["run_id"]][0]["values"]["messages"][-1]["content"] == "echo: x"
+    body, size = bodies[big["run_id"]]
+    assert body["values"] is None and body["kwargs"] is None and size <= 1500
+    assert body["status"] == "success" and body["run_id"] == big["run_id"]
