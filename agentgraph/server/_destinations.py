@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from typing import Any
 
 import anyio
 import httpx
@@ -17,7 +18,7 @@ import httpx
 from ._api import Refused
 from ._webhook_settings import WebhookSettings
 
-__all__ = ("Destination", "destination")
+__all__ = ("Destination", "destination", "resolve")
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -51,6 +52,11 @@ def _refusal(address: Address, settings: WebhookSettings) -> str | None:
     return None
 
 
+async def resolve(host: str, port: int) -> list[tuple[Any, ...]]:
+    """The addresses of `host` (`getaddrinfo`'s answers)."""
+    return list(await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+
+
 def _host_allowed(host: str, hosts: frozenset[str]) -> bool:
     return any(
         host == allowed or (allowed.startswith(".") and host.endswith(allowed)) for allowed in hosts
@@ -78,7 +84,7 @@ async def destination(url: object, settings: WebhookSettings) -> Destination:
     if settings.ports is not None and port not in settings.ports:
         raise Refused(422, f"webhook port {port} is not among the allowed ports")
     try:
-        found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        found = await resolve(host, port)
     except OSError as exc:
         raise Refused(422, f"webhook host {host!r} does not resolve: {exc}") from exc
     addresses: list[Address] = []

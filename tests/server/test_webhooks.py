@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import secrets
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -23,7 +24,7 @@ import pytest
 import standardwebhooks
 from langgraph_sdk import get_client
 
-from agentgraph.server import WebhookSettings, Worker
+from agentgraph.server import WebhookSettings, Worker, _destinations
 from agentgraph.server._api import Refused
 from agentgraph.server._destinations import destination
 from tests.pg_server import drop_schema, fresh_schema
@@ -532,3 +533,51 @@ async def test_a_body_over_the_bound_is_sent_without_its_values(tmp_path: Path, 
     body, size = bodies[big["run_id"]]
     assert body["values"] is None and body["kwargs"] is None and size <= 1500
     assert body["status"] == "success" and body["run_id"] == big["run_id"]
+
+
+@pytest.fixture
+def names(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Host names under `.test` resolve to the addresses listed here, in turn: the first
+    answer once, the next ones after (a DNS rebinding); other names as the system says."""
+    table: dict[str, list[str]] = {}
+    system = _destinations.resolve
+
+    async def resolve(host: str, port: int) -> list[tuple[Any, ...]]:
+        if not host.endswith(".test"):
+            return await system(host, port)
+        answers = table[host]
+        address = answers.pop(0) if len(answers) > 1 else answers[0]
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
+
+    monkeypatch.setattr(_destinations, "resolve", resolve)
+    return table
+
+
+async def test_a_name_rebound_to_loopback_after_the_check_is_refused_at_delivery(
+    tmp_path: Path, receiver: Receiver, names: dict[str, list[str]]
+):
+    names["rebind.test"] = ["93.184.216.34", "127.0.0.1"]
+    hook = f"http://rebind.test:{receiver.port}/hook"
+    with serving(tmp_path, webhooks=settings(allow_loopback=False, max_attempts=2)) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            run = await client.runs.create(tid, "echo", input=said("x"), webhook=hook)
+            ((delivery,),) = await settled(client, [run])
+    assert delivery["status"] == "failed"
+    assert all("127.0.0.1, a loopback address" in a["error"] for a in delivery["attempts"])
+    assert receiver.got == []
+
+
+async def test_an_attempt_connects_to_the_address_checked_and_names_the_host(
+    tmp_path: Path, receiver: Receiver, names: dict[str, list[str]]
+):
+    names["hooks.test"] = ["127.0.0.1"]
+    hook = f"http://hooks.test:{receiver.port}/hook"
+    with serving(tmp_path, webhooks=settings()) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            run = await client.runs.create(tid, "echo", input=said("x"), webhook=hook)
+            ((delivery,),) = await settled(client, [run])
+    assert delivery["status"] == "delivered"
+    (got,) = receiver.got
+    assert {k.lower(): v for k, v in got.headers.items()}["host"] == f"hooks.test:{receiver.port}"
