@@ -591,7 +591,8 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction."""
+        """End a run and set its thread's status (idle unless given) in one transaction,
+        with the delivery of its webhook when it asked for one."""
         now = time.time()
         assignments, values = _thread_columns({"status": "idle", **thread_changes})
         statements = (

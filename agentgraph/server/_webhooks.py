@@ -104,7 +104,7 @@ async def _deliver(
                 status_code, error = await _attempt(client, delivery, settings, key)
             except Refused as refused:
                 error = refused.detail
-            except httpx.HTTPError as failed:
+            except Exception as failed:  # a network error, or any other: a failed attempt
                 error = (
                     f"{type(failed).__name__}: {failed}" if str(failed) else type(failed).__name__
                 )
