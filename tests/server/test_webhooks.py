@@ -8,7 +8,6 @@ import base64
 import secrets
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from langgraph_sdk import get_client
 from agentgraph.server import WebhookSettings, Worker, _destinations
 from agentgraph.server._api import Refused
 from agentgraph.server._destinations import destination
+from agentgraph.server._queue import RunQueue
 from tests.pg_server import drop_schema, fresh_schema
 
 from .support import GRAPHS, said, serving
@@ -280,9 +280,9 @@ REFUSED = [
 
 
 async def test_destinations_outside_the_allow_list_are_refused_with_nothing_stored(
-    tmp_path: Path,
+    tmp_path: Path, where: dict[str, Any]
 ):
-    with serving(tmp_path, webhooks=settings(allow_loopback=False)) as url:
+    with serving(tmp_path, webhooks=settings(allow_loopback=False), **where) as url:
         async with get_client(url=url) as client:
             thread = await client.threads.create()
             for hook in REFUSED:
@@ -291,10 +291,12 @@ async def test_destinations_outside_the_allow_list_are_refused_with_nothing_stor
                         await client.runs.create(thread_id, "echo", input=said("x"), webhook=hook)
                     assert refused.value.response.status_code == 422, hook
             assert await client.runs.list(thread["thread_id"]) == []
-    db = sqlite3.connect(tmp_path / "server.db")
-    assert db.execute("SELECT COUNT(*) FROM server_runs").fetchone() == (0,)
-    assert db.execute("SELECT COUNT(*) FROM server_threads").fetchone() == (1,)
-    assert db.execute("SELECT COUNT(*) FROM server_events").fetchone() == (0,)
+    queue = RunQueue(where["where"], schema=where.get("schema", "agentgraph"))
+    try:
+        for table, rows in (("server_runs", 0), ("server_threads", 1), ("server_events", 0)):
+            assert queue._all(f"SELECT COUNT(*) FROM {table}") == [(rows,)], table
+    finally:
+        queue.close()
 
 
 async def test_a_server_without_a_secret_refuses_webhooks_rather_than_send_them_unsigned(
