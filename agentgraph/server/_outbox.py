@@ -151,6 +151,12 @@ class Outbox:
     def claim(self, worker: str, count: int, term: float) -> list[Delivery]:
         """Take up to `count` deliveries due now for `term` seconds."""
         now = time.time()
+        # A read first: an idle worker's look takes no write lock (SQLite has one writer).
+        if not self.queue._all(
+            "SELECT 1 FROM server_webhooks WHERE status = 'pending' AND next_at <= ? LIMIT 1",
+            (now,),
+        ):
+            return []
         lock = " FOR UPDATE SKIP LOCKED" if self.queue.postgres else ""
         with self._writing() as run_sql:
             rows = run_sql(
