@@ -32,7 +32,7 @@ __all__ = ("deliver_webhooks", "signature")
 
 _POLL = 0.5
 """Seconds between looks for due deliveries."""
-_BATCH = 16
+_BATCH = 64
 """Deliveries one worker attempts at once."""
 
 
@@ -118,8 +118,19 @@ async def _deliver(
 
 
 async def deliver_webhooks(queue: RunQueue, settings: WebhookSettings, worker: str) -> None:
-    """Deliver due webhooks from `queue`'s outbox until cancelled."""
-    outbox = Outbox(queue)
+    """Deliver due webhooks from `queue`'s outbox until cancelled.
+
+    Deliveries go through a connection of their own, so they never wait for the
+    worker's runs to let go of theirs.
+    """
+    own = RunQueue(queue.where, schema=queue.schema)
+    try:
+        await _deliver_from(Outbox(own), settings, worker)
+    finally:
+        own.close()
+
+
+async def _deliver_from(outbox: Outbox, settings: WebhookSettings, worker: str) -> None:
     term = claim_term(settings)
     # No proxy from the environment: the connection must go to the address checked.
     async with httpx.AsyncClient(
