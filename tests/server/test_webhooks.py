@@ -131,22 +131,27 @@ def settings(**changes: Any) -> WebhookSettings:
     base: dict[str, Any] = {
         "secret": SECRET,
         "allow_loopback": True,
-        "timeout": 0.5,
+        "timeout": 1.0,
         "backoff": 0.05,
         "max_backoff": 0.2,
-        "max_attempts": 40,
+        "max_attempts": 1000,
     }
     return WebhookSettings(**{**base, **changes})
+
+
+async def logs_of(client: Any, runs: list[dict[str, Any]]) -> list[Any]:
+    """Each run's delivery log."""
+    return [
+        await client.http.get(f"/threads/{r['thread_id']}/runs/{r['run_id']}/webhooks")
+        for r in runs
+    ]
 
 
 async def settled(client: Any, runs: list[dict[str, Any]], *, deadline: float = 60.0) -> list[Any]:
     """Each run's delivery log once none is pending."""
     with anyio.fail_after(deadline):
         while True:
-            logs = [
-                await client.http.get(f"/threads/{r['thread_id']}/runs/{r['run_id']}/webhooks")
-                for r in runs
-            ]
+            logs = await logs_of(client, runs)
             if all(log and log[0]["status"] != "pending" for log in logs):
                 return logs
             await anyio.sleep(0.1)
@@ -180,7 +185,7 @@ async def test_every_end_arrives_signed_once_acknowledged_through_failures_hangs
 ):
     # Each delivery meets a down receiver first, then a 500, then a hang, then a 200.
     plan = {0: 500, 1: "hang"}
-    receiver = Receiver(lambda seen: plan.get(seen, 200), hang=1.5)
+    receiver = Receiver(lambda seen: plan.get(seen, 200), hang=3.0)
     receiver.start()
     receiver.stop()
     hooks = settings()
@@ -216,12 +221,14 @@ async def test_every_end_arrives_signed_once_acknowledged_through_failures_hangs
                 assert (await ended(client, run["thread_id"], run["run_id"]))["status"] == (
                     expected[run["run_id"]]
                 )
-            await anyio.sleep(1.0)  # attempts meet the receiver down
+            with anyio.fail_after(60):  # every delivery meets the receiver down first
+                while not all(log and log[0]["attempts"] for log in await logs_of(client, runs)):
+                    await anyio.sleep(0.05)
             receiver.start()
             try:
                 logs = await settled(client, runs)
                 quiet = len(receiver.got)
-                await anyio.sleep(1.0)  # long past every backoff: nothing more comes
+                await anyio.sleep(2.5)  # past every backoff and the hang: nothing more comes
                 assert len(receiver.got) == quiet
             finally:
                 receiver.stop()
