@@ -27,6 +27,7 @@ from ._routes_crons import CronRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
+from ._routes_webhooks import WebhookRoutes
 from ._settings import ServerSettings
 from ._worker import Worker
 
@@ -88,6 +89,7 @@ def server_app(
             run_timeout=settings.run_timeout,
             grace=settings.grace,
             schema=schema,
+            webhooks=settings.webhooks,
         )
         for _ in range(settings.workers)
     ]
@@ -131,7 +133,10 @@ def server_app(
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
         *CronRoutes(api, crons).routes(),
-        *RunRoutes(api, resume_policy=_policy(settings, runner)).routes(),
+        *RunRoutes(
+            api, resume_policy=_policy(settings, runner), webhooks=settings.webhooks
+        ).routes(),
+        *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
     return Starlette(

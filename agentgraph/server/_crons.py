@@ -199,8 +199,12 @@ class CronStore:
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE SKIP LOCKED"
             with self._lock:
+                # One process at a time, as the queue makes its tables.
+                self._db.execute("BEGIN")
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext('agentgraph.server'))")
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 self._create(_SCHEMA.replace(" REAL", " DOUBLE PRECISION"))
+                self._db.execute("COMMIT")
         else:
             self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=10000")

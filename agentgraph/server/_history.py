@@ -332,8 +332,7 @@ class History:
                 return True
             if checkpoint is not None:
                 self._insert(run, thread_id, **checkpoint)
-            for sql, params in self.queue.finishing(run_id, thread_id, status, thread_changes):
-                run(sql, params)
+            self.queue.finishing(run, run_id, thread_id, status, thread_changes)
         return False
 
     def roll_back(self, thread_id: str, run_id: str | None) -> None:

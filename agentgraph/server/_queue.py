@@ -35,6 +35,8 @@ from typing import Any
 import attrs
 import orjson
 
+from ._outbox import OUTBOX_SCHEMA, record_delivery
+
 __all__ = (
     "CANCELS",
     "CHANNEL",
@@ -86,6 +88,7 @@ CREATE TABLE IF NOT EXISTS server_runs (
     graph_version INTEGER,
     resume_policy TEXT,
     start_at REAL NOT NULL,
+    started_at REAL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -130,7 +133,7 @@ CREATE TABLE IF NOT EXISTS server_assistant_versions (
 );
 """
 
-_ADDED = (("graph_version", "INTEGER"), ("resume_policy", "TEXT"))
+_ADDED = (("graph_version", "INTEGER"), ("resume_policy", "TEXT"), ("started_at", "REAL"))
 """Columns of `server_runs` added after its first release, added to older databases."""
 
 ENDED = frozenset({"success", "error", "timeout", "interrupted"})
@@ -312,16 +315,31 @@ class RunQueue:
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
             self._for_update = " FOR UPDATE"
-            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA).replace(" REAL", " DOUBLE PRECISION")
+            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA).replace(
+                " REAL", " DOUBLE PRECISION"
+            )
             schema_sql = schema_sql.replace("BLOB", "BYTEA")
             with self._lock:
+                # Processes starting at once would race to create the same tables and
+                # types (`IF NOT EXISTS` does not stop two at once): one at a time.
+                self._db.execute("BEGIN")
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext('agentgraph.server'))")
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
-                for column, kind in _ADDED:
-                    self._db.execute(
-                        f"ALTER TABLE server_runs ADD COLUMN IF NOT EXISTS {column} {kind}"
+                have = {
+                    row[0]
+                    for row in self._db.execute(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name = 'server_runs'",
+                        (schema,),
                     )
+                }
+                for column, kind in _ADDED:
+                    if column not in have:  # ALTER TABLE would wait for every reader
+                        kind = kind.replace("REAL", "DOUBLE PRECISION")
+                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
+                self._db.execute("COMMIT")
         else:
             self._file = os.path.abspath(where)
             """The SQLite file's full path: what this process's cancels are announced under."""
@@ -333,7 +351,7 @@ class RunQueue:
             self._skip_locked = ""
             self._for_update = ""
             with self._lock:
-                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA)
+                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA)
                 have = {row[1] for row in self._db.execute("PRAGMA table_info(server_runs)")}
                 for column, kind in _ADDED:
                     if column not in have:
@@ -574,6 +592,7 @@ class RunQueue:
                     "WHERE run_id = ?",
                     (action, now, run_id),
                 )
+                record_delivery(self._run_sql, run_id, "interrupted", now)
         return running
 
     def _insert(self, run: QueuedRun, delay: float) -> None:
@@ -661,9 +680,9 @@ class RunQueue:
                 for row in rows:
                     self._run_sql(
                         "UPDATE server_runs SET status = 'running', claimed_by = ?, "
-                        "claimed_until = ?, attempt = attempt + 1, updated_at = ? "
-                        "WHERE run_id = ?",
-                        (worker, now + term, now, row[0]),
+                        "claimed_until = ?, attempt = attempt + 1, updated_at = ?, "
+                        "started_at = COALESCE(started_at, ?) WHERE run_id = ?",
+                        (worker, now + term, now, now, row[0]),
                     )
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -738,6 +757,7 @@ class RunQueue:
             return True
         for sql, params in self._finish(run_id, thread_id, "interrupted", {}, now):
             self._run_sql(sql, params)
+        record_delivery(self._run_sql, run_id, "interrupted", now)
         return False
 
     def cancels(self, run_ids: Sequence[str]) -> dict[str, str]:
@@ -755,19 +775,28 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction;
-        a run ending `interrupted` because a client asked for a rollback is deleted."""
-        self._tx(
-            self._thread_lock(thread_id),
-            *self._finish(run_id, thread_id, status, thread_changes, time.time()),
-        )
+        """End a run and set its thread's status (idle unless given) in one transaction,
+        with the delivery of its webhook when it asked for one; a run ending
+        `interrupted` because a client asked for a rollback is deleted."""
+        with self._writing():
+            self._lock_thread(thread_id)
+            self.finishing(self._run_sql, run_id, thread_id, status, thread_changes)
 
     def finishing(
-        self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
-    ) -> list[tuple[str, Sequence[Any]]]:
-        """The statements of `finish` but the thread's lock, for a transaction that does
-        more and has taken the thread's row first."""
-        return self._finish(run_id, thread_id, status, thread_changes, time.time())
+        self,
+        run_sql: Callable[..., Any],
+        run_id: str,
+        thread_id: str,
+        status: str,
+        thread_changes: dict[str, Any],
+    ) -> None:
+        """`finish` through `run_sql` of a transaction that does more and has taken the
+        thread's row first."""
+        now = time.time()
+        for sql, params in self._finish(run_id, thread_id, status, thread_changes, now):
+            run_sql(sql, params)
+        # The run's webhook, if it asked for one, is committed with its end.
+        record_delivery(run_sql, run_id, status, now)
 
     def _thread_lock(self, thread_id: str) -> tuple[str, Sequence[Any]]:
         """The statement of `_lock_thread`, for `_tx`."""

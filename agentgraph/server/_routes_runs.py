@@ -19,8 +19,10 @@ from ._history import history_of
 from ._mapping import run_context, typed
 from ._queue import QueuedRun
 from ._routes_threads import checkpoint_named, find_checkpoint
+from ._routes_webhooks import checked_webhook
 from ._sse import event_names, frames, last_event_id
 from ._versions import resume_policy_of
+from ._webhook_settings import WebhookSettings
 
 __all__ = ("RunRoutes",)
 
@@ -46,10 +48,17 @@ def _modes(body: dict[str, Any]) -> list[str]:
 class RunRoutes:
     """Runs on a thread and stateless runs."""
 
-    def __init__(self, api: Api, *, resume_policy: ResumePolicy = "latest") -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        resume_policy: ResumePolicy = "latest",
+        webhooks: WebhookSettings | None = None,
+    ) -> None:
         self.api = api
         self.resume_policy = resume_policy
         """The policy of a run whose assistant names none."""
+        self.webhooks = webhooks or WebhookSettings()
 
     async def version(self, graph_id: str, thread_id: str, command: Any) -> int | None:
         """The graph version a new run is on: a resume's, the version of the run it
@@ -64,6 +73,7 @@ class RunRoutes:
         return self.api.graphs[graph_id].version
 
     async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
+        webhook = await checked_webhook(body, self.webhooks)
         assistant = await self.api.assistant(body.get("assistant_id"))
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
@@ -99,6 +109,8 @@ class RunRoutes:
             "checkpoint_id": checkpoint_id,
         }
         kwargs.update(settings)
+        if webhook is not None:
+            kwargs["webhook"] = webhook
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from .._versions import POLICIES, ResumePolicy
+from ._webhook_settings import WebhookSettings
 
 __all__ = ("ServerSettings",)
 
@@ -31,6 +32,9 @@ class ServerSettings:
             `configurable.resume_policy`): `"pinned"`, `"latest"` or `"refuse"`
             (see `GraphVersions`). None (the default): the runner's
             `GraphVersions`' policy, else `"latest"`.
+        webhooks: where runs' webhooks may go and how they are signed and retried;
+            by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
+            `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
     """
 
     workers: int = attrs.field(default=1)
@@ -41,3 +45,4 @@ class ServerSettings:
     resume_policy: ResumePolicy | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
     )
+    webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)

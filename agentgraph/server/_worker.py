@@ -43,6 +43,8 @@ from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._scheduler import Scheduler
 from ._turns import Turns, run_checkpoint
 from ._versions import claimable, run_graph, run_versions
+from ._webhook_settings import WebhookSettings
+from ._webhooks import deliver_webhooks
 
 __all__ = ("Worker",)
 
@@ -70,8 +72,10 @@ class Worker:
         claim_term: float = CLAIM_TERM,
         cancel_poll: float = CANCEL_POLL,
         schema: str = "agentgraph",
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.path = path
+        self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
         self.concurrency = concurrency
@@ -140,6 +144,7 @@ class Worker:
                 tasks.start_soon(self._renew_claims, queue)
                 tasks.start_soon(self._poll_cancels, queue)
                 tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._wake.set)
+                tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
