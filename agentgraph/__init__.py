@@ -5,6 +5,12 @@ import typing as _typing
 from ._context import AgentContext as AgentContext
 from ._context import History as History
 from ._context import Settings as Settings
+from ._effect_kinds import EmbedEffect as EmbedEffect
+from ._effect_kinds import InterruptEffect as InterruptEffect
+from ._effect_kinds import ModelCallEffect as ModelCallEffect
+from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
+from ._effect_kinds import OnceEffect as OnceEffect
+from ._effect_kinds import ToolCallsEffect as ToolCallsEffect
 from ._errors import AgentGraphError as AgentGraphError
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BadRequestError as BadRequestError
@@ -51,6 +57,7 @@ from ._failure import Attempt as Attempt
 from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
+from ._layers import Layer as Layer
 from ._node import Node as Node
 from ._node import node as node
 from ._public import publish as _publish
@@ -226,6 +233,7 @@ __all__ = (
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
+    "EmbedEffect",
     "Embedded",
     "Event",
     "Failure",
@@ -241,18 +249,22 @@ __all__ = (
     "GuardrailTripped",
     "Guide",
     "History",
+    "InterruptEffect",
     "Interrupted",
     "InvalidTranscript",
     "Journal",
     "JournalSource",
+    "Layer",
     "LeaseLost",
     "MapEach",
     "Message",
     "Migration",
     "MigrationFailed",
+    "ModelCallEffect",
     "ModelGate",
     "ModelRequested",
     "ModelResponded",
+    "ModelStreamEffect",
     "ModelStreamed",
     "Node",
     "NodeFailed",
@@ -261,6 +273,7 @@ __all__ = (
     "NodeStarted",
     "NodeTimeout",
     "NotFoundError",
+    "OnceEffect",
     "OutputAttempt",
     "OutputError",
     "Parallel",
@@ -301,6 +314,7 @@ __all__ = (
     "Tool",
     "ToolAnswer",
     "ToolCall",
+    "ToolCallsEffect",
     "ToolError",
     "ToolFinished",
     "ToolSpec",

@@ -18,16 +18,21 @@ from ._context import AgentContext
 from ._dispatch import Sink, wanted
 from ._errors import RunError, UsageError
 from ._events import Event, NodeFinished, NodeStarted, RouteChosen
-from ._gate import ModelGate
+from ._gate import GateLayer, ModelGate
 from ._graph import Graph
-from ._journal import Journal, JournalSource
+from ._journal import Journal, JournalSource, RemoteJournal
 from ._json import Types
+from ._layer_events import EventsLayer
+from ._layer_journal import JournalLayer, RemoteJournalLayer
+from ._layer_limits import LimitsLayer
+from ._layers import Stack
 from ._node import Node
 from ._retry import RetryPolicy
 from ._runner_checks import (
     _callbacks,
     _check_sink_errors,
     _guards,
+    _layers,
     _maybe_async,
     _running_loop,
     _sinks,
@@ -112,6 +117,10 @@ class GraphRunner(Driver):
         versions: the graph versions `resume` may continue a run on, and what it
             does with a run that started on another version (`GraphVersions`);
             None resumes on the graph given, after its migrations (`"latest"`).
+        layers: your own layers around every effect of every run (`Layer`),
+            outermost first: they see model calls, streams, tool calls,
+            embeddings, `once` and `interrupt`, of nested graphs and fan-outs
+            alike. A layer with `performed = True` stands below the journal.
     """
 
     retry: RetryPolicy = attrs.field(factory=RetryPolicy, kw_only=True)
@@ -127,6 +136,8 @@ class GraphRunner(Driver):
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
     guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
     versions: GraphVersions | None = attrs.field(default=None, kw_only=True)
+    layers: tuple[Any, ...] = attrs.field(default=(), converter=_layers, kw_only=True)
+    _stacks: dict[tuple[bool, int], Stack] = attrs.field(init=False, repr=False, eq=False)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
     _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
     _heard: tuple[bool, bool, bool, bool, bool] = attrs.field(init=False, repr=False, eq=False)
@@ -146,6 +157,39 @@ class GraphRunner(Driver):
             bool(wanted(sinks, RouteChosen)),
         )
         object.__setattr__(self, "_heard", heard)
+        object.__setattr__(self, "_stacks", {})
+
+    def _stack(self, listened: bool, journal: Journal | None) -> Stack:
+        """The layers of a run with (or without) listeners and this kind of journal,
+        composed once per runner and kind (the order is `_layers.py`'s)."""
+        kind = 0 if journal is None else 2 if isinstance(journal, RemoteJournal) else 1
+        stack = self._stacks.get((listened, kind))
+        if stack is None:
+            stack = self._stacks[listened, kind] = Stack(self._composed(listened, kind))
+        return stack
+
+    def _composed(self, listened: bool, kind: int) -> list[Any]:
+        around: tuple[Any, ...] = ()
+        beside: tuple[Any, ...] = ()
+        results: tuple[Any, ...] = ()
+        if self.guards is not None:
+            around, beside, results = self.guards.layers()
+        mine = [layer for layer in self.layers if not getattr(layer, "performed", False)]
+        below = [layer for layer in self.layers if getattr(layer, "performed", False)]
+        journal = () if kind == 0 else (RemoteJournalLayer() if kind == 2 else JournalLayer(),)
+        gate = () if self.model_gate is None else (GateLayer(self.model_gate),)
+        events = (EventsLayer(),) if listened else ()
+        return [
+            *around,
+            LimitsLayer(),
+            *events,
+            *beside,
+            *mine,
+            *journal,
+            *results,
+            *below,
+            *gate,
+        ]
 
     def evolve(self, **changes: Any) -> GraphRunner:
         """A copy of this runner with `changes` (any of the constructor's arguments)."""

@@ -177,6 +177,7 @@ class Driver:
             run.started = deliver if streamed or started else None
             run.finished = deliver if streamed or finished else None
             run.routed = deliver if streamed or routed else None
+        run.stack = self._stack(run.emit is not None, journal)
         return run
 
     async def _guarded(  # type: ignore[misc]
