@@ -105,7 +105,7 @@ def _graph(case: str) -> tuple[Any, GraphRunner, dict[str, Any]]:
 
 def run_case(case: str, *, quick: bool) -> dict[str, Any]:
     graph, runner, extra = _graph(case)
-    repeats = 3 if quick else 15
+    repeats = 3 if quick else 7
     times: list[float] = []
 
     async def main() -> None:
