@@ -380,3 +380,54 @@ def test_every_effect_kind_is_a_frozen_value() -> None:
     effect: Effect = OnceEffect("clock", lambda: 1)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         effect.name = "other"  # type: ignore[misc]
+
+
+class _Gate:
+    def __init__(self) -> None:
+        self.admitted = 0
+        self.settled: list[Any] = []
+
+    async def admit(self, provider: str, model: str, request: ChatRequest) -> None:
+        self.admitted += 1
+
+    def settle(self, provider: str, model: str, request: Any, usage: Any, error: Any) -> None:
+        self.settled.append((usage, error))
+
+
+def _allow(stage: str, value: object) -> Decision:
+    return Decision.allow()
+
+
+_GUARDS = {
+    "plain": None,
+    "guard-before": Guards(input=[guard(_allow, stages=["input"])]),
+    "guard-beside": Guards(input=[guard(_allow, stages=["input"], rewrites=False)]),
+}
+
+
+class _Performed(Seen):
+    performed = True
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["request", "stream"])
+@pytest.mark.parametrize("guards", _GUARDS, ids=list(_GUARDS))
+@pytest.mark.parametrize("journaled", [False, True], ids=["plain", "journaled"])
+@pytest.mark.parametrize("place", ["above", "performed"])
+async def test_one_path_for_every_combination_of_layers(
+    stream: bool, guards: str, journaled: bool, place: str
+) -> None:
+    gate, seen = _Gate(), Seen() if place == "above" else _Performed()
+    model = ScriptedModel("hello there")
+    runner = GraphRunner(model_gate=gate, guards=_GUARDS[guards], layers=[seen])
+    store = MemoryStore() if journaled else None
+    graph = chat(model, stream=stream)
+    out = await runner.run(graph, AgentContext("hi"), store=store, run_id="r")
+    kind = "ModelStreamEffect" if stream else "ModelCallEffect"
+    assert out.input.content == "hello there"
+    assert gate.admitted == 1 and gate.settled == [(out.usage, None)]
+    assert [k for k, _ in seen.seen] == [kind]
+    if store is not None:
+        again = await runner.replay(graph, "r", store)
+        assert again.input == out.input and len(model.requests) == 1 and gate.admitted == 1
+        # A layer above the journal sees the served effect; one below it does not.
+        assert len(seen.seen) == (2 if place == "above" else 1)
