@@ -1,7 +1,7 @@
 """What every level of one run shares (`_Run`), the handle a caller holds on it, and run ids.
 
 The step loop (`Runtime`, in `_runtime.py`) reads and counts on these; the
-runner (`_runner_drive.py`) builds them when a run starts.
+runner (`_runner.py`) builds them when a run starts.
 """
 
 from __future__ import annotations
