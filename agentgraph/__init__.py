@@ -5,12 +5,6 @@ import typing as _typing
 from ._context import AgentContext as AgentContext
 from ._context import History as History
 from ._context import Settings as Settings
-from ._effect_kinds import EmbedEffect as EmbedEffect
-from ._effect_kinds import InterruptEffect as InterruptEffect
-from ._effect_kinds import ModelCallEffect as ModelCallEffect
-from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
-from ._effect_kinds import OnceEffect as OnceEffect
-from ._effect_kinds import ToolCallsEffect as ToolCallsEffect
 from ._errors import AgentGraphError as AgentGraphError
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import BadRequestError as BadRequestError
@@ -57,7 +51,6 @@ from ._failure import Attempt as Attempt
 from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
-from ._layers import Layer as Layer
 from ._node import Node as Node
 from ._node import node as node
 from ._public import publish as _publish
@@ -70,6 +63,12 @@ __version__ = "0.1.0"
 """The version of the `agentgraph-engine` distribution (the import package is `agentgraph`)."""
 
 if _typing.TYPE_CHECKING:
+    from ._effect_kinds import EmbedEffect as EmbedEffect
+    from ._effect_kinds import InterruptEffect as InterruptEffect
+    from ._effect_kinds import ModelCallEffect as ModelCallEffect
+    from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
+    from ._effect_kinds import OnceEffect as OnceEffect
+    from ._effect_kinds import ToolCallsEffect as ToolCallsEffect
     from ._events import ContextEntry as ContextEntry
     from ._events import Embedded as Embedded
     from ._events import Event as Event
@@ -97,6 +96,7 @@ if _typing.TYPE_CHECKING:
     from ._journal import JournalSource as JournalSource
     from ._journal import ToolAnswer as ToolAnswer
     from ._json import Types as Types
+    from ._layers import Layer as Layer
     from ._retry import RetryPolicy as RetryPolicy
     from ._retry import is_transient as is_transient
     from ._runner import GraphRunner as GraphRunner
@@ -143,6 +143,13 @@ _LAZY = {
     "ResumePolicy": "._versions",
     "ContextEntry": "._events",
     "Embedded": "._events",
+    "EmbedEffect": "._effect_kinds",
+    "InterruptEffect": "._effect_kinds",
+    "Layer": "._layers",
+    "ModelCallEffect": "._effect_kinds",
+    "ModelStreamEffect": "._effect_kinds",
+    "OnceEffect": "._effect_kinds",
+    "ToolCallsEffect": "._effect_kinds",
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",

@@ -1,7 +1,8 @@
 """The events layer: each effect reported on the run's event stream.
 
 `ModelRequested` before a model call and `ModelResponded` once it answered
-(`ModelStreamed` for each piece of a streamed answer's text), `ToolFinished`
+(`ModelStreamed` for each piece of a streamed answer's text, and
+`ModelResponded` once its reader is done with the stream), `ToolFinished`
 for each tool answer, `Embedded` for an embedding. It is in the stacks of
 runs that have listeners only, so a run nobody listens to builds no event.
 """
@@ -53,7 +54,12 @@ class EventsLayer:
         await rt.emit(requested(rt, effect))
         started = perf_counter()
         async with proceed(rt, effect) as events:
-            yield _Told(events, rt, name, started)
+            told = _Told(events, rt)
+            yield told
+        response = told.response
+        if response is not None:  # reported once its reader is done with the stream
+            elapsed = perf_counter() - started
+            await rt.emit(ModelResponded(rt.index, rt.path, name, response, elapsed))
 
 
 async def _model(rt: Runtime, effect: ModelCallEffect, proceed: Proceed) -> ChatResponse:
@@ -92,33 +98,29 @@ def requested(rt: Runtime, effect: ModelCallEffect | ModelStreamEffect) -> Model
 
 
 class _Told:
-    """Passes a stream's events on, reporting its text as `ModelStreamed` and its final
-    response as `ModelResponded` as they pass.
+    """Passes a stream's events on, reporting its text as `ModelStreamed` as it passes and
+    keeping the final response.
 
     A class rather than an async generator, so a reader that stops early
     leaves nothing for the garbage collector to finalize.
     """
 
-    __slots__ = ("_events", "_name", "_rt", "_started")
+    __slots__ = ("_events", "_rt", "response")
 
-    def __init__(
-        self, events: AsyncIterator[StreamEvent], rt: Runtime, name: str, started: float
-    ) -> None:
+    def __init__(self, events: AsyncIterator[StreamEvent], rt: Runtime) -> None:
         self._events = events
         self._rt = rt
-        self._name = name
-        self._started = started
+        self.response: ChatResponse | None = None
 
     def __aiter__(self) -> _Told:
         return self
 
     async def __anext__(self) -> StreamEvent:
         event = await self._events.__anext__()
-        rt = self._rt
         if isinstance(event, TextDelta):
             if event.text:
+                rt = self._rt
                 await rt.emit(ModelStreamed(rt.index, rt.path, event.text))
         elif isinstance(event, ResponseDone):
-            elapsed = perf_counter() - self._started
-            await rt.emit(ModelResponded(rt.index, rt.path, self._name, event.response, elapsed))
+            self.response = event.response
         return event

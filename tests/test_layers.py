@@ -13,6 +13,7 @@ from agentgraph import (
     AgentContext,
     EmbedEffect,
     GraphRunner,
+    GuardDecided,
     InterruptEffect,
     Layer,
     ModelCallEffect,
@@ -25,7 +26,6 @@ from agentgraph import (
     tool,
 )
 from agentgraph._effect_kinds import Effect
-from agentgraph._events import GuardDecided
 from agentgraph._gate import GateLayer
 from agentgraph._journal import RemoteJournal
 from agentgraph._layer_events import EventsLayer
