@@ -63,6 +63,12 @@ __version__ = "0.1.0"
 """The version of the `agentgraph-engine` distribution (the import package is `agentgraph`)."""
 
 if _typing.TYPE_CHECKING:
+    from ._effect_kinds import EmbedEffect as EmbedEffect
+    from ._effect_kinds import InterruptEffect as InterruptEffect
+    from ._effect_kinds import ModelCallEffect as ModelCallEffect
+    from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
+    from ._effect_kinds import OnceEffect as OnceEffect
+    from ._effect_kinds import ToolCallsEffect as ToolCallsEffect
     from ._events import ContextEntry as ContextEntry
     from ._events import CustomEvent as CustomEvent
     from ._events import Embedded as Embedded
@@ -91,6 +97,7 @@ if _typing.TYPE_CHECKING:
     from ._journal import JournalSource as JournalSource
     from ._journal import ToolAnswer as ToolAnswer
     from ._json import Types as Types
+    from ._layers import Layer as Layer
     from ._retry import RetryPolicy as RetryPolicy
     from ._retry import is_transient as is_transient
     from ._runner import GraphRunner as GraphRunner
@@ -138,6 +145,13 @@ _LAZY = {
     "ContextEntry": "._events",
     "CustomEvent": "._events",
     "Embedded": "._events",
+    "EmbedEffect": "._effect_kinds",
+    "InterruptEffect": "._effect_kinds",
+    "Layer": "._layers",
+    "ModelCallEffect": "._effect_kinds",
+    "ModelStreamEffect": "._effect_kinds",
+    "OnceEffect": "._effect_kinds",
+    "ToolCallsEffect": "._effect_kinds",
     "Event": "._events",
     "Generate": ".nodes",
     "GraphRunner": "._runner",
@@ -229,6 +243,7 @@ __all__ = (
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",
+    "EmbedEffect",
     "Embedded",
     "Event",
     "Failure",
@@ -244,18 +259,22 @@ __all__ = (
     "GuardrailTripped",
     "Guide",
     "History",
+    "InterruptEffect",
     "Interrupted",
     "InvalidTranscript",
     "Journal",
     "JournalSource",
+    "Layer",
     "LeaseLost",
     "MapEach",
     "Message",
     "Migration",
     "MigrationFailed",
+    "ModelCallEffect",
     "ModelGate",
     "ModelRequested",
     "ModelResponded",
+    "ModelStreamEffect",
     "ModelStreamed",
     "Node",
     "NodeFailed",
@@ -264,6 +283,7 @@ __all__ = (
     "NodeStarted",
     "NodeTimeout",
     "NotFoundError",
+    "OnceEffect",
     "OutputAttempt",
     "OutputError",
     "Parallel",
@@ -304,6 +324,7 @@ __all__ = (
     "Tool",
     "ToolAnswer",
     "ToolCall",
+    "ToolCallsEffect",
     "ToolError",
     "ToolFinished",
     "ToolSpec",

@@ -11,13 +11,18 @@ nothing extra.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Protocol, runtime_checkable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._effect_kinds import ModelCallEffect, ModelStreamEffect
 from .llm._messages import Usage
 from .llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 
-__all__ = ("PARTIAL", "ModelGate", "gated_request", "gated_stream", "provider_of")
+if TYPE_CHECKING:
+    from ._layers import Proceed, ProceedStream
+    from ._runtime import Runtime
+
+__all__ = ("PARTIAL", "GateLayer", "ModelGate", "gated_request", "gated_stream", "provider_of")
 
 PARTIAL = Usage(requests=1, unmetered=1)
 """What a model call cancelled in flight counts: one request, its tokens unreported."""
@@ -44,6 +49,26 @@ class ModelGate(Protocol):
         usage: Usage | None,
         error: Exception | None,
     ) -> None: ...
+
+
+class GateLayer:
+    """The layer just above the call: admits each model call that is sent (one served
+    from a record never reaches it) and settles it however it ends."""
+
+    __slots__ = ("gate",)
+    wants = frozenset({ModelCallEffect, ModelStreamEffect})
+    performed = True
+
+    def __init__(self, gate: ModelGate) -> None:
+        self.gate = gate
+
+    def around(self, rt: Runtime, effect: ModelCallEffect, proceed: Proceed) -> Any:
+        return gated_request(self.gate, effect.model, effect.name, effect.request)
+
+    def around_stream(
+        self, rt: Runtime, effect: ModelStreamEffect, proceed: ProceedStream
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        return gated_stream(self.gate, effect.model, effect.name, effect.request)
 
 
 def provider_of(model: ChatModel) -> str:

@@ -25,8 +25,9 @@ The `call` an effect method hands its journal is a small object that says what
 it calls (`ModelCall`, `EmbedCall`, `OnceCall`, `ToolsCall`): a journal that
 runs effects in-process awaits it, one that runs them elsewhere (as a workflow
 engine's activities, in another process) reads its parts instead. Such a
-journal sets `remote = True`: a streamed model call is then made through
-`model` as one request, and its response streamed as recorded deltas.
+journal subclasses `RemoteJournal`: its run then gets the remote journal layer
+(`_layer_journal.py`), and a streamed model call is made through `model` as
+one request, its response streamed as recorded deltas.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = (
     "JournalSource",
     "ModelCall",
     "OnceCall",
+    "RemoteJournal",
     "ToolAnswer",
     "ToolRunner",
     "ToolsCall",
@@ -223,6 +225,13 @@ class Journal(Protocol):
     def close(self) -> None:
         """The run is over, however it ended (a crash included): let go of it. Idempotent."""
         ...
+
+
+class RemoteJournal:
+    """A journal that makes effects elsewhere (a workflow engine's activities) subclasses
+    this, so its runs get the layer that hands it what to call instead of calling it."""
+
+    __slots__ = ()
 
 
 @runtime_checkable

@@ -1,8 +1,8 @@
 """What a failed step comes to: retries under policy, error transitions, the error the run sees.
 
-`Runtime` (in `_runtime.py`, with the step loop) inherits these from
-`Recovery`; the loop reaches them only once a step has raised, so a step
-that succeeds never enters this module.
+Functions of the `Runtime` whose step failed (in `_runtime.py`, with the step
+loop); the loop reaches them only once a step has raised, so a step that
+succeeds never enters this module.
 """
 
 from __future__ import annotations
@@ -32,113 +32,101 @@ if TYPE_CHECKING:
     from ._node import Node
     from ._runtime import Runtime
 
-__all__ = ("Recovery", "placed")
+__all__ = ("failed", "placed", "recover")
 
 Out = TypeVar("Out")
 
 
-class Recovery:
-    """`Runtime`'s handling of failed steps: retry, route on error, or raise.
+async def failed(
+    rt: Runtime,
+    graph: Graph[Any, Any],
+    source: Node[Any, Any],
+    failed: NodeFailed,
+    given: AgentContext[Any],
+    where: tuple[int, int],
+) -> tuple[Node[Any, Any], AgentContext[Any]]:
+    """Where `source`'s error transitions send a failed step, and with what; else re-raise."""
+    route = graph.error_route(source, failed)
+    if route is None:
+        raise failed
+    target, position, failure = route
+    step = where[0]
+    out = given.with_input(failure)
+    run = rt._run
+    if run.routed is not None:
+        chosen = RouteChosen(
+            step, rt.path, source.name, target.name, position, False, on_error=True
+        )
+        told = run.routed(chosen)
+        if told is not None:
+            await told
+    if run.journal is not None:
+        rt._commit(run.journal, source, target, out, *where)
+    return target, out
 
-    A mixin with no state of its own, like `Effects`: its methods take the
-    `Runtime` they are called on, so a call costs what it did as a method of
-    `Runtime` itself.
-    """
 
-    # Each method's `self` is the `Runtime` it runs on; mypy wants a self type to be a
-    # supertype of the class it is written in, hence `ignore[misc]` on each signature.
-    __slots__ = ()
+async def recover(
+    rt: Runtime, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
+) -> tuple[AgentContext[Out], int]:
+    run = rt._run
+    policy = node.retry
+    if policy is None and not node.composite:
+        policy = rt.node_retry or run.retry
+    attempts = 1
+    try:
+        if (
+            policy is None
+            or not node.retry_safe
+            or isinstance(error, StepLimitExceeded | OverLimit | CheckpointError)
+            # Not retried (a mistake in the code, not a transient failure): said at
+            # once, without the retry machinery's frames in the traceback.
+            or (policy.rule is None and not policy.retry_on(root_error(error)))
+        ):
+            raise error
 
-    async def _failed(  # type: ignore[misc]
-        self: Runtime,
-        graph: Graph[Any, Any],
-        source: Node[Any, Any],
-        failed: NodeFailed,
-        given: AgentContext[Any],
-        where: tuple[int, int],
-    ) -> tuple[Node[Any, Any], AgentContext[Any]]:
-        """Where `source`'s error transitions send a failed step, and with what; else re-raise."""
-        route = graph.error_route(source, failed)
-        if route is None:
-            raise failed
-        target, position, failure = route
-        step = where[0]
-        out = given.with_input(failure)
-        run = self._run
-        if run.routed is not None:
-            chosen = RouteChosen(
-                step, self.path, source.name, target.name, position, False, on_error=True
-            )
-            told = run.routed(chosen)
-            if told is not None:
-                await told
-        if run.journal is not None:
-            self._commit(run.journal, source, target, out, *where)
-        return target, out
-
-    async def _recover(  # type: ignore[misc]
-        self: Runtime, node: Node[Any, Out], ctx: AgentContext[Any], index: int, error: Exception
-    ) -> tuple[AgentContext[Out], int]:
-        run = self._run
-        policy = node.retry
-        if policy is None and not node.composite:
-            policy = self.node_retry or run.retry
-        attempts = 1
-        try:
-            if (
-                policy is None
-                or not node.retry_safe
-                or isinstance(error, StepLimitExceeded | OverLimit | CheckpointError)
-                # Not retried (a mistake in the code, not a transient failure): said at
-                # once, without the retry machinery's frames in the traceback.
-                or (policy.rule is None and not policy.retry_on(root_error(error)))
-            ):
-                raise error
-
-            async def on_retry(attempt: int, wait: float, err: BaseException) -> None:
-                nonlocal attempts
-                attempts = attempt + 1
-                if run.emit is not None:
-                    await run.emit(RetryScheduled(index, self.path, attempt, wait, err))
-
-            async def again() -> AgentContext[Out]:
-                if run.journal is not None:
-                    run.journal.new_attempt(self)
-                if node.timeout is None:
-                    return await node.run(ctx, self)
-                return await _with_timeout(node, ctx, self)
-
-            return await _guarded(policy, node, ctx, self.path).call(
-                again, error, on_retry=on_retry
-            )
-        except Exception as final:
-            await self._failed_for_good(node, ctx, index, attempts, final)
-            raise AssertionError("unreachable: the failure was raised") from None
-
-    async def _failed_for_good(  # type: ignore[misc]
-        self: Runtime,
-        node: Node[Any, Any],
-        ctx: AgentContext[Any],
-        index: int,
-        attempts: int,
-        final: Exception,
-    ) -> NoReturn:
-        """Report a step that failed after its retries, and raise what the run should see."""
-        run = self._run
-        if isinstance(final, OverLimit):  # the run's limit, not the node's failure
-            limit = UsageLimitExceeded(final.reason, context=ctx, step=index, path=self.path)
+        async def on_retry(attempt: int, wait: float, err: BaseException) -> None:
+            nonlocal attempts
+            attempts = attempt + 1
             if run.emit is not None:
-                await run.emit(NodeFailedEvent(index, self.path, attempts, limit))
-            raise limit from None
+                await run.emit(RetryScheduled(index, rt.path, attempt, wait, err))
+
+        async def again() -> AgentContext[Out]:
+            if run.journal is not None:
+                run.journal.new_attempt(rt)
+            if node.timeout is None:
+                return await node.run(ctx, rt)
+            return await _with_timeout(node, ctx, rt)
+
+        return await _guarded(policy, node, ctx, rt.path).call(again, error, on_retry=on_retry)
+    except Exception as final:
+        await _failed_for_good(rt, node, ctx, index, attempts, final)
+        raise AssertionError("unreachable: the failure was raised") from None
+
+
+async def _failed_for_good(
+    rt: Runtime,
+    node: Node[Any, Any],
+    ctx: AgentContext[Any],
+    index: int,
+    attempts: int,
+    final: Exception,
+) -> NoReturn:
+    """Report a step that failed after its retries, and raise what the run should see."""
+    run = rt._run
+    if isinstance(final, OverLimit):  # the run's limit, not the node's failure
+        limit = UsageLimitExceeded(final.reason, context=ctx, step=index, path=rt.path)
         if run.emit is not None:
-            await run.emit(NodeFailedEvent(index, self.path, attempts, final))
-        if isinstance(final, RunError):
-            raise final
-        if isinstance(final, CheckpointError):  # the run's record failed, not the node
-            raise placed(final, ctx, index, self.path)
-        raise NodeFailed(
-            context=ctx, step=index, path=self.path, attempts=attempts, error=final
-        ) from final
+            await run.emit(NodeFailedEvent(index, rt.path, attempts, limit))
+        raise limit from None
+    if run.emit is not None:
+        await run.emit(NodeFailedEvent(index, rt.path, attempts, final))
+    if isinstance(final, RunError):
+        raise final
+    if isinstance(final, CheckpointError):  # the run's record failed, not the node
+        raise placed(final, ctx, index, rt.path)
+    raise NodeFailed(
+        context=ctx, step=index, path=rt.path, attempts=attempts, error=final
+    ) from final
 
 
 def placed(

@@ -1,7 +1,7 @@
 """What every level of one run shares (`_Run`), the handle a caller holds on it, and run ids.
 
 The step loop (`Runtime`, in `_runtime.py`) reads and counts on these; the
-runner (`_runner_drive.py`) builds them when a run starts.
+runner (`_runner.py`) builds them when a run starts.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ._context import AgentContext
 from ._events import Event, StepInfo
 from ._gate import ModelGate
 from ._journal import Journal
+from ._layers import Stack
 from ._retry import RetryPolicy
 from ._usage import UsageLimits
 
@@ -98,6 +99,10 @@ new_run_id = _RunIds()
 """A fresh run id."""
 
 
+_BARE = Stack(())
+"""No layers: every effect goes straight to its call."""
+
+
 class _Run:
     """What every level of one run shares: the step counter, policy and listeners."""
 
@@ -116,6 +121,7 @@ class _Run:
         "retry",
         "root",
         "routed",
+        "stack",
         "started",
         "steps",
         "watch",
@@ -156,6 +162,7 @@ class _Run:
         self.handle = handle
         self.journal = journal
         self.root: Any = None  # the graph the run drives, for `Runtime.patched`
+        self.stack = _BARE  # the runner's stack for this kind of run, set as it starts
 
     @property
     def run_id(self) -> str:

@@ -41,6 +41,21 @@ def _guards(guards: Guards | None) -> Guards | None:
     return guards if guards else None
 
 
+def _layers(layers: Sequence[Any]) -> tuple[Any, ...]:
+    """`layers` as a tuple, each checked to be a layer (it has `around` or `around_stream`)."""
+    if callable(getattr(layers, "around", None)):
+        raise UsageError("layers= takes a list of layers: write layers=[layer]")
+    for layer in layers:
+        if not (
+            callable(getattr(layer, "around", None))
+            or callable(getattr(layer, "around_stream", None))
+        ):
+            raise UsageError(
+                f"layers= takes layers (subclasses of agentgraph.Layer), not {type(layer).__name__}"
+            )
+    return tuple(layers)
+
+
 def _sinks(sinks: Sequence[Sink]) -> tuple[Sink, ...]:
     return tuple(check_sink(sink) for sink in sinks)
 

@@ -1,34 +1,42 @@
 """`Runtime`: one run as its nodes see it, the one graph loop, and the step every node runs as.
 
 `GraphRunner` (in `_runner.py`) starts runs; everything a running step touches
-lives here: the step counter, cancellation checks, step events, and the hooks
-of the run's journal (the durability protocol in `_journal.py`). The effects
-nodes have on the world are `Runtime` methods inherited from `Effects`
-(`_effects.py`), and what a failed step comes to (retries, error transitions)
-from `Recovery` (`_recovery.py`); what the levels of a run share is in
-`_run_state.py`.
+lives here: the step counter, cancellation checks, step events, the hooks of
+the run's journal (the durability protocol in `_journal.py`), and the effects
+nodes have on the world, each a value handed to the run's stack of layers
+(`_layers.py`). What a failed step comes to (retries, error transitions) is in
+`_recovery.py`; what the levels of a run share is in `_run_state.py`.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
 
+from ._clip import MAX_RESULT_CHARS
 from ._context import AgentContext
+from ._effect_kinds import (
+    EmbedEffect,
+    InterruptEffect,
+    ModelCallEffect,
+    ModelStreamEffect,
+    OnceEffect,
+    ToolCallsEffect,
+)
 from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
-from ._effects import Effects
 from ._effects import Interrupt as Interrupt
 from ._effects import tool_runtime as tool_runtime
 from ._errors import CheckpointError, NodeFailed, StepLimitExceeded, UsageError
 from ._events import CustomEvent, Event, NodeFinished, NodeStarted, RouteChosen, StepInfo
-from ._journal import Journal
+from ._journal import Journal, ToolAnswer
 from ._node import FunctionNode
-from ._recovery import Recovery, _with_timeout
+from ._recovery import _with_timeout, failed, recover
 from ._recovery import placed as placed
 from ._retry import RetryPolicy
 from ._run_state import Emit as Emit
@@ -38,27 +46,34 @@ from ._run_state import _Run as _Run
 from ._run_state import new_run_id as new_run_id
 from ._usage import Meter
 from ._versions import declared_patches
+from .llm._embedder import Embedder
+from .llm._messages import ToolCall
+from .llm._model import ChatModel, ChatRequest, ChatResponse, StreamEvent
 
 if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
+    from .memory import JournaledMemory, Memory
+    from .tools._tool import Tool
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback", "tool_runtime")
 
 In = TypeVar("In")
 Out = TypeVar("Out")
+T = TypeVar("T")
 
 _new_tuple = tuple.__new__
 
 
-class Runtime(Recovery, Effects):
+class Runtime:
     """One node's view of its run: its path and depth, its effects, and nested steps.
 
     Graphs and combinators use `execute` to run child nodes as steps of the same
     run; ready-made nodes use `emit` to add their own records to the trace.
     Everything a node does outside its context goes through the runtime:
     `call_model`, `stream_model`, `embed`, `call_tools`, `once` and `interrupt`.
-    They emit the run's events and, in a run with a journal (a checkpoint
+    Each hands its effect, as a value, to the run's layers (`agentgraph.Layer`):
+    they emit the run's events and, in a run with a journal (a checkpoint
     store), record their results, so a resumed or replayed step gets them back
     instead of doing the work again.
 
@@ -171,6 +186,95 @@ class Runtime(Recovery, Effects):
         if emit is not None:
             await emit(CustomEvent(self.index, self.path, data, name))
 
+    # -- effects ----------------------------------------------------------------------------
+    async def call_model(self, model: ChatModel, request: ChatRequest) -> ChatResponse:
+        """Send `request` to `model`, reporting the request and the response as events.
+
+        In a run with a journal the response is recorded; a resumed or
+        replayed step gets the recorded response to the same request instead.
+        In a run with guards (`agentgraph.guards`) the request and the answer
+        are shown to them.
+        """
+        response: ChatResponse = await self._run.stack.model(self, ModelCallEffect(model, request))
+        return response
+
+    def stream_model(
+        self, model: ChatModel, request: ChatRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
+        """Stream `request` from `model`: deltas, then one `ResponseDone`.
+
+        ```python
+        async with rt.stream_model(model, request) as events:
+            async for event in events:
+                ...
+        ```
+        Recorded like `call_model`: a resumed or replayed step streams the
+        recorded response again (its text, reasoning and tool calls as single
+        deltas) without calling the model.
+        """
+        return self._run.stack.stream(self, ModelStreamEffect(model, request))
+
+    async def embed(self, embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+        """Embed `texts`; recorded in a run with a journal, like a model call."""
+        vectors: list[list[float]] = await self._run.stack.embed(self, EmbedEffect(embedder, texts))
+        return vectors
+
+    async def call_tools(
+        self,
+        tools: Sequence[Tool[..., Any]],
+        calls: Sequence[ToolCall],
+        *,
+        limit: int = 8,
+        timeout: float | None = None,  # noqa: ASYNC109 - a per-call limit, passed on
+        context: AgentContext[Any] | None = None,
+        max_result_chars: int | None = MAX_RESULT_CHARS,
+    ) -> list[ToolAnswer]:
+        """Run `calls` with `tools` only (see `run_tool_calls`); answers in call order.
+
+        Each answer is reported as a `ToolFinished` event. In a run with a
+        journal, answers are recorded as the model reads them (clipped to
+        `max_result_chars`, `MAX_RESULT_CHARS` unless given), so a resumed or
+        replayed step gets exactly those; a call to a tool that is not safe to
+        retry is made durable before it runs (finding it in flight on resume
+        is a `ResumeError`).
+        """
+        if not calls:
+            return []
+        effect = ToolCallsEffect(tools, calls, limit, timeout, context, max_result_chars)
+        answers: list[ToolAnswer] = await self._run.stack.tools(self, effect)
+        return answers
+
+    def memory(self, memory: Memory) -> JournaledMemory:
+        """`memory` (an `agentgraph.memory` store) as this step sees it: every call an effect.
+
+        A resumed or replayed step is served what the run read, a replay writes
+        nothing, and a write is applied once even across a crash and resume
+        (see `agentgraph.memory.journaled`).
+        """
+        from .memory._journaled import journaled  # loaded with the first memory call
+
+        return journaled(memory, self)
+
+    async def once(self, name: str, fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
+        """Call `fn(*args)` (sync or async) once per run and remember the result.
+
+        The one call for a node's own I/O: with a checkpoint store the result
+        is recorded, so a resumed or replayed step gets it back without
+        calling `fn` again; it must be data the context could hold. Without a
+        store, `fn` is simply called.
+        """
+        return cast("T", await self._run.stack.once(self, OnceEffect(name, fn, args)))
+
+    async def interrupt(self, question: Any) -> Any:
+        """Ask for outside input: the run stops with `Interrupted` carrying `question`.
+
+        `GraphRunner.resume(..., answer=...)` runs this node again, and this call
+        then returns the answer. Work before it that went through the runtime
+        (model calls, tools, `once`) is served from the record, not done again.
+        Needs a checkpoint store; `question` must be data the context could hold.
+        """
+        return await self._run.stack.interrupt(self, InterruptEffect(question))
+
     # -- steps ------------------------------------------------------------------------------
     async def run_graph(self, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:
         """Run `graph`'s nodes from start to finish as steps one level below this node.
@@ -219,9 +323,9 @@ class Runtime(Recovery, Effects):
             source, target = target, None
             try:
                 current = await self.execute(source, current, local)
-            except NodeFailed as failed:
+            except NodeFailed as error:
                 # `current` is still the failed step's input: an error transition goes on from it.
-                target, current = await self._failed(graph, source, failed, current, (step, local))
+                target, current = await failed(self, graph, source, error, current, (step, local))
 
     async def _prelude(
         self, journal: Journal, ctx: AgentContext[Any]
@@ -312,7 +416,7 @@ class Runtime(Recovery, Effects):
             attempts = 1
         except Exception as error:  # the slow path: retry or report
             rt = rt or self._child(node, ctx, index, local_index, path, fanout)
-            out, attempts = await rt._recover(node, ctx, index, error)
+            out, attempts = await recover(rt, node, ctx, index, error)
         # Report the step: the handle (on the run's own path), events, callbacks.
         if not fanout:
             run.handle.context = out

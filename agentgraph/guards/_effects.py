@@ -1,10 +1,10 @@
-"""Guarded effects: a model call or stream checked on its way in and out, tool calls before
-they run, tool results before they enter the history.
+"""What guarded effects are made of: a model call or stream checked on its way in and out,
+tool calls before they run, tool results before they enter the history.
 
-`Runtime.call_model`, `stream_model` and `call_tools` come here only in a run
-whose runner was given guards, so a run without guards pays one attribute test
-per effect. Input guards that rewrite run before the call; the others run
-beside it (`Guards.beside`) and one that blocks cancels the call in flight. A
+The guard layers (`_layers.py`) are built from these, and only for a runner
+given guards, so a run without guards pays nothing for them. Input guards that
+rewrite run before the call; the others run beside it (`Guards.beside`) and
+one that blocks cancels the call in flight. A
 cancelled call is never recorded as a response: it counts as one request whose
 tokens the provider had not reported (`Usage(requests=1, unmetered=1)`, token
 counts arrive with a response's end), reported as partial on the error and the
@@ -17,20 +17,17 @@ the usage of the answer its node gets, so it counts in the context's usage.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
 from anyio.abc import TaskStatus
 
-from .._effects import _requested, model_call, model_stream, responded
 from .._errors_guards import GuardError
-from .._gate import PARTIAL, _Watched, gated_request
+from .._gate import PARTIAL
 from .._journal import ToolAnswer
 from ..llm._messages import Message, ToolCall, Usage
-from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent
+from ..llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from ._check import GuardRound, Record, Round, ask, decide, settle, tripped
 from ._guard import Guard, Guards, Stage
 
@@ -41,8 +38,6 @@ __all__ = (
     "PARTIAL",
     "ResultsChecked",
     "checked_calls",
-    "guarded_model",
-    "guarded_stream",
     "merged",
     "output_checked",
     "result_outcome",
@@ -133,14 +128,6 @@ async def _beside(
         task_status.started(True)
 
 
-async def _send(rt: Runtime, model: ChatModel, name: str, request: ChatRequest) -> ChatResponse:
-    """One request to the model, admitted by the run's gate; settled however it ends."""
-    gate = rt._run.gate
-    if gate is None:
-        return await model.request(request)
-    return await gated_request(gate, model, name, request)
-
-
 async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest) -> None:
     """Report the round beside a call, and raise if it blocked.
 
@@ -161,101 +148,6 @@ async def _blocked(rt: Runtime, state: _Beside, name: str, request: ChatRequest)
     await settle(rt, "input", round, usage, partial)
     if blocked is not None:
         raise tripped(rt, "input", blocked, request, usage, partial)
-
-
-async def _answered(
-    rt: Runtime,
-    name: str,
-    response: ChatResponse,
-    started: float,
-    output: Sequence[Guard],
-    spent: Usage | None,
-) -> ChatResponse:
-    """The answer as its node gets it: past the output guards, with what every guard of the
-    call spent added to its usage."""
-    await responded(rt, name, response, started)
-    guards = rt._run.guards
-    assert guards is not None
-    message = response.message
-    if output:
-        message, more = await output_checked(rt, output, message, guards.timeout)
-        spent = _added(spent, more)
-    if message is not response.message:
-        response = attrs.evolve(response, message=message)
-    if spent is not None:
-        response = attrs.evolve(response, usage=response.usage + spent)
-    return response
-
-
-async def _opened(
-    rt: Runtime, model: ChatModel, request: ChatRequest
-) -> tuple[Guards, str, ChatRequest, tuple[Guard, ...], Usage | None]:
-    """A call's start: its limits checked, the input guards before it asked, the request
-    reported; the guards, the model's name, the request to send, the guards beside it and
-    what the guards asked so far spent."""
-    guards = rt._run.guards
-    assert guards is not None
-    name = request.model or model.name
-    for meter in rt.meters:
-        meter.before(name)
-    before, beside = _split(guards)
-    request, spent = await _checked(rt, "input", before, request, guards.timeout)
-    if rt._run.emit is not None:
-        await rt._run.emit(_requested(rt, model, name, request))
-    return guards, name, request, beside, spent
-
-
-def _remote(rt: Runtime) -> bool:
-    """Whether the run's effects are made elsewhere (a Temporal activity), not here."""
-    return bool(getattr(rt.journal, "remote", False))
-
-
-async def guarded_model(rt: Runtime, model: ChatModel, request: ChatRequest) -> ChatResponse:
-    """`Runtime.call_model` in a run with guards."""
-    guards, name, request, beside, spent = await _opened(rt, model, request)
-    started = perf_counter()
-    journal = rt.journal
-    if beside:
-        state = _Beside()
-        response: ChatResponse | None = None
-        key, recorded = "", None
-        async with anyio.create_task_group() as group:
-            served = await group.start(
-                _beside, rt, beside, request, guards.timeout, group.cancel_scope, state
-            )
-            if not served:
-                if journal is not None:
-                    key, recorded = journal.recorded_model(rt, request)
-                try:
-                    if recorded is None and journal is not None and _remote(rt):
-                        state.in_flight = True  # made elsewhere, and not recorded here
-                        response = await journal.model(
-                            rt, request, model_call(rt, model, name, request)
-                        )
-                        state.in_flight = False
-                        recorded = response
-                    elif recorded is None:
-                        state.in_flight = True
-                        response = await _send(rt, model, name, request)
-                        state.in_flight = False
-                        state.spent = response.usage
-                    else:
-                        response = recorded
-                except Exception as exc:
-                    state.error = exc
-                    group.cancel_scope.cancel()
-        await _blocked(rt, state, name, request)
-        assert state.round is not None
-        spent = _added(spent, state.round.spent)
-        if response is None:  # the round came from the record: the call goes as usual
-            call = model_call(rt, model, name, request)
-            response = await (call() if journal is None else journal.model(rt, request, call))
-        elif journal is not None and recorded is None:
-            journal.record_model(rt, key, request, response)
-    else:
-        call = model_call(rt, model, name, request)
-        response = await (call() if journal is None else journal.model(rt, request, call))
-    return await _answered(rt, name, response, started, guards.output, spent)
 
 
 class _Checked:
@@ -282,58 +174,6 @@ class _Checked:
             if response is not event.response:
                 return ResponseDone(response)
         return event
-
-
-@asynccontextmanager
-async def guarded_stream(
-    rt: Runtime, model: ChatModel, request: ChatRequest
-) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """`Runtime.stream_model` in a run with guards."""
-    guards, name, request, beside, spent = await _opened(rt, model, request)
-    started = perf_counter()
-    journal = rt.journal
-    tell = None if rt._run.emit is None else rt._streamed
-    state = _Beside() if beside else None
-    key, recorded = "", None
-
-    async def done(response: ChatResponse) -> ChatResponse:
-        if state is not None and not state.reported:
-            state.in_flight = False
-            state.spent = response.usage
-            await state.decided.wait()
-            await _blocked(rt, state, name, request)
-        if journal is not None and recorded is None:
-            journal.record_model(rt, key, request, response)
-        used = spent if state is None or state.round is None else _added(spent, state.round.spent)
-        return await _answered(rt, name, response, started, guards.output, used)
-
-    if state is not None:
-        failure: Exception | None = None
-        async with anyio.create_task_group() as group:
-            served = await group.start(
-                _beside, rt, beside, request, guards.timeout, group.cancel_scope, state
-            )
-            if not served:
-                if journal is not None:
-                    key, recorded = journal.recorded_model(rt, request)
-                try:
-                    async with model_stream(rt, model, name, request, recorded) as events:
-                        state.in_flight = recorded is None
-                        yield _Checked(_Watched(events, tell), done)
-                except Exception as exc:  # the reader's or the call's: raised unwrapped
-                    failure = exc
-                    group.cancel_scope.cancel()
-        if failure is not None:
-            raise failure
-        if not served:
-            if not state.reported:
-                await _blocked(rt, state, name, request)
-            return
-        await _blocked(rt, state, name, request)  # a round from the record: before the call
-    if journal is not None:
-        key, recorded = journal.recorded_model(rt, request)
-    async with model_stream(rt, model, name, request, recorded) as events:
-        yield _Checked(_Watched(events, tell), done)
 
 
 async def checked_calls(

@@ -267,3 +267,13 @@ class Guards:
 
     def __bool__(self) -> bool:
         return bool(self.input or self.output or self.tools or self.results)
+
+    def layers(self) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+        """The layers these guards add to a runner's effects (`agentgraph.Layer`): those
+        above the usage limits, those beside the call, and those below the journal.
+
+        A runner builds them once; a run without guards has none.
+        """
+        from ._layers import layers_of  # the layers are built from this module's guards
+
+        return layers_of(self)

@@ -24,7 +24,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from .._context import AgentContext
 from .._errors import AgentGraphError, GraphCancelled, RunError, UsageError
-from .._journal import EmbedCall, ModelCall, OnceCall, ToolAnswer, ToolsCall
+from .._journal import EmbedCall, ModelCall, OnceCall, RemoteJournal, ToolAnswer, ToolsCall
 from .._runtime import RunHandle
 from ..guards._check import GuardRound, ask_one
 from ..guards._effects import ResultsChecked
@@ -109,7 +109,7 @@ class _Continue(BaseException):
         super().__init__(target)
 
 
-class WorkflowJournal:
+class WorkflowJournal(RemoteJournal):
     """The durability protocol inside a workflow: every effect is an activity.
 
     Temporal's history records each activity's result, so a replayed workflow
@@ -120,7 +120,6 @@ class WorkflowJournal:
     from that step.
     """
 
-    remote = True
     replaying = False
 
     def __init__(
@@ -197,7 +196,7 @@ class WorkflowJournal:
         return response
 
     def recorded_model(self, rt: Runtime, request: ChatRequest) -> tuple[str, ChatResponse | None]:
-        return "", None  # `remote`: the runtime makes a streamed call through `model`
+        return "", None  # a remote journal's layer makes a streamed call through `model`
 
     def record_model(
         self, rt: Runtime, key: str, request: ChatRequest, response: ChatResponse
@@ -253,7 +252,8 @@ class WorkflowJournal:
         context = run.context if wants_context else None
         gate = asyncio.Semaphore(run.limit)
         policy = self._registry.policy("tool")
-        checked = run.run if isinstance(run.run, ResultsChecked) else None
+        guards = rt._run.guards
+        checked = ResultsChecked(rt, guards, run.run) if guards and guards.results else None
 
         async def one(call: ToolCall) -> ToolAnswer:
             async with gate:
