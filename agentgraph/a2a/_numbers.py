@@ -7,8 +7,10 @@ value is validated against says `integer`, or lists that integer in an `enum`
 field, an `Any` one, an untyped graph) it stays the double it came as.
 Nothing is guessed from the value alone.
 
-A `Struct`'s fields are a map, which keeps no order: an object comes back with
-the fields its schema lists in the schema's order, any others after them.
+A `Struct`'s fields are a map, which keeps no order, and the schema itself
+comes as one: an object comes back with its required fields in the order the
+schema's `required` list gives (a list keeps its order), then its other listed
+fields by name, then any others by name.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def _narrow(node: Any, defs: Mapping[str, Any], value: Any) -> Any:
         props = shape.get("properties")
         props = props if isinstance(props, Mapping) else {}
         extra = shape.get("additionalProperties")
-        ordered = [k for k in props if k in value] + [k for k in value if k not in props]
+        ordered = _field_order(shape, props, value)
         return {k: _narrow(props.get(k, extra), defs, value[k]) for k in ordered}
     if isinstance(value, list):
         shape = _branch(node, defs, "array", value)
@@ -49,6 +51,17 @@ def _narrow(node: Any, defs: Mapping[str, Any], value: Any) -> Any:
             _narrow(prefix[i] if i < len(prefix) else rest, defs, v) for i, v in enumerate(value)
         ]
     return value
+
+
+def _field_order(shape: _Schema, props: Mapping[str, Any], value: Mapping[str, Any]) -> list[str]:
+    required = shape.get("required")
+    first = (
+        [k for k in required if isinstance(k, str) and k in value]
+        if isinstance(required, list)
+        else []
+    )
+    rest = sorted(k for k in value if k not in first and k in props)
+    return first + rest + sorted(k for k in value if k not in first and k not in props)
 
 
 def _resolved(node: Any, defs: Mapping[str, Any]) -> _Schema:

@@ -89,6 +89,10 @@ def test_an_object_keeps_its_schemas_field_order_whatever_order_it_arrived_in():
     # A protobuf Struct is a map: its fields come back in no particular order.
     arrived = {"price": 1.0, "extra": None, "legs": [1.0, 2.0], "stops": {}, "unlisted": 3.0}
     arrived["ride"] = {"seats": 2.0, "kind": "car"}
-    narrowed = whole_numbers(json_schema(Trip), arrived)
+    schema = json_schema(Trip)
+    # The schema comes as a Struct too: its properties in no particular order either.
+    scrambled = {**schema, "properties": dict(reversed(list(schema["properties"].items())))}
+    narrowed = whole_numbers(scrambled, arrived)
     assert list(narrowed) == ["ride", "legs", "stops", "extra", "price", "unlisted"]
+    assert list(whole_numbers(schema, arrived)) == list(narrowed)
     assert list(narrowed["ride"]) == ["kind", "seats"]
