@@ -12,7 +12,11 @@ The workload, at most 50 requests in flight:
 
 Cases: ``sqlite`` (one process), ``postgres-1`` and ``postgres-2`` (the API with no
 workers of its own and one or two `agentgraph worker` processes; PostgreSQL is the one
-at ``AGENTGRAPH_BENCH_POSTGRES``, or one started for the measurement).
+at ``AGENTGRAPH_BENCH_POSTGRES``, or one started for the measurement), and the
+reference, ``langgraph``: LangGraph's `langgraph dev` (in-memory runtime, 10 jobs)
+serving the equivalent graphs of `benchmarks/langgraph_reference/` from a fresh
+folder, run from the virtualenv whose `langgraph` command ``AGENTGRAPH_BENCH_LANGGRAPH``
+names (`make bench-server` builds it; without it the case is left out).
 
 Usage::
 
@@ -28,6 +32,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -38,12 +43,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 from langgraph_sdk import get_client
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ("sqlite", "postgres-1", "postgres-2")
+CASES = ("langgraph", "sqlite", "postgres-1", "postgres-2")
 IN_FLIGHT = 50
+REFERENCE = ROOT / "benchmarks" / "langgraph_reference"
 
 
 def _free_port() -> int:
@@ -82,9 +89,72 @@ def _postgres() -> Iterator[str]:
         yield server.dsn
 
 
+def _wait_ready(url: str, process: subprocess.Popen[str], log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"langgraph dev ended: {log.read_text()[-2000:]}")
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/ok", timeout=1).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"langgraph dev did not answer within 120 s: {log.read_text()[-2000:]}")
+
+
+@contextlib.contextmanager
+def _langgraph_dev(folder: Path) -> Iterator[tuple[str, list[subprocess.Popen[str]]]]:
+    """`langgraph dev` in a fresh copy of the reference folder (a new `.langgraph_api/`)."""
+    command = os.environ.get("AGENTGRAPH_BENCH_LANGGRAPH")
+    if not command:
+        raise RuntimeError("AGENTGRAPH_BENCH_LANGGRAPH names no langgraph command")
+    served = folder / "reference"
+    shutil.copytree(REFERENCE, served, ignore=shutil.ignore_patterns("__pycache__"))
+    port = _free_port()
+    log = folder / "langgraph-dev.log"
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "1",
+        "PYTHONPATH": "",
+    }
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [
+                str(Path(command).resolve()),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--n-jobs-per-worker",
+                "10",
+                "--port",
+                str(port),
+            ],
+            env=env,
+            cwd=served,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_ready(url, process, log)
+            yield url, [process]
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
 @contextlib.contextmanager
 def _server(case: str, folder: Path) -> Iterator[tuple[str, list[subprocess.Popen[str]]]]:
     """The case's processes: the API (first) and its workers; yields the URL too."""
+    if case == "langgraph":
+        with _langgraph_dev(folder) as served:
+            yield served
+        return
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with contextlib.ExitStack() as stack:
@@ -122,8 +192,22 @@ def _server(case: str, folder: Path) -> Iterator[tuple[str, list[subprocess.Pope
                     process.stdout.close()
 
 
+def _family(processes: list[subprocess.Popen[str]]) -> list[psutil.Process]:
+    """The case's processes and their children (a server's own workers, if any)."""
+    found = []
+    for p in processes:
+        parent = psutil.Process(p.pid)
+        found.extend([parent, *parent.children(recursive=True)])
+    return found
+
+
 def _rss(processes: list[subprocess.Popen[str]]) -> int:
-    return sum(psutil.Process(p.pid).memory_info().rss for p in processes)
+    return sum(p.memory_info().rss for p in _family(processes))
+
+
+def _cpu(processes: list[subprocess.Popen[str]]) -> float:
+    """CPU seconds the case's processes have used so far."""
+    return sum(sum(p.cpu_times()[:2]) for p in _family(processes))
 
 
 async def _first_event(client: Any, thread_id: str) -> float:
@@ -164,6 +248,8 @@ async def _measure(
                 await asyncio.sleep(0.1)
 
         prober = asyncio.create_task(sample())
+        load_before = os.getloadavg()[0]
+        cpu_before = _cpu(processes)
         started = time.perf_counter()
         created = await asyncio.gather(
             *(
@@ -181,6 +267,8 @@ async def _measure(
             *(limited(client.runs.join(r["thread_id"], r["run_id"])) for r in created)
         )
         elapsed = time.perf_counter() - started
+        server_cpu = _cpu(processes) - cpu_before
+        load_after = os.getloadavg()[0]
         done.set()
         await prober
         idle = _rss(processes)
@@ -201,6 +289,9 @@ async def _measure(
         "probes": len(ordered),
         "waiting": waiting,
         "rss_growth_mb": grown / 2**20,
+        "server_cpu_ms_per_run": 1000 * server_cpu / runs,
+        "load_before": load_before,
+        "load_after": load_after,
     }
 
 
@@ -211,14 +302,20 @@ def run_case(case: str, runs: int, waiting: int) -> dict[str, Any]:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
+    reference = next((r for r in rows if r["case"] == "langgraph"), None)
     lines = [
-        "| case | runs/s | first event p50 (ms) | p99 (ms) | RSS growth, waiting threads (MB) |",
-        "| --- | ---: | ---: | ---: | ---: |",
+        "| case | runs/s | vs langgraph dev | first event p50 (ms) | p99 (ms) "
+        "| server CPU ms/run | RSS growth, waiting threads (MB) | load average |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
+        name = "langgraph dev" if r["case"] == "langgraph" else f"agentgraph {r['case']}"
+        ratio = f"{r['runs_per_s'] / reference['runs_per_s']:.1f}x" if reference else "-"
         lines.append(
-            f"| agentgraph {r['case']} | {r['runs_per_s']:.0f} | {r['first_event_p50_ms']:.1f} "
-            f"| {r['first_event_p99_ms']:.1f} | {r['rss_growth_mb']:.1f} ({r['waiting']}) |"
+            f"| {name} | {r['runs_per_s']:.0f} | {ratio} | {r['first_event_p50_ms']:.1f} "
+            f"| {r['first_event_p99_ms']:.1f} | {r['server_cpu_ms_per_run']:.1f} "
+            f"| {r['rss_growth_mb']:.1f} ({r['waiting']}) "
+            f"| {r['load_before']:.1f} → {r['load_after']:.1f} |"
         )
     return "\n".join(lines)
 
@@ -236,7 +333,8 @@ def main() -> None:
         print(json.dumps(run_case(args.case, runs, waiting)))
         return
     rows = []
-    for case in CASES:
+    cases = CASES if os.environ.get("AGENTGRAPH_BENCH_LANGGRAPH") else CASES[1:]
+    for case in cases:
         done = subprocess.run(
             [
                 sys.executable,
