@@ -26,6 +26,8 @@ from typing import Any
 import attrs
 import orjson
 
+from ._signals import EVENTS_CHANNEL, RunSignals, signals_for
+
 __all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
 
 CHANNEL = "agentgraph_runs"
@@ -179,12 +181,17 @@ class RunQueue:
     `where` is an SQLite file, or a PostgreSQL connection string (the tables
     then live in `schema`, the checkpoint store's). Methods block on the
     database: call them from a worker thread (`anyio.to_thread.run_sync`),
-    never on an event loop.
+    never on an event loop. Once a run's events or status change, its readers
+    in `signals` are woken (and, on PostgreSQL, those of every process
+    listening on `agentgraph_events`).
     """
 
-    def __init__(self, where: str, *, schema: str = "agentgraph") -> None:
+    def __init__(
+        self, where: str, *, schema: str = "agentgraph", signals: RunSignals | None = None
+    ) -> None:
         self.where = where
         self.schema = schema
+        self.signals = signals or signals_for(where, schema)
         self.postgres = is_postgres(where)
         self._lock = threading.Lock()
         self._db: Any
@@ -212,6 +219,20 @@ class RunQueue:
 
         options = f"-c search_path={self.schema}"
         return psycopg.connect(self.where, autocommit=True, options=options)
+
+    def _announce(self, run_id: str) -> list[tuple[str, Sequence[Any]]]:
+        """The statements, in a change's transaction, that tell other processes of it."""
+        if self.postgres:
+            return [("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))]
+        return []
+
+    def listen_events(self, stopping: threading.Event) -> None:
+        """Wake this process's readers on every run changed in another (PostgreSQL only).
+
+        Blocks: run it on a thread of its own.
+        """
+        if self.postgres:
+            self.signals.listen(self._connect_postgres, stopping)
 
     def close(self) -> None:
         with self._lock:
@@ -521,13 +542,17 @@ class RunQueue:
                 "AND status IN ('pending', 'running'))",
                 (thread_id, thread_id),
             ),
+            *self._announce(run_id),
         )
+        self.signals.notify(run_id)
 
     def delete_run(self, run_id: str) -> None:
         self._tx(
             ("DELETE FROM server_events WHERE run_id = ?", (run_id,)),
             ("DELETE FROM server_runs WHERE run_id = ?", (run_id,)),
+            *self._announce(run_id),
         )
+        self.signals.notify(run_id)
 
     # -- events ----------------------------------------------------------------------------
     def add_events(self, run_id: str, events: Sequence[tuple[str, Any]]) -> None:
@@ -547,10 +572,13 @@ class RunQueue:
                         for n, (name, data) in enumerate(events, 1)
                     ],
                 )
+                for sql, params in self._announce(run_id):
+                    self._run_sql(sql, params)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        self.signals.notify(run_id)
 
     def events(self, run_id: str, after: int) -> list[tuple[int, str, bytes]]:
         """A run's events numbered after `after`, in order."""
