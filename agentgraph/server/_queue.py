@@ -26,12 +26,16 @@ from typing import Any
 import attrs
 import orjson
 
+from ._connections import Connections
 from ._signals import EVENTS_CHANNEL, RunSignals, signals_for
 
 __all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
 
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
+
+POSTGRES_CONNECTIONS = 8
+"""Connections a queue opens at most on PostgreSQL, as its concurrent callers need them."""
 
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
@@ -193,10 +197,10 @@ class RunQueue:
         self.schema = schema
         self.signals = signals or signals_for(where, schema)
         self.postgres = is_postgres(where)
-        self._lock = threading.Lock()
-        self._db: Any
+        # `with self._lock:` lends this thread a connection, `self._db`, for the block.
+        self._lock: Connections
         if self.postgres:
-            self._db = self._connect_postgres()
+            self._lock = Connections(self._connect_postgres, POSTGRES_CONNECTIONS)
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
             schema_sql = _SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA")
@@ -205,14 +209,22 @@ class RunQueue:
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
         else:
-            self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._lock = Connections(self._connect_sqlite, 1)
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
             with self._lock:
                 self._db.executescript(_SCHEMA)
+
+    @property
+    def _db(self) -> Any:
+        return self._lock.current
+
+    def _connect_sqlite(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.where, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
 
     def _connect_postgres(self) -> Any:
         import psycopg
@@ -235,8 +247,7 @@ class RunQueue:
             self.signals.listen(self._connect_postgres, stopping)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._lock.close()
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.postgres else sql
@@ -443,7 +454,10 @@ class RunQueue:
         """Take up to `count` runs due now: pending ones, or running ones whose claim lapsed.
 
         A thread's runs go first in, first out: a run is taken only when it is
-        its thread's oldest run still in flight.
+        its thread's oldest run still in flight. Across threads, runs go in the
+        order they became ready (`start_at`, moved on to its predecessor's end by
+        `finish`), so threads take turns: a run on an idle thread waits for the
+        threads ready before it, one run each, not for every run queued before it.
         """
         now = time.time()
         with self._lock:
@@ -457,7 +471,7 @@ class RunQueue:
                     " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                     "  o.status = 'running' OR "
                     "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    f"ORDER BY r.created_at LIMIT ?{self._skip_locked}",
+                    f"ORDER BY r.start_at, r.created_at LIMIT ?{self._skip_locked}",
                     (now, now, count),
                 ).fetchall()
                 for row in rows:
@@ -523,7 +537,11 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction."""
+        """End a run and set its thread's status (idle unless given) in one transaction.
+
+        The thread's next run, if due already, becomes ready now: it queues behind
+        the runs of other threads ready before it (see `claim`).
+        """
         now = time.time()
         assignments, values = _thread_columns({"status": "idle", **thread_changes})
         self._tx(
@@ -542,6 +560,12 @@ class RunQueue:
                 "AND status IN ('pending', 'running'))",
                 (thread_id, thread_id),
             ),
+            (
+                "UPDATE server_runs SET start_at = ? WHERE run_id = (SELECT run_id FROM "
+                "server_runs WHERE thread_id = ? AND status = 'pending' ORDER BY created_at "
+                "LIMIT 1) AND start_at < ?",
+                (now, thread_id, now),
+            ),
             *self._announce(run_id),
         )
         self.signals.notify(run_id)
@@ -556,28 +580,27 @@ class RunQueue:
 
     # -- events ----------------------------------------------------------------------------
     def add_events(self, run_id: str, events: Sequence[tuple[str, Any]]) -> None:
-        """Append events to a run's log, numbered on from its last."""
+        """Append events to a run's log, numbered on from its last, in one statement.
+
+        A run's events are added by one writer at a time; two at once would
+        both number on from the same last event, and one would fail on the key.
+        """
+        if not events:
+            return
+        rows = ", ".join("(?, ?, ?)" for _ in events)
+        params: list[Any] = [run_id, run_id]
+        for n, (name, data) in enumerate(events, 1):
+            params += [n, name, orjson.dumps(data)]
         with self._lock:
-            self._db.execute(self._begin)
-            try:
-                last = self._run_sql(
-                    "SELECT COALESCE(MAX(seq), 0) FROM server_events WHERE run_id = ?", (run_id,)
-                ).fetchone()[0]
-                self._db.cursor().executemany(
-                    self._sql(
-                        "INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)"
-                    ),
-                    [
-                        (run_id, last + n, name, orjson.dumps(data))
-                        for n, (name, data) in enumerate(events, 1)
-                    ],
-                )
-                for sql, params in self._announce(run_id):
-                    self._run_sql(sql, params)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            self._run_sql(
+                "INSERT INTO server_events (run_id, seq, event, data) "
+                "SELECT ?, last.seq + column1, column2, column3 FROM "
+                "(SELECT COALESCE(MAX(seq), 0) AS seq FROM server_events WHERE run_id = ?) "
+                f"AS last, (VALUES {rows}) AS added",
+                params,
+            )
+            for sql, announce in self._announce(run_id):
+                self._run_sql(sql, announce)
         self.signals.notify(run_id)
 
     def events(self, run_id: str, after: int) -> list[tuple[int, str, bytes]]:

@@ -58,6 +58,7 @@ class _Emitter:
             run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
         )
         """The runtime's events the run's stream modes ask for, as a sink."""
+        self._writing = anyio.Lock()
 
     def messages(self, fresh: list[Any], meta: dict[str, Any]) -> list[tuple[str, Any]]:
         """`fresh` messages as `messages` (tuple) events, and framed when `messages` is asked."""
@@ -69,7 +70,9 @@ class _Emitter:
         return events
 
     async def emit(self, events: list[tuple[str, Any]]) -> None:
-        await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
+        # One write at a time: a run's events are numbered on from the last one stored.
+        async with self._writing:
+            await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
 
     async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
         if step.depth != 0:
@@ -289,15 +292,16 @@ class _Execution:
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
         command = run.kwargs.get("command") or {}
-        if run.graph_run is not None and await store.load(run.graph_run) is not None:
+        # A run started afresh runs as the agentgraph run of its own id, unrecorded.
+        graph_run = run.graph_run or run.run_id
+        if run.attempt > 1 and await store.load(graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
-            return await runner.resume(graph, run.graph_run, store, handle=self.handle)
+            return await runner.resume(graph, graph_run, store, handle=self.handle)
         if "resume" in command and thread is not None and thread.waiting_run:
             await self._call(self.queue.set_graph_run, run.run_id, thread.waiting_run)
             return await runner.resume(
                 graph, thread.waiting_run, store, answer=command["resume"], handle=self.handle
             )
-        await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = context_from_input(run.kwargs.get("input"))
         return await runner.run(
             graph,
