@@ -37,6 +37,10 @@ CHANNEL = "agentgraph_runs"
 POSTGRES_CONNECTIONS = 8
 """Connections a queue opens at most on PostgreSQL, as its concurrent callers need them."""
 
+FOLLOW_UPS_YIELD = 5.0
+"""Seconds at most a ready follow-up (a run queued while its thread was busy) lets
+runs of idle threads go first."""
+
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
 
@@ -456,8 +460,11 @@ class RunQueue:
         A thread's runs go first in, first out: a run is taken only when it is
         its thread's oldest run still in flight. Across threads, runs go in the
         order they became ready (`start_at`, moved on to its predecessor's end by
-        `finish`), so threads take turns: a run on an idle thread waits for the
-        threads ready before it, one run each, not for every run queued before it.
+        `finish`), so threads take turns. A run queued while its thread was busy
+        (a follow-up: its `start_at` is past its creation) yields to runs of idle
+        threads for up to `FOLLOW_UPS_YIELD` seconds after it became ready, so a
+        client starting a run on an idle thread is not kept waiting behind threads
+        with long queues, and no queue waits for ever.
         """
         now = time.time()
         with self._lock:
@@ -471,8 +478,10 @@ class RunQueue:
                     " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                     "  o.status = 'running' OR "
                     "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    f"ORDER BY r.start_at, r.created_at LIMIT ?{self._skip_locked}",
-                    (now, now, count),
+                    "ORDER BY CASE WHEN r.status = 'pending' AND r.start_at > r.created_at "
+                    "AND r.start_at > ? THEN 1 ELSE 0 END, r.start_at, r.created_at "
+                    f"LIMIT ?{self._skip_locked}",
+                    (now, now, now - FOLLOW_UPS_YIELD, count),
                 ).fetchall()
                 for row in rows:
                     self._run_sql(
