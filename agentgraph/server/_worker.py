@@ -14,6 +14,7 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Callable, Mapping
@@ -35,12 +36,12 @@ from ..tracing._records import plain
 from ._live import LiveEvents
 from ._mapping import context_from_input, interrupt_id, values_of
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._signals import Signal
 
 __all__ = ("Worker",)
 
 _POLL = 0.5
 """Seconds an idle worker waits between looks at the queue when nothing wakes it."""
-_TICK = 0.01
 _WATCH = 0.05
 """Seconds between looks for cancels of the runs going on."""
 
@@ -120,6 +121,8 @@ class Worker:
         self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
         self._wake = threading.Event()
+        self._woken: Signal | None = None
+        """Pokes the claim loop while it waits; set while the loop runs."""
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[str, RunHandle] = {}
@@ -133,13 +136,17 @@ class Worker:
         self._thread.start()
 
     def wake(self) -> None:
-        """Look at the queue now (a run was queued)."""
+        """Look at the queue now (a run was queued, or one of this worker's ended)."""
         self._wake.set()
+        woken = self._woken
+        if woken is not None:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has just closed
+                woken.poke()
 
     def stop(self, *, wait: bool = True) -> None:
         """Stop claiming; runs going on get the grace period, then are left to others."""
         self._stopping.set()
-        self._wake.set()
+        self.wake()
         if wait and self._thread is not None:
             self._thread.join()
 
@@ -181,19 +188,20 @@ class Worker:
             queue.close()
 
     async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:
-        while not self._stopping.is_set():
-            self._wake.clear()
-            free = self.concurrency - len(self._handles)
-            claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
-            for run in claimed:
-                handle = self._handles[run.run_id] = RunHandle()
-                tasks.start_soon(self._execute, queue, store, run, handle)
-            if claimed:
-                continue
-            waited = 0.0
-            while waited < _POLL and not self._wake.is_set():
-                await anyio.sleep(_TICK)
-                waited += _TICK
+        self._woken = woken = Signal()
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                free = self.concurrency - len(self._handles)
+                claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
+                for run in claimed:
+                    handle = self._handles[run.run_id] = RunHandle()
+                    tasks.start_soon(self._execute, queue, store, run, handle)
+                if claimed or self._wake.is_set():
+                    continue
+                await woken.wait(_POLL)
+        finally:
+            self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
         return queue.claim(self.name, count, term=self.claim_term)
@@ -227,6 +235,7 @@ class Worker:
             del self._handles[run.run_id]
             if not self._handles and self._drained is not None:
                 self._drained.set()
+            self.wake()  # a place is free: claim the next run now
 
 
 class _Execution:
