@@ -17,6 +17,7 @@ per-user isolation need, as `server_crons` holds the room for scheduled runs.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -259,16 +260,25 @@ class RunQueue:
     def _run_sql(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._db.execute(self._sql(sql), params)
 
+    def _pipeline(self) -> contextlib.AbstractContextManager[Any]:
+        """On PostgreSQL, statements sent together and answered together: one round trip
+        for statements whose results nobody reads."""
+        return self._db.pipeline() if self.postgres else contextlib.nullcontext()
+
     def _tx(self, *statements: tuple[str, Sequence[Any]]) -> None:
         with self._lock:
-            self._db.execute(self._begin)
             try:
-                for sql, params in statements:
-                    self._run_sql(sql, params)
+                with self._pipeline():
+                    self._db.execute(self._begin)
+                    for sql, params in statements:
+                        self._run_sql(sql, params)
+                    self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # Nothing of it is kept: on PostgreSQL a failed statement's COMMIT rolls
+                # the transaction back already; this ends one left open.
+                if self.postgres or self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
@@ -600,7 +610,7 @@ class RunQueue:
         params: list[Any] = [run_id, run_id]
         for n, (name, data) in enumerate(events, 1):
             params += [n, name, orjson.dumps(data)]
-        with self._lock:
+        with self._lock, self._pipeline():
             self._run_sql(
                 "INSERT INTO server_events (run_id, seq, event, data) "
                 "SELECT ?, last.seq + column1, column2, column3 FROM "
