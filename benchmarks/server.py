@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +302,28 @@ def run_case(case: str, runs: int, waiting: int) -> dict[str, Any]:
     return {"case": case, **figures}
 
 
+def _median_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per case: the median of each figure over the rounds, the loads' range."""
+    merged = []
+    for case in dict.fromkeys(r["case"] for r in rows):
+        mine = [r for r in rows if r["case"] == case]
+        row = {
+            key: statistics.median(r[key] for r in mine)
+            for key, value in mine[0].items()
+            if isinstance(value, float)
+        }
+        row.update(
+            case=case,
+            waiting=mine[0]["waiting"],
+            rounds=len(mine),
+            runs_per_s_all=[r["runs_per_s"] for r in mine],
+            load_low=min(min(r["load_before"], r["load_after"]) for r in mine),
+            load_high=max(max(r["load_before"], r["load_after"]) for r in mine),
+        )
+        merged.append(row)
+    return merged
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     reference = next((r for r in rows if r["case"] == "langgraph"), None)
     lines = [
@@ -311,13 +334,43 @@ def _table(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         name = "langgraph dev" if r["case"] == "langgraph" else f"agentgraph {r['case']}"
         ratio = f"{r['runs_per_s'] / reference['runs_per_s']:.1f}x" if reference else "-"
+        each = ", ".join(f"{x:.0f}" for x in r["runs_per_s_all"])
         lines.append(
-            f"| {name} | {r['runs_per_s']:.0f} | {ratio} | {r['first_event_p50_ms']:.1f} "
-            f"| {r['first_event_p99_ms']:.1f} | {r['server_cpu_ms_per_run']:.1f} "
-            f"| {r['rss_growth_mb']:.1f} ({r['waiting']}) "
-            f"| {r['load_before']:.1f} → {r['load_after']:.1f} |"
+            f"| {name} | {r['runs_per_s']:.0f} ({each}) | {ratio} "
+            f"| {r['first_event_p50_ms']:.0f} | {r['first_event_p99_ms']:.0f} "
+            f"| {r['server_cpu_ms_per_run']:.1f} | {r['rss_growth_mb']:.1f} ({r['waiting']}) "
+            f"| {r['load_low']:.1f} to {r['load_high']:.1f} |"
         )
     return "\n".join(lines)
+
+
+def _machine() -> str:
+    """The machine and the versions measured, as one line."""
+    cpu = "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    versions = [f"Python {sys.version.split()[0]}", f"langgraph-sdk {version('langgraph-sdk')}"]
+    command = os.environ.get("AGENTGRAPH_BENCH_LANGGRAPH")
+    if command:
+        python = Path(command).resolve().parent / "python"
+        found = subprocess.run(
+            [
+                str(python),
+                "-c",
+                "from importlib.metadata import version as v; "
+                "print(*(f'{n} {v(n)}' for n in "
+                "('langgraph-cli', 'langgraph-api', 'langgraph-runtime-inmem', 'langgraph')), "
+                "sep=', ')",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        versions.append(found.stdout.strip())
+    return f"{cpu}, {os.cpu_count()} cores; " + ", ".join(versions)
 
 
 def main() -> None:
@@ -326,6 +379,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--runs", type=int)
     parser.add_argument("--waiting", type=int)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="times every case runs, in turn (medians shown)"
+    )
     args = parser.parse_args()
     runs = args.runs or (100 if args.quick else 1000)
     waiting = args.waiting or (50 if args.quick else 1000)
@@ -334,25 +390,28 @@ def main() -> None:
         return
     rows = []
     cases = CASES if os.environ.get("AGENTGRAPH_BENCH_LANGGRAPH") else CASES[1:]
-    for case in cases:
-        done = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--case",
-                case,
-                "--runs",
-                str(runs),
-                "--waiting",
-                str(waiting),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=ROOT,
-        )
-        rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    print(_table(rows))
+    for _ in range(args.rounds):
+        for case in cases:
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--case",
+                    case,
+                    "--runs",
+                    str(runs),
+                    "--waiting",
+                    str(waiting),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
+            rows.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    print(_table(_median_rows(rows)))
+    print(f"\nMachine: {_machine()}.")
 
 
 if __name__ == "__main__":
