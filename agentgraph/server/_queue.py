@@ -471,10 +471,10 @@ class RunQueue:
         its thread's oldest run still in flight. Across threads, runs go in the
         order they became ready (`start_at`, moved on to its predecessor's end by
         `finish`), so threads take turns. A run queued while its thread was busy
-        (a follow-up: its `start_at` is past its creation) yields to runs of idle
-        threads for up to `FOLLOW_UPS_YIELD` seconds after it became ready, so a
-        client starting a run on an idle thread is not kept waiting behind threads
-        with long queues, and no queue waits for ever.
+        (a follow-up: its `start_at` is past its creation, as a delayed run's is too)
+        yields to runs of idle threads for up to `FOLLOW_UPS_YIELD` seconds after it
+        became ready, so a client starting a run on an idle thread is not kept
+        waiting behind threads with long queues, and no queue waits for ever.
         """
         now = time.time()
         with self._lock:
