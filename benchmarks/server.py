@@ -20,8 +20,9 @@ names (`make bench-server` builds it; without it the case is left out).
 
 Usage::
 
-    python benchmarks/server.py                  # every case; writes its RESULTS.md section
-    python benchmarks/server.py --quick          # small sizes, table only
+    python benchmarks/server.py                  # every case; prints its RESULTS.md table
+    python benchmarks/server.py --rounds 3       # every case three times in turn, medians
+    python benchmarks/server.py --quick          # small sizes
     python benchmarks/server.py --case sqlite    # one case, one JSON line
 """
 
