@@ -13,6 +13,7 @@ costs time, never an event.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,6 +23,8 @@ import anyio
 import anyio.lowlevel
 
 __all__ = ("EVENTS_CHANNEL", "RunSignals", "Signal", "signals_for")
+
+_log = logging.getLogger("agentgraph.server")
 
 EVENTS_CHANNEL = "agentgraph_events"
 """The PostgreSQL channel a run's id is sent on when its events or its status change."""
@@ -35,12 +38,15 @@ class Signal:
         self._event = anyio.Event()
 
     def poke(self) -> None:
-        """Wake the reader; safe from any thread, never blocks."""
+        """Wake the reader; safe from any thread, never blocks, never fails the caller."""
         native: Any = self._token.native_token
-        if isinstance(native, asyncio.AbstractEventLoop):
-            native.call_soon_threadsafe(self._set)
-        else:  # trio's token
-            native.run_sync_soon(self._set)
+        try:
+            if isinstance(native, asyncio.AbstractEventLoop):
+                native.call_soon_threadsafe(self._set)
+            else:  # trio's token
+                native.run_sync_soon(self._set)
+        except RuntimeError:  # the reader's loop has closed: nobody is left to wake
+            pass
 
     def _set(self) -> None:
         self._event.set()
@@ -90,8 +96,19 @@ class RunSignals:
         """Pass on every `NOTIFY agentgraph_events` until `stopping` (PostgreSQL).
 
         Blocks: run it on a thread of its own. `connect` opens an autocommit
-        psycopg connection.
+        psycopg connection; a connection lost is opened again after a second
+        (meanwhile readers look at the store on their own).
         """
+        import psycopg
+
+        while not stopping.is_set():
+            try:
+                self._listen(connect, stopping)
+            except psycopg.OperationalError as exc:
+                _log.warning("lost the %s listener, listening again: %s", EVENTS_CHANNEL, exc)
+                stopping.wait(1.0)
+
+    def _listen(self, connect: Callable[[], Any], stopping: threading.Event) -> None:
         listener = connect()
         try:
             listener.execute(f"LISTEN {EVENTS_CHANNEL}")

@@ -13,7 +13,7 @@ import pytest
 
 from agentgraph.server._connections import Connections
 from agentgraph.server._queue import RunQueue
-from agentgraph.server._signals import RunSignals
+from agentgraph.server._signals import RunSignals, Signal
 from tests.pg_server import drop_schema, fresh_schema
 
 pytestmark = pytest.mark.timeout(120)
@@ -127,3 +127,41 @@ def test_connections_lend_each_thread_its_own_up_to_the_size():
     assert len(opened) == 2
     connections.close()
     assert all(isinstance(c, Fake) and c.closed for c in opened)
+
+
+def test_a_poke_after_the_readers_loop_closed_is_dropped():
+    async def make() -> Signal:
+        return Signal()
+
+    signal = anyio.run(make)
+    signal.poke()  # its loop is gone: nothing to wake, and the writer goes on
+
+
+def test_the_listener_listens_again_after_losing_its_connection():
+    import psycopg
+
+    stopping = threading.Event()
+    signals = RunSignals()
+    heard: list[str] = []
+    signals.notify = heard.append  # type: ignore[method-assign]
+    attempts: list[str] = []
+
+    class Note:
+        payload = "r"
+
+    class Listener:
+        def execute(self, sql: str) -> None:
+            attempts.append(sql)
+
+        def notifies(self, *, timeout: float) -> Iterator[Note]:
+            if len(attempts) == 1:
+                raise psycopg.OperationalError("the server closed the connection")
+            stopping.set()
+            yield Note()
+
+        def close(self) -> None:
+            pass
+
+    signals.listen(Listener, stopping)
+    assert attempts == ["LISTEN agentgraph_events"] * 2
+    assert heard == ["r"]
