@@ -74,12 +74,11 @@ test-long: $(STAMP) ## the kill trials, the Temporal demo and the fuzzers at ful
 	AGENTGRAPH_TRANSCRIPT_CASES=300 $(BIN)/python -m pytest -q tests/llm/test_transcript_thread_property.py
 	$(MAKE) test-server-many
 
-# The agent server's queue at full size: two API servers and three workers on one PostgreSQL
-# over 1,000 runs, each claimed once (30 by default).
+# The agent server's queue at full size: two API server processes and three worker processes
+# on one PostgreSQL over 1,000 runs, each claimed once (60 in make test).
 .PHONY: test-server-many
 test-server-many: postgres $(STAMP) ## the agent server's queue over 1,000 runs on PostgreSQL
 	AGENTGRAPH_SERVER_RUNS=1000 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k every_run_once
-	AGENTGRAPH_SERVER_RACES=1 $(BIN)/python -m pytest -q tests/server/test_postgres.py -k concurrent_double
 
 # Debian packages the tests use, installed once and only when we may (as root): the
 # package lists are updated once, and only when one of them is missing.

@@ -64,6 +64,7 @@ __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
     from ._events import ContextEntry as ContextEntry
+    from ._events import CustomEvent as CustomEvent
     from ._events import Embedded as Embedded
     from ._events import Event as Event
     from ._events import GuardDecided as GuardDecided
@@ -135,6 +136,7 @@ _LAZY = {
     "Migration": "._versions",
     "ResumePolicy": "._versions",
     "ContextEntry": "._events",
+    "CustomEvent": "._events",
     "Embedded": "._events",
     "Event": "._events",
     "Generate": ".nodes",
@@ -223,6 +225,7 @@ __all__ = (
     "ContextDecodingError",
     "ContextEncodingError",
     "ContextEntry",
+    "CustomEvent",
     "DeadEnd",
     "DimensionMismatch",
     "EdgeOutsideBuilder",

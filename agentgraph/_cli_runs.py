@@ -4,13 +4,15 @@
 agentgraph runs check app.agents:graph --store runs.db
 agentgraph runs check app.agents:graph --store postgresql://host/db \
     --versions app.agents:VERSIONS
-agentgraph runs migrate app.agents:graph --store runs.db
+agentgraph runs migrate app.agents:graph --store runs.db --versions app.agents:VERSIONS
 ```
 
 `check` lists every unfinished run the graph (under `--versions`, a
 `GraphVersions` and its policy) could not resume, one line each with the
 reason, and exits with status 1 when there is any. `migrate` applies the
-graph's context migrations to every unfinished run on an older version.
+graph's context migrations to every unfinished run on an older version
+(under `--versions`, to those its policy moves to the graph's version).
+A thread's waiting turns are runs like any other; runs are read one at a time.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
     from ._versions import GraphVersions
     from .checkpoint import CheckpointStore
 
-__all__ = ("add_runs_command",)
+__all__ = ("add_runs_command", "load_versions")
 
 
 def add_runs_command(commands: Any) -> None:
@@ -42,7 +44,9 @@ def add_runs_command(commands: Any) -> None:
             "--store", required=True, help="SQLite file, or a postgresql:// connection string"
         )
         cmd.add_argument("--schema", help="the PostgreSQL schema of the store's tables")
-    check.add_argument("--versions", help="module:attribute naming the GraphVersions to check")
+        cmd.add_argument(
+            "--versions", help="module:attribute naming the GraphVersions (and policy) to apply"
+        )
     check.set_defaults(handler=_check)
     migrate.set_defaults(handler=_migrate)
 
@@ -58,7 +62,8 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
     return SQLiteStore(spec)
 
 
-def _versions(spec: str | None) -> GraphVersions | None:
+def load_versions(spec: str | None) -> GraphVersions | None:
+    """The `GraphVersions` a `module:attribute` names (None when not given)."""
     if spec is None:
         return None
     from ._versions import GraphVersions
@@ -74,7 +79,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .checkpoint import check_runs
 
     graph = load_target(args.target)
-    versions = _versions(args.versions)
+    versions = load_versions(args.versions)
 
     async def check() -> list[Any]:
         store = _store(args)
@@ -98,11 +103,12 @@ def _migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .checkpoint import migrate_runs
 
     graph = load_target(args.target)
+    versions = load_versions(args.versions)
 
     async def migrate() -> list[str]:
         store = _store(args)
         try:
-            return await migrate_runs(graph, store)
+            return await migrate_runs(graph, store, versions=versions)
         finally:
             await store.aclose()
 

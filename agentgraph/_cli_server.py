@@ -18,6 +18,7 @@ import threading
 from typing import Any, TextIO
 
 from ._cli_load import CommandError, _model, load_target
+from ._cli_runs import load_versions
 from ._graph import Graph
 from ._runner import GraphRunner
 
@@ -38,6 +39,12 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
         "--api-key",
         help="require this x-api-key on every request but /ok "
         "(default: $AGENTGRAPH_API_KEY, else none)",
+    )
+    server.add_argument(
+        "--resume-policy",
+        choices=("pinned", "latest", "refuse"),
+        help="what resuming a run of another graph version does, for runs whose assistant "
+        "names none (default: the --versions policy, else latest)",
     )
     server.set_defaults(handler=_server)
     worker = commands.add_parser("worker", help="run queued runs of graphs, without the API")
@@ -78,6 +85,10 @@ def _common(cmd: Any, positive: Any, *, workers: Any, least: int) -> None:
         "--grace", type=float, default=30.0, help="seconds runs get to finish on stop (default 30)"
     )
     cmd.add_argument("--max-steps", type=positive, default=1000, help="step cap (default 1000)")
+    cmd.add_argument(
+        "--versions",
+        help="module:attribute naming a GraphVersions: the older versions workers still run",
+    )
 
 
 def _graphs(args: argparse.Namespace) -> dict[str, Graph[Any, Any]]:
@@ -97,6 +108,7 @@ def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) ->
     from .server import ServerSettings
 
     return ServerSettings(
+        resume_policy=getattr(args, "resume_policy", None),
         workers=workers,
         concurrency=args.concurrency,
         run_timeout=args.run_timeout,
@@ -113,7 +125,7 @@ def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise CommandError(f"{exc}: install agentgraph-engine[server]") from exc
     graphs = _graphs(args)
     settings = _settings(args, workers=args.workers, api_key=args.api_key)
-    runner = GraphRunner(max_steps=args.max_steps)
+    runner = GraphRunner(max_steps=args.max_steps, versions=load_versions(args.versions))
     app = server_app(graphs, args.store, settings=settings, runner=runner, schema=args.schema)
 
     def announce(url: str) -> None:
@@ -131,7 +143,7 @@ def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .server import Worker
 
     graphs = _graphs(args)
-    runner = GraphRunner(max_steps=args.max_steps)
+    runner = GraphRunner(max_steps=args.max_steps, versions=load_versions(args.versions))
     workers = [
         Worker(
             args.store,

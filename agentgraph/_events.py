@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ContextEntry",
+    "CustomEvent",
     "Embedded",
     "Event",
     "GuardDecided",
@@ -165,6 +166,26 @@ class RunFinished:
     error: BaseException | None = None
 
 
+@attrs.frozen(slots=False)
+class CustomEvent:
+    """Data a node sent to whoever watches the run (`Runtime.emit_custom`).
+
+    What it means is the node's own affair: progress, a partial result, a
+    status line. The agent server streams `data` in the `custom` stream mode;
+    the AG-UI endpoint sends it as a `CUSTOM` event named `name`.
+
+    A custom event is not an effect: nothing records it. A step that runs
+    again (a resumed step that had not committed, a replay) sends its custom
+    events again, computed from the same recorded effects; a committed step
+    is not run again, so its events are not sent again.
+    """
+
+    index: int
+    path: tuple[str, ...]
+    data: Any
+    name: str = "custom"
+
+
 Event = (
     RunStarted
     | NodeStarted
@@ -184,4 +205,5 @@ Event = (
     | Retrieved
     | Embedded
     | HandedOff
+    | CustomEvent
 )

@@ -76,8 +76,10 @@ class GraphBuilder(Generic[In, Out]):
     `GraphVersions`); `patches` are names a node may branch on with
     `rt.patched(name)`; `migrations` upgrade a stored context to each version
     (keyed by the version they upgrade to), and `renamed` maps the names nodes
-    had in the previous version to their names now, so a run resumed on this
-    version from an older one finds its place.
+    had in earlier versions to their names now, so a run resumed on this
+    version from an older one finds its place. Renames chain: keep every one
+    since the first version (`{"review": "approve", "approve": "check"}`), so a
+    run of any older version finds its node.
     """
 
     def __init__(
@@ -266,7 +268,7 @@ class Graph(Node[In, Out]):
     migrations: Mapping[int, Migration] = MappingProxyType({})
     """Context migrations by the version they upgrade to (`GraphBuilder(migrations=...)`)."""
     renamed: Mapping[str, str] = MappingProxyType({})
-    """Node names of the previous version, mapped to their names in this one."""
+    """Node names of earlier versions, mapped to their names in this one (followed on)."""
 
     first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
     """The target of each node whose first transition is a plain edge (routing's fast path)."""

@@ -103,6 +103,7 @@ class _Run:
 
     __slots__ = (
         "_ids",
+        "custom",
         "emit",
         "finished",
         "gate",
@@ -146,6 +147,8 @@ class _Run:
         self.max_steps = max_steps
         self.on_step = on_step
         self.emit = emit
+        # A node's `CustomEvent`s: None when nobody takes them (the runner narrows it).
+        self.custom: Emit | None = emit
         # The step events' own deliveries, None when nobody takes that kind.
         self.started: Deliver | None = None
         self.finished: Deliver | None = None

@@ -17,7 +17,7 @@ import attrs
 from ._context import AgentContext
 from ._dispatch import Sink, wanted
 from ._errors import RunError, UsageError
-from ._events import Event, NodeFinished, NodeStarted, RouteChosen
+from ._events import CustomEvent, Event, NodeFinished, NodeStarted, RouteChosen
 from ._gate import ModelGate
 from ._graph import Graph
 from ._journal import Journal, JournalSource
@@ -129,7 +129,9 @@ class GraphRunner(Driver):
     versions: GraphVersions | None = attrs.field(default=None, kw_only=True)
     _marked: tuple[tuple[StepCallback, bool], ...] = attrs.field(init=False, repr=False, eq=False)
     _kinds: dict[type[Any], tuple[Sink, ...]] = attrs.field(init=False, repr=False, eq=False)
-    _heard: tuple[bool, bool, bool, bool, bool] = attrs.field(init=False, repr=False, eq=False)
+    _heard: tuple[bool, bool, bool, bool, bool, bool] = attrs.field(
+        init=False, repr=False, eq=False
+    )
 
     def __attrs_post_init__(self) -> None:
         marked = tuple((cb, _maybe_async(cb)) for cb in self.on_step)
@@ -144,6 +146,7 @@ class GraphRunner(Driver):
             bool(wanted(sinks, NodeStarted)),
             bool(wanted(sinks, NodeFinished)),
             bool(wanted(sinks, RouteChosen)),
+            bool(wanted(sinks, CustomEvent)),
         )
         object.__setattr__(self, "_heard", heard)
 

@@ -162,7 +162,7 @@ class Driver:
             self.guards,
         )
         if emit is not None or self.sinks:
-            picky, anything, started, finished, routed = self._heard
+            picky, anything, started, finished, routed, custom = self._heard
             dispatch = Dispatch(
                 self.sinks,
                 emit,
@@ -173,6 +173,7 @@ class Driver:
             deliver = dispatch.deliver
             streamed = emit is not None  # a stream reads every event
             run.emit = dispatch.emit if streamed or anything else None
+            run.custom = dispatch.emit if streamed or custom else None
             # The events of every step are built only when someone takes them.
             run.started = deliver if streamed or started else None
             run.finished = deliver if streamed or finished else None

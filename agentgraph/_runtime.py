@@ -25,7 +25,7 @@ from ._effects import Effects
 from ._effects import Interrupt as Interrupt
 from ._effects import tool_runtime as tool_runtime
 from ._errors import CheckpointError, NodeFailed, StepLimitExceeded, UsageError
-from ._events import Event, NodeFinished, NodeStarted, RouteChosen, StepInfo
+from ._events import CustomEvent, Event, NodeFinished, NodeStarted, RouteChosen, StepInfo
 from ._journal import Journal
 from ._node import FunctionNode
 from ._recovery import Recovery, _with_timeout
@@ -156,6 +156,20 @@ class Runtime(Recovery, Effects):
         """Send an event to the run's stream, if anyone is listening."""
         if self._run.emit is not None:
             await self._run.emit(event)
+
+    async def emit_custom(self, data: Any, *, name: str = "custom") -> None:
+        """Send `data` to whoever watches the run, as a `CustomEvent` named `name`.
+
+        What LangGraph's `get_stream_writer()` writes: the agent server streams
+        `data` in the `custom` stream mode, the AG-UI endpoint as a `CUSTOM`
+        event, and every sink and `stream` gets the event. Nothing records it,
+        and when no sink wants `CustomEvent` (and no `stream` reads) the event
+        is not even built. Keep `data` plain JSON (dicts, lists, text,
+        numbers) for the wire.
+        """
+        emit = self._run.custom
+        if emit is not None:
+            await emit(CustomEvent(self.index, self.path, data, name))
 
     # -- steps ------------------------------------------------------------------------------
     async def run_graph(self, graph: Graph[In, Out], ctx: AgentContext[In]) -> AgentContext[Out]:

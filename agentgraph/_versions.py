@@ -33,6 +33,7 @@ __all__ = (
     "declared_patches",
     "edges_of",
     "fingerprint",
+    "new_name",
     "shape",
 )
 
@@ -107,6 +108,18 @@ def fingerprint(graph: Graph[Any, Any]) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
+def new_name(renamed: Mapping[str, str], name: str) -> str:
+    """`name` through `renamed`, followed on: `{"review": "approve", "approve": "check"}`
+    takes `review` to `check`, so one map keeps every rename since the first version."""
+    seen = {name}
+    while name in renamed:
+        name = renamed[name]
+        if name in seen:  # refused when the graph is built; a guard for maps made by hand
+            break
+        seen.add(name)
+    return name
+
+
 def declared_patches(graph: Graph[Any, Any]) -> frozenset[str]:
     """The patches `graph` and every subgraph inside it declare."""
     found = set(graph.patches)
@@ -129,6 +142,16 @@ def check_versioning(
         )
     if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
         raise GraphDefinitionError(name, f"version= takes an int, not {version!r}")
+    for old in renamed:
+        seen, now = [old], old
+        while now in renamed:
+            now = renamed[now]
+            if now in seen:
+                loop = " -> ".join([*seen, now])
+                raise GraphDefinitionError(
+                    name, f"renamed= goes round in a circle ({loop}): a name is renamed once"
+                )
+            seen.append(now)
     for to in migrations:
         if isinstance(to, bool) or not isinstance(to, int) or not 1 < to <= (version or 0):
             raise GraphDefinitionError(

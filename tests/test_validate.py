@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, Required, TypedDict
 
 import attrs
 import pytest
@@ -310,3 +310,33 @@ def test_shapes_are_cached_per_type_and_unhashable_types_still_work():
     assert shape_of(list[int]) is shape_of(list[int])
     unhashable = Annotated[int, {"not": "hashable"}]
     assert validate(unhashable, "4") == 4
+
+
+class Order(TypedDict):
+    """An order."""
+
+    item: Annotated[str, Guide("what to order")]
+    count: NotRequired[int]
+
+
+class Extras(TypedDict, total=False):
+    note: str
+    order: Required[Order]
+
+
+def test_a_typed_dict_is_an_object_of_its_keys_its_optional_ones_left_out_when_absent():
+    from agentgraph import json_schema
+
+    assert validate(Order, {"item": "tea"}, strict=True) == {"item": "tea"}
+    assert validate(Order, {"item": "tea", "count": "2"}) == {"item": "tea", "count": 2}
+    schema = json_schema(Order)
+    assert schema["required"] == ["item"] and schema["description"] == "An order."
+    assert schema["properties"]["item"] == {"type": "string", "description": "what to order"}
+    assert validate(Extras, {"order": {"item": "x"}}, strict=True) == {"order": {"item": "x"}}
+    with pytest.raises(OutputError) as refused:
+        validate(Extras, {"note": 1, "order": {"count": 1}, "more": 1}, strict=True)
+    assert refused.value.errors == (
+        "note: expected str, got 1",
+        "order.item: required field missing",
+        "more: unexpected field",
+    )

@@ -6,6 +6,9 @@ value is validated against says `integer`, or lists that integer in an `enum`
 (`Literal[1, "a"]`), such a double is an `int` again; anywhere else (a `float`
 field, an `Any` one, an untyped graph) it stays the double it came as.
 Nothing is guessed from the value alone.
+
+A `Struct`'s fields are a map, which keeps no order: an object comes back with
+the fields its schema lists in the schema's order, any others after them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ def _narrow(node: Any, defs: Mapping[str, Any], value: Any) -> Any:
         props = shape.get("properties")
         props = props if isinstance(props, Mapping) else {}
         extra = shape.get("additionalProperties")
-        return {k: _narrow(props.get(k, extra), defs, v) for k, v in value.items()}
+        ordered = [k for k in props if k in value] + [k for k in value if k not in props]
+        return {k: _narrow(props.get(k, extra), defs, value[k]) for k in ordered}
     if isinstance(value, list):
         shape = _branch(node, defs, "array", value)
         prefix = shape.get("prefixItems")

@@ -31,7 +31,7 @@ from ._lease import Lease, RunBusy
 from ._records import Record, RunLog, RunRecord, checked, effect_step
 from ._resume import open_replay, open_resume, open_run
 from ._threads import open_thread
-from ._versions import onto
+from ._versions import onto, started
 
 if TYPE_CHECKING:
     from .._graph import Graph
@@ -247,14 +247,20 @@ async def fork(
     steps up to that point come along (their model calls and tool results are
     not made again); later ones do not. The original run is left as it was.
 
-    `graph` moves the copy onto another version of the run's graph: the copy
-    records that graph's version, fingerprint and patches (and the version it
-    was forked from), so it resumes on that version and `rt.patched` answers
-    for it. Pass `context` to give it a context of that version's shape.
+    `graph` moves the copy onto another version of the run's graph: first the
+    copied steps are replayed on `graph` against the record (model calls,
+    tool calls and answers from it, as `GraphRunner.replay` does), and only
+    when they run the same is anything written. The copy records that graph's
+    version, fingerprint and patches (and the version it was forked from), its
+    steps carry the node names of that version (`renamed=`), so it resumes on
+    that version and `rt.patched` answers for it. Pass `context` to give it a
+    context of that version's shape.
 
     Raises:
         CheckpointError: the run is unknown, `step` was never committed, or
             `new_id` is taken.
+        ReplayDiverged: `graph` ran a copied step otherwise than the record
+            (the step and the difference named); nothing was written.
     """
     if new_id is not None and await store.load(new_id) is not None:
         raise CheckpointError(f"run {new_id!r} is already in the store: fork to a new id")
@@ -271,7 +277,7 @@ async def fork(
     fresh = new_id or new_run_id()
     last = log.steps[cut]
     shape = log.run.structure if graph is None else onto(graph, log.run)
-    started = RunRecord(
+    started_record = RunRecord(
         fresh,
         log.run.graph,
         shape,
@@ -280,13 +286,19 @@ async def fork(
         parent=run_id,
         parent_step=step,
     )
-    steps = [attrs.evolve(r, run_id=fresh) for r in log.steps[:cut]]
-    data = full_context(context, store.put_blob) if context is not None else last.context
-    steps.append(attrs.evolve(last, run_id=fresh, context=data))
+    steps = [attrs.evolve(r, run_id=fresh) for r in log.steps[: cut + 1]]
     # Effects of steps that had started by the cut; the copy redoes everything after it.
     effects = [
         attrs.evolve(e, run_id=fresh) for e in log.effects if effect_step(e.key) <= last.steps
     ]
-    store.write((started, *steps, *effects))
+    if graph is not None:
+        # Imported here: the check replays through a StoreBase of its own.
+        from ._fork_check import check_prefix, renamed_steps
+
+        steps = renamed_steps(steps, graph, started(log.run, log.effects).version)
+        await check_prefix(store, graph, started_record, steps, effects)
+    if context is not None:
+        steps[-1] = attrs.evolve(steps[-1], context=full_context(context, store.put_blob))
+    store.write((started_record, *steps, *effects))
     await store.flush(run_id=fresh)
     return fresh

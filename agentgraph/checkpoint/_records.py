@@ -315,6 +315,7 @@ EFFECT_VALUES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "answer": ("v",),
         "memory": ("v",),  # agentgraph.memory's reads and writes
         "migrated": ("H",),  # a context upgraded to a newer graph version (a full context)
+        "migrated-input": ("H",),  # the input of a composite the run was in, upgraded too
     }
 )
 """The keys of the JSON object each kind of effect keeps."""

@@ -6,6 +6,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import orjson
 
 from .._context import AgentContext
@@ -21,7 +22,18 @@ from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
 from ._lease import new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord, checked
-from ._versions import migrate, migration_effect, renamed, stamp, started, upgrade, with_context
+from ._versions import (
+    MIGRATED,
+    input_effect,
+    migrate,
+    migrated_inputs,
+    migration_effect,
+    renamed,
+    stamp,
+    started,
+    upgrade,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from ._store import CheckpointStore
@@ -131,10 +143,14 @@ def decode_contexts(
             f"run {rid!r} continues a context of {base.messages} messages, "
             f"not one of {len(start.history)}"
         )
+    moved = _migrations(log)
     try:
         contexts.append(decode_context(log.run.context, start, types, files))
-        for record in log.steps:
-            contexts.append(decode_context(record.context, contexts[-1], types, files))
+        for n, record in enumerate(log.steps):
+            # A record after a migration is a change to the migrated context.
+            found = moved.get(n)
+            before = contexts[-1] if found is None else decode_context(found, None, types, files)
+            contexts.append(decode_context(record.context, before, types, files))
     except ContextDecodingError:
         raise
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
@@ -147,6 +163,19 @@ def decode_contexts(
             raise
         raise CheckpointError(f"run {log.run.run_id!r}: {exc}") from exc
     return contexts
+
+
+def _migrations(log: RunLog) -> dict[int, bytes]:
+    """The migrated contexts of `log`, by the number of step records before each."""
+    at: dict[str, int] = {}
+    for n, record in enumerate(log.steps, 1):
+        at[str(record.step)] = n
+    moved: dict[int, bytes] = {}
+    for effect in log.effects:
+        if effect.kind == MIGRATED:
+            step = effect.key.split(".", 1)[0]
+            moved[at.get(step, 0)] = effect.value
+    return moved
 
 
 def plan(steps: Sequence[StepRecord], contexts: Sequence[AgentContext[Any]]) -> list[Frame]:
@@ -248,10 +277,13 @@ def fit_run(
     blobs: Mapping[str, bytes],
     *,
     run: bool = True,
-) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], Effect | None]:
-    """The graph `log` continues on, its frames and context, and the migration to record
-    (with `run=False`, the migrations are not run: only the fit is checked).
+) -> tuple[Graph[Any, Any], list[Frame], AgentContext[Any], list[Effect]]:
+    """The graph `log` continues on, its frames and context, and the migration records
+    to write (with `run=False`, the migrations are not run: only the fit is checked).
 
+    A migration upgrades the context the run continues from and the inputs of
+    the subgraphs (and other composites) it is inside, so a composite that
+    fails, retries or routes an error after the resume sees the new shape too.
     Nothing is written: a run that does not fit, or whose migration fails, is left as it was.
     """
     last = contexts[-1]
@@ -264,10 +296,19 @@ def fit_run(
     frames = plan(log.steps, contexts)
     if chosen.graph.version != started(log.run).version:
         frames = renamed(frames, chosen.graph.renamed)
-    migrated: Effect | None = None
+    frames = migrated_inputs(
+        frames, log.effects, lambda value: decode_context(value, None, types, blobs)
+    )
+    migrated: list[Effect] = []
     if chosen.steps and run:
+        rid, to = log.run.run_id, chosen.steps[-1]
+        for depth, frame in enumerate(frames[:-1], 1):
+            if isinstance(frame, Enter):
+                entered = migrate(chosen, log, frame.input)
+                frames[depth - 1] = attrs.evolve(frame, input=entered)
+                migrated.append(input_effect(rid, step, to, depth, entered, None))
         last = migrate(chosen, log, last)
-        migrated = migration_effect(log.run.run_id, step, chosen.steps[-1], last, None)
+        migrated.append(migration_effect(rid, step, to, last, None))
     frames = with_context(frames, last)
     _check_frames(chosen.graph, frames, log, last)
     return chosen.graph, frames, last, migrated
@@ -399,8 +440,8 @@ async def open_resume(
                 journal.prelude = recorded_step(journal, log.run.thread)
             journal.entry = entry_of(log.steps, contexts)
         journal.graph, journal.started_patches = chosen, started(log.run).patches
-        if migrated is not None:  # kept before anything runs, so it never runs again
-            journal.record(migrated.key, migrated.kind, migrated.value)
+        for effect in migrated:  # kept before anything runs, so it never runs again
+            journal.record(effect.key, effect.kind, effect.value)
         if answer is not NO_ANSWER:
             _answer(journal, log, answer, last)
     except BaseException:
@@ -412,6 +453,19 @@ async def open_resume(
             journal.close()
         raise
     return journal
+
+
+def _migrated_at(graph: Graph[Any, Any], log: RunLog) -> tuple[int, Effect] | None:
+    """Where `log`'s latest migration happened (the number of step records before it)
+    and its record, when `graph` is of the version it migrated to or later."""
+    now = started(log.run, log.effects)
+    if now.migrated is None or now.version is None or graph.version is None:
+        return None
+    if graph.version < now.version:
+        return None
+    at = now.migrated.key.split(".", 1)[0]
+    found = next((i + 1 for i, r in enumerate(log.steps) if str(r.step) == at), 0)
+    return found, now.migrated
 
 
 async def open_replay(
@@ -426,6 +480,19 @@ async def open_replay(
     if log.run.parent_step is not None:
         start = next(i + 1 for i, r in enumerate(log.steps) if r.step == log.run.parent_step)
     frames = plan(log.steps[:start], contexts[: start + 1])
+    migrated = _migrated_at(graph, log)
+    if migrated is not None and migrated[0] >= start:
+        # The steps before the migration ran on an older version: the replay starts
+        # from the migrated context as recorded, and never runs the migration again.
+        start, effect = migrated
+        contexts[start] = decode_context(effect.value, None, types, blobs)
+        frames = with_context(
+            renamed(plan(log.steps[:start], contexts[: start + 1]), graph.renamed),
+            contexts[start],
+        )
+        frames = migrated_inputs(
+            frames, log.effects, lambda value: decode_context(value, None, types, blobs)
+        )
     _check_frames(graph, frames, log, contexts[start])
     expected = list(zip(log.steps[start:], contexts[start + 1 :], strict=True))
     journal = StoreJournal(

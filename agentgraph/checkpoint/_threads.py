@@ -58,6 +58,7 @@ __all__ = (
     "list_threads",
     "open_thread",
     "read_thread",
+    "reset_thread",
     "rewind_thread",
 )
 
@@ -324,6 +325,29 @@ async def rewind_thread(
         assert found.head is not None
         last, _ = await _context_of(store, thread_id, found.head, types)
         return await _seed(store, thread_id, _cut(last, at_message, thread_id), found.head)
+    finally:
+        store.release(lease)
+
+
+async def reset_thread(
+    store: Any, thread_id: str, ctx: AgentContext[Any], *, expect_head: Head = ANY_HEAD
+) -> str:
+    """Make the thread go on from `ctx`, held by a new head run of no steps; return its id.
+
+    For a server whose own record of a thread (its checkpoints) says where the
+    next turn starts: an earlier turn's context, or values a client set.
+
+    Raises:
+        ThreadBusy: a run on the thread is going on; `ThreadMoved` (with
+            `expect_head`) when the head is no longer the run the caller read.
+    """
+    threads = _threads(store)
+    lease = await hold_thread(store, _check_id(thread_id), ctx)
+    try:
+        found = await threads.load_thread(thread_id)
+        head = None if found is None else found.head
+        _check_head(thread_id, head, expect_head, ctx)
+        return await _seed(store, thread_id, ctx, head)
     finally:
         store.release(lease)
 

@@ -17,7 +17,7 @@ import orjson
 
 from .._context import AgentContext
 from .._errors import CheckpointError, MigrationFailed, ResumeError, VersionMissing
-from .._versions import GraphVersions, declared_patches
+from .._versions import GraphVersions, declared_patches, new_name
 from ._codec import full_context
 from ._frames import Continue, Enter, Frame
 from ._records import Effect, RunLog, RunRecord
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MIGRATED",
+    "MIGRATED_INPUT",
+    "migrated_inputs",
     "onto",
     "Started",
     "Upgrade",
@@ -38,6 +40,10 @@ __all__ = (
 
 MIGRATED = "migrated"
 """The effect kind of a migrated context."""
+
+MIGRATED_INPUT = "migrated-input"
+"""The effect kind of the migrated input of a subgraph (or other composite) the run was
+inside when it was migrated; its key ends with the depth (`:1` the outermost)."""
 
 
 def stamp(graph: Graph[Any, Any]) -> dict[str, Any]:
@@ -195,13 +201,40 @@ def migration_effect(
     return Effect(run_id, f"{step}.0.0:to.{version}", MIGRATED, value)
 
 
+def input_effect(
+    run_id: str, step: int, version: int, depth: int, ctx: AgentContext[Any], put: Any
+) -> Effect:
+    """The record of the input of the composite at `depth` migrated to `version`."""
+    effect = migration_effect(run_id, step, version, ctx, put)
+    return attrs.evolve(effect, key=f"{effect.key}:{depth}", kind=MIGRATED_INPUT)
+
+
+def migrated_inputs(frames: Sequence[Frame], effects: Sequence[Effect], decode: Any) -> list[Frame]:
+    """`frames` with the inputs of the composites they enter replaced by their migrated
+    inputs, for each composite entered before the migration that recorded one."""
+    out = list(frames)
+    for effect in effects:
+        if effect.kind != MIGRATED_INPUT:
+            continue
+        try:
+            step = int(effect.key.split(".", 1)[0])
+            depth = int(effect.key.rsplit(":", 1)[1])
+        except ValueError:
+            continue  # not a key this module wrote
+        if 0 < depth <= len(out):
+            frame = out[depth - 1]
+            if isinstance(frame, Enter) and frame.step <= step:
+                out[depth - 1] = attrs.evolve(frame, input=decode(effect.value))
+    return out
+
+
 def renamed(frames: Sequence[Frame], names: Mapping[str, str]) -> list[Frame]:
     """`frames` with the nodes' old names replaced by their names in the new version."""
     if not names:
         return list(frames)
 
     def new(name: str) -> str:
-        return names.get(name, name)
+        return new_name(names, name)
 
     out: list[Frame] = []
     for frame in frames:

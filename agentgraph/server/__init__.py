@@ -8,9 +8,10 @@ Serve `app` with any ASGI server, or run `agentgraph server module:graph`.
 
 from ._app import server_app as server_app
 from ._settings import ServerSettings as ServerSettings
+from ._webhook_settings import WebhookSettings as WebhookSettings
 from ._worker import Worker as Worker
 
-__all__ = ("ServerSettings", "Worker", "server_app")
+__all__ = ("ServerSettings", "WebhookSettings", "Worker", "server_app")
 
 from .._public import publish as _publish
 

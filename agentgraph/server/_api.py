@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,7 +15,8 @@ from starlette.responses import Response
 
 from .._errors import RunInputError
 from .._graph import Graph
-from ._queue import QueuedRun, RunQueue, StoredThread
+from ._queue import QueuedRun, RunQueue, StoredAssistant, StoredThread
+from ._versions import version_fields
 
 __all__ = ("Api", "Refused", "json_response", "read_body")
 
@@ -73,7 +75,10 @@ def assistant_id_of(graph_id: str) -> str:
 
 
 class Api:
-    """The server's graphs and queue, and the wake-up of its in-process workers."""
+    """The server's graphs and queue, and the wake-up of its in-process workers.
+
+    Each graph's default assistant is stored as the API opens (kept as it is when there).
+    """
 
     def __init__(
         self,
@@ -85,21 +90,33 @@ class Api:
         self.queue = queue
         self.graphs = dict(graphs)
         self.wake = wake
-        self.assistants = {assistant_id_of(name): name for name in self.graphs}
+        now = time.time()
+        for name in sorted(self.graphs):
+            queue.put_assistant(default_assistant(name, now))
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A queue method, off the event loop."""
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    def graph_id(self, assistant_id: Any) -> str:
-        """The graph an assistant id (or a graph id) names; 404 when none."""
-        if isinstance(assistant_id, str):
-            if assistant_id in self.graphs:
-                return assistant_id
-            if assistant_id in self.assistants:
-                return self.assistants[assistant_id]
-            check_uuid(assistant_id, "assistant id")
-        raise Refused(404, f"no assistant {assistant_id!r}")
+    async def assistant(self, assistant_id: Any) -> StoredAssistant:
+        """The assistant an id names (a graph's id names its default assistant);
+        404 when none, 422 for an id that is neither a graph's nor a UUID."""
+        if not isinstance(assistant_id, str):
+            raise Refused(404, f"no assistant {assistant_id!r}")
+        if assistant_id in self.graphs:
+            key = assistant_id_of(assistant_id)
+        else:
+            key = check_uuid(assistant_id, "assistant id")
+        found: StoredAssistant | None = await self.call(self.queue.assistant, key)
+        if found is None:
+            raise Refused(404, f"no assistant {assistant_id!r}")
+        return found
+
+    def graph(self, graph_id: Any) -> Graph[Any, Any]:
+        """A graph this server serves; 404 when it serves none by that id."""
+        if not isinstance(graph_id, str) or graph_id not in self.graphs:
+            raise Refused(404, f"no graph {graph_id!r}; this server serves {sorted(self.graphs)}")
+        return self.graphs[graph_id]
 
     async def thread(self, thread_id: str) -> StoredThread:
         check_uuid(thread_id, "thread id")
@@ -116,20 +133,58 @@ class Api:
         return found
 
 
-def assistant_json(graph_id: str, assistant_id: str) -> dict[str, Any]:
-    stamp = iso(0)
-    return {
-        "assistant_id": assistant_id,
-        "graph_id": graph_id,
-        "name": graph_id,
-        "description": None,
-        "config": {},
-        "context": {},
-        "metadata": {"created_by": "system"},
-        "version": 1,
-        "created_at": stamp,
-        "updated_at": stamp,
+def default_assistant(graph_id: str, now: float) -> StoredAssistant:
+    """A graph's default assistant, there without being created."""
+    return StoredAssistant(
+        assistant_id_of(graph_id),
+        graph_id,
+        1,
+        graph_id,
+        None,
+        {},
+        {},
+        {"created_by": "system"},
+        now,
+        now,
+    )
+
+
+def assistant_json(assistant: StoredAssistant, *, version: bool = False) -> dict[str, Any]:
+    """An assistant as the clients read it; one of its versions (no `updated_at`) with
+    `version`."""
+    data = {
+        "assistant_id": assistant.assistant_id,
+        "graph_id": assistant.graph_id,
+        "name": assistant.name,
+        "description": assistant.description,
+        "config": assistant.config,
+        "context": assistant.context,
+        "metadata": assistant.metadata,
+        "version": assistant.version,
+        "created_at": iso(assistant.created_at),
     }
+    if not version:
+        data["updated_at"] = iso(assistant.updated_at)
+    return data
+
+
+def run_settings(assistant: StoredAssistant, body: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's `config` and `context`: the assistant's, with the run's own over them
+    (`configurable` merged key by key)."""
+    given = body.get("config") or {}
+    if not isinstance(given, Mapping):
+        raise Refused(422, "config is a JSON object")
+    context = body.get("context") or {}
+    if not isinstance(context, Mapping):
+        raise Refused(422, "context is a JSON object")
+    config = {**assistant.config, **given}
+    configurable = {
+        **(assistant.config.get("configurable") or {}),
+        **(given.get("configurable") or {}),
+    }
+    if configurable:
+        config["configurable"] = configurable
+    return {"config": config, "context": {**assistant.context, **context}}
 
 
 def thread_json(thread: StoredThread) -> dict[str, Any]:
@@ -156,4 +211,5 @@ def run_json(run: QueuedRun) -> dict[str, Any]:
         "metadata": run.metadata,
         "kwargs": run.kwargs,
         "multitask_strategy": run.multitask_strategy,
+        **version_fields(run),
     }

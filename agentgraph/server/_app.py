@@ -19,13 +19,17 @@ from starlette.routing import Route
 from .._errors import RunInputError
 from .._graph import Graph
 from .._runner import GraphRunner
+from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
+from ._crons import CronStore
 from ._queue import RunQueue
 from ._routes_assistants import AssistantRoutes
+from ._routes_crons import CronRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
+from ._routes_webhooks import WebhookRoutes
 from ._settings import ServerSettings
 from ._worker import Worker
 
@@ -47,6 +51,15 @@ async def _refused(request: Request, exc: Exception) -> Response:
     if isinstance(exc, Refused):
         return json_response({"detail": exc.detail}, exc.status)
     return json_response({"detail": str(exc)}, 422)
+
+
+def _policy(settings: ServerSettings, runner: GraphRunner | None) -> ResumePolicy:
+    """The resume policy of a run whose assistant names none."""
+    if settings.resume_policy is not None:
+        return settings.resume_policy
+    if runner is not None and runner.versions is not None:
+        return runner.versions.policy
+    return "latest"
 
 
 def server_app(
@@ -78,6 +91,7 @@ def server_app(
             run_timeout=settings.run_timeout,
             grace=settings.grace,
             schema=schema,
+            webhooks=settings.webhooks,
         )
         for _ in range(settings.workers)
     ]
@@ -87,6 +101,7 @@ def server_app(
             worker.wake()
 
     api = Api(queue, graphs, wake=wake)
+    crons = CronStore(where, schema=schema)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
     )
@@ -115,6 +130,7 @@ def server_app(
                 worker.stop()
             await anyio.to_thread.run_sync(listener.join)
             queue.close()
+            crons.close()
             await memory.aclose()
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
@@ -124,7 +140,11 @@ def server_app(
         Route("/info", info, methods=["GET"]),
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
-        *RunRoutes(api).routes(),
+        *CronRoutes(api, crons).routes(),
+        *RunRoutes(
+            api, resume_policy=_policy(settings, runner), webhooks=settings.webhooks
+        ).routes(),
+        *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
     return Starlette(

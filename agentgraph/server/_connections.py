@@ -21,8 +21,12 @@ class Connections:
     share the server's WAL flushes instead of waiting for each other's.
     """
 
-    def __init__(self, connect: Callable[[], Any], size: int) -> None:
+    def __init__(
+        self, connect: Callable[[], Any], size: int, *, released: Callable[[], None] | None = None
+    ) -> None:
         self._connect = connect
+        self._released = released
+        """Called on the borrowing thread once a block has given its connection back."""
         self._size = size
         self._opened: list[Any] = []
         self._free: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -40,6 +44,8 @@ class Connections:
     def __exit__(self, *exc: object) -> None:
         connection = self._lent.__dict__.pop("connection")
         self._free.put(connection)
+        if self._released is not None:
+            self._released()
 
     def _open(self) -> Any:
         """A new connection, or None when `size` are open already."""

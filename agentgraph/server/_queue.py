@@ -9,28 +9,46 @@ an answer. Any process that opens the database can answer for any run.
 On PostgreSQL, workers claim with `SELECT … FOR UPDATE SKIP LOCKED`, so
 any number of them on any number of machines share the queue and each run
 is claimed once; a queued run is announced with `NOTIFY agentgraph_runs`,
-which wakes the workers listening (`listen`).
+which wakes the workers listening (`listen`), and a running run's cancel
+with `NOTIFY agentgraph_cancels` (its id the payload), on which the worker
+holding it cancels it. On SQLite, whose workers share the API's process, a
+cancel is announced to the workers of this process on the same file.
+
+Assistants live here too: `server_assistants` holds each assistant as its
+current version says, `server_assistant_versions` every version it had.
 
 The `owner` columns are unused so far: they hold the room authorization and
-per-user isolation need, as `server_crons` holds the room for scheduled runs.
+per-user isolation need. Crons keep their own tables (`_crons`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import queue as queues
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
 from ._connections import Connections
+from ._outbox import OUTBOX_SCHEMA, record_delivery
 from ._signals import EVENTS_CHANNEL, RunSignals, signals_for
 
-__all__ = ("CLAIM_TERM", "CHANNEL", "QueuedRun", "RunQueue", "StoredThread", "is_postgres")
+__all__ = (
+    "CANCELS",
+    "CHANNEL",
+    "CLAIM_TERM",
+    "QueuedRun",
+    "RunQueue",
+    "StoredAssistant",
+    "StoredThread",
+    "is_postgres",
+)
 
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
@@ -41,6 +59,8 @@ POSTGRES_CONNECTIONS = 8
 FOLLOW_UPS_YIELD = 5.0
 """Seconds at most a ready follow-up (a run queued while its thread was busy) lets
 runs of idle threads go first."""
+CANCELS = "agentgraph_cancels"
+"""The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
@@ -73,7 +93,10 @@ CREATE TABLE IF NOT EXISTS server_runs (
     attempt INTEGER NOT NULL DEFAULT 0,
     owner TEXT,
     webhook TEXT,
+    graph_version INTEGER,
+    resume_policy TEXT,
     start_at REAL NOT NULL,
+    started_at REAL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -86,17 +109,40 @@ CREATE TABLE IF NOT EXISTS server_events (
     data BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
-CREATE TABLE IF NOT EXISTS server_crons (
-    cron_id TEXT PRIMARY KEY,
-    assistant_id TEXT NOT NULL,
-    thread_id TEXT,
-    schedule TEXT NOT NULL,
-    payload TEXT NOT NULL,
+"""
+
+_ASSISTANTS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS server_assistants (
+    assistant_id TEXT PRIMARY KEY,
+    graph_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL DEFAULT '{}',
+    context TEXT NOT NULL DEFAULT '{}',
+    metadata TEXT NOT NULL DEFAULT '{}',
     owner TEXT,
-    next_run_at REAL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS server_assistants_graph ON server_assistants (graph_id);
+CREATE TABLE IF NOT EXISTS server_assistant_versions (
+    assistant_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    graph_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL DEFAULT '{}',
+    context TEXT NOT NULL DEFAULT '{}',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    owner TEXT,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (assistant_id, version)
 );
 """
+
+_ADDED = (("graph_version", "INTEGER"), ("resume_policy", "TEXT"), ("started_at", "REAL"))
+"""Columns of `server_runs` added after its first release, added to older databases."""
 
 ENDED = frozenset({"success", "error", "timeout", "interrupted"})
 """The statuses a run ends in."""
@@ -119,10 +165,34 @@ class QueuedRun:
     attempt: int
     created_at: float
     updated_at: float
+    graph_version: int | None = None
+    """The version of its graph the run is on (None: a graph without versions): only a
+    worker that can resume that version claims it (see `claim`)."""
+    resume_policy: str | None = None
+    """What resuming it on another version does (`GraphVersions`' policies)."""
 
     @property
     def ended(self) -> bool:
         return self.status in ENDED
+
+
+@attrs.frozen
+class StoredAssistant:
+    """An assistant (or one of its versions): a graph with its config, context and metadata.
+
+    `updated_at` of a version is when it was made.
+    """
+
+    assistant_id: str
+    graph_id: str
+    version: int
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: float
+    updated_at: float
 
 
 @attrs.frozen
@@ -141,11 +211,32 @@ class StoredThread:
 
 _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, graph_id, status, kwargs, metadata, multitask_strategy, "
-    "graph_run, cancel, attempt, created_at, updated_at"
+    "graph_run, cancel, attempt, created_at, updated_at, graph_version, resume_policy"
 )
 _THREAD_COLUMNS = (
     "thread_id, status, metadata, state, interrupts, waiting_run, created_at, updated_at"
 )
+
+
+_ASSISTANT_FIELDS = "assistant_id, graph_id, version, name, description, config, context, metadata"
+_ASSISTANT_COLUMNS = f"{_ASSISTANT_FIELDS}, created_at, updated_at"
+_VERSION_COLUMNS = f"{_ASSISTANT_FIELDS}, created_at, created_at"
+_ASSISTANT_SORTS = frozenset({"assistant_id", "graph_id", "name", "created_at", "updated_at"})
+
+
+def _assistant(row: Sequence[Any]) -> StoredAssistant:
+    return StoredAssistant(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        orjson.loads(row[5]),
+        orjson.loads(row[6]),
+        orjson.loads(row[7]),
+        row[8],
+        row[9],
+    )
 
 
 def _run(row: Sequence[Any]) -> QueuedRun:
@@ -163,6 +254,8 @@ def _run(row: Sequence[Any]) -> QueuedRun:
         row[10],
         row[11],
         row[12],
+        row[13],
+        row[14],
     )
 
 
@@ -184,6 +277,32 @@ def is_postgres(where: str) -> bool:
     return where.startswith(("postgresql://", "postgres://"))
 
 
+class _LocalCancels:
+    """Cancels announced within this process, for the workers listening on an SQLite file."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listeners: dict[str, list[Callable[[str], None]]] = {}
+
+    def add(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners.setdefault(where, []).append(listener)
+
+    def remove(self, where: str, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners[where].remove(listener)
+
+    def announce(self, where: str, run_ids: Sequence[str]) -> None:
+        with self._lock:
+            listeners = tuple(self._listeners.get(where, ()))
+        for listener in listeners:
+            for run_id in run_ids:
+                listener(run_id)
+
+
+_LOCAL_CANCELS = _LocalCancels()
+
+
 class RunQueue:
     """Runs, threads and events in the database at `where`; each method is a short transaction.
 
@@ -202,27 +321,66 @@ class RunQueue:
         self.schema = schema
         self.signals = signals or signals_for(where, schema)
         self.postgres = is_postgres(where)
+        self._ended = threading.local()
+        """The runs this thread's transaction ends, whose readers are woken after it."""
         # `with self._lock:` lends this thread a connection, `self._db`, for the block.
         self._lock: Connections
         if self.postgres:
-            self._lock = Connections(self._connect_postgres, POSTGRES_CONNECTIONS)
+            self._lock = Connections(
+                self._connect_postgres, POSTGRES_CONNECTIONS, released=self._wake_ended
+            )
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
-            schema_sql = _SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace("BLOB", "BYTEA")
+            self._for_update = " FOR UPDATE"
+            schema_sql = (_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA).replace(
+                " REAL", " DOUBLE PRECISION"
+            )
+            schema_sql = schema_sql.replace("BLOB", "BYTEA")
             with self._lock:
+                # Processes starting at once would race to create the same tables and
+                # types (`IF NOT EXISTS` does not stop two at once): one at a time.
+                self._db.execute("BEGIN")
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext('agentgraph.server'))")
                 self._db.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
                 for statement in filter(str.strip, schema_sql.split(";")):
                     self._db.execute(statement)
+                have = {
+                    row[0]
+                    for row in self._db.execute(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name = 'server_runs'",
+                        (schema,),
+                    )
+                }
+                for column, kind in _ADDED:
+                    if column not in have:  # ALTER TABLE would wait for every reader
+                        kind = kind.replace("REAL", "DOUBLE PRECISION")
+                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
+                self._db.execute("COMMIT")
         else:
-            self._lock = Connections(self._connect_sqlite, 1)
+            self._file = os.path.abspath(where)
+            """The SQLite file's full path: what this process's cancels are announced under."""
+            self._lock = Connections(self._connect_sqlite, 1, released=self._wake_ended)
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
+            self._for_update = ""
             with self._lock:
-                self._db.executescript(_SCHEMA)
+                self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA)
+                have = {row[1] for row in self._db.execute("PRAGMA table_info(server_runs)")}
+                for column, kind in _ADDED:
+                    if column not in have:
+                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
 
     @property
     def _db(self) -> Any:
         return self._lock.current
+
+    def _wake_ended(self) -> None:
+        """Wake the readers of the runs ended by the block that has just given its
+        connection back (its transaction committed, or rolled back: a reader woken
+        for nothing reads the store again and waits on)."""
+        for run_id in self._ended.__dict__.pop("runs", ()):
+            self.signals.notify(run_id)
 
     def _connect_sqlite(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.where, isolation_level=None, check_same_thread=False)
@@ -280,26 +438,90 @@ class RunQueue:
                     self._db.execute("ROLLBACK")
                 raise
 
+    @contextlib.contextmanager
+    def transaction(self, *, thread: str | None = None) -> Iterator[Callable[..., Any]]:
+        """One transaction, for the tables kept beside the queue's: yields `execute(sql,
+        params)` (`?` placeholders); `thread` names a thread whose row is locked first
+        (on PostgreSQL; SQLite's transactions are taken whole)."""
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                if thread is not None and self.postgres:
+                    self._run_sql(
+                        "SELECT 1 FROM server_threads WHERE thread_id = ? FOR UPDATE", (thread,)
+                    ).fetchall()
+                yield self._run_sql
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Callable[..., Any]]:
+        """Reads outside a transaction, for the tables kept beside the queue's: yields
+        `execute(sql, params)`."""
+        with self._lock:
+            yield self._run_sql
+
+    def _lock_thread(self, thread_id: str) -> None:
+        """Take the thread's row for this transaction (PostgreSQL; SQLite's writer is alone).
+
+        Every transaction that changes a thread's runs and its row takes the row
+        first: a lock order all of them share, so none waits on another in a circle.
+        """
+        self._run_sql(*self._thread_lock(thread_id)).fetchall()
+
     def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
             rows: list[Any] = self._run_sql(sql, params).fetchall()
             return rows
 
-    def listen(self, wake: Callable[[], None], stopping: threading.Event) -> None:
-        """Call `wake` on every queued run announced, until `stopping` (PostgreSQL only).
+    def listen(
+        self, wake: Callable[[], None], cancel: Callable[[str], None], stopping: threading.Event
+    ) -> None:
+        """Call `wake` on every queued run announced (PostgreSQL) and `cancel` with the id
+        of every running run a client or a double text cancels, until `stopping`.
 
-        Blocks: run it on a thread of its own.
+        Blocks: run it on a thread of its own. On SQLite, cancels come from this
+        process's queues on the same file (queued runs wake the workers through
+        the API directly).
         """
         if not self.postgres:
+            self._listen_here(cancel, stopping)
             return
         listener = self._connect_postgres()
         try:
             listener.execute(f"LISTEN {CHANNEL}")
+            listener.execute(f"LISTEN {CANCELS}")
             while not stopping.is_set():
-                for _ in listener.notifies(timeout=0.5):
-                    wake()
+                for note in listener.notifies(timeout=0.5):
+                    if note.channel == CANCELS:
+                        cancel(note.payload)
+                    else:
+                        wake()
         finally:
             listener.close()
+
+    def _listen_here(self, cancel: Callable[[str], None], stopping: threading.Event) -> None:
+        cancelled: queues.SimpleQueue[str] = queues.SimpleQueue()
+        _LOCAL_CANCELS.add(self._file, cancelled.put)
+        try:
+            while not stopping.is_set():
+                try:
+                    cancel(cancelled.get(timeout=0.5))
+                except queues.Empty:
+                    continue
+        finally:
+            _LOCAL_CANCELS.remove(self._file, cancelled.put)
+
+    def _announce_cancels(self, run_ids: Sequence[str]) -> None:
+        """Announce the cancel of running runs: inside the transaction marking them on
+        PostgreSQL (NOTIFY is sent on commit), after it on SQLite."""
+        if self.postgres:
+            for run_id in run_ids:
+                self._db.execute("SELECT pg_notify(%s, %s)", (CANCELS, run_id))
+        elif run_ids:
+            _LOCAL_CANCELS.announce(self._file, run_ids)
 
     # -- threads ---------------------------------------------------------------------------
     def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
@@ -346,6 +568,7 @@ class RunQueue:
 
     def delete_thread(self, thread_id: str) -> None:
         self._tx(
+            self._thread_lock(thread_id),
             (
                 "DELETE FROM server_events WHERE run_id IN "
                 "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
@@ -370,37 +593,46 @@ class RunQueue:
         (a pending one ends at once; `rollback` deletes it). The run's `created_at`,
         which orders a thread's runs, is taken under that lock, so a thread's runs
         become visible to the workers in the order they are to run.
+
+        The runs in flight are read locked (a worker's claim takes no thread lock):
+        a claim under way commits first and its run is then seen running, never
+        taken for pending and ended or deleted while its worker runs it.
         """
-        lock = " FOR UPDATE" if self.postgres else ""
         with self._lock:
             self._db.execute(self._begin)
             try:
-                self._run_sql(
-                    f"SELECT thread_id FROM server_threads WHERE thread_id = ?{lock}",
-                    (run.thread_id,),
-                ).fetchall()
+                self._lock_thread(run.thread_id)
                 now = time.time()
                 run = attrs.evolve(run, created_at=now, updated_at=now)
                 flying = self._run_sql(
                     "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
-                    "AND status IN ('pending', 'running')",
+                    f"AND status IN ('pending', 'running'){self._for_update}",
                     (run.thread_id,),
                 ).fetchall()
                 if flying and run.multitask_strategy == "reject":
                     self._db.execute("ROLLBACK")
                     return None
+                running: list[str] = []
                 if run.multitask_strategy in ("interrupt", "rollback"):
-                    self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    if self.postgres:
+                        self._announce_cancels(running)
                 self._insert(run, delay)
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+        if not self.postgres:
+            self._announce_cancels(running)
         return run
 
-    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> None:
+    def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> list[str]:
+        """Cancel the runs in `flying`: the ids of the running ones, whose workers are to
+        be told."""
+        running = []
         for run_id, status in flying:
             if status == "running":
+                running.append(run_id)
                 self._run_sql(
                     "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
                     (action, now, run_id),
@@ -414,11 +646,13 @@ class RunQueue:
                     "WHERE run_id = ?",
                     (action, now, run_id),
                 )
+                record_delivery(self._run_sql, run_id, "interrupted", now)
+        return running
 
     def _insert(self, run: QueuedRun, delay: float) -> None:
         self._run_sql(
             f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_id,
                 run.thread_id,
@@ -433,6 +667,8 @@ class RunQueue:
                 run.attempt,
                 run.created_at,
                 run.updated_at,
+                run.graph_version,
+                run.resume_policy,
                 run.created_at + delay,
             ),
         )
@@ -464,7 +700,14 @@ class RunQueue:
         )
         return [_run(row) for row in rows]
 
-    def claim(self, worker: str, count: int, *, term: float = CLAIM_TERM) -> list[QueuedRun]:
+    def claim(
+        self,
+        worker: str,
+        count: int,
+        *,
+        term: float = CLAIM_TERM,
+        only: tuple[str, Sequence[Any]] = ("", ()),
+    ) -> list[QueuedRun]:
         """Take up to `count` runs due now: pending ones, or running ones whose claim lapsed.
 
         A thread's runs go first in, first out: a run is taken only when it is
@@ -475,8 +718,12 @@ class RunQueue:
         yields to runs of idle threads for up to `FOLLOW_UPS_YIELD` seconds after it
         became ready, so a client starting a run on an idle thread is not kept
         waiting behind threads with long queues, and no queue waits for ever.
+        `only` is a condition on the run `r` and its parameters (the graph versions
+        a worker can resume, see `_versions.claimable`): a run it excludes is left
+        for another worker.
         """
         now = time.time()
+        condition, bound = only
         with self._lock:
             self._db.execute(self._begin)
             try:
@@ -488,17 +735,17 @@ class RunQueue:
                     " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                     "  o.status = 'running' OR "
                     "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    "ORDER BY CASE WHEN r.status = 'pending' AND r.start_at > r.created_at "
-                    "AND r.start_at > ? THEN 1 ELSE 0 END, r.start_at, r.created_at "
-                    f"LIMIT ?{self._skip_locked}",
-                    (now, now, now - FOLLOW_UPS_YIELD, count),
+                    f"{condition}ORDER BY CASE WHEN r.status = 'pending' "
+                    "AND r.start_at > r.created_at AND r.start_at > ? THEN 1 ELSE 0 END, "
+                    f"r.start_at, r.created_at LIMIT ?{self._skip_locked}",
+                    (now, now, *bound, now - FOLLOW_UPS_YIELD, count),
                 ).fetchall()
                 for row in rows:
                     self._run_sql(
                         "UPDATE server_runs SET status = 'running', claimed_by = ?, "
-                        "claimed_until = ?, attempt = attempt + 1, updated_at = ? "
-                        "WHERE run_id = ?",
-                        (worker, now + term, now, row[0]),
+                        "claimed_until = ?, attempt = attempt + 1, updated_at = ?, "
+                        "started_at = COALESCE(started_at, ?) WHERE run_id = ?",
+                        (worker, now + term, now, now, row[0]),
                     )
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -522,24 +769,59 @@ class RunQueue:
     def set_graph_run(self, run_id: str, graph_run: str) -> None:
         self._tx(("UPDATE server_runs SET graph_run = ? WHERE run_id = ?", (graph_run, run_id)))
 
-    def request_cancel(self, run_id: str, action: str) -> QueuedRun | None:
-        """Ask for a run's cancel; a pending run ends `interrupted` at once."""
-        now = time.time()
-        self._tx(
-            (
-                "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ? "
-                "AND status IN ('pending', 'running')",
-                (action, now, run_id),
-            ),
+    def set_graph_version(self, run_id: str, version: int | None) -> None:
+        """Record the graph version a worker ran `run_id` on (a resume may have migrated it)."""
+        self._tx(("UPDATE server_runs SET graph_version = ? WHERE run_id = ?", (version, run_id)))
+
+    def graph_version_of(self, graph_run: str) -> int | None:
+        """The graph version the checkpoint run `graph_run` is on, as its latest server
+        run recorded it (None when no server run ran it, or its graph has no version)."""
+        rows = self._all(
+            "SELECT graph_version FROM server_runs WHERE graph_run = ? "
+            "ORDER BY created_at DESC LIMIT 1",
+            (graph_run,),
         )
+        return rows[0][0] if rows else None
+
+    def request_cancel(self, run_id: str, action: str) -> QueuedRun | None:
+        """Ask for a run's cancel, in one transaction: a running run is marked for its
+        worker, a pending one ends `interrupted` at once (`rollback` deletes it: None)."""
         found = self.run(run_id)
-        if found is not None and found.status == "pending":
-            self.finish(found.run_id, found.thread_id, "interrupted", {})
-            if action == "rollback":
-                self.delete_run(run_id)
-                return None
-            return self.run(run_id)
-        return found
+        if found is None or found.ended:
+            return found
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                self._lock_thread(found.thread_id)
+                running = self._request_cancel(run_id, found.thread_id, action)
+                if running and self.postgres:
+                    self._announce_cancels([run_id])
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        if running and not self.postgres:
+            self._announce_cancels([run_id])
+        return self.run(run_id)
+
+    def _request_cancel(self, run_id: str, thread_id: str, action: str) -> bool:
+        """Mark a run cancelled, ending it when pending: whether it is running."""
+        rows = self._run_sql(
+            f"SELECT status FROM server_runs WHERE run_id = ?{self._for_update}", (run_id,)
+        ).fetchall()
+        if not rows or rows[0][0] not in ("pending", "running"):
+            return False
+        now = time.time()
+        self._run_sql(
+            "UPDATE server_runs SET cancel = ?, updated_at = ? WHERE run_id = ?",
+            (action, now, run_id),
+        )
+        if rows[0][0] == "running":
+            return True
+        for sql, params in self._finish(run_id, thread_id, "interrupted", {}, now):
+            self._run_sql(sql, params)
+        record_delivery(self._run_sql, run_id, "interrupted", now)
+        return False
 
     def cancels(self, run_ids: Sequence[str]) -> dict[str, str]:
         """Which of `run_ids` a client asked to cancel, and how."""
@@ -556,19 +838,64 @@ class RunQueue:
     def finish(
         self, run_id: str, thread_id: str, status: str, thread_changes: dict[str, Any]
     ) -> None:
-        """End a run and set its thread's status (idle unless given) in one transaction.
+        """End a run and set its thread's status (idle unless given) in one transaction,
+        with the delivery of its webhook when it asked for one; a run ending
+        `interrupted` because a client asked for a rollback is deleted.
 
         The thread's next run, if due already, becomes ready now: it queues behind
         the runs of other threads ready before it (see `claim`).
         """
+        with self._writing():
+            self._lock_thread(thread_id)
+            self.finishing(self._run_sql, run_id, thread_id, status, thread_changes)
+
+    def finishing(
+        self,
+        run_sql: Callable[..., Any],
+        run_id: str,
+        thread_id: str,
+        status: str,
+        thread_changes: dict[str, Any],
+    ) -> None:
+        """`finish` through `run_sql` of a transaction of this thread's connection (see
+        `transaction`) that does more and has taken the thread's row first; the run's
+        readers are woken once it commits."""
         now = time.time()
-        assignments, values = _thread_columns({"status": "idle", **thread_changes})
-        self._tx(
+        for sql, params in self._finish(run_id, thread_id, status, thread_changes, now):
+            run_sql(sql, params)
+        # The run's webhook, if it asked for one, is committed with its end.
+        record_delivery(run_sql, run_id, status, now)
+
+    def _thread_lock(self, thread_id: str) -> tuple[str, Sequence[Any]]:
+        """The statement of `_lock_thread`, for `_tx`."""
+        return (
+            f"SELECT thread_id FROM server_threads WHERE thread_id = ?{self._for_update}",
+            (thread_id,),
+        )
+
+    def _finish(
+        self, run_id: str, thread_id: str, status: str, changes: dict[str, Any], now: float
+    ) -> list[tuple[str, Sequence[Any]]]:
+        """The statements ending a run and setting its thread's status.
+
+        A run ending `interrupted` by a rollback goes with its events in the same
+        transaction, so no reader ever finds it ended yet still there.
+        """
+        assignments, values = _thread_columns({"status": "idle", **changes})
+        rolled_back = "run_id = ? AND status = 'interrupted' AND cancel = 'rollback'"
+        self._ended.__dict__.setdefault("runs", []).append(run_id)
+        return [
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
                 "updated_at = ? WHERE run_id = ?",
                 (status, now, run_id),
             ),
+            (
+                "DELETE FROM server_events WHERE run_id IN "
+                f"(SELECT run_id FROM server_runs WHERE {rolled_back})",
+                (run_id,),
+            ),
+            (f"DELETE FROM server_runs WHERE {rolled_back}", (run_id,)),
             (
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*values, now, thread_id),
@@ -586,8 +913,7 @@ class RunQueue:
                 (now, thread_id, now),
             ),
             *self._announce(run_id),
-        )
-        self.signals.notify(run_id)
+        ]
 
     def delete_run(self, run_id: str) -> None:
         self._tx(
@@ -629,6 +955,189 @@ class RunQueue:
             (run_id, after),
         )
         return [(row[0], row[1], bytes(row[2])) for row in rows]
+
+    # -- assistants ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction of several statements, some read before others are written."""
+        with self._lock:
+            self._db.execute(self._begin)
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _insert_version(self, assistant: StoredAssistant) -> None:
+        self._run_sql(
+            f"INSERT INTO server_assistant_versions ({_ASSISTANT_FIELDS}, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*_assistant_fields(assistant), assistant.updated_at),
+        )
+
+    def put_assistant(self, assistant: StoredAssistant) -> bool:
+        """Store a new assistant as its version 1; False (nothing written) when its id is taken."""
+        with self._writing():
+            cursor = self._run_sql(
+                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
+                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at),
+            )
+            created = bool(cursor.rowcount == 1)
+            if created:
+                self._insert_version(assistant)
+        return created
+
+    def assistant(self, assistant_id: str) -> StoredAssistant | None:
+        """An assistant as its current version says."""
+        rows = self._all(
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = ?",
+            (assistant_id,),
+        )
+        return _assistant(rows[0]) if rows else None
+
+    def assistants(
+        self,
+        *,
+        graph_id: str | None = None,
+        name: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        sort_by: str = "created_at",
+        descending: bool = True,
+    ) -> list[StoredAssistant]:
+        """The assistants of `graph_id` (every graph's when None) whose name holds `name`
+        (any case) and whose metadata has `metadata`'s pairs, sorted."""
+        if sort_by not in _ASSISTANT_SORTS:
+            raise ValueError(f"assistants are sorted by one of {sorted(_ASSISTANT_SORTS)}")
+        order = "DESC" if descending else "ASC"
+        where, params = ("WHERE graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        rows = self._all(
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants {where} "
+            f"ORDER BY {sort_by} {order}, assistant_id {order}",
+            params,
+        )
+        wanted = (name or "").casefold()
+        return [
+            found
+            for found in map(_assistant, rows)
+            if wanted in found.name.casefold() and _has(found.metadata, metadata)
+        ]
+
+    def new_assistant_version(
+        self, assistant_id: str, changes: dict[str, Any]
+    ) -> StoredAssistant | None:
+        """Make the next version of an assistant, its current one with `changes` (metadata
+        merged into the current metadata, other fields replaced), and point the assistant
+        at it; None when there is no such assistant."""
+        changes = dict(changes)
+        lock = " FOR UPDATE" if self.postgres else ""
+        with self._writing():
+            rows = self._run_sql(
+                f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = ?{lock}",
+                (assistant_id,),
+            ).fetchall()
+            if not rows:
+                return None
+            current = _assistant(rows[0])
+            last = self._run_sql(
+                "SELECT MAX(version) FROM server_assistant_versions WHERE assistant_id = ?",
+                (assistant_id,),
+            ).fetchone()[0]
+            metadata = {**current.metadata, **changes.pop("metadata", {})}
+            new = attrs.evolve(
+                current,
+                version=(last or current.version) + 1,
+                metadata=metadata,
+                updated_at=time.time(),
+                **changes,
+            )
+            self._insert_version(new)
+            self._point_at(new)
+        return new
+
+    def _point_at(self, version: StoredAssistant) -> None:
+        self._run_sql(
+            "UPDATE server_assistants SET graph_id = ?, version = ?, name = ?, description = ?, "
+            "config = ?, context = ?, metadata = ?, updated_at = ? WHERE assistant_id = ?",
+            (*_assistant_fields(version)[1:], version.updated_at, version.assistant_id),
+        )
+
+    def assistant_versions(
+        self, assistant_id: str, *, metadata: dict[str, Any] | None = None
+    ) -> list[StoredAssistant]:
+        """An assistant's versions whose metadata has `metadata`'s pairs, the newest first."""
+        rows = self._all(
+            f"SELECT {_VERSION_COLUMNS} FROM server_assistant_versions WHERE assistant_id = ? "
+            "ORDER BY version DESC",
+            (assistant_id,),
+        )
+        return [found for found in map(_assistant, rows) if _has(found.metadata, metadata)]
+
+    def set_latest_assistant(self, assistant_id: str, version: int) -> StoredAssistant | None:
+        """Point an assistant at one of its versions; None when it has no such version."""
+        with self._writing():
+            rows = self._run_sql(
+                f"SELECT {_VERSION_COLUMNS} FROM server_assistant_versions "
+                "WHERE assistant_id = ? AND version = ?",
+                (assistant_id, version),
+            ).fetchall()
+            if not rows:
+                return None
+            self._point_at(attrs.evolve(_assistant(rows[0]), updated_at=time.time()))
+        return self.assistant(assistant_id)
+
+    def delete_assistant(self, assistant_id: str, *, threads: bool) -> list[str]:
+        """Delete an assistant and its versions; with `threads`, also the threads it ran
+        on or that name it in their metadata (`assistant_id`), with their runs and events.
+        The ids of the threads deleted."""
+        with self._writing():
+            doomed: list[str] = []
+            if threads:
+                ran = self._run_sql(
+                    "SELECT DISTINCT thread_id FROM server_runs WHERE assistant_id = ?",
+                    (assistant_id,),
+                ).fetchall()
+                named = self._run_sql("SELECT thread_id, metadata FROM server_threads").fetchall()
+                doomed = sorted(
+                    {row[0] for row in ran}
+                    | {
+                        row[0]
+                        for row in named
+                        if orjson.loads(row[1]).get("assistant_id") == assistant_id
+                    }
+                )
+            for thread_id in doomed:
+                self._run_sql(
+                    "DELETE FROM server_events WHERE run_id IN "
+                    "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+                    (thread_id,),
+                )
+                self._run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
+                self._run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+            self._run_sql(
+                "DELETE FROM server_assistant_versions WHERE assistant_id = ?", (assistant_id,)
+            )
+            self._run_sql("DELETE FROM server_assistants WHERE assistant_id = ?", (assistant_id,))
+        return doomed
+
+
+def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:
+    """An assistant's columns up to its metadata, JSON ones encoded."""
+    return (
+        assistant.assistant_id,
+        assistant.graph_id,
+        assistant.version,
+        assistant.name,
+        assistant.description,
+        orjson.dumps(assistant.config).decode(),
+        orjson.dumps(assistant.context).decode(),
+        orjson.dumps(assistant.metadata).decode(),
+    )
+
+
+def _has(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
+    return all(metadata.get(key) == value for key, value in (wanted or {}).items())
 
 
 _THREAD_JSON = frozenset({"metadata", "state", "interrupts"})

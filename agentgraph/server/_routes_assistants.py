@@ -1,85 +1,243 @@
-"""Assistants: one default per graph, named by the graph's id."""
+"""Assistants: a graph with its config, context and metadata, versioned.
+
+Each graph has a default assistant (its id derived from the graph's id, metadata
+`created_by: system`), there without being created. Others are created, updated
+(each update is a new version the assistant then points at), pointed back at an
+earlier version (`latest`), searched and deleted.
+"""
 
 from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._api import Api, Refused, assistant_id_of, assistant_json, json_response, read_body
+from ._api import (
+    Api,
+    Refused,
+    assistant_id_of,
+    assistant_json,
+    check_uuid,
+    json_response,
+    read_body,
+)
+from ._graphs import drawing, schemas, subgraphs, xray_depth
+from ._queue import StoredAssistant
 
 __all__ = ("AssistantRoutes",)
 
+_FIELDS = (
+    "assistant_id",
+    "graph_id",
+    "name",
+    "description",
+    "config",
+    "context",
+    "created_at",
+    "updated_at",
+    "metadata",
+    "version",
+)
+_SORTS = ("created_at", "updated_at", "assistant_id", "graph_id", "name")
+
+
+def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """`body[name]`, a JSON object (`{}` when not given); 422 otherwise."""
+    value = body.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Refused(422, f"{name} is a JSON object, not {value!r}")
+    return value
+
+
+def _text(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise Refused(422, f"{name} is a string, not {value!r}")
+    return value
+
+
+def _count(body: dict[str, Any], name: str, default: int) -> int:
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Refused(422, f"{name} is a whole number of at least 0, not {value!r}")
+    return value
+
+
+def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, str]]:
+    """One page of `items` as `limit` and `offset` ask, and the header naming the next."""
+    limit, offset = _count(body, "limit", 10), _count(body, "offset", 0)
+    headers = {"X-Pagination-Next": str(offset + limit)} if offset + limit < len(items) else {}
+    return items[offset : offset + limit], headers
+
+
+def _flag(raw: str | None) -> bool:
+    return raw is not None and raw.lower() in ("true", "1", "yes")
+
 
 class AssistantRoutes:
-    """Each graph's default assistant."""
+    """Assistants, their versions, and their graphs' drawings, schemas and subgraphs."""
 
     def __init__(self, api: Api) -> None:
         self.api = api
 
-    async def get(self, request: Request) -> Response:
-        graph_id = self.api.graph_id(request.path_params["assistant_id"])
-        return json_response(assistant_json(graph_id, assistant_id_of(graph_id)))
+    async def _named(self, request: Request) -> StoredAssistant:
+        return await self.api.assistant(request.path_params["assistant_id"])
 
-    def matching(self, body: dict[str, object]) -> list[dict[str, object]]:
-        wanted = body.get("graph_id")
-        return [
-            assistant_json(name, assistant_id_of(name))
-            for name in sorted(self.api.graphs)
-            if wanted in (None, name)
-        ]
+    async def create(self, request: Request) -> Response:
+        body = await read_body(request)
+        graph_id = body.get("graph_id")
+        if not isinstance(graph_id, str):
+            raise Refused(422, f"graph_id names one of {sorted(self.api.graphs)}")
+        self.api.graph(graph_id)
+        assistant_id = check_uuid(str(body.get("assistant_id") or uuid.uuid4()), "assistant id")
+        if_exists = body.get("if_exists") or "raise"
+        if if_exists not in ("raise", "do_nothing"):
+            raise Refused(422, f"if_exists is 'raise' or 'do_nothing', not {if_exists!r}")
+        now = time.time()
+        assistant = StoredAssistant(
+            assistant_id,
+            graph_id,
+            1,
+            _text(body, "name") or "Untitled",
+            _text(body, "description"),
+            _object(body, "config"),
+            _object(body, "context"),
+            _object(body, "metadata"),
+            now,
+            now,
+        )
+        created = await self.api.call(self.api.queue.put_assistant, assistant)
+        if not created and if_exists == "raise":
+            raise Refused(409, f"assistant {assistant_id!r} exists")
+        return json_response(assistant_json(await self.api.assistant(assistant_id)))
+
+    async def get(self, request: Request) -> Response:
+        return json_response(assistant_json(await self._named(request)))
+
+    async def update(self, request: Request) -> Response:
+        assistant = await self._named(request)
+        body = await read_body(request)
+        changes: dict[str, Any] = {}
+        if body.get("graph_id") is not None:
+            self.api.graph(body["graph_id"])
+            changes["graph_id"] = body["graph_id"]
+        for name in ("config", "context", "metadata"):
+            if body.get(name) is not None:
+                changes[name] = _object(body, name)
+        for name in ("name", "description"):
+            if body.get(name) is not None:
+                changes[name] = _text(body, name)
+        new = await self.api.call(
+            self.api.queue.new_assistant_version, assistant.assistant_id, changes
+        )
+        if new is None:
+            raise Refused(404, f"no assistant {assistant.assistant_id!r}")
+        return json_response(assistant_json(new))
+
+    async def delete(self, request: Request) -> Response:
+        assistant = await self._named(request)
+        if assistant.assistant_id == assistant_id_of(assistant.graph_id):
+            raise Refused(409, f"the default assistant of graph {assistant.graph_id!r} stays")
+        threads = _flag(request.query_params.get("delete_threads"))
+        await self.api.call(
+            self.api.queue.delete_assistant, assistant.assistant_id, threads=threads
+        )
+        return Response(status_code=204)
+
+    async def matching(self, body: dict[str, Any]) -> list[StoredAssistant]:
+        graph_id = _text(body, "graph_id")
+        sort_by = body.get("sort_by") or "created_at"
+        if sort_by not in _SORTS:
+            raise Refused(422, f"sort_by is one of {', '.join(_SORTS)}, not {sort_by!r}")
+        order = body.get("sort_order") or "desc"
+        if order not in ("asc", "desc"):
+            raise Refused(422, f"sort_order is 'asc' or 'desc', not {order!r}")
+        found: list[StoredAssistant] = await self.api.call(
+            self.api.queue.assistants,
+            graph_id=graph_id,
+            name=_text(body, "name"),
+            metadata=_object(body, "metadata"),
+            sort_by=sort_by,
+            descending=order == "desc",
+        )
+        return found
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
-        found = self.matching(body)
-        offset, limit = int(body.get("offset", 0)), int(body.get("limit", 10))
-        return json_response(found[offset : offset + limit])
+        select = body.get("select") or list(_FIELDS)
+        if not isinstance(select, list) or not set(select) <= set(_FIELDS):
+            raise Refused(422, f"select names some of {', '.join(_FIELDS)}, not {select!r}")
+        page, headers = _page(await self.matching(body), body)
+        shown = [{k: v for k, v in assistant_json(a).items() if k in select} for a in page]
+        return json_response(shown, headers=headers)
 
     async def count(self, request: Request) -> Response:
-        return json_response(len(self.matching(await read_body(request))))
+        return json_response(len(await self.matching(await read_body(request))))
+
+    async def versions(self, request: Request) -> Response:
+        assistant = await self._named(request)
+        body = await read_body(request)
+        found = await self.api.call(
+            self.api.queue.assistant_versions,
+            assistant.assistant_id,
+            metadata=_object(body, "metadata"),
+        )
+        page, headers = _page(found, body)
+        return json_response([assistant_json(v, version=True) for v in page], headers=headers)
+
+    async def set_latest(self, request: Request) -> Response:
+        assistant = await self._named(request)
+        version = (await read_body(request)).get("version")
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise Refused(422, f"version is a whole number, not {version!r}")
+        found = await self.api.call(
+            self.api.queue.set_latest_assistant, assistant.assistant_id, version
+        )
+        if found is None:
+            raise Refused(404, f"assistant {assistant.assistant_id!r} has no version {version}")
+        return json_response(assistant_json(found))
 
     async def drawing(self, request: Request) -> Response:
-        graph = self.api.graphs[self.api.graph_id(request.path_params["assistant_id"])]
-        nodes = [
-            {"id": name, "type": "runnable", "data": name} for name in (n.name for n in graph.nodes)
-        ]
-        return json_response({"nodes": nodes, "edges": [], "mermaid": graph.to_mermaid()})
+        assistant = await self._named(request)
+        graph = self.api.graph(assistant.graph_id)
+        xray = xray_depth(request.query_params.get("xray"))
+        return json_response(drawing(graph, xray=xray))
 
     async def schemas(self, request: Request) -> Response:
-        graph_id = self.api.graph_id(request.path_params["assistant_id"])
-        schema = {"type": "object", "properties": {"messages": {"type": "array"}}}
-        return json_response(
-            {
-                "graph_id": graph_id,
-                "input_schema": schema,
-                "output_schema": schema,
-                "state_schema": schema,
-                "config_schema": {"type": "object"},
-                "context_schema": None,
-            }
-        )
+        assistant = await self._named(request)
+        return json_response(schemas(self.api.graph(assistant.graph_id), assistant.graph_id))
 
     async def subgraphs(self, request: Request) -> Response:
-        self.api.graph_id(request.path_params["assistant_id"])
-        return json_response({})
-
-    async def refuse_change(self, request: Request) -> Response:
-        raise Refused(405, "this server keeps one assistant per graph; it cannot be changed")
+        assistant = await self._named(request)
+        graph = self.api.graph(assistant.graph_id)
+        found = subgraphs(
+            graph,
+            assistant.graph_id,
+            namespace=request.path_params.get("namespace"),
+            recurse=_flag(request.query_params.get("recurse")),
+        )
+        return json_response(found)
 
     def routes(self) -> list[Route]:
         """The routes, for the app."""
+        one = "/assistants/{assistant_id}"
         return [
+            Route("/assistants", self.create, methods=["POST"]),
             Route("/assistants/search", self.search, methods=["POST"]),
             Route("/assistants/count", self.count, methods=["POST"]),
-            Route("/assistants", self.refuse_change, methods=["POST"]),
-            Route("/assistants/{assistant_id}", self.get, methods=["GET"]),
-            Route("/assistants/{assistant_id}", self.refuse_change, methods=["PATCH", "DELETE"]),
-            Route("/assistants/{assistant_id}/graph", self.drawing, methods=["GET"]),
-            Route("/assistants/{assistant_id}/schemas", self.schemas, methods=["GET"]),
-            Route("/assistants/{assistant_id}/subgraphs", self.subgraphs, methods=["GET"]),
-            Route(
-                "/assistants/{assistant_id}/subgraphs/{namespace:path}",
-                self.subgraphs,
-                methods=["GET"],
-            ),
+            Route(one, self.get, methods=["GET"]),
+            Route(one, self.update, methods=["PATCH"]),
+            Route(one, self.delete, methods=["DELETE"]),
+            Route(one + "/versions", self.versions, methods=["POST"]),
+            Route(one + "/latest", self.set_latest, methods=["POST"]),
+            Route(one + "/graph", self.drawing, methods=["GET"]),
+            Route(one + "/schemas", self.schemas, methods=["GET"]),
+            Route(one + "/subgraphs", self.subgraphs, methods=["GET"]),
+            Route(one + "/subgraphs/{namespace:path}", self.subgraphs, methods=["GET"]),
         ]

@@ -13,9 +13,16 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ._api import Api, Refused, assistant_id_of, json_response, read_body, run_json
+from .._versions import ResumePolicy
+from ._api import Api, Refused, json_response, read_body, run_json, run_settings
+from ._history import history_of
+from ._mapping import run_context, typed
 from ._queue import QueuedRun
+from ._routes_threads import checkpoint_named, find_checkpoint
+from ._routes_webhooks import checked_webhook
 from ._sse import event_names, frames, last_event_id
+from ._versions import resume_policy_of
+from ._webhook_settings import WebhookSettings
 
 __all__ = ("RunRoutes",)
 
@@ -42,11 +49,39 @@ def _modes(body: dict[str, Any]) -> list[str]:
 class RunRoutes:
     """Runs on a thread and stateless runs."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(
+        self,
+        api: Api,
+        *,
+        resume_policy: ResumePolicy = "latest",
+        webhooks: WebhookSettings | None = None,
+    ) -> None:
         self.api = api
+        self.resume_policy = resume_policy
+        """The policy of a run whose assistant names none."""
+        self.webhooks = webhooks or WebhookSettings()
+
+    async def version(self, graph_id: str, thread_id: str, command: Any) -> int | None:
+        """The graph version a new run is on: a resume's, the version of the run it
+        resumes; any other's, the version this server serves."""
+        if isinstance(command, dict) and "resume" in command:
+            thread = await self.api.thread(thread_id)
+            if thread.waiting_run is not None:
+                found: int | None = await self.api.call(
+                    self.api.queue.graph_version_of, thread.waiting_run
+                )
+                return found
+        return self.api.graphs[graph_id].version
 
     async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
-        graph_id = self.api.graph_id(body.get("assistant_id"))
+        webhook = await checked_webhook(body, self.webhooks)
+        assistant = await self.api.assistant(body.get("assistant_id"))
+        graph_id = assistant.graph_id
+        graph = self.api.graph(graph_id)
+        settings = run_settings(assistant, body)
+        if body.get("input") is not None or (typed(graph.input_type) and not body.get("command")):
+            # Refused here, with nothing stored, rather than failing in a worker.
+            run_context({"input": body.get("input"), **settings}, graph.input_type)
         modes = _modes(body)
         strategy = body.get("multitask_strategy") or "enqueue"
         if strategy not in _STRATEGIES:
@@ -62,6 +97,9 @@ class RunRoutes:
                 if body.get("if_not_exists") != "create" or missing.status != 404:
                     raise
                 await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        checkpoint_id = checkpoint_named(body)
+        if checkpoint_id is not None:
+            await find_checkpoint(self.api, thread_id, checkpoint_id)
         now = time.time()
         kwargs = {
             "input": body.get("input"),
@@ -69,13 +107,21 @@ class RunRoutes:
             "stream_mode": modes,
             "config": body.get("config") or {},
             "on_disconnect": _choice(body, "on_disconnect", ("continue", "cancel")),
+            "checkpoint_id": checkpoint_id,
         }
+        kwargs.update(settings)
+        if webhook is not None:
+            kwargs["webhook"] = webhook
         if stateless:
             kwargs["on_completion"] = _choice(body, "on_completion", ("delete", "keep"))
+        try:
+            policy = resume_policy_of(kwargs["config"]) or self.resume_policy
+        except ValueError as bad:
+            raise Refused(422, str(bad)) from bad
         run = QueuedRun(
             str(uuid.uuid4()),
             thread_id,
-            assistant_id_of(graph_id),
+            assistant.assistant_id,
             graph_id,
             "pending",
             kwargs,
@@ -86,11 +132,13 @@ class RunRoutes:
             0,
             now,
             now,
+            await self.version(graph_id, thread_id, kwargs["command"]),
+            policy,
         )
         await self.api.call(
             self.api.queue.add_events,
             run.run_id,
-            [("metadata", {"run_id": run.run_id, "attempt": 1})],
+            [("metadata", {"run_id": run.run_id, "thread_id": thread_id, "attempt": 1})],
         )
         delay = float(body.get("after_seconds") or 0)
         queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)
@@ -188,9 +236,21 @@ class RunRoutes:
         if action not in ("interrupt", "rollback"):
             raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
         await self.api.call(self.api.queue.request_cancel, run.run_id, action)
+        if action == "rollback":
+            await self.settle_rollback(run)
         if request.query_params.get("wait") in ("1", "true", "True"):
-            await self.result(run)
+            try:
+                await self.result(run)
+            except Refused as gone:
+                if gone.status != 404 or action != "rollback":
+                    raise  # a rolled back run is deleted as it ends: that is its end
         return Response(status_code=202, headers=self.where(run))
+
+    async def settle_rollback(self, run: QueuedRun) -> None:
+        """A pending run rolled back is gone at once: its thread is set back to its newest
+        checkpoint (a running one's worker does it as the run stops)."""
+        if await self.api.call(self.api.queue.run, run.run_id) is None:
+            await self.api.call(history_of(self.api.queue).roll_back, run.thread_id, None)
 
     async def join(self, request: Request) -> Response:
         run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
@@ -218,10 +278,12 @@ class RunRoutes:
 
     async def bulk_cancel(self, request: Request) -> Response:
         body = await read_body(request)
+        action = body.get("action") or "interrupt"
         for run_id in body.get("run_ids") or []:
-            await self.api.call(
-                self.api.queue.request_cancel, str(run_id), body.get("action") or "interrupt"
-            )
+            found = await self.api.call(self.api.queue.run, str(run_id))
+            await self.api.call(self.api.queue.request_cancel, str(run_id), action)
+            if found is not None and action == "rollback":
+                await self.settle_rollback(found)
         return Response(status_code=204)
 
     async def batch(self, request: Request) -> Response:

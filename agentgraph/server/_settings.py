@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import attrs
 
+from .._versions import POLICIES, ResumePolicy
+from ._webhook_settings import WebhookSettings
+
 __all__ = ("ServerSettings",)
 
 
@@ -24,6 +27,14 @@ class ServerSettings:
         grace: seconds a stopping worker lets its runs finish before leaving
             them to another worker. Default 30.
         api_key: when set, every request but `/ok` must carry it in `x-api-key`.
+        resume_policy: what resuming a run of another graph version does, for
+            runs whose assistant names no policy (its config's
+            `configurable.resume_policy`): `"pinned"`, `"latest"` or `"refuse"`
+            (see `GraphVersions`). None (the default): the runner's
+            `GraphVersions`' policy, else `"latest"`.
+        webhooks: where runs' webhooks may go and how they are signed and retried;
+            by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
+            `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
     """
 
     workers: int = attrs.field(default=1)
@@ -31,3 +42,7 @@ class ServerSettings:
     run_timeout: float | None = None
     grace: float = 30.0
     api_key: str | None = attrs.field(default=None, repr=False)
+    resume_policy: ResumePolicy | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
+    )
+    webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)

@@ -13,7 +13,7 @@ from ._api import Api, Refused
 
 __all__ = ("SUPPORTED_MODES", "event_names", "frames", "last_event_id")
 
-SUPPORTED_MODES = ("values", "updates", "messages", "messages-tuple", "events")
+SUPPORTED_MODES = ("values", "updates", "messages", "messages-tuple", "custom", "events")
 """The stream modes this server sends; any other is refused."""
 
 _EVENTS_OF = {
@@ -21,6 +21,7 @@ _EVENTS_OF = {
     "updates": ("updates",),
     "messages": ("messages/metadata", "messages/partial", "messages/complete"),
     "messages-tuple": ("messages",),
+    "custom": ("custom",),
     "events": ("events",),
 }
 _ALWAYS = frozenset({"metadata", "error", "end"})

@@ -3,7 +3,9 @@
 A `Worker` lives on a thread of its own with its own event loop, so graph
 code never runs on the API's loop and a blocking node delays only the runs
 of its worker. It claims runs up to its concurrency, renews its claims while
-they go on, and watches for cancels. Each step's `values`, `updates` and
+they go on, and cancels a run as soon as its cancel is announced (`RunQueue.listen`:
+LISTEN/NOTIFY on PostgreSQL, a signal within the process on SQLite); a slow look
+at the queue's cancel marks stands in for an announcement lost. Each step's `values`, `updates` and
 `messages` go to the run's event log in the store; the run's end sets its
 status and its thread's. A run whose claim lapsed (its worker died) is
 claimed again and resumed from its last committed step.
@@ -14,85 +16,44 @@ to finish and are then left to another worker, their claims lapsing.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
-from .._context import AgentContext
 from .._errors import GraphCancelled, GraphTimeout, Interrupted
-from .._events import StepInfo
 from .._graph import Graph
-from .._node import Node
 from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore
+from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
-from ._live import LiveEvents
-from ._mapping import context_from_input, interrupt_id, values_of
+from ._emitter import RunEmitter
+from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._scheduler import Scheduler
 from ._signals import Signal
+from ._turns import Turns, run_checkpoint
+from ._versions import claimable, run_graph, run_versions
+from ._webhook_settings import WebhookSettings
+from ._webhooks import deliver_webhooks
 
 __all__ = ("Worker",)
 
 _POLL = 0.5
 """Seconds an idle worker waits between looks at the queue when nothing wakes it."""
-_WATCH = 0.05
-"""Seconds between looks for cancels of the runs going on."""
-
-
-class _Emitter:
-    """Turns a run's steps into its stored events."""
-
-    def __init__(self, queue: RunQueue, run: QueuedRun, shown: int) -> None:
-        self.queue = queue
-        self.run = run
-        self.shown = shown
-        """How many of the thread's messages the clients have seen already."""
-        self.modes = frozenset(run.kwargs.get("stream_mode") or ())
-        self.live = LiveEvents(
-            run.run_id, self.emit, events="events" in self.modes, partials="messages" in self.modes
-        )
-        """The runtime's events the run's stream modes ask for, as a sink."""
-        self._writing = anyio.Lock()
-
-    def messages(self, fresh: list[Any], meta: dict[str, Any]) -> list[tuple[str, Any]]:
-        """`fresh` messages as `messages` (tuple) events, and framed when `messages` is asked."""
-        events: list[tuple[str, Any]] = [("messages", [message, meta]) for message in fresh]
-        if "messages" in self.modes:
-            for message in fresh:
-                events.append(("messages/metadata", {message["id"]: {"metadata": meta}}))
-                events.append(("messages/complete", [message]))
-        return events
-
-    async def emit(self, events: list[tuple[str, Any]]) -> None:
-        # One write at a time: a run's events are numbered on from the last one stored.
-        async with self._writing:
-            await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
-
-    async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
-        if step.depth != 0:
-            return
-        thread_id = self.run.thread_id
-        values = values_of(ctx, thread_id)
-        fresh = values["messages"][self.shown :]
-        self.shown = len(values["messages"])
-        meta = {
-            "langgraph_node": node.name,
-            "langgraph_step": step.index,
-            "run_id": self.run.run_id,
-        }
-        events: list[tuple[str, Any]] = [
-            ("values", values),
-            ("updates", {node.name: {"messages": fresh}}),
-        ]
-        events.extend(self.messages(fresh, meta))
-        await self.emit(events)
+CANCEL_POLL = 1.0
+"""Seconds between looks at the queue for cancels of the runs going on, should an
+announcement of one be lost (a listener reconnecting, a cancel from another SQLite process)."""
 
 
 class Worker:
@@ -109,26 +70,39 @@ class Worker:
         grace: float = 30.0,
         name: str | None = None,
         claim_term: float = CLAIM_TERM,
+        cancel_poll: float = CANCEL_POLL,
         schema: str = "agentgraph",
+        webhooks: WebhookSettings | None = None,
     ) -> None:
         self.path = path
+        self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
         self.concurrency = concurrency
         self.run_timeout = run_timeout
         self.grace = grace
         self.claim_term = claim_term
+        self.cancel_poll = cancel_poll
         self.schema = schema
         self.name = name or f"worker-{uuid.uuid4().hex[:12]}"
+        self.claims = claimable(self.graphs, self.runner.versions)
+        """The runs this worker claims: those of graph versions it can resume."""
         self._wake = threading.Event()
         self._woken: Signal | None = None
         """Pokes the claim loop while it waits; set while the loop runs."""
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[str, RunHandle] = {}
+        self._loop: anyio.lowlevel.EventLoopToken | None = None
+        """The worker's event loop, for cancels announced on the listener's thread."""
+        self._unheld: collections.deque[str] = collections.deque(maxlen=256)
+        """The latest cancels announced for runs this worker does not run, should one of
+        them be a run it has just claimed and not yet started."""
         self._drained: anyio.Event | None = None
         """Set when the last run ends, once the worker is stopping."""
         self.error: BaseException | None = None
+        self.scheduler = Scheduler(path, name=self.name, schema=schema)
+        """Fires the crons' ticks as runs, beside the claim loop."""
 
     def start(self) -> None:
         """Start the worker's thread and loop."""
@@ -136,6 +110,11 @@ class Worker:
         self._thread.start()
 
     def wake(self) -> None:
+        """Look at the queue and the crons now (a run was queued, or a cron changed)."""
+        self._look()
+        self.scheduler.wake()
+
+    def _look(self) -> None:
         """Look at the queue now (a run was queued, or one of this worker's ended)."""
         self._wake.set()
         woken = self._woken
@@ -163,16 +142,19 @@ class Worker:
         store: Any
         if queue.postgres:
             store = PostgresStore(self.path, schema=self.schema, lease_term=term)
-            listener = threading.Thread(
-                target=queue.listen, args=(self.wake, self._stopping), daemon=True
-            )
-            listener.start()
         else:
             store = SQLiteStore(self.path, lease_term=term)
-            listener = None
+        self._loop = anyio.lowlevel.current_token()
+        listener = threading.Thread(
+            target=queue.listen, args=(self.wake, self._announced, self._stopping), daemon=True
+        )
+        listener.start()
         try:
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(self._watch, queue)
+                tasks.start_soon(self._renew_claims, queue)
+                tasks.start_soon(self._poll_cancels, queue)
+                tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._look)
+                tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
@@ -183,8 +165,7 @@ class Worker:
             self._stopping.set()
             with anyio.CancelScope(shield=True):
                 await store.aclose()
-                if listener is not None:
-                    await anyio.to_thread.run_sync(listener.join)
+                await anyio.to_thread.run_sync(listener.join)
             queue.close()
 
     async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:
@@ -196,6 +177,8 @@ class Worker:
                 claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
                 for run in claimed:
                     handle = self._handles[run.run_id] = RunHandle()
+                    if run.cancel is not None or run.run_id in self._unheld:
+                        handle.cancel()
                     tasks.start_soon(self._execute, queue, store, run, handle)
                 if claimed or self._wake.is_set():
                     continue
@@ -204,26 +187,44 @@ class Worker:
             self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(self.name, count, term=self.claim_term)
+        return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
 
-    async def _watch(self, queue: RunQueue) -> None:
-        """Cancel the runs a client asked to cancel, and renew this worker's claims."""
-        since_renewal = 0.0
+    def _announced(self, run_id: str) -> None:
+        """Cancel `run_id` now if this worker runs it (called on the listener's thread)."""
+        if self._loop is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the worker's loop has ended
+            anyio.from_thread.run_sync(self._cancel_announced, run_id, token=self._loop)
+
+    def _cancel_announced(self, run_id: str) -> None:
+        if run_id in self._handles:
+            self._cancel(run_id)
+        else:
+            self._unheld.append(run_id)
+
+    def _cancel(self, run_id: str) -> None:
+        handle = self._handles.get(run_id)
+        if handle is not None:
+            handle.cancel()
+
+    async def _poll_cancels(self, queue: RunQueue) -> None:
+        """Cancel the runs marked cancelled whose announcement did not arrive."""
         while True:
-            await anyio.sleep(_WATCH)
+            await anyio.sleep(self.cancel_poll)
             running = tuple(self._handles)
-            if not running:
-                continue
-            for run_id in await anyio.to_thread.run_sync(queue.cancels, running):
-                handle = self._handles.get(run_id)
-                if handle is not None:
-                    handle.cancel()
-            since_renewal += _WATCH
-            if since_renewal >= self.claim_term / 3:
-                since_renewal = 0.0
+            if running:
+                for run_id in await anyio.to_thread.run_sync(queue.cancels, running):
+                    self._cancel(run_id)
+
+    async def _renew_claims(self, queue: RunQueue) -> None:
+        """Renew this worker's claims on its runs, three times a claim's term."""
+        while True:
+            await anyio.sleep(self.claim_term / 3)
+            running = tuple(self._handles)
+            if running:
                 await anyio.to_thread.run_sync(self._renew, queue, running)
 
     async def _execute(
@@ -235,7 +236,7 @@ class Worker:
             del self._handles[run.run_id]
             if not self._handles and self._drained is not None:
                 self._drained.set()
-            self.wake()  # a place is free: claim the next run now
+            self._look()  # a place is free: claim the next run now
 
 
 class _Execution:
@@ -249,16 +250,25 @@ class _Execution:
         self.store = store
         self.run = run
         self.handle = handle
+        self.turns: Turns
+        self.emitter: RunEmitter
+        self.start: Any = None
+        """The thread's checkpoint the run goes on from."""
+        self.graph_run = run.graph_run or run.run_id
+        """The agentgraph run this run runs."""
 
     async def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
 
     async def go(self) -> None:
         run, queue = self.run, self.queue
-        graph = self.worker.graphs[run.graph_id]
+        current = self.worker.graphs[run.graph_id]
+        versions = run_versions(run, self.worker.runner, current)
+        graph = run_graph(run, current, versions)
         thread = await self._call(queue.thread, run.thread_id)
-        shown = len(thread.state.get("messages", [])) if thread is not None else 0
-        emitter = _Emitter(queue, run, shown)
+        emitter = self.emitter = await RunEmitter.open(
+            queue, run, thread, typed=not takes_text(graph.input_type)
+        )
         runner = self.worker.runner.evolve(
             on_step=(*self.worker.runner.on_step, emitter.step),
             sinks=(
@@ -267,7 +277,14 @@ class _Execution:
                 else self.worker.runner.sinks
             ),
             timeout=self.worker.run_timeout,
+            versions=versions,
         )
+        self.turns = Turns(queue, self.store, runner.types.with_types(*graph.data_types()))
+        refused = await self._refused(runner, graph, thread)
+        if refused is not None:
+            await emitter.emit([("error", {"error": "ResumeError", "message": refused})])
+            await self._end("error", {"status": "error"})
+            return
         try:
             try:
                 out = await self._start(runner, graph, thread)
@@ -281,37 +298,90 @@ class _Execution:
         except GraphCancelled:
             # The thread keeps the values of its last finished turn: a cancelled
             # turn never became the thread's head.
-            await self._call(queue.finish, run.run_id, run.thread_id, "interrupted", {})
-            cancels = await self._call(queue.cancels, [run.run_id])
-            if cancels.get(run.run_id) == "rollback":
-                await self._call(queue.delete_run, run.run_id)
+            await self._end("interrupted", {})
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "timeout", {})
+            await self._end("timeout", {})
         except Exception as error:
             await emitter.emit([("error", _error(error))])
-            await self._call(queue.finish, run.run_id, run.thread_id, "error", {"status": "error"})
+            await self._end("error", {"status": "error"})
         else:
-            values = values_of(out, run.thread_id)
+            values = emitter.values(out)
             changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
-            await self._call(queue.finish, run.run_id, run.thread_id, "success", changes)
+            checkpoint = self._checkpoint(values, emitter, head=self.graph_run)
+            await self._end("success", changes, checkpoint)
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
+            await self._call(self.turns.history.delete, run.thread_id)
+
+    async def _end(
+        self, status: str, changes: dict[str, Any], checkpoint: dict[str, Any] | None = None
+    ) -> None:
+        """Finish the run in the queue with its thread's `checkpoint`, in one transaction;
+        a run a client asked to roll back is deleted instead, whatever it reached (its
+        end, an interrupt), and its thread set back to the checkpoint before it (the
+        thread's next run makes that the agentgraph head again)."""
+        run = self.run
+        end = functools.partial(
+            self.turns.history.end, run.run_id, run.thread_id, status, changes, checkpoint
+        )
+        await self._call(end)
+
+    def _checkpoint(self, values: dict[str, Any], emitter: RunEmitter, **more: Any) -> Any:
+        """The thread's checkpoint for the run's end or its interrupt."""
+        return run_checkpoint(self.run, self.start, values, node=emitter.node, **more)
+
+    def _resumes(self, thread: Any) -> str | None:
+        """The stored run this run resumes, if it resumes one (see `_start`)."""
+        run = self.run
+        if run.graph_run is not None:
+            return run.graph_run
+        command = run.kwargs.get("command") or {}
+        if "resume" in command and thread is not None and thread.waiting_run:
+            return str(thread.waiting_run)
+        return None
+
+    async def _refused(
+        self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any
+    ) -> str | None:
+        """Why this worker cannot resume the run's stored run, or None (also for a new run).
+
+        The claim took only a version this worker has; what is left is what
+        the stored run needs of it (its nodes, its migrations). Recording the
+        version the run goes on at is done here too, so its next resume is
+        claimed by a worker that has that version.
+        """
+        run = self.run
+        ran_on = run.graph_version if run.resume_policy == "pinned" else graph.version
+        resumed = self._resumes(thread)
+        if resumed is not None and await self.store.load(resumed) is not None:
+            problem = await resume_problem(
+                graph, resumed, self.store, versions=runner.versions, types=runner.types
+            )
+            if problem is not None:
+                return f"run {resumed!r} cannot be resumed on this server: {problem}"
+        if ran_on != run.graph_version:
+            await self._call(self.queue.set_graph_version, run.run_id, ran_on)
+        return None
 
     async def _start(self, runner: GraphRunner, graph: Graph[Any, Any], thread: Any) -> Any:
         run, store = self.run, self.store
         command = run.kwargs.get("command") or {}
-        # A run started afresh runs as the agentgraph run of its own id, unrecorded.
-        graph_run = run.graph_run or run.run_id
-        if run.attempt > 1 and await store.load(graph_run) is not None:
+        self.start = start = await self.turns.start_of(run)
+        if start is not None:  # a run from an earlier checkpoint has seen fewer messages
+            self.emitter.start_from(start.values)
+        if run.graph_run is not None and await store.load(run.graph_run) is not None:
             # Claimed again after its worker stopped: go on from the last committed step.
-            return await runner.resume(graph, graph_run, store, handle=self.handle)
-        if "resume" in command and thread is not None and thread.waiting_run:
-            await self._call(self.queue.set_graph_run, run.run_id, thread.waiting_run)
+            return await runner.resume(graph, run.graph_run, store, handle=self.handle)
+        if "resume" in command and start is not None and start.waiting is not None:
+            self.graph_run = await self.turns.answering(run.thread_id, start)
+            await self._call(self.queue.set_graph_run, run.run_id, self.graph_run)
             return await runner.resume(
-                graph, thread.waiting_run, store, answer=command["resume"], handle=self.handle
+                graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
-        ctx = context_from_input(run.kwargs.get("input"))
+        await self.turns.go_on_from(run.thread_id, start)
+        await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
+        ctx = run_context(run.kwargs, graph.input_type)
         return await runner.run(
             graph,
             ctx,
@@ -321,19 +391,22 @@ class _Execution:
             thread_id=run.thread_id,
         )
 
-    async def _interrupted(self, emitter: _Emitter, stopped: Interrupted) -> None:
-        run = self.run
-        values = values_of(stopped.context, run.thread_id)
+    async def _interrupted(self, emitter: RunEmitter, stopped: Interrupted) -> None:
+        values = emitter.values(stopped.context)
         interrupts = [
             {"id": interrupt_id(stopped.run_id, stopped.step), "value": plain(stopped.question)}
         ]
-        fresh = values["messages"][emitter.shown :]
+        fresh = emitter.fresh(values)
         await emitter.emit(
             [
                 ("updates", {"__interrupt__": interrupts}),
                 ("values", {**values, "__interrupt__": interrupts}),
-                *emitter.messages(fresh, {"run_id": run.run_id}),
+                *emitter.messages(fresh, {"tags": [], **emitter.meta}),
             ]
+        )
+        waiting = await self.turns.waiting_now(stopped.run_id)
+        checkpoint = self._checkpoint(
+            values, emitter, head=None, waiting=waiting, interrupts=interrupts
         )
         changes = {
             "status": "interrupted",
@@ -341,7 +414,7 @@ class _Execution:
             "interrupts": interrupts,
             "waiting_run": stopped.run_id,
         }
-        await self._call(self.queue.finish, run.run_id, run.thread_id, "success", changes)
+        await self._end("success", changes, checkpoint)
 
 
 def _error(error: BaseException) -> dict[str, Any]:

@@ -111,6 +111,25 @@ def _class_fields(cls: type[Any]) -> list[FieldSpec]:
     return [_dataclass_field(f, hints) for f in dataclasses.fields(cls) if f.init]
 
 
+def _typed_dict_fields(cls: type[Any]) -> list[FieldSpec]:
+    try:
+        hints = typing.get_type_hints(cls, include_extras=True)
+    except Exception as exc:  # NameError, or anything an annotation raises
+        raise UnsupportedType(cls, f"its annotations cannot be resolved ({exc})") from exc
+    total = getattr(cls, "__total__", True)
+    specs = []
+    for key, hint in hints.items():
+        # Read from the hints, not `__required_keys__`: under `from __future__ import
+        # annotations` the class was made from strings, and marked every key required.
+        required = total
+        while get_origin(hint) in (typing.Required, typing.NotRequired):
+            required = get_origin(hint) is typing.Required
+            hint = get_args(hint)[0]
+        # An optional key is missing, not null, when absent: the dict leaves it out.
+        specs.append(FieldSpec(key, hint, key, has_default=not required))
+    return specs
+
+
 def _attrs_field(f: attrs.Attribute[Any], hints: dict[str, Any]) -> FieldSpec:
     hint = hints.get(f.name, f.type if f.type is not None else Any)
     has_default = f.default is not attrs.NOTHING
@@ -208,10 +227,12 @@ class _Compiler:
             return DictShape(AnyShape())
         if _is_class(tp):
             return self._object(tp)
+        if typing.is_typeddict(tp):
+            return self._typed_dict(tp)
         raise UnsupportedType(
             tp,
             "use str, int, float, bool, None, lists, tuples, dict[str, T], Literal, "
-            "Enum, attrs classes or dataclasses",
+            "Enum, attrs classes, dataclasses or TypedDicts",
         )
 
     def _enum(self, cls: type[enum.Enum]) -> EnumShape:
@@ -248,6 +269,18 @@ class _Compiler:
             )
             self._objects[cls] = shape
             shape.set_fields([self.field(spec) for spec in _class_fields(cls)])
+        return shape
+
+    def _typed_dict(self, cls: type[Any]) -> ObjectShape:
+        """A TypedDict: an object whose value is a plain dict; its optional keys not required."""
+        shape = self._objects.get(cls)
+        if shape is None:
+            info = class_info(cls)
+            shape = ObjectShape(
+                cls.__name__, cls=None, build=dict, description=info.description, describe=None
+            )
+            self._objects[cls] = shape
+            shape.set_fields([self.field(spec) for spec in _typed_dict_fields(cls)])
         return shape
 
     def _union(self, args: tuple[Any, ...]) -> Shape:

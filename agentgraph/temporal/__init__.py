@@ -7,7 +7,10 @@ effect a node makes through its runtime (model calls, streamed ones,
 embeddings, tool calls, `rt.once`) is an activity, so a run whose worker is
 lost goes on at another worker without repeating a completed call.
 `rt.interrupt(question)` waits for `TemporalRun.answer(...)`, for days if need
-be. Needs the `temporal` extra, and asyncio (Temporal's SDK does not run on trio).
+be. Workers given `deployment=` pin each run to the versions of the graphs it
+started on (Temporal's worker deployment versioning); `make_current` sends new
+runs to a newer version. Needs the `temporal` extra, and asyncio (Temporal's
+SDK does not run on trio).
 
 Loading this package makes interpreter exit wait (briefly, bounded) until the
 SDK's native threads are out of Python, which otherwise can abort a program
@@ -31,6 +34,8 @@ from ._convert import BlobCodec as BlobCodec
 from ._convert import BlobStore as BlobStore
 from ._convert import ContextPayloadConverter as ContextPayloadConverter
 from ._convert import data_converter as data_converter
+from ._deployment import build_id as build_id
+from ._deployment import make_current as make_current
 from ._registry import ActivityPolicy as ActivityPolicy
 from ._server import dev_server_path as dev_server_path
 from ._server import time_skipping_server_path as time_skipping_server_path
@@ -51,8 +56,10 @@ __all__ = (
     "RunState",
     "TemporalRun",
     "TemporalRunner",
+    "build_id",
     "data_converter",
     "dev_server_path",
+    "make_current",
     "replayer",
     "time_skipping_server_path",
     "worker",

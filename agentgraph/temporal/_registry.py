@@ -221,25 +221,38 @@ def _policies(
     return {"default": ActivityPolicy(), **policy}
 
 
-_registries: dict[str, Registry] = {}
+_registries: dict[tuple[str, str | None], Registry] = {}
 _lock = threading.Lock()
 
 
-def register(task_queue: str, registry: Registry) -> None:
-    """Make `registry` the one the workflows and activities of `task_queue` use here."""
+def register(task_queue: str, registry: Registry, *, version: str | None = None) -> None:
+    """Make `registry` the one the workflows and activities of `task_queue` use here.
+
+    `version` is the deployment version (`deployment.build_id`) of a worker
+    whose runs are pinned to it, None for any other: pinned workers of two
+    versions of a graph on one task queue keep their own graphs, while a later
+    worker for the same queue and version replaces the earlier one's.
+    """
     with _lock:
-        _registries[task_queue] = registry
+        _registries[task_queue, version] = registry
 
 
 REPLAY = "replay-"
 """The task queue Temporal's `Replayer` runs workflows on (followed by its build id)."""
 
 
-def registry_for(task_queue: str) -> Registry:
+def registry_for(task_queue: str, version: str | None = None) -> Registry:
+    """The registry of the worker that runs a workflow task of `task_queue` for `version`.
+
+    A pinned workflow's every task is made by workers of its version, whose
+    registry is found by queue and version; an unversioned worker's is found
+    by queue alone, whatever build id its tasks report.
+    """
     with _lock:
-        registry = _registries.get(task_queue)
+        registry = _registries.get((task_queue, version)) or _registries.get((task_queue, None))
         if registry is None and task_queue.startswith(REPLAY):
-            registry = _registries.get(REPLAY)
+            registry = _registries.get((REPLAY, None))
     if registry is None:
-        raise UsageError(f"no agentgraph worker for task queue {task_queue!r} in this process")
+        shown = task_queue if version is None else f"{task_queue} (version {version})"
+        raise UsageError(f"no agentgraph worker for task queue {shown!r} in this process")
     return registry

@@ -9,15 +9,18 @@ from typing import TYPE_CHECKING, Any
 import anyio._backends._asyncio  # noqa: F401 - loaded here, not first inside the sandbox
 from temporalio import workflow
 from temporalio.client import Client
-from temporalio.worker import Replayer, Worker
+from temporalio.common import VersioningBehavior
+from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from .._errors import UsageError
 from .._events import Event, StepInfo
 from .._json import Types
 from .._runner import GraphRunner, Sink
 from .._runtime import StepCallback
 from ._activities import Activities
 from ._convert import BLOB_THRESHOLD, BlobStore, data_converter
+from ._deployment import deployment_config
 from ._registry import (
     DEFAULT_HISTORY_EVENTS,
     REPLAY,
@@ -94,6 +97,7 @@ def worker(
     history_events: int = DEFAULT_HISTORY_EVENTS,
     blobs: BlobStore | None = None,
     threshold: int = BLOB_THRESHOLD,
+    deployment: str | None = None,
     **options: Any,
 ) -> Worker:
     """A Temporal worker for `task_queue` that runs `graphs` and makes their effects.
@@ -103,7 +107,16 @@ def worker(
     activities call only the models, tools, embedders and functions (for
     `rt.once`) given here: an effect of anything else fails the run with a
     `UsageError`. Every worker of a task queue needs the same ones; in one
-    process, a later worker for a task queue replaces the earlier one's graphs.
+    process, a later worker for a task queue replaces the earlier one's graphs
+    (unless the two are different versions of a deployment).
+
+    With `deployment=`, the worker is a version of that Temporal worker
+    deployment, its build id made of its graphs' names and versions
+    (`build_id(graphs)`, `approval.2`), and its runs are pinned to it: a run
+    is served only by workers of the version it started on, to its end, even
+    after a newer version is made current (`make_current`); new runs go to the
+    current version. Without it the worker is unversioned: any worker of the
+    queue takes any run, replaying its history on the graph it has.
 
     The workflow runs in Temporal's sandbox with agentgraph, the libraries it
     runs on and the graphs' own modules passed through (shared with the
@@ -135,8 +148,23 @@ def worker(
             its next committed step (or sooner, when Temporal suggests it).
         blobs: where payloads of `threshold` bytes or more are kept (the
             client's `TemporalRunner` needs the same store).
+        deployment: the name of the worker deployment this worker is a version
+            of (no "."); every graph then needs a version.
         options: passed on to `temporalio.worker.Worker`.
     """
+    if deployment is not None:
+        if "deployment_config" in options:
+            raise UsageError(
+                "give deployment= or deployment_config=, not both: deployment= builds "
+                "the config from the graphs' versions"
+            )
+        options["deployment_config"] = deployment_config(deployment, graphs)
+    config: WorkerDeploymentConfig | None = options.get("deployment_config")
+    version = None
+    # Only a pinned run's tasks all come from its own version; an auto-upgrading run's
+    # history holds the versions it moved from, so its worker is found by queue alone.
+    if config is not None and config.default_versioning_behavior == VersioningBehavior.PINNED:
+        version = config.version.to_canonical_string()
     registry, types = _register(
         task_queue,
         graphs,
@@ -148,6 +176,7 @@ def worker(
         runner,
         policy,
         history_events,
+        version=version,
     )
     return Worker(
         client_for(client, types, blobs, threshold),
@@ -207,8 +236,11 @@ def _register(
     runner: GraphRunner | None,
     policy: ActivityPolicy | Mapping[str, ActivityPolicy] | None,
     history_events: int,
+    *,
+    version: str | None = None,
 ) -> tuple[Registry, Types]:
-    """The worker's registry, registered for `task_queue`, and the types its payloads hold."""
+    """The worker's registry, registered for `task_queue` and its deployment `version`
+    (`name.build_id`, None for an unversioned worker), and the types its payloads hold."""
     base = runner or GraphRunner()
     registry = Registry.build(
         graphs=graphs,
@@ -222,7 +254,7 @@ def _register(
         history_events=history_events,
     )
     types = base.types.with_types(*(t for g in registry.graphs.values() for t in g.data_types()))
-    register(task_queue, registry)
+    register(task_queue, registry, version=version)
     return registry, types
 
 

@@ -349,7 +349,11 @@ class GraphWorkflow:
     @workflow.run
     async def run(self, start: dict[str, Any]) -> AgentContext[Any]:
         info = workflow.info()
-        registry = registry_for(info.task_queue)
+        # A pinned run's tasks all come from workers of the version it started on, so its
+        # graphs are that version's even when a worker of another version shares the process.
+        version = info.get_current_deployment_version()
+        built = None if version is None else version.to_canonical_string()
+        registry = registry_for(info.task_queue, built)
         try:
             graph = registry.graph(str(start["graph"]))
         except UsageError as error:

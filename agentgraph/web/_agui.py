@@ -2,7 +2,8 @@
 
 AG-UI (the Agent-User Interaction protocol) is what agent front-ends speak:
 a run is a stream of typed events (run, step, text message, tool call,
-state; a team's handoff is a `CUSTOM` event named `agentgraph.handoff`).
+state; a team's handoff is a `CUSTOM` event named `agentgraph.handoff`, and
+a node's `Runtime.emit_custom` a `CUSTOM` event of the name it gives).
 The event models come from the official `ag-ui-protocol` package; the events
 of every step are built directly as the JSON those models serialize to (a
 test holds the two equal), since a pydantic model per event cost several
@@ -35,6 +36,7 @@ from pydantic import TypeAdapter
 from .._context import AgentContext
 from .._errors import GraphCancelled, Interrupted, InvalidTranscript, RunInputError
 from .._events import (
+    CustomEvent,
     HandedOff,
     ModelResponded,
     ModelStreamed,
@@ -245,6 +247,10 @@ class AguiTranslator:
         }
         return [{"type": "CUSTOM", "name": HANDOFF, "value": value}]
 
+    def _custom(self, event: CustomEvent) -> list[Data]:
+        """A node's own data (`Runtime.emit_custom`), masked like a trace record's."""
+        return [{"type": "CUSTOM", "name": event.name, "value": self._clean(event.data, "value")}]
+
     def _run_finished(self, event: RunFinished) -> list[Data]:
         # Once a run: the models themselves build these (outcomes, interrupts, errors).
         out = self._closing()
@@ -339,6 +345,7 @@ _HANDLERS: dict[type[Any], Any] = {
     ModelResponded: AguiTranslator._responded,
     ToolFinished: AguiTranslator._tool_finished,
     HandedOff: AguiTranslator._handed_off,
+    CustomEvent: AguiTranslator._custom,
     RunFinished: AguiTranslator._run_finished,
 }
 

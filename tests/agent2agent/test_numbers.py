@@ -83,3 +83,12 @@ def test_a_whole_double_is_the_integer_an_untyped_enum_lists():
     assert [type(v) for v in narrowed.values()] == [int, int]
     assert validate(Choice, narrowed, strict=True) == Choice(1, 2)
     assert type(whole_numbers(schema, {"mixed": 3.0})["mixed"]) is float  # not listed
+
+
+def test_an_object_keeps_its_schemas_field_order_whatever_order_it_arrived_in():
+    # A protobuf Struct is a map: its fields come back in no particular order.
+    arrived = {"price": 1.0, "extra": None, "legs": [1.0, 2.0], "stops": {}, "unlisted": 3.0}
+    arrived["ride"] = {"seats": 2.0, "kind": "car"}
+    narrowed = whole_numbers(json_schema(Trip), arrived)
+    assert list(narrowed) == ["ride", "legs", "stops", "extra", "price", "unlisted"]
+    assert list(narrowed["ride"]) == ["kind", "seats"]

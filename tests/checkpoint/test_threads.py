@@ -9,6 +9,7 @@ from agentgraph.checkpoint import (
     ThreadBusy,
     ThreadDamaged,
     ThreadError,
+    ThreadMoved,
     ThreadNotFound,
     delete_thread,
     fork_thread,
@@ -16,6 +17,7 @@ from agentgraph.checkpoint import (
     read_thread,
     rewind_thread,
 )
+from agentgraph.checkpoint._threads import reset_thread
 from agentgraph.nodes import chat, react_agent
 from agentgraph.testing import ScriptedModel
 
@@ -266,3 +268,22 @@ async def test_a_streamed_run_continues_a_thread(store):
             kinds = [type(e).__name__ async for e in ev]
     assert kinds[0] == "RunStarted"
     assert sent[1] == ["a", "answer 1", "b"]
+
+
+async def test_reset_thread_makes_a_context_the_head_the_next_turn_goes_on_from(store):
+    model, sent = recording_model()
+    runner = GraphRunner()
+    await runner.run(chat(model), AgentContext("one"), store=store, thread_id="t")
+    head = (await read_thread(store, "t")).head
+    told = AgentContext(None, history=(Message.user("set by hand"),), state={"mood": "glad"})
+    with pytest.raises(ThreadMoved):
+        await reset_thread(store, "t", told, expect_head="another run")
+    assert (await read_thread(store, "t")).head == head
+    made = await reset_thread(store, "t", told, expect_head=head)
+    thread = await read_thread(store, "t")
+    assert thread.head == made and [m.content for m in thread.messages] == ["set by hand"]
+    out = await runner.run(chat(model), AgentContext("two"), store=store, thread_id="t")
+    assert sent[-1] == ["set by hand", "two"]
+    assert out.state["mood"] == "glad"
+    earlier = await read_thread(store, "t", run_id=head)
+    assert [m.content for m in earlier.messages] == ["one", "answer 1"]

@@ -15,12 +15,13 @@ from agentgraph import (
     GraphVersions,
     Interrupted,
     MigrationFailed,
+    ReplayDiverged,
     ResumeError,
     UsageError,
     VersionMissing,
     node,
 )
-from agentgraph.checkpoint import MemoryStore
+from agentgraph.checkpoint import MemoryStore, fork
 from agentgraph.checkpoint._resume import structure
 
 pytestmark = pytest.mark.anyio
@@ -266,3 +267,87 @@ async def test_a_run_that_stopped_before_its_first_step_is_migrated_too():
     v2 = build(2, migrations={2: lambda c: c.evolve(state={"doubled": c.input * 2})})
     done = await GraphRunner().resume(v2, "f", store, answer="y")
     assert done.input == 42
+
+
+def changed_prepare(version, owner):
+    """`flow` whose `prepare` sets another owner: its first step differs from the record."""
+
+    @node
+    async def prepare(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.evolve(state={**ctx.state, "owner": owner})
+
+    @node
+    async def review(ctx: AgentContext[int], rt) -> AgentContext[str]:
+        return ctx.with_input(str(await rt.interrupt("ok?")))
+
+    with GraphBuilder[int, str]("flow", version=version) as g:
+        g.start.edge_to(prepare).edge_to(review).edge_to(g.finish)
+    return g.build()
+
+
+async def test_a_fork_onto_a_version_that_runs_the_prefix_otherwise_is_refused_unwritten():
+    store = MemoryStore()
+    await started_waiting(store, flow(1), 1)
+    before = {run_id: await store.load(run_id) for run_id in store.run_ids}
+    with pytest.raises(ReplayDiverged) as info:
+        await fork(store, "r0", 1, graph=changed_prepare(2, "bob"), new_id="copy")
+    assert info.value.step == 1 and info.value.path == ("flow", "prepare")
+    assert '-    "owner": "ann"' in info.value.diff and '+    "owner": "bob"' in info.value.diff
+    assert await store.load("copy") is None
+    assert {run_id: await store.load(run_id) for run_id in store.run_ids} == before
+    # The same prefix on a version that runs it alike is forked.
+    copy = await fork(store, "r0", 1, graph=changed_prepare(2, "ann"), new_id="copy")
+    assert orjson.loads((await store.load(copy)).run.structure)["version"] == 2
+
+
+async def test_a_fork_onto_a_version_that_renamed_a_node_carries_the_new_names():
+    @node
+    async def first(ctx: AgentContext[int]) -> AgentContext[int]:
+        return ctx.with_input(ctx.input + 1)
+
+    @node
+    async def asks(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        return ctx.with_input(ctx.input * int(await rt.interrupt("times?")))
+
+    def build(version, name, **more):
+        with GraphBuilder[int, int]("calc", version=version, **more) as g:
+            g.start.edge_to(first.with_name(name)).edge_to(asks).edge_to(g.finish)
+        return g.build()
+
+    store = MemoryStore()
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(build(1, "add"), AgentContext(1), store=store, run_id="c")
+    v3 = build(3, "plus_one", renamed={"add": "increment", "increment": "plus_one"})
+    copy = await store.fork("c", 1, graph=v3)
+    assert [r.node for r in (await store.load(copy)).steps] == ["plus_one"]
+    with pytest.raises(Interrupted):  # the copy asks again: answers come after the cut
+        await GraphRunner().resume(v3, copy, store)
+    done = await GraphRunner().resume(v3, copy, store, answer="5")
+    assert done.input == 10
+
+
+async def test_renames_chain_across_versions_and_a_circle_is_refused():
+    @node
+    async def first(ctx: AgentContext[int], rt) -> AgentContext[int]:
+        return ctx.with_input(ctx.input * int(await rt.interrupt("times?")))
+
+    def build(version, name, **more):
+        with GraphBuilder[int, int]("chain", version=version, **more) as g:
+            g.start.edge_to(first.with_name(name)).edge_to(g.finish)
+        return g.build()
+
+    store = MemoryStore()
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(build(1, "review"), AgentContext(2), store=store, run_id="v1")
+    with pytest.raises(Interrupted):
+        await GraphRunner().run(
+            build(2, "approve", renamed={"review": "approve"}),
+            AgentContext(3),
+            store=store,
+            run_id="v2",
+        )
+    v3 = build(3, "check", renamed={"review": "approve", "approve": "check"})
+    assert (await GraphRunner().resume(v3, "v1", store, answer="5")).input == 10
+    assert (await GraphRunner().resume(v3, "v2", store, answer="5")).input == 15
+    with pytest.raises(GraphDefinitionError, match=r"circle \(a -> b -> a\)"):
+        GraphBuilder("loop", version=2, renamed={"a": "b", "b": "a"})

@@ -10,7 +10,7 @@ from collections import Counter
 
 import anyio
 
-from agentgraph import AgentContext, GraphBuilder, GraphRunner, Interrupted, node
+from agentgraph import AgentContext, GraphBuilder, GraphRunner, GraphVersions, Interrupted, node
 from tests.checkpoint.crash_graph import open_store
 
 MIGRATIONS: Counter[str] = Counter()
@@ -56,6 +56,13 @@ def v2(*, migrate: bool = False):
 def v2_migrating():
     """v2 with the migration of `owner` to `owners` and the rename declared."""
     return v2(migrate=True)
+
+
+KEEPING_V1 = GraphVersions(v1(), v2_migrating(), policy="pinned")
+"""A registry that still runs v1: its runs resume there, nothing to migrate."""
+
+V2_ONLY = GraphVersions(v2_migrating(), policy="pinned")
+"""A registry without v1: its runs would be stranded, so they are migrated."""
 
 
 async def main(args: argparse.Namespace) -> None:

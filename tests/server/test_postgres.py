@@ -1,10 +1,12 @@
-"""The agent server on a real PostgreSQL: two API servers and three workers share one queue."""
+"""The agent server on a real PostgreSQL: API servers and workers in processes of their own
+share one queue."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
-from collections.abc import Iterator
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +16,22 @@ import pytest
 from langgraph_sdk import get_client
 
 from agentgraph.checkpoint import PostgresStore
-from agentgraph.server import Worker
 from agentgraph.server._queue import RunQueue
-from tests.pg_server import drop_schema, fresh_schema
 
-from .support import GATE, GRAPHS, said, serving, worker_process
+from .support import (
+    GATE,
+    api_process,
+    said,
+    served_at,
+    serving,
+    worker_process,
+    workers_process,
+    working,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
-RUNS = int(os.environ.get("AGENTGRAPH_SERVER_RUNS", "30"))
+RUNS = int(os.environ.get("AGENTGRAPH_SERVER_RUNS", "60"))
 """Runs the many-workers test queues (`make test-server-many` sets 1,000)."""
 
 
@@ -31,77 +40,85 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def pg(postgres_server: Any) -> Iterator[tuple[str, str]]:
-    """The test server's connection string and a schema of the test's own."""
-    schema = fresh_schema()
-    yield postgres_server.dsn, schema
-    drop_schema(postgres_server.dsn, schema)
-
-
 async def test_two_api_servers_and_three_workers_run_every_run_once(
     tmp_path: Path, pg: tuple[str, str]
 ):
+    """Five processes: `agentgraph server --workers 0` twice, `agentgraph worker` three times."""
     dsn, schema = pg
-    workers = [Worker(dsn, GRAPHS, schema=schema, grace=1) for _ in range(3)]
-    with (
-        serving(tmp_path, where=dsn, schema=schema, workers=0) as first,
-        serving(tmp_path, where=dsn, schema=schema, workers=0) as second,
-    ):
+    with contextlib.ExitStack() as processes:
+        apis = [processes.enter_context(api_process(dsn, schema, tmp_path)) for _ in range(2)]
+        workers = [
+            processes.enter_context(workers_process(dsn, schema, tmp_path)) for _ in range(3)
+        ]
+        urls = [served_at(api) for api in apis]
         for worker in workers:
-            worker.start()
-        try:
-            async with get_client(url=first) as a, get_client(url=second) as b:
-                threads = [(await a.threads.create())["thread_id"] for _ in range(10)]
-                created = []
+            working(worker)
+        async with get_client(url=urls[0]) as a, get_client(url=urls[1]) as b:
+            clients = (a, b)
+            threads = [(await a.threads.create())["thread_id"] for _ in range(RUNS // 6 + 1)]
+            created: list[Any] = [None] * RUNS
+            finished: list[Any] = [None] * RUNS
+            started = time.perf_counter()
+            limit = anyio.Semaphore(50)  # requests in flight at most
+
+            async def one(n: int) -> None:
+                tid = threads[n % len(threads)]
+                async with limit:
+                    run = await clients[n % 2].runs.create(tid, "echo", input=said(str(n)))
+                    created[n] = run
+                # Joined on the API process that did not create it.
+                await clients[(n + 1) % 2].runs.join(tid, run["run_id"])
+                async with limit:
+                    finished[n] = await clients[n % 2].runs.get(tid, run["run_id"])
+
+            async with anyio.create_task_group() as tasks:
                 for n in range(RUNS):
-                    client = (a, b)[n % 2]
-                    tid = threads[n % len(threads)]
-                    created.append(await client.runs.create(tid, "echo", input=said(str(n))))
-                for run in created:
-                    await b.runs.join(run["thread_id"], run["run_id"])
-                finished = [await a.runs.get(r["thread_id"], r["run_id"]) for r in created]
-        finally:
-            for worker in workers:
-                worker.stop()
+                    tasks.start_soon(one, n)
+            took = time.perf_counter() - started
     assert {run["status"] for run in finished} == {"success"}
     queue = RunQueue(dsn, schema=schema)
-    try:  # each run was claimed once: its attempt is its first
-        assert {queue.run(r["run_id"]).attempt for r in created} == {1}  # type: ignore[union-attr]
+    try:  # each run was claimed once: its attempt is its first, and none is left over
+        attempts = [queue.run(r["run_id"]).attempt for r in created]  # type: ignore[union-attr]
+        stored = sum(len(queue.runs(tid, limit=RUNS, offset=0)) for tid in threads)
     finally:
         queue.close()
+    assert attempts == [1] * RUNS
+    assert stored == RUNS
     async with PostgresStore(dsn, schema=schema) as store:
         assert len(await store.run_ids()) == RUNS
+    print(f"{RUNS} runs through 2 API and 3 worker processes in {took:.1f} s")
 
 
-async def test_a_stream_dropped_on_one_api_server_is_rejoined_on_the_other(
+async def test_a_stream_dropped_on_one_api_process_is_rejoined_on_the_other(
     tmp_path: Path, pg: tuple[str, str]
 ):
+    """Three processes: two API servers alone and a worker; the run waits for a file."""
     dsn, schema = pg
     with (
-        serving(tmp_path, where=dsn, schema=schema) as first,
-        serving(tmp_path, where=dsn, schema=schema, workers=0) as second,
+        api_process(dsn, schema, tmp_path) as first,
+        api_process(dsn, schema, tmp_path) as second,
+        workers_process(dsn, schema, tmp_path) as worker,
     ):
-        async with get_client(url=first) as a, get_client(url=second) as b:
+        working(worker)
+        async with get_client(url=served_at(first)) as a, get_client(url=served_at(second)) as b:
             tid = (await a.threads.create())["thread_id"]
             stream = a.runs.stream(
-                tid, "gated", input=said("x"), stream_mode=["values", "updates"]
+                tid, "crash", input=said("x"), stream_mode=["values", "updates"]
             ).__aiter__()
-            head = await anext(stream)
-            await stream.aclose()
-            assert head.event == "metadata"
-            run_id = head.data["run_id"]
-            GATE.set()
+            head = [await anext(stream) for _ in range(3)]  # metadata, the first step's two
+            await stream.aclose()  # dropped mid-run: the run waits for `go`
+            assert [part.event for part in head] == ["metadata", "values", "updates"]
+            run_id = head[0].data["run_id"]
+            (tmp_path / "go").touch()
             rest = [
-                (part.event, part.data)
-                async for part in b.runs.join_stream(tid, run_id, last_event_id="1")
+                part async for part in b.runs.join_stream(tid, run_id, last_event_id=head[-1].id)
             ]
-            every = [
-                (part.event, part.data)
-                async for part in b.runs.join_stream(tid, run_id, last_event_id="-1")
-            ]
-    assert [event for event, _ in rest] == ["values", "updates"]
-    assert every[1:] == rest
+            every = [part async for part in b.runs.join_stream(tid, run_id, last_event_id="-1")]
+    assert [part.event for part in rest] == ["values", "updates"]
+    assert every == head + rest  # every event once, in order
+    ids = [int(part.id) for part in every]  # type: ignore[arg-type]
+    assert ids == sorted(set(ids))
+    assert rest[0].data["messages"][-1]["content"] == "held"
 
 
 async def test_a_sigkilled_worker_on_postgres_leaves_its_run_to_another(
@@ -160,19 +177,16 @@ async def create_at_once(
     return made
 
 
-@pytest.mark.skipif(
-    not os.environ.get("AGENTGRAPH_SERVER_RACES"),
-    reason="a known race: about one run in ten, a double text under load hangs or ends a run "
-    "in error; run by `make test-long` (AGENTGRAPH_SERVER_RACES=1) until it is fixed",
-)
 @pytest.mark.timeout(120)
 async def test_concurrent_double_texts_follow_their_strategy(tmp_path: Path, pg: tuple[str, str]):
     dsn, schema = pg
     with serving(tmp_path, where=dsn, schema=schema) as url:
         async with get_client(url=url) as client:
-            # reject: of five at once on an idle thread, one goes in.
+            # reject: of five at once on an idle thread, one goes in (and is held, so
+            # that it is still in flight when the last of the five arrives).
+            GATE.clear()
             tid = (await client.threads.create())["thread_id"]
-            made = await create_at_once(client, tid, "reject", 5)
+            made = await create_at_once(client, tid, "reject", 5, graph="gated")
             assert sorted(m if isinstance(m, int) else 200 for m in made) == [
                 200,
                 409,
@@ -180,6 +194,7 @@ async def test_concurrent_double_texts_follow_their_strategy(tmp_path: Path, pg:
                 409,
                 409,
             ]
+            GATE.set()
             # enqueue: all five run, one after another.
             tid = (await client.threads.create())["thread_id"]
             made = await create_at_once(client, tid, "enqueue", 5)

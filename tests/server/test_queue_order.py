@@ -47,3 +47,22 @@ def test_a_run_is_ordered_by_when_it_was_queued_not_when_it_was_made(tmp_path: P
         assert [r.run_id for r in queue.claim("w", 10)] == [early.run_id]
     finally:
         queue.close()
+
+
+def test_a_rolled_back_run_is_gone_as_it_ends(tmp_path: Path):
+    queue = RunQueue(str(tmp_path / "queue.db"))
+    try:
+        queue.put_thread("t", {}, replace=False)
+        first = queue.enqueue(queued("t", time.time()))
+        assert first is not None
+        queue.claim("w", 1)
+        queue.add_events(first.run_id, [("values", {})])
+        running = queue.request_cancel(first.run_id, "rollback")
+        assert running is not None and running.status == "running"
+        # The worker sees the cancel and ends the run: no reader finds it ended but there.
+        queue.finish(first.run_id, "t", "interrupted", {})
+        assert queue.run(first.run_id) is None
+        assert queue.events(first.run_id, 0) == []
+        assert queue.thread("t").status == "idle"  # type: ignore[union-attr]
+    finally:
+        queue.close()

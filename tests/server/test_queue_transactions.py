@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from agentgraph.server._queue import QueuedRun, RunQueue
+from agentgraph.server._signals import RunSignals
 from tests.pg_server import drop_schema, fresh_schema
 
 pytestmark = pytest.mark.timeout(120)
@@ -72,3 +73,51 @@ def test_a_finished_run_ends_with_its_thread_in_one_transaction(queue: RunQueue)
     ended, thread = queue.run(run.run_id), queue.thread("t")
     assert ended is not None and ended.status == "success"
     assert thread is not None and thread.status == "idle" and thread.state == {"messages": []}
+
+
+class _Recording(RunSignals):
+    """Readers' signals noting, for each run woken, whether the waking thread still
+    held a connection of `queue` (its transaction not yet given back)."""
+
+    def __init__(self, queue: RunQueue) -> None:
+        super().__init__()
+        self.queue = queue
+        self.woken: list[tuple[str, bool]] = []
+
+    def notify(self, run_id: str) -> None:
+        held = "connection" in self.queue._lock._lent.__dict__
+        self.woken.append((run_id, held))
+        super().notify(run_id)
+
+
+def _pending(queue: RunQueue, thread_id: str) -> QueuedRun:
+    queue.put_thread(thread_id, {}, replace=False)
+    now = time.time()
+    run = QueuedRun(
+        str(uuid.uuid4()), thread_id, "a", "echo", "pending", {}, {}, "enqueue",
+        None, None, 0, now, now,
+    )  # fmt: skip
+    assert queue.enqueue(run) is not None
+    return run
+
+
+def test_a_run_ended_in_a_larger_transaction_wakes_its_readers_after_the_commit(
+    queue: RunQueue,
+):
+    recording = queue.signals = _Recording(queue)
+    run = _pending(queue, "t")
+    (claimed,) = queue.claim("w", 1)
+    with queue.transaction(thread="t") as execute:
+        queue.finishing(execute, claimed.run_id, "t", "success", {})
+        assert recording.woken == []
+    assert recording.woken == [(run.run_id, False)]
+    ended = queue.run(run.run_id)
+    assert ended is not None and ended.status == "success"
+
+
+def test_a_pending_run_cancelled_wakes_its_readers_after_the_commit(queue: RunQueue):
+    recording = queue.signals = _Recording(queue)
+    run = _pending(queue, "t")
+    cancelled = queue.request_cancel(run.run_id, "interrupt")
+    assert cancelled is not None and cancelled.status == "interrupted"
+    assert recording.woken == [(run.run_id, False)]

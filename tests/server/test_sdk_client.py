@@ -120,7 +120,10 @@ async def test_bad_ids_modes_and_bodies_are_refused_and_nothing_is_stored(tmp_pa
             body: dict[str, Any] = {"assistant_id": "echo", "stream_mode": ["tools"]}
             refused = await http.post(f"/threads/{tid}/runs", json=body)
             assert refused.status_code == 422
-            assert "values, updates, messages, messages-tuple, events" in refused.json()["detail"]
+            assert (
+                "values, updates, messages, messages-tuple, custom, events"
+                in refused.json()["detail"]
+            )
             assert (await http.post(f"/threads/{tid}/runs", content=b"{nope")).status_code == 422
             assert (await http.get(f"/threads/{tid}/runs")).json() == []
             assert (await http.post(f"/threads/{tid}/commands", json={})).status_code == 404

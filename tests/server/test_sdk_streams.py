@@ -99,8 +99,10 @@ async def test_messages_mode_frames_metadata_partials_and_complete_messages(tmp_
                 "hello there, fri",
                 "hello there, friend",
             ]
-            assert len({p.data[0]["id"] for p in parts if p.event == "messages/partial"}) == 1
+            partial_ids = {p.data[0]["id"] for p in parts if p.event == "messages/partial"}
             complete = [p.data[0] for p in parts if p.event == "messages/complete"]
+            # The streamed answer keeps the id its partials carried.
+            assert partial_ids == {complete[1]["id"]}
             assert [(m["type"], m["content"]) for m in complete] == [
                 ("human", "hi"),
                 ("ai", "hello there, friend"),
@@ -140,4 +142,4 @@ async def test_events_mode_sends_chain_and_model_events_and_other_modes_are_refu
                 await client.runs.create(tid, "echo", input=said("x"), stream_mode="debug")
             assert refused.value.response.status_code == 422
             detail = refused.value.response.json()["detail"]
-            assert "values, updates, messages, messages-tuple, events" in detail
+            assert "values, updates, messages, messages-tuple, custom, events" in detail

@@ -95,6 +95,30 @@ async def test_a_handoff_is_a_custom_event_with_the_task_masked():
     assert sent[at + 2] == {"type": "STEP_FINISHED", "stepName": "handoff"}
 
 
+async def test_a_nodes_custom_data_is_a_custom_event_of_its_name_masked():
+    from agentgraph import Runtime
+
+    key = "sk-test-0123456789abcdefghijklmnop"
+
+    @node(name="work")
+    async def work(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        await rt.emit_custom({"progress": 0.5, "note": f"using {key}"}, name="progress")
+        await rt.emit_custom("done")
+        return ctx
+
+    with GraphBuilder[str, str]("custom") as g:
+        g.start.edge_to(work).edge_to(g.finish)
+    sent = await translate(g.build())
+    check_sequence(sent)
+    customs = [e for e in sent if e["type"] == "CUSTOM"]
+    assert customs == [
+        {"type": "CUSTOM", "name": "progress", "value": {"progress": 0.5, "note": "using ***"}},
+        {"type": "CUSTOM", "name": "custom", "value": "done"},
+    ]
+    at = sent.index(customs[0])
+    assert sent[at - 1] == {"type": "STEP_STARTED", "stepName": "work"}
+
+
 async def test_the_translator_gives_the_official_models_too():
     translator = AguiTranslator(thread_id="t", run_id="r", redactor=Redactor())
     models: list[Any] = []
