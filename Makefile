@@ -47,8 +47,11 @@ typecheck: $(STAMP) ## mypy --strict on the package and the typing checks
 	$(BIN)/mypy --strict agentgraph
 	$(BIN)/mypy --strict tests/typing_check.py
 
+# The suite runs on this many processes (pytest-xdist); `make test TEST_WORKERS=0` runs it in one.
+TEST_WORKERS ?= 2
+
 test: lint typecheck browser postgres js docs ## lint, types, the site and the whole test suite
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The documentation site, built offline into site/ (git-ignored); --strict fails on a broken
 # link or an unresolved reference. It needs only the docs group (the reference pages are
