@@ -11,7 +11,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 # `make test` runs the suite on several processes (pytest-xdist, `--dist loadgroup`). The
 # tests that start a Ray cluster or the Temporal dev server share one process each, so
 # no two clusters or dev servers run at once; the rest go wherever a process is free.
-_GROUPS = (("tests/raybatch/", "ray"), ("docs/guides/ray.md", "ray"), ("tests/temporal/", "temporal"))
+_GROUPS = (
+    ("tests/raybatch/", "ray"),
+    ("docs/guides/ray.md", "ray"),
+    ("tests/temporal/", "temporal"),
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
