@@ -157,12 +157,18 @@ bench-guards: $(VENV)/.bench ## prompt-injection guards benchmark
 bench-postgres: postgres $(VENV)/.bench ## durable throughput on PostgreSQL
 	$(BIN)/python benchmarks/postgres_throughput.py
 
-# The agent server under the langgraph-sdk client (SQLite; PostgreSQL with 1 and 2 workers).
-# The reference, `langgraph dev`, is installable (langgraph-cli[inmem]==0.4.40, Elastic-2.0,
-# run locally only, never shipped) but not yet driven by the script.
+# The agent server under the langgraph-sdk client (SQLite; PostgreSQL with 1 and 2 workers)
+# beside its reference, `langgraph dev`, run from a virtualenv of its own: its server
+# (langgraph-api) is Elastic-2.0, fine to run locally, never part of agentgraph's extras.
+LANGGRAPH_DEV := .venv-langgraph-dev
+$(LANGGRAPH_DEV)/.installed:
+	$(PYTHON) -m venv $(LANGGRAPH_DEV)
+	$(LANGGRAPH_DEV)/bin/python -m pip install --quiet 'langgraph-cli[inmem]==0.4.40'
+	touch $@
+
 .PHONY: bench-server
-bench-server: postgres $(VENV)/.bench ## the agent server under the LangGraph SDK's workload
-	$(BIN)/python benchmarks/server.py
+bench-server: postgres $(VENV)/.bench $(LANGGRAPH_DEV)/.installed ## the agent server beside langgraph dev under the LangGraph SDK's workload
+	AGENTGRAPH_BENCH_LANGGRAPH=$(LANGGRAPH_DEV)/bin/langgraph $(BIN)/python benchmarks/server.py
 
 .PHONY: bench-memory
 bench-memory: $(VENV)/.bench ## long-term memory benchmark

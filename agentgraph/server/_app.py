@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
@@ -112,15 +114,21 @@ def server_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # Word of runs changed by other processes wakes this one's streams and waits.
+        stopping = threading.Event()
+        listener = threading.Thread(target=queue.listen_events, args=(stopping,), daemon=True)
+        listener.start()
         for worker in workers:
             worker.start()
         try:
             yield
         finally:
+            stopping.set()
             for worker in workers:
                 worker.stop(wait=False)
             for worker in workers:
                 worker.stop()
+            await anyio.to_thread.run_sync(listener.join)
             queue.close()
             crons.close()
             await memory.aclose()

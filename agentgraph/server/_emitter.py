@@ -57,6 +57,7 @@ class RunEmitter:
             run.run_id, self.emit, modes=self.modes, ids=self.ids, meta=self.meta
         )
         """The runtime's events the run's stream modes ask for, as a sink."""
+        self._writing = anyio.Lock()
 
     @classmethod
     async def open(
@@ -135,7 +136,9 @@ class RunEmitter:
         return changed
 
     async def emit(self, events: list[tuple[str, Any]]) -> None:
-        await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
+        # One write at a time: a run's events are numbered on from the last one stored.
+        async with self._writing:
+            await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
 
     async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
         if step.depth != 0:

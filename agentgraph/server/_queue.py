@@ -35,7 +35,9 @@ from typing import Any
 import attrs
 import orjson
 
+from ._connections import Connections
 from ._outbox import OUTBOX_SCHEMA, record_delivery
+from ._signals import EVENTS_CHANNEL, RunSignals, signals_for
 
 __all__ = (
     "CANCELS",
@@ -51,6 +53,12 @@ __all__ = (
 CHANNEL = "agentgraph_runs"
 """The PostgreSQL channel a queued run is announced on."""
 
+POSTGRES_CONNECTIONS = 8
+"""Connections a queue opens at most on PostgreSQL, as its concurrent callers need them."""
+
+FOLLOW_UPS_YIELD = 5.0
+"""Seconds at most a ready follow-up (a run queued while its thread was busy) lets
+runs of idle threads go first."""
 CANCELS = "agentgraph_cancels"
 """The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
@@ -301,17 +309,26 @@ class RunQueue:
     `where` is an SQLite file, or a PostgreSQL connection string (the tables
     then live in `schema`, the checkpoint store's). Methods block on the
     database: call them from a worker thread (`anyio.to_thread.run_sync`),
-    never on an event loop.
+    never on an event loop. Once a run's events or status change, its readers
+    in `signals` are woken (and, on PostgreSQL, those of every process
+    listening on `agentgraph_events`).
     """
 
-    def __init__(self, where: str, *, schema: str = "agentgraph") -> None:
+    def __init__(
+        self, where: str, *, schema: str = "agentgraph", signals: RunSignals | None = None
+    ) -> None:
         self.where = where
         self.schema = schema
+        self.signals = signals or signals_for(where, schema)
         self.postgres = is_postgres(where)
-        self._lock = threading.Lock()
-        self._db: Any
+        self._ended = threading.local()
+        """The runs this thread's transaction ends, whose readers are woken after it."""
+        # `with self._lock:` lends this thread a connection, `self._db`, for the block.
+        self._lock: Connections
         if self.postgres:
-            self._db = self._connect_postgres()
+            self._lock = Connections(
+                self._connect_postgres, POSTGRES_CONNECTIONS, released=self._wake_ended
+            )
             self._begin = "BEGIN"
             self._skip_locked = " FOR UPDATE OF r SKIP LOCKED"
             self._for_update = " FOR UPDATE"
@@ -343,10 +360,7 @@ class RunQueue:
         else:
             self._file = os.path.abspath(where)
             """The SQLite file's full path: what this process's cancels are announced under."""
-            self._db = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA busy_timeout=10000")
-            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._lock = Connections(self._connect_sqlite, 1, released=self._wake_ended)
             self._begin = "BEGIN IMMEDIATE"
             self._skip_locked = ""
             self._for_update = ""
@@ -357,15 +371,46 @@ class RunQueue:
                     if column not in have:
                         self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
 
+    @property
+    def _db(self) -> Any:
+        return self._lock.current
+
+    def _wake_ended(self) -> None:
+        """Wake the readers of the runs ended by the block that has just given its
+        connection back (its transaction committed, or rolled back: a reader woken
+        for nothing reads the store again and waits on)."""
+        for run_id in self._ended.__dict__.pop("runs", ()):
+            self.signals.notify(run_id)
+
+    def _connect_sqlite(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.where, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA busy_timeout=10000")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
     def _connect_postgres(self) -> Any:
         import psycopg
 
         options = f"-c search_path={self.schema}"
         return psycopg.connect(self.where, autocommit=True, options=options)
 
+    def _announce(self, run_id: str) -> list[tuple[str, Sequence[Any]]]:
+        """The statements, in a change's transaction, that tell other processes of it."""
+        if self.postgres:
+            return [("SELECT pg_notify(?, ?)", (EVENTS_CHANNEL, run_id))]
+        return []
+
+    def listen_events(self, stopping: threading.Event) -> None:
+        """Wake this process's readers on every run changed in another (PostgreSQL only).
+
+        Blocks: run it on a thread of its own.
+        """
+        if self.postgres:
+            self.signals.listen(self._connect_postgres, stopping)
+
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._lock.close()
 
     def _sql(self, sql: str) -> str:
         return sql.replace("?", "%s") if self.postgres else sql
@@ -373,16 +418,25 @@ class RunQueue:
     def _run_sql(self, sql: str, params: Sequence[Any] = ()) -> Any:
         return self._db.execute(self._sql(sql), params)
 
+    def _pipeline(self) -> contextlib.AbstractContextManager[Any]:
+        """On PostgreSQL, statements sent together and answered together: one round trip
+        for statements whose results nobody reads."""
+        return self._db.pipeline() if self.postgres else contextlib.nullcontext()
+
     def _tx(self, *statements: tuple[str, Sequence[Any]]) -> None:
         with self._lock:
-            self._db.execute(self._begin)
             try:
-                for sql, params in statements:
-                    self._run_sql(sql, params)
+                with self._pipeline():
+                    self._db.execute(self._begin)
+                    for sql, params in statements:
+                        self._run_sql(sql, params)
+                    self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # Nothing of it is kept: on PostgreSQL a failed statement's COMMIT rolls
+                # the transaction back already; this ends one left open.
+                if self.postgres or self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
-            self._db.execute("COMMIT")
 
     @contextlib.contextmanager
     def transaction(self, *, thread: str | None = None) -> Iterator[Callable[..., Any]]:
@@ -657,9 +711,16 @@ class RunQueue:
         """Take up to `count` runs due now: pending ones, or running ones whose claim lapsed.
 
         A thread's runs go first in, first out: a run is taken only when it is
-        its thread's oldest run still in flight. `only` is a condition on the
-        run `r` and its parameters (the graph versions a worker can resume, see
-        `_versions.claimable`): a run it excludes is left for another worker.
+        its thread's oldest run still in flight. Across threads, runs go in the
+        order they became ready (`start_at`, moved on to its predecessor's end by
+        `finish`), so threads take turns. A run queued while its thread was busy
+        (a follow-up: its `start_at` is past its creation, as a delayed run's is too)
+        yields to runs of idle threads for up to `FOLLOW_UPS_YIELD` seconds after it
+        became ready, so a client starting a run on an idle thread is not kept
+        waiting behind threads with long queues, and no queue waits for ever.
+        `only` is a condition on the run `r` and its parameters (the graph versions
+        a worker can resume, see `_versions.claimable`): a run it excludes is left
+        for another worker.
         """
         now = time.time()
         condition, bound = only
@@ -674,8 +735,10 @@ class RunQueue:
                     " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                     "  o.status = 'running' OR "
                     "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    f"{condition}ORDER BY r.created_at LIMIT ?{self._skip_locked}",
-                    (now, now, *bound, count),
+                    f"{condition}ORDER BY CASE WHEN r.status = 'pending' "
+                    "AND r.start_at > r.created_at AND r.start_at > ? THEN 1 ELSE 0 END, "
+                    f"r.start_at, r.created_at LIMIT ?{self._skip_locked}",
+                    (now, now, *bound, now - FOLLOW_UPS_YIELD, count),
                 ).fetchall()
                 for row in rows:
                     self._run_sql(
@@ -777,7 +840,11 @@ class RunQueue:
     ) -> None:
         """End a run and set its thread's status (idle unless given) in one transaction,
         with the delivery of its webhook when it asked for one; a run ending
-        `interrupted` because a client asked for a rollback is deleted."""
+        `interrupted` because a client asked for a rollback is deleted.
+
+        The thread's next run, if due already, becomes ready now: it queues behind
+        the runs of other threads ready before it (see `claim`).
+        """
         with self._writing():
             self._lock_thread(thread_id)
             self.finishing(self._run_sql, run_id, thread_id, status, thread_changes)
@@ -790,8 +857,9 @@ class RunQueue:
         status: str,
         thread_changes: dict[str, Any],
     ) -> None:
-        """`finish` through `run_sql` of a transaction that does more and has taken the
-        thread's row first."""
+        """`finish` through `run_sql` of a transaction of this thread's connection (see
+        `transaction`) that does more and has taken the thread's row first; the run's
+        readers are woken once it commits."""
         now = time.time()
         for sql, params in self._finish(run_id, thread_id, status, thread_changes, now):
             run_sql(sql, params)
@@ -815,6 +883,7 @@ class RunQueue:
         """
         assignments, values = _thread_columns({"status": "idle", **changes})
         rolled_back = "run_id = ? AND status = 'interrupted' AND cancel = 'rollback'"
+        self._ended.__dict__.setdefault("runs", []).append(run_id)
         return [
             (
                 "UPDATE server_runs SET status = ?, claimed_by = NULL, claimed_until = NULL, "
@@ -837,36 +906,47 @@ class RunQueue:
                 "AND status IN ('pending', 'running'))",
                 (thread_id, thread_id),
             ),
+            (
+                "UPDATE server_runs SET start_at = ? WHERE run_id = (SELECT run_id FROM "
+                "server_runs WHERE thread_id = ? AND status = 'pending' ORDER BY created_at "
+                "LIMIT 1) AND start_at < ?",
+                (now, thread_id, now),
+            ),
+            *self._announce(run_id),
         ]
 
     def delete_run(self, run_id: str) -> None:
         self._tx(
             ("DELETE FROM server_events WHERE run_id = ?", (run_id,)),
             ("DELETE FROM server_runs WHERE run_id = ?", (run_id,)),
+            *self._announce(run_id),
         )
+        self.signals.notify(run_id)
 
     # -- events ----------------------------------------------------------------------------
     def add_events(self, run_id: str, events: Sequence[tuple[str, Any]]) -> None:
-        """Append events to a run's log, numbered on from its last."""
-        with self._lock:
-            self._db.execute(self._begin)
-            try:
-                last = self._run_sql(
-                    "SELECT COALESCE(MAX(seq), 0) FROM server_events WHERE run_id = ?", (run_id,)
-                ).fetchone()[0]
-                self._db.cursor().executemany(
-                    self._sql(
-                        "INSERT INTO server_events (run_id, seq, event, data) VALUES (?, ?, ?, ?)"
-                    ),
-                    [
-                        (run_id, last + n, name, orjson.dumps(data))
-                        for n, (name, data) in enumerate(events, 1)
-                    ],
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        """Append events to a run's log, numbered on from its last, in one statement.
+
+        A run's events are added by one writer at a time; two at once would
+        both number on from the same last event, and one would fail on the key.
+        """
+        if not events:
+            return
+        rows = ", ".join("(?, ?, ?)" for _ in events)
+        params: list[Any] = [run_id, run_id]
+        for n, (name, data) in enumerate(events, 1):
+            params += [n, name, orjson.dumps(data)]
+        with self._lock, self._pipeline():
+            self._run_sql(
+                "INSERT INTO server_events (run_id, seq, event, data) "
+                "SELECT ?, last.seq + column1, column2, column3 FROM "
+                "(SELECT COALESCE(MAX(seq), 0) AS seq FROM server_events WHERE run_id = ?) "
+                f"AS last, (VALUES {rows}) AS added",
+                params,
+            )
+            for sql, announce in self._announce(run_id):
+                self._run_sql(sql, announce)
+        self.signals.notify(run_id)
 
     def events(self, run_id: str, after: int) -> list[tuple[int, str, bytes]]:
         """A run's events numbered after `after`, in order."""

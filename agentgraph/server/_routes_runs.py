@@ -27,7 +27,8 @@ from ._webhook_settings import WebhookSettings
 __all__ = ("RunRoutes",)
 
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
-_WAIT_POLL = 0.02
+_LOOK_AGAIN = 0.5
+"""Seconds a wait for a run's end waits for word of it before reading the store anyway."""
 
 
 def _choice(body: dict[str, Any], name: str, choices: tuple[str, ...]) -> str:
@@ -154,12 +155,14 @@ class RunRoutes:
 
     async def result(self, run: QueuedRun) -> dict[str, Any]:
         """The values a run ended with: the last `values` event, or its `__error__`."""
-        while not run.ended:
-            await anyio.sleep(_WAIT_POLL)
-            found = await self.api.call(self.api.queue.run, run.run_id)
-            if found is None:
-                raise Refused(404, f"run {run.run_id!r} was deleted")
-            run = found
+        with self.api.queue.signals.watching(run.run_id) as changed:
+            while not run.ended:
+                found = await self.api.call(self.api.queue.run, run.run_id)
+                if found is None:
+                    raise Refused(404, f"run {run.run_id!r} was deleted")
+                run = found
+                if not run.ended:
+                    await changed.wait(_LOOK_AGAIN)
         last = b"{}"
         for _, name, data in await self.api.call(self.api.queue.events, run.run_id, 0):
             if name == "error":

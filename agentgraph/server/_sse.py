@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection
 
-import anyio
-
 from ._api import Api, Refused
 
 __all__ = ("SUPPORTED_MODES", "event_names", "frames", "last_event_id")
@@ -27,7 +25,8 @@ _EVENTS_OF = {
     "events": ("events",),
 }
 _ALWAYS = frozenset({"metadata", "error", "end"})
-_POLL = 0.02
+_LOOK_AGAIN = 0.5
+"""Seconds a stream waits for word of its run before reading the store anyway."""
 
 
 def event_names(modes: Collection[str]) -> frozenset[str]:
@@ -53,20 +52,29 @@ def last_event_id(header: str | None) -> int:
 
 
 async def frames(api: Api, run_id: str, after: int, names: frozenset[str]) -> AsyncIterator[bytes]:
-    """The run's events after `after` as SSE frames, until the run ends."""
-    while True:
-        rows = await api.call(api.queue.events, run_id, after)
-        for seq, name, data in rows:
-            after = seq
-            if name in names:
-                yield b"event: " + name.encode() + b"\ndata: " + data + b"\nid: %d\n\n" % seq
-        if rows:
-            continue
-        run = await api.call(api.queue.run, run_id)
-        if run is None or run.ended:
-            # The run's last events were stored before it ended: one more look finds them.
-            for seq, name, data in await api.call(api.queue.events, run_id, after):
+    """The run's events after `after` as SSE frames, until the run ends.
+
+    Between reads it waits for word that the run changed (`RunSignals`), or
+    at most `_LOOK_AGAIN` seconds.
+    """
+    with api.queue.signals.watching(run_id) as changed:
+        while True:
+            rows = await api.call(api.queue.events, run_id, after)
+            for seq, name, data in rows:
+                after = seq
                 if name in names:
-                    yield b"event: " + name.encode() + b"\ndata: " + data + b"\nid: %d\n\n" % seq
-            return
-        await anyio.sleep(_POLL)
+                    yield _frame(seq, name, data)
+            if rows:
+                continue
+            run = await api.call(api.queue.run, run_id)
+            if run is None or run.ended:
+                # The run's last events were stored before it ended: one more look finds them.
+                for seq, name, data in await api.call(api.queue.events, run_id, after):
+                    if name in names:
+                        yield _frame(seq, name, data)
+                return
+            await changed.wait(_LOOK_AGAIN)
+
+
+def _frame(seq: int, name: str, data: bytes) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + data + b"\nid: %d\n\n" % seq

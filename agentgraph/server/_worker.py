@@ -41,6 +41,7 @@ from ._emitter import RunEmitter
 from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._scheduler import Scheduler
+from ._signals import Signal
 from ._turns import Turns, run_checkpoint
 from ._versions import claimable, run_graph, run_versions
 from ._webhook_settings import WebhookSettings
@@ -50,7 +51,6 @@ __all__ = ("Worker",)
 
 _POLL = 0.5
 """Seconds an idle worker waits between looks at the queue when nothing wakes it."""
-_TICK = 0.01
 CANCEL_POLL = 1.0
 """Seconds between looks at the queue for cancels of the runs going on, should an
 announcement of one be lost (a listener reconnecting, a cancel from another SQLite process)."""
@@ -88,6 +88,8 @@ class Worker:
         self.claims = claimable(self.graphs, self.runner.versions)
         """The runs this worker claims: those of graph versions it can resume."""
         self._wake = threading.Event()
+        self._woken: Signal | None = None
+        """Pokes the claim loop while it waits; set while the loop runs."""
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._handles: dict[str, RunHandle] = {}
@@ -108,14 +110,22 @@ class Worker:
         self._thread.start()
 
     def wake(self) -> None:
-        """Look at the queue now (a run was queued)."""
-        self._wake.set()
+        """Look at the queue and the crons now (a run was queued, or a cron changed)."""
+        self._look()
         self.scheduler.wake()
+
+    def _look(self) -> None:
+        """Look at the queue now (a run was queued, or one of this worker's ended)."""
+        self._wake.set()
+        woken = self._woken
+        if woken is not None:
+            with contextlib.suppress(RuntimeError):  # the worker's loop has just closed
+                woken.poke()
 
     def stop(self, *, wait: bool = True) -> None:
         """Stop claiming; runs going on get the grace period, then are left to others."""
         self._stopping.set()
-        self._wake.set()
+        self.wake()
         if wait and self._thread is not None:
             self._thread.join()
 
@@ -143,7 +153,7 @@ class Worker:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._renew_claims, queue)
                 tasks.start_soon(self._poll_cancels, queue)
-                tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._wake.set)
+                tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._look)
                 tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
@@ -159,21 +169,22 @@ class Worker:
             queue.close()
 
     async def _claim_loop(self, queue: RunQueue, store: Any, tasks: Any) -> None:
-        while not self._stopping.is_set():
-            self._wake.clear()
-            free = self.concurrency - len(self._handles)
-            claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
-            for run in claimed:
-                handle = self._handles[run.run_id] = RunHandle()
-                if run.cancel is not None or run.run_id in self._unheld:
-                    handle.cancel()
-                tasks.start_soon(self._execute, queue, store, run, handle)
-            if claimed:
-                continue
-            waited = 0.0
-            while waited < _POLL and not self._wake.is_set():
-                await anyio.sleep(_TICK)
-                waited += _TICK
+        self._woken = woken = Signal()
+        try:
+            while not self._stopping.is_set():
+                self._wake.clear()
+                free = self.concurrency - len(self._handles)
+                claimed = await anyio.to_thread.run_sync(self._claim, queue, free) if free else []
+                for run in claimed:
+                    handle = self._handles[run.run_id] = RunHandle()
+                    if run.cancel is not None or run.run_id in self._unheld:
+                        handle.cancel()
+                    tasks.start_soon(self._execute, queue, store, run, handle)
+                if claimed or self._wake.is_set():
+                    continue
+                await woken.wait(_POLL)
+        finally:
+            self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
         return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
@@ -225,6 +236,7 @@ class Worker:
             del self._handles[run.run_id]
             if not self._handles and self._drained is not None:
                 self._drained.set()
+            self._look()  # a place is free: claim the next run now
 
 
 class _Execution:
