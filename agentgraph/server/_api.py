@@ -57,6 +57,19 @@ async def read_body(request: Request) -> dict[str, Any]:
     return body
 
 
+def whole_number(given: Mapping[str, Any], name: str, default: int) -> int:
+    """`given[name]` (a body's number, or a query's digits) as a count of at least 0; 422
+    for anything else, never a 500."""
+    value = given.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, str) and value.isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Refused(422, f"{name} is a whole number of at least 0, not {value!r}")
+    return value
+
+
 def check_uuid(value: str, what: str) -> str:
     """`value` if it is a UUID; 422 otherwise."""
     try:

@@ -24,6 +24,7 @@ from ._api import (
     check_uuid,
     json_response,
     read_body,
+    whole_number,
 )
 from ._graphs import drawing, schemas, subgraphs, xray_depth
 from ._queue import StoredAssistant
@@ -62,16 +63,9 @@ def _text(body: dict[str, Any], name: str) -> str | None:
     return value
 
 
-def _count(body: dict[str, Any], name: str, default: int) -> int:
-    value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Refused(422, f"{name} is a whole number of at least 0, not {value!r}")
-    return value
-
-
 def _page(items: list[Any], body: dict[str, Any]) -> tuple[list[Any], dict[str, str]]:
     """One page of `items` as `limit` and `offset` ask, and the header naming the next."""
-    limit, offset = _count(body, "limit", 10), _count(body, "offset", 0)
+    limit, offset = whole_number(body, "limit", 10), whole_number(body, "offset", 0)
     headers = {"X-Pagination-Next": str(offset + limit)} if offset + limit < len(items) else {}
     return items[offset : offset + limit], headers
 

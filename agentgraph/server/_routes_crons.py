@@ -28,6 +28,7 @@ from ._api import (
     json_response,
     read_body,
     run_settings,
+    whole_number,
 )
 from ._crons import CRON_SORTS, CronStore, StoredCron, next_run
 from ._mapping import run_context, typed
@@ -123,13 +124,6 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise Refused(422, f"{name} is a JSON object, not {value!r}")
-    return value
-
-
-def _count(body: dict[str, Any], name: str, default: int) -> int:
-    value = body.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Refused(422, f"{name} is a whole number of at least 0, not {value!r}")
     return value
 
 
@@ -262,7 +256,7 @@ class CronRoutes:
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
         found = await self._found(body)
-        limit, offset = _count(body, "limit", 10), _count(body, "offset", 0)
+        limit, offset = whole_number(body, "limit", 10), whole_number(body, "offset", 0)
         select = body.get("select") or [name for name in _FIELDS if name != "now"]
         if not isinstance(select, list) or not set(select) <= set(_FIELDS):
             raise Refused(422, f"select names some of {', '.join(_FIELDS)}, not {select!r}")

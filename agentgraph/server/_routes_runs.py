@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._versions import ResumePolicy
-from ._api import Api, Refused, json_response, read_body, run_json, run_settings
+from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
 from ._history import history_of
 from ._mapping import run_context, typed
 from ._queue import QueuedRun
@@ -212,8 +212,8 @@ class RunRoutes:
 
     async def listing(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
-        limit = int(request.query_params.get("limit", 10))
-        offset = int(request.query_params.get("offset", 0))
+        limit = whole_number(request.query_params, "limit", 10)
+        offset = whole_number(request.query_params, "offset", 0)
         runs = await self.api.call(
             self.api.queue.runs, thread.thread_id, limit=limit, offset=offset
         )

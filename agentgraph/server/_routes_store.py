@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..memory import Item, MemoryBase, MemoryInputError
-from ._api import Api, Refused, iso, json_response, read_body
+from ._api import Api, Refused, iso, json_response, read_body, whole_number
 
 __all__ = ("StoreRoutes",)
 
@@ -68,7 +68,7 @@ class StoreRoutes:
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
-        limit, offset = int(body.get("limit") or 10), int(body.get("offset") or 0)
+        limit, offset = whole_number(body, "limit", 10), whole_number(body, "offset", 0)
         try:
             hits = await self.memory.search(
                 body.get("namespace_prefix") or [],
@@ -83,7 +83,7 @@ class StoreRoutes:
 
     async def namespaces(self, request: Request) -> Response:
         body = await read_body(request)
-        limit, offset = int(body.get("limit") or 100), int(body.get("offset") or 0)
+        limit, offset = whole_number(body, "limit", 100), whole_number(body, "offset", 0)
         suffix = tuple(body.get("suffix") or ())
         try:
             found = await self.memory.list_namespaces(

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ._api import Api, Refused, check_uuid, iso, json_response, read_body, thread_json
+from ._api import Api, Refused, check_uuid, iso, json_response, read_body, thread_json, whole_number
 from ._history import StoredCheckpoint, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import StoredThread
@@ -144,7 +144,7 @@ class ThreadRoutes:
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
         found = await self.matching(body)
-        offset, limit = int(body.get("offset", 0)), int(body.get("limit", 10))
+        offset, limit = whole_number(body, "offset", 0), whole_number(body, "limit", 10)
         return json_response([thread_json(t) for t in found[offset : offset + limit]])
 
     async def count(self, request: Request) -> Response:
@@ -221,10 +221,7 @@ class ThreadRoutes:
     async def past(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
         body = dict(request.query_params) if request.method == "GET" else await read_body(request)
-        try:
-            limit = int(body.get("limit") or 10)
-        except (TypeError, ValueError) as exc:
-            raise Refused(422, f"limit is a whole number, not {body.get('limit')!r}") from exc
+        limit = whole_number(body, "limit", 10)
         before = body.get("before")
         before_id = checkpoint_named(
             {"checkpoint": before} if isinstance(before, dict) else {"checkpoint_id": before}

@@ -100,3 +100,24 @@ async def test_the_store_puts_gets_searches_lists_and_deletes_items(tmp_path: Pa
             with pytest.raises(httpx.HTTPStatusError) as gone:
                 await client.store.get_item(["users", "ann"], "diet")
             assert gone.value.response.status_code == 404
+
+
+async def test_a_limit_or_offset_that_is_no_count_is_a_422_everywhere(tmp_path: Path):
+    with serving(tmp_path) as url, httpx.Client(base_url=url) as http:
+        tid = http.post("/threads", json={}).json()["thread_id"]
+        asks = [
+            ("POST", "/threads/search", {"limit": "ten"}),
+            ("POST", "/threads/search", {"offset": -1}),
+            ("POST", f"/threads/{tid}/history", {"limit": "ten"}),
+            ("GET", f"/threads/{tid}/runs?limit=ten", None),
+            ("GET", f"/threads/{tid}/runs?offset=-2", None),
+            ("POST", "/assistants/search", {"limit": 2.5}),
+            ("POST", "/runs/crons/search", {"limit": True}),
+            ("POST", "/store/items/search", {"limit": "many"}),
+            ("POST", "/store/namespaces", {"offset": []}),
+        ]
+        for method, path, body in asks:
+            answer = http.request(method, path, json=body)
+            assert answer.status_code == 422, (path, body, answer.status_code, answer.text)
+            assert "whole number" in answer.text
+        assert http.get(f"/threads/{tid}/runs?limit=5&offset=0").status_code == 200
