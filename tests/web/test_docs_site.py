@@ -95,9 +95,8 @@ def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
         # Search works without a server: the index is inlined, the worker shim is the site's.
         page.click("label.md-search__icon, .md-search__input", timeout=10_000)
         page.fill(".md-search__input", "checkpoint")
-        page.wait_for_selector(
-            ".md-search-result__item", timeout=60_000
-        )  # a loaded machine builds the index slowly
+        # The page's worker builds the index first: slowly on a loaded machine.
+        page.wait_for_selector(".md-search-result__item", timeout=60_000)
         assert page.locator(".md-search-result__item").count() >= 1
         page.keyboard.press("Escape")
         # A navigation link opens a page, not a folder's listing.
