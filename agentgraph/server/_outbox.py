@@ -9,10 +9,9 @@ delivery never exists for a run that did not end. Workers then claim due deliver
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -143,11 +142,6 @@ class Outbox:
     def __init__(self, queue: RunQueue) -> None:
         self.queue = queue
 
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[RunSql]:
-        with self.queue._writing():
-            yield self.queue._run_sql
-
     def claim(self, worker: str, count: int, term: float) -> list[Delivery]:
         """Take up to `count` deliveries due now for `term` seconds."""
         now = time.time()
@@ -158,7 +152,7 @@ class Outbox:
         ):
             return []
         lock = " FOR UPDATE SKIP LOCKED" if self.queue.postgres else ""
-        with self._writing() as run_sql:
+        with self.queue.transaction() as run_sql:
             rows = run_sql(
                 "SELECT webhook_id, run_id, url, body, attempts, created_at FROM server_webhooks "
                 "WHERE status = 'pending' AND next_at <= ? "
@@ -188,7 +182,7 @@ class Outbox:
         """Record an attempt and what comes next, in one transaction: the delivery's new
         status (`delivered`, `pending` for a retry, `failed` past the limits)."""
         now = time.time()
-        with self._writing() as run_sql:
+        with self.queue.transaction() as run_sql:
             attempts = (
                 run_sql(
                     "SELECT COALESCE(MAX(attempt), 0) FROM server_webhook_attempts "

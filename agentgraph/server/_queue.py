@@ -440,16 +440,14 @@ class RunQueue:
 
     @contextlib.contextmanager
     def transaction(self, *, thread: str | None = None) -> Iterator[Callable[..., Any]]:
-        """One transaction, for the tables kept beside the queue's: yields `execute(sql,
-        params)` (`?` placeholders); `thread` names a thread whose row is locked first
-        (on PostgreSQL; SQLite's transactions are taken whole)."""
+        """One transaction (on this queue's connection, its tables and those kept beside
+        them): yields `execute(sql, params)` (`?` placeholders); `thread` names a thread
+        whose row is locked first (`_lock_thread`)."""
         with self._lock:
             self._db.execute(self._begin)
             try:
-                if thread is not None and self.postgres:
-                    self._run_sql(
-                        "SELECT 1 FROM server_threads WHERE thread_id = ? FOR UPDATE", (thread,)
-                    ).fetchall()
+                if thread is not None:
+                    self._lock_thread(thread)
                 yield self._run_sql
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -598,30 +596,22 @@ class RunQueue:
         a claim under way commits first and its run is then seen running, never
         taken for pending and ended or deleted while its worker runs it.
         """
-        with self._lock:
-            self._db.execute(self._begin)
-            try:
-                self._lock_thread(run.thread_id)
-                now = time.time()
-                run = attrs.evolve(run, created_at=now, updated_at=now)
-                flying = self._run_sql(
-                    "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
-                    f"AND status IN ('pending', 'running'){self._for_update}",
-                    (run.thread_id,),
-                ).fetchall()
-                if flying and run.multitask_strategy == "reject":
-                    self._db.execute("ROLLBACK")
-                    return None
-                running: list[str] = []
-                if run.multitask_strategy in ("interrupt", "rollback"):
-                    running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
-                    if self.postgres:
-                        self._announce_cancels(running)
-                self._insert(run, delay)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self.transaction(thread=run.thread_id):
+            now = time.time()
+            run = attrs.evolve(run, created_at=now, updated_at=now)
+            flying = self._run_sql(
+                "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
+                f"AND status IN ('pending', 'running'){self._for_update}",
+                (run.thread_id,),
+            ).fetchall()
+            if flying and run.multitask_strategy == "reject":
+                return None  # nothing written: the transaction ends as it began
+            running: list[str] = []
+            if run.multitask_strategy in ("interrupt", "rollback"):
+                running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                if self.postgres:
+                    self._announce_cancels(running)
+            self._insert(run, delay)
         if not self.postgres:
             self._announce_cancels(running)
         return run
@@ -724,33 +714,27 @@ class RunQueue:
         """
         now = time.time()
         condition, bound = only
-        with self._lock:
-            self._db.execute(self._begin)
-            try:
-                rows = self._run_sql(
-                    f"SELECT {_RUN_COLUMNS} FROM server_runs AS r WHERE "
-                    "((r.status = 'pending' AND r.start_at <= ?) "
-                    " OR (r.status = 'running' AND r.claimed_until < ?)) "
-                    "AND NOT EXISTS (SELECT 1 FROM server_runs AS o WHERE "
-                    " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
-                    "  o.status = 'running' OR "
-                    "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                    f"{condition}ORDER BY CASE WHEN r.status = 'pending' "
-                    "AND r.start_at > r.created_at AND r.start_at > ? THEN 1 ELSE 0 END, "
-                    f"r.start_at, r.created_at LIMIT ?{self._skip_locked}",
-                    (now, now, *bound, now - FOLLOW_UPS_YIELD, count),
-                ).fetchall()
-                for row in rows:
-                    self._run_sql(
-                        "UPDATE server_runs SET status = 'running', claimed_by = ?, "
-                        "claimed_until = ?, attempt = attempt + 1, updated_at = ?, "
-                        "started_at = COALESCE(started_at, ?) WHERE run_id = ?",
-                        (worker, now + term, now, now, row[0]),
-                    )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self.transaction():
+            rows = self._run_sql(
+                f"SELECT {_RUN_COLUMNS} FROM server_runs AS r WHERE "
+                "((r.status = 'pending' AND r.start_at <= ?) "
+                " OR (r.status = 'running' AND r.claimed_until < ?)) "
+                "AND NOT EXISTS (SELECT 1 FROM server_runs AS o WHERE "
+                " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
+                "  o.status = 'running' OR "
+                "  (o.status = 'pending' AND o.created_at < r.created_at))) "
+                f"{condition}ORDER BY CASE WHEN r.status = 'pending' "
+                "AND r.start_at > r.created_at AND r.start_at > ? THEN 1 ELSE 0 END, "
+                f"r.start_at, r.created_at LIMIT ?{self._skip_locked}",
+                (now, now, *bound, now - FOLLOW_UPS_YIELD, count),
+            ).fetchall()
+            for row in rows:
+                self._run_sql(
+                    "UPDATE server_runs SET status = 'running', claimed_by = ?, "
+                    "claimed_until = ?, attempt = attempt + 1, updated_at = ?, "
+                    "started_at = COALESCE(started_at, ?) WHERE run_id = ?",
+                    (worker, now + term, now, now, row[0]),
+                )
         return [attrs.evolve(_run(row), status="running", attempt=row[10] + 1) for row in rows]
 
     def renew(self, worker: str, run_ids: Sequence[str], *, term: float = CLAIM_TERM) -> None:
@@ -789,17 +773,10 @@ class RunQueue:
         found = self.run(run_id)
         if found is None or found.ended:
             return found
-        with self._lock:
-            self._db.execute(self._begin)
-            try:
-                self._lock_thread(found.thread_id)
-                running = self._request_cancel(run_id, found.thread_id, action)
-                if running and self.postgres:
-                    self._announce_cancels([run_id])
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self.transaction(thread=found.thread_id):
+            running = self._request_cancel(run_id, found.thread_id, action)
+            if running and self.postgres:
+                self._announce_cancels([run_id])
         if running and not self.postgres:
             self._announce_cancels([run_id])
         return self.run(run_id)
@@ -845,9 +822,8 @@ class RunQueue:
         The thread's next run, if due already, becomes ready now: it queues behind
         the runs of other threads ready before it (see `claim`).
         """
-        with self._writing():
-            self._lock_thread(thread_id)
-            self.finishing(self._run_sql, run_id, thread_id, status, thread_changes)
+        with self.transaction(thread=thread_id) as run_sql:
+            self.finishing(run_sql, run_id, thread_id, status, thread_changes)
 
     def finishing(
         self,
@@ -957,18 +933,6 @@ class RunQueue:
         return [(row[0], row[1], bytes(row[2])) for row in rows]
 
     # -- assistants ------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """One transaction of several statements, some read before others are written."""
-        with self._lock:
-            self._db.execute(self._begin)
-            try:
-                yield
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
     def _insert_version(self, assistant: StoredAssistant) -> None:
         self._run_sql(
             f"INSERT INTO server_assistant_versions ({_ASSISTANT_FIELDS}, created_at) "
@@ -978,7 +942,7 @@ class RunQueue:
 
     def put_assistant(self, assistant: StoredAssistant) -> bool:
         """Store a new assistant as its version 1; False (nothing written) when its id is taken."""
-        with self._writing():
+        with self.transaction():
             cursor = self._run_sql(
                 f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
@@ -1032,7 +996,7 @@ class RunQueue:
         at it; None when there is no such assistant."""
         changes = dict(changes)
         lock = " FOR UPDATE" if self.postgres else ""
-        with self._writing():
+        with self.transaction():
             rows = self._run_sql(
                 f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE assistant_id = ?{lock}",
                 (assistant_id,),
@@ -1076,7 +1040,7 @@ class RunQueue:
 
     def set_latest_assistant(self, assistant_id: str, version: int) -> StoredAssistant | None:
         """Point an assistant at one of its versions; None when it has no such version."""
-        with self._writing():
+        with self.transaction():
             rows = self._run_sql(
                 f"SELECT {_VERSION_COLUMNS} FROM server_assistant_versions "
                 "WHERE assistant_id = ? AND version = ?",
@@ -1091,7 +1055,7 @@ class RunQueue:
         """Delete an assistant and its versions; with `threads`, also the threads it ran
         on or that name it in their metadata (`assistant_id`), with their runs and events.
         The ids of the threads deleted."""
-        with self._writing():
+        with self.transaction():
             doomed: list[str] = []
             if threads:
                 ran = self._run_sql(
