@@ -83,6 +83,8 @@ def test_the_home_page_and_a_guide_render_offline_and_are_photographed(tmp_path)
 
 def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
     need_chromium()
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     site = tmp_path / "site"
     build(site)
     index = site / "index.html"
@@ -94,9 +96,15 @@ def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "agentgraph"
         # Search works without a server: the index is inlined, the worker shim is the site's.
         page.click("label.md-search__icon, .md-search__input", timeout=10_000)
-        page.fill(".md-search__input", "checkpoint")
-        # The page's worker builds the index first: slowly on a loaded machine.
-        page.wait_for_selector(".md-search-result__item", timeout=60_000)
+        # The page's worker builds the index first, slowly on a loaded machine, and a
+        # query typed before it is ready may go unanswered: type it again until answered.
+        for _ in range(11):
+            page.fill(".md-search__input", "")
+            page.fill(".md-search__input", "checkpoint")
+            with contextlib.suppress(PlaywrightTimeout):
+                page.wait_for_selector(".md-search-result__item", timeout=5_000)
+                break
+        page.wait_for_selector(".md-search-result__item", timeout=5_000)
         assert page.locator(".md-search-result__item").count() >= 1
         page.keyboard.press("Escape")
         # A navigation link opens a page, not a folder's listing.
