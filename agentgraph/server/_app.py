@@ -140,7 +140,7 @@ def server_app(
         Route("/info", info, methods=["GET"]),
         *AssistantRoutes(api).routes(),
         *ThreadRoutes(api).routes(),
-        *CronRoutes(api, crons).routes(),
+        *CronRoutes(api, crons, webhooks=settings.webhooks).routes(),
         *RunRoutes(
             api, resume_policy=_policy(settings, runner), webhooks=settings.webhooks
         ).routes(),

@@ -32,8 +32,10 @@ from ._api import (
 )
 from ._crons import CRON_SORTS, CronStore, StoredCron, next_run
 from ._mapping import run_context, typed
+from ._routes_webhooks import checked_webhook
 from ._schedule import check_schedule
 from ._sse import event_names
+from ._webhook_settings import WebhookSettings
 
 __all__ = ("CronRoutes", "cron_json")
 
@@ -128,11 +130,14 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 class CronRoutes:
-    """Crons, kept in `crons`."""
+    """Crons, kept in `crons`; their runs' webhooks are checked against `webhooks`."""
 
-    def __init__(self, api: Api, crons: CronStore) -> None:
+    def __init__(
+        self, api: Api, crons: CronStore, *, webhooks: WebhookSettings | None = None
+    ) -> None:
         self.api = api
         self.crons = crons
+        self.webhooks = webhooks or WebhookSettings()
 
     async def _check_runs(self, assistant_id: Any, payload: dict[str, Any]) -> str:
         """Check the runs a payload describes as creating one would; the assistant's id."""
@@ -147,6 +152,8 @@ class CronRoutes:
             raise Refused(422, f"stream_mode is a mode or a list of modes, not {modes!r}")
         event_names(modes)
         _object(payload, "metadata")
+        # Refused here as a run's would be: every tick's run is delivered to it.
+        await checked_webhook(payload, self.webhooks)
         return assistant.assistant_id
 
     async def create(self, request: Request) -> Response:

@@ -74,6 +74,8 @@ def queue_tick(queue: RunQueue, tick: Tick, now: float) -> str:
         "on_disconnect": "continue",
     }
     kwargs.update(run_settings(assistant, payload))
+    if payload.get("webhook") is not None:
+        kwargs["webhook"] = payload["webhook"]  # checked as the cron was made or changed
     if cron.thread_id is None:
         kwargs["on_completion"] = cron.on_run_completed or "delete"
     run = QueuedRun(

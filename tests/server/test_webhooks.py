@@ -590,3 +590,45 @@ async def test_an_attempt_connects_to_the_address_checked_and_names_the_host(
     assert delivery["status"] == "delivered"
     (got,) = receiver.got
     assert {k.lower(): v for k, v in got.headers.items()}["host"] == f"hooks.test:{receiver.port}"
+
+
+async def test_a_crons_runs_are_delivered_to_its_webhook_and_a_bad_one_is_refused(
+    tmp_path: Path, receiver: Receiver
+):
+    with serving(tmp_path, webhooks=settings()) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            cron = await client.crons.create_for_thread(
+                tid, "echo", schedule="* * * * * *", input=said("tick"), webhook=receiver.url
+            )
+            with anyio.fail_after(30):
+                while not receiver.got:
+                    await anyio.sleep(0.05)
+            await client.crons.update(cron["cron_id"], enabled=False)
+            first = standardwebhooks.Webhook(SECRET).verify(
+                receiver.got[0].body, receiver.got[0].headers
+            )
+            assert first["thread_id"] == tid and first["status"] == "success"
+            assert first["metadata"]["cron_id"] == cron["cron_id"]
+            assert first["kwargs"]["webhook"] == receiver.url
+    strict = settings(allow_loopback=False)
+    (tmp_path / "strict").mkdir()
+    with serving(tmp_path / "strict", webhooks=strict) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            for create in (
+                client.crons.create_for_thread(
+                    tid, "echo", schedule="* * * * *", webhook=receiver.url
+                ),
+                client.crons.create("echo", schedule="* * * * *", webhook=receiver.url),
+            ):
+                with pytest.raises(httpx.HTTPStatusError) as refused:
+                    await create
+                assert refused.value.response.status_code == 422
+                assert "loopback" in refused.value.response.json()["detail"]
+            cron = await client.crons.create("echo", schedule="* * * * *")
+            with pytest.raises(httpx.HTTPStatusError) as refused:
+                await client.crons.update(cron["cron_id"], webhook=receiver.url)
+            assert refused.value.response.status_code == 422
+            (kept,) = await client.crons.search()
+            assert kept["cron_id"] == cron["cron_id"] and "webhook" not in kept["payload"]
