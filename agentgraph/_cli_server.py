@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import Any, TextIO
 
-from ._cli_load import CommandError, _model, load_target
+from ._cli_load import CommandError, _attribute, _model, load_target
 from ._cli_runs import load_versions
 from ._graph import Graph
 from ._runner import GraphRunner
@@ -45,6 +45,11 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
         choices=("pinned", "latest", "refuse"),
         help="what resuming a run of another graph version does, for runs whose assistant "
         "names none (default: the --versions policy, else latest)",
+    )
+    server.add_argument(
+        "--priority",
+        help="module:attribute naming a langgraph_sdk.Priority (or its assign function): "
+        "a thread's priority, assigned at its first run",
     )
     server.set_defaults(handler=_server)
     worker = commands.add_parser("worker", help="run queued runs of graphs, without the API")
@@ -89,6 +94,47 @@ def _common(cmd: Any, positive: Any, *, workers: Any, least: int) -> None:
         "--versions",
         help="module:attribute naming a GraphVersions: the older versions workers still run",
     )
+    for scope, whose in (("assistant", "each assistant's"), ("key", "each caller key's")):
+        cmd.add_argument(
+            f"--{scope}-concurrency",
+            type=positive,
+            help=f"{whose} runs running at once, on every worker together (default: no cap)",
+        )
+        cmd.add_argument(
+            f"--{scope}-rate",
+            type=_rate,
+            metavar="RUNS/SECONDS",
+            help=f"{whose} runs started in any window of SECONDS (default: no cap)",
+        )
+
+
+def _rate(text: str) -> tuple[int, float]:
+    """An argparse type: `RUNS/SECONDS`, as a rate and its window."""
+    runs, sep, seconds = text.partition("/")
+    try:
+        rate, per = int(runs), float(seconds)
+    except ValueError:
+        rate, per = 0, 0.0
+    if not sep or rate < 1 or not per > 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not RUNS/SECONDS (e.g. 60/60), both above 0"
+        ) from None
+    return rate, per
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The `FlowLimits` the options set."""
+    from .server import FlowLimits, Limit
+
+    def limit(scope: str) -> Any:
+        concurrency = getattr(args, f"{scope}_concurrency")
+        rate = getattr(args, f"{scope}_rate")
+        if concurrency is None and rate is None:
+            return None
+        rate, per = rate or (None, 60.0)
+        return Limit(concurrency=concurrency, rate=rate, per=per)
+
+    return FlowLimits(per_assistant=limit("assistant"), per_key=limit("key"))
 
 
 def _graphs(args: argparse.Namespace) -> dict[str, Graph[Any, Any]]:
@@ -114,7 +160,23 @@ def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) ->
         run_timeout=args.run_timeout,
         grace=args.grace,
         api_key=api_key,
+        limits=_limits(args),
+        priority=_priority(getattr(args, "priority", None)),
     )
+
+
+def _priority(target: str | None) -> Any:
+    """The priority function `--priority` names, checked (None when not given)."""
+    if target is None:
+        return None
+    from .server._priority import PriorityAssigner
+
+    found = _attribute(target)
+    try:
+        PriorityAssigner(found)
+    except TypeError as exc:
+        raise CommandError(f"--priority {target}: {exc}") from exc
+    return found
 
 
 def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -153,6 +215,7 @@ def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             run_timeout=args.run_timeout,
             grace=args.grace,
             schema=args.schema,
+            limits=_limits(args),
         )
         for _ in range(args.workers)
     ]

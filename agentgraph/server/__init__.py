@@ -7,11 +7,13 @@ Serve `app` with any ASGI server, or run `agentgraph server module:graph`.
 """
 
 from ._app import server_app as server_app
+from ._flow import FlowLimits as FlowLimits
+from ._flow import Limit as Limit
 from ._settings import ServerSettings as ServerSettings
 from ._webhook_settings import WebhookSettings as WebhookSettings
 from ._worker import Worker as Worker
 
-__all__ = ("ServerSettings", "WebhookSettings", "Worker", "server_app")
+__all__ = ("FlowLimits", "Limit", "ServerSettings", "WebhookSettings", "Worker", "server_app")
 
 from .._public import publish as _publish
 

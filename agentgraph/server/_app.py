@@ -23,6 +23,7 @@ from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
 from ._crons import CronStore
+from ._priority import PriorityAssigner
 from ._queue import RunQueue
 from ._routes_assistants import AssistantRoutes
 from ._routes_crons import CronRoutes
@@ -92,6 +93,7 @@ def server_app(
             grace=settings.grace,
             schema=schema,
             webhooks=settings.webhooks,
+            limits=settings.limits,
         )
         for _ in range(settings.workers)
     ]
@@ -101,6 +103,7 @@ def server_app(
             worker.wake()
 
     api = Api(queue, graphs, wake=wake)
+    priority = None if settings.priority is None else PriorityAssigner(settings.priority)
     crons = CronStore(where, schema=schema)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
@@ -142,7 +145,10 @@ def server_app(
         *ThreadRoutes(api).routes(),
         *CronRoutes(api, crons, webhooks=settings.webhooks).routes(),
         *RunRoutes(
-            api, resume_policy=_policy(settings, runner), webhooks=settings.webhooks
+            api,
+            resume_policy=_policy(settings, runner),
+            webhooks=settings.webhooks,
+            priority=priority,
         ).routes(),
         *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),

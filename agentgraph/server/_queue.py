@@ -36,6 +36,7 @@ import attrs
 import orjson
 
 from ._connections import Connections
+from ._flow import FLOW_SCHEMA, LOOK_PAST, FlowLimits, admit
 from ._outbox import OUTBOX_SCHEMA, record_delivery
 from ._signals import EVENTS_CHANNEL, RunSignals, signals_for
 
@@ -74,6 +75,8 @@ CREATE TABLE IF NOT EXISTS server_threads (
     interrupts TEXT NOT NULL DEFAULT '[]',
     waiting_run TEXT,
     owner TEXT,
+    priority INTEGER,
+    fairness_group TEXT,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -95,6 +98,9 @@ CREATE TABLE IF NOT EXISTS server_runs (
     webhook TEXT,
     graph_version INTEGER,
     resume_policy TEXT,
+    priority INTEGER NOT NULL DEFAULT 0,
+    flow_key TEXT,
+    dedup_key TEXT,
     start_at REAL NOT NULL,
     started_at REAL,
     created_at REAL NOT NULL,
@@ -141,8 +147,31 @@ CREATE TABLE IF NOT EXISTS server_assistant_versions (
 );
 """
 
-_ADDED = (("graph_version", "INTEGER"), ("resume_policy", "TEXT"), ("started_at", "REAL"))
+_ADDED = (
+    ("graph_version", "INTEGER"),
+    ("resume_policy", "TEXT"),
+    ("started_at", "REAL"),
+    ("priority", "INTEGER NOT NULL DEFAULT 0"),
+    ("flow_key", "TEXT"),
+    ("dedup_key", "TEXT"),
+)
 """Columns of `server_runs` added after its first release, added to older databases."""
+_THREADS_ADDED = (("priority", "INTEGER"), ("fairness_group", "TEXT"))
+"""Columns of `server_threads` added after its first release."""
+
+_ADDED_SCHEMA = (
+    FLOW_SCHEMA
+    + """
+CREATE UNIQUE INDEX IF NOT EXISTS server_runs_dedup ON server_runs (dedup_key)
+    WHERE dedup_key IS NOT NULL AND status IN ('pending', 'running');
+"""
+)
+"""What needs the added columns: made once they are there. The unique index holds one run
+in flight per deduplication key, whichever process creates it (see `enqueue`)."""
+_DEDUP_CONFLICT = (
+    " ON CONFLICT (dedup_key) WHERE dedup_key IS NOT NULL "
+    "AND status IN ('pending', 'running') DO NOTHING"
+)
 
 ENDED = frozenset({"success", "error", "timeout", "interrupted"})
 """The statuses a run ends in."""
@@ -170,6 +199,12 @@ class QueuedRun:
     worker that can resume that version claims it (see `claim`)."""
     resume_policy: str | None = None
     """What resuming it on another version does (`GraphVersions`' policies)."""
+    priority: int | None = None
+    """-5 (claimed first) to 5 (last); None when queued: its thread's, else 0."""
+    flow_key: str = ""
+    """The caller key whose limits the run counts against (`FlowLimits.per_key`)."""
+    dedup_key: str | None = None
+    """Its deduplication key: no second run in flight has it (see `enqueue`)."""
 
     @property
     def ended(self) -> bool:
@@ -211,7 +246,8 @@ class StoredThread:
 
 _RUN_COLUMNS = (
     "run_id, thread_id, assistant_id, graph_id, status, kwargs, metadata, multitask_strategy, "
-    "graph_run, cancel, attempt, created_at, updated_at, graph_version, resume_policy"
+    "graph_run, cancel, attempt, created_at, updated_at, graph_version, resume_policy, "
+    "priority, flow_key, dedup_key"
 )
 _THREAD_COLUMNS = (
     "thread_id, status, metadata, state, interrupts, waiting_run, created_at, updated_at"
@@ -256,7 +292,15 @@ def _run(row: Sequence[Any]) -> QueuedRun:
         row[12],
         row[13],
         row[14],
+        row[15],
+        row[16] or "",
+        row[17],
     )
+
+
+def _flow_fields(row: Sequence[Any]) -> tuple[str, str, str, str]:
+    """A run row's status, assistant, graph and caller key, for `_flow.admit`."""
+    return row[4], row[2], row[3], row[16] or ""
 
 
 def _thread(row: Sequence[Any]) -> StoredThread:
@@ -352,10 +396,18 @@ class RunQueue:
                         (schema,),
                     )
                 }
-                for column, kind in _ADDED:
-                    if column not in have:  # ALTER TABLE would wait for every reader
-                        kind = kind.replace("REAL", "DOUBLE PRECISION")
-                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
+                self._add_columns(have, "server_runs", _ADDED)
+                threads = {
+                    row[0]
+                    for row in self._db.execute(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name = 'server_threads'",
+                        (schema,),
+                    )
+                }
+                self._add_columns(threads, "server_threads", _THREADS_ADDED)
+                for statement in filter(str.strip, _ADDED_SCHEMA.split(";")):
+                    self._db.execute(statement.replace(" REAL", " DOUBLE PRECISION"))
                 self._db.execute("COMMIT")
         else:
             self._file = os.path.abspath(where)
@@ -367,9 +419,18 @@ class RunQueue:
             with self._lock:
                 self._db.executescript(_SCHEMA + _ASSISTANTS_SCHEMA + OUTBOX_SCHEMA)
                 have = {row[1] for row in self._db.execute("PRAGMA table_info(server_runs)")}
-                for column, kind in _ADDED:
-                    if column not in have:
-                        self._db.execute(f"ALTER TABLE server_runs ADD COLUMN {column} {kind}")
+                self._add_columns(have, "server_runs", _ADDED)
+                threads = {row[1] for row in self._db.execute("PRAGMA table_info(server_threads)")}
+                self._add_columns(threads, "server_threads", _THREADS_ADDED)
+                self._db.executescript(_ADDED_SCHEMA)
+
+    def _add_columns(self, have: set[str], table: str, added: Sequence[tuple[str, str]]) -> None:
+        """Add to `table` the columns of `added` it does not `have` (an older database)."""
+        for column, kind in added:
+            if column not in have:  # ALTER TABLE would wait for every reader
+                if self.postgres:
+                    kind = kind.replace("REAL", "DOUBLE PRECISION")
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     @property
     def _db(self) -> Any:
@@ -554,6 +615,26 @@ class RunQueue:
         )
         return [_thread(row) for row in rows]
 
+    def thread_priority(self, thread_id: str) -> tuple[int, str] | None:
+        """The priority settings stored on a thread (priority, fairness group), None when
+        it has none."""
+        rows = self._all(
+            "SELECT priority, fairness_group FROM server_threads "
+            "WHERE thread_id = ? AND priority IS NOT NULL",
+            (thread_id,),
+        )
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def set_thread_priority(self, thread_id: str, priority: int, fairness_group: str) -> None:
+        """Store a thread's priority settings, unless it has some already: the first kept."""
+        self._tx(
+            (
+                "UPDATE server_threads SET priority = ?, fairness_group = ? "
+                "WHERE thread_id = ? AND priority IS NULL",
+                (priority, fairness_group, thread_id),
+            )
+        )
+
     def update_thread(self, thread_id: str, **changes: Any) -> None:
         """Set some of a thread's columns (JSON ones given as Python values)."""
         assignments, values = _thread_columns(changes)
@@ -595,26 +676,53 @@ class RunQueue:
         The runs in flight are read locked (a worker's claim takes no thread lock):
         a claim under way commits first and its run is then seen running, never
         taken for pending and ended or deleted while its worker runs it.
+
+        A run with a `dedup_key` that a run in flight has already is not queued:
+        that run is answered instead (its `run_id` differs), whichever process
+        queued it, as a unique index admits one of them; nothing else is written.
         """
-        with self.transaction(thread=run.thread_id):
-            now = time.time()
-            run = attrs.evolve(run, created_at=now, updated_at=now)
-            flying = self._run_sql(
-                "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
-                f"AND status IN ('pending', 'running'){self._for_update}",
-                (run.thread_id,),
-            ).fetchall()
-            if flying and run.multitask_strategy == "reject":
-                return None  # nothing written: the transaction ends as it began
-            running: list[str] = []
-            if run.multitask_strategy in ("interrupt", "rollback"):
-                running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
-                if self.postgres:
+        while True:  # a run found by its key may end before it is read back: try again
+            with self.transaction(thread=run.thread_id):
+                now = time.time()
+                run = attrs.evolve(run, created_at=now, updated_at=now)
+                if run.dedup_key is not None:
+                    found = self._deduplicated(run.dedup_key)
+                    if found is not None:
+                        return found
+                flying = self._run_sql(
+                    "SELECT run_id, status FROM server_runs WHERE thread_id = ? "
+                    f"AND status IN ('pending', 'running'){self._for_update}",
+                    (run.thread_id,),
+                ).fetchall()
+                if flying and run.multitask_strategy == "reject":
+                    return None  # nothing written: the transaction ends as it began
+                inserted = self._insert(run, delay)
+                running: list[str] = []
+                if inserted and run.multitask_strategy in ("interrupt", "rollback"):
+                    running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
+                    if self.postgres:
+                        self._announce_cancels(running)
+            if inserted:
+                if not self.postgres:
                     self._announce_cancels(running)
-            self._insert(run, delay)
-        if not self.postgres:
-            self._announce_cancels(running)
-        return run
+                return run
+            assert run.dedup_key is not None  # nothing else keeps a run out
+            found = self.deduplicated(run.dedup_key)
+            if found is not None:
+                return found
+
+    def deduplicated(self, dedup_key: str) -> QueuedRun | None:
+        """The run in flight with `dedup_key`, if any."""
+        with self._lock:
+            return self._deduplicated(dedup_key)
+
+    def _deduplicated(self, dedup_key: str) -> QueuedRun | None:
+        rows = self._run_sql(
+            f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE dedup_key = ? "
+            "AND status IN ('pending', 'running')",
+            (dedup_key,),
+        ).fetchall()
+        return _run(rows[0]) if rows else None
 
     def _cancel_all(self, flying: Sequence[Any], action: str, now: float) -> list[str]:
         """Cancel the runs in `flying`: the ids of the running ones, whose workers are to
@@ -639,10 +747,14 @@ class RunQueue:
                 record_delivery(self._run_sql, run_id, "interrupted", now)
         return running
 
-    def _insert(self, run: QueuedRun, delay: float) -> None:
-        self._run_sql(
+    def _insert(self, run: QueuedRun, delay: float) -> bool:
+        """Insert `run`, its priority its own, else its thread's, else 0; False (nothing
+        written) when a run in flight has its `dedup_key`."""
+        inserted = self._run_sql(
             f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+            "COALESCE(?, (SELECT priority FROM server_threads WHERE thread_id = ?), 0), "
+            f"?, ?, ?){_DEDUP_CONFLICT}",
             (
                 run.run_id,
                 run.thread_id,
@@ -659,15 +771,22 @@ class RunQueue:
                 run.updated_at,
                 run.graph_version,
                 run.resume_policy,
+                run.priority,
+                run.thread_id,
+                run.flow_key,
+                run.dedup_key,
                 run.created_at + delay,
             ),
         )
+        if inserted.rowcount != 1:
+            return False
         self._run_sql(
             "UPDATE server_threads SET status = 'busy', updated_at = ? WHERE thread_id = ?",
             (run.created_at, run.thread_id),
         )
         if self.postgres:
             self._db.execute(f"NOTIFY {CHANNEL}")
+        return True
 
     def run(self, run_id: str) -> QueuedRun | None:
         rows = self._all(f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE run_id = ?", (run_id,))
@@ -697,6 +816,7 @@ class RunQueue:
         *,
         term: float = CLAIM_TERM,
         only: tuple[str, Sequence[Any]] = ("", ()),
+        limits: FlowLimits | None = None,
     ) -> list[QueuedRun]:
         """Take up to `count` runs due now: pending ones, or running ones whose claim lapsed.
 
@@ -711,10 +831,18 @@ class RunQueue:
         `only` is a condition on the run `r` and its parameters (the graph versions
         a worker can resume, see `_versions.claimable`): a run it excludes is left
         for another worker.
+
+        Before all that, runs go by priority: every ready run of priority -5 before
+        any of -4, and so on. Under `limits`, a run its assistant's or its caller
+        key's limit does not allow yet is skipped and stays pending (see `_flow`).
         """
         now = time.time()
         condition, bound = only
+        limited = limits is not None and limits.limited
         with self.transaction():
+            if limited and self.postgres:
+                # One claim under limits at a time, so no two count the same free place.
+                self._db.execute("SELECT pg_advisory_xact_lock(hashtext('agentgraph.flow'))")
             rows = self._run_sql(
                 f"SELECT {_RUN_COLUMNS} FROM server_runs AS r WHERE "
                 "((r.status = 'pending' AND r.start_at <= ?) "
@@ -723,11 +851,13 @@ class RunQueue:
                 " o.thread_id = r.thread_id AND o.run_id <> r.run_id AND ("
                 "  o.status = 'running' OR "
                 "  (o.status = 'pending' AND o.created_at < r.created_at))) "
-                f"{condition}ORDER BY CASE WHEN r.status = 'pending' "
+                f"{condition}ORDER BY r.priority, CASE WHEN r.status = 'pending' "
                 "AND r.start_at > r.created_at AND r.start_at > ? THEN 1 ELSE 0 END, "
                 f"r.start_at, r.created_at LIMIT ?{self._skip_locked}",
-                (now, now, *bound, now - FOLLOW_UPS_YIELD, count),
+                (now, now, *bound, now - FOLLOW_UPS_YIELD, count + LOOK_PAST if limited else count),
             ).fetchall()
+            if limits is not None and limited:
+                rows = admit(self._run_sql, limits, rows, count, now, fields=_flow_fields)
             for row in rows:
                 self._run_sql(
                     "UPDATE server_runs SET status = 'running', claimed_by = ?, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anyio
@@ -15,8 +15,10 @@ from starlette.routing import Route
 
 from .._versions import ResumePolicy
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
+from ._dedup import caller_key, dedup_key
 from ._history import history_of
 from ._mapping import run_context, typed
+from ._priority import PriorityAssigner, checked_priority
 from ._queue import QueuedRun
 from ._routes_threads import checkpoint_named, find_checkpoint
 from ._routes_webhooks import checked_webhook
@@ -29,6 +31,8 @@ __all__ = ("RunRoutes",)
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 _LOOK_AGAIN = 0.5
 """Seconds a wait for a run's end waits for word of it before reading the store anyway."""
+_REPLAYED = {"Idempotent-Replayed": "true"}
+"""The header of an answer with the run in flight that had the request's idempotency key."""
 
 
 def _choice(body: dict[str, Any], name: str, choices: tuple[str, ...]) -> str:
@@ -55,11 +59,14 @@ class RunRoutes:
         *,
         resume_policy: ResumePolicy = "latest",
         webhooks: WebhookSettings | None = None,
+        priority: PriorityAssigner | None = None,
     ) -> None:
         self.api = api
         self.resume_policy = resume_policy
         """The policy of a run whose assistant names none."""
         self.webhooks = webhooks or WebhookSettings()
+        self.priority = priority
+        """Assigns a thread's priority settings at its first run (`_priority`)."""
 
     async def version(self, graph_id: str, thread_id: str, command: Any) -> int | None:
         """The graph version a new run is on: a resume's, the version of the run it
@@ -73,7 +80,24 @@ class RunRoutes:
                 return found
         return self.api.graphs[graph_id].version
 
-    async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
+    async def create(
+        self,
+        body: dict[str, Any],
+        thread_id: str | None,
+        request: Request,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> tuple[QueuedRun, bool]:
+        """Queue the run `body` describes on `thread_id` (a new thread when None), for the
+        caller of `request` (its `headers` unless given): the run, and whether it is one
+        in flight that had the same idempotency key, answered instead of a new one."""
+        caller = caller_key(request)
+        dedup = dedup_key(body, request.headers if headers is None else headers, caller)
+        priority = checked_priority(body, request.query_params)
+        if dedup is not None:
+            found = await self.api.call(self.api.queue.deduplicated, dedup)
+            if found is not None:
+                return self.replayed(found, thread_id), True
         webhook = await checked_webhook(body, self.webhooks)
         assistant = await self.api.assistant(body.get("assistant_id"))
         graph_id = assistant.graph_id
@@ -87,16 +111,11 @@ class RunRoutes:
         if strategy not in _STRATEGIES:
             raise Refused(422, f"multitask_strategy is one of {', '.join(_STRATEGIES)}")
         stateless = thread_id is None
-        if thread_id is None:
-            thread_id = str(uuid.uuid4())
-            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
-        else:
-            try:
-                await self.api.thread(thread_id)
-            except Refused as missing:
-                if body.get("if_not_exists") != "create" or missing.status != 404:
-                    raise
-                await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        thread_id = await self.thread_for(body, thread_id)
+        if self.priority is not None and priority is None:
+            await self.assign_priority(
+                self.priority, caller, thread_id, None if stateless else thread_id, assistant, body
+            )
         checkpoint_id = checkpoint_named(body)
         if checkpoint_id is not None:
             await find_checkpoint(self.api, thread_id, checkpoint_id)
@@ -134,19 +153,78 @@ class RunRoutes:
             now,
             await self.version(graph_id, thread_id, kwargs["command"]),
             policy,
+            priority=priority,
+            flow_key=caller,
+            dedup_key=dedup,
         )
+        return await self.queued(run, float(body.get("after_seconds") or 0), stateless)
+
+    async def thread_for(self, body: dict[str, Any], thread_id: str | None) -> str:
+        """The thread a run goes on: `thread_id`, created if missing when the body says
+        so, or a new one (a stateless run's) when None."""
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+            return thread_id
+        try:
+            await self.api.thread(thread_id)
+        except Refused as missing:
+            if body.get("if_not_exists") != "create" or missing.status != 404:
+                raise
+            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        return thread_id
+
+    async def queued(self, run: QueuedRun, delay: float, stateless: bool) -> tuple[QueuedRun, bool]:
+        """Queue `run` after `delay` seconds: the run, or the run in flight that had its
+        idempotency key (and True)."""
+        thread_id = run.thread_id
         await self.api.call(
             self.api.queue.add_events,
             run.run_id,
             [("metadata", {"run_id": run.run_id, "thread_id": thread_id, "attempt": 1})],
         )
-        delay = float(body.get("after_seconds") or 0)
         queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)
         if queued is None:
             await self.api.call(self.api.queue.delete_run, run.run_id)
             raise Refused(409, f"thread {thread_id!r} has a run in flight")
+        if queued.run_id != run.run_id:  # another request with its key was queued first
+            await self.api.call(self.api.queue.delete_run, run.run_id)
+            if stateless:
+                await self.api.call(self.api.queue.forget_thread, thread_id)
+            return self.replayed(queued, None if stateless else thread_id), True
         self.api.wake()
-        return queued
+        return queued, False
+
+    def replayed(self, found: QueuedRun, thread_id: str | None) -> QueuedRun:
+        """The run in flight with a request's idempotency key; 409 when it runs on
+        another thread than the request names."""
+        if thread_id is not None and found.thread_id != thread_id:
+            raise Refused(
+                409, f"the idempotency key is in use by run {found.run_id!r} of another thread"
+            )
+        return found
+
+    async def assign_priority(
+        self,
+        assigner: PriorityAssigner,
+        caller: str,
+        thread_id: str,
+        named: str | None,
+        assistant: Any,
+        body: dict[str, Any],
+    ) -> None:
+        """Store the priority settings of a thread that has none, as `assigner` decides."""
+        if await self.api.call(self.api.queue.thread_priority, thread_id) is not None:
+            return
+        thread = await self.api.thread(thread_id)
+        priority, group = await assigner.assign(
+            identity=caller,
+            thread_id=named,
+            thread_metadata=thread.metadata,
+            assistant=assistant,
+            run_metadata=body.get("metadata") or {},
+        )
+        await self.api.call(self.api.queue.set_thread_priority, thread_id, priority, group)
 
     def where(self, run: QueuedRun) -> dict[str, str]:
         """The run's address, and where a client cut off while waiting reconnects to."""
@@ -198,17 +276,28 @@ class RunRoutes:
         return request.path_params.get("thread_id")
 
     async def create_background(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
+        run, replayed = await self.create(
+            await read_body(request), self.thread_of(request), request
+        )
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
-        return json_response(run_json(run), headers={"Content-Location": base})
+        headers = {"Content-Location": base, **(_REPLAYED if replayed else {})}
+        return json_response(run_json(run), headers=headers)
 
     async def create_stream(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
-        return self.stream(run, 0)
+        run, replayed = await self.create(
+            await read_body(request), self.thread_of(request), request
+        )
+        response = self.stream(run, 0)
+        if replayed:
+            response.headers.update(_REPLAYED)
+        return response
 
     async def create_wait(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
-        return json_response(await self.result(run), headers=self.where(run))
+        run, replayed = await self.create(
+            await read_body(request), self.thread_of(request), request
+        )
+        headers = {**self.where(run), **(_REPLAYED if replayed else {})}
+        return json_response(await self.result(run), headers=headers)
 
     async def listing(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
@@ -291,7 +380,8 @@ class RunRoutes:
         items = orjson.loads(raw) if raw else []
         if not isinstance(items, list):
             raise Refused(422, "a batch is a JSON list of runs")
-        runs = [await self.create(item, None) for item in items]
+        # Each item carries its own idempotency key, if any: the request's header is not theirs.
+        runs = [(await self.create(item, None, request, headers={}))[0] for item in items]
         return json_response([run_json(r) for r in runs])
 
     def routes(self) -> list[Route]:

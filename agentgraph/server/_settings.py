@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from .._versions import POLICIES, ResumePolicy
+from ._flow import FlowLimits
 from ._webhook_settings import WebhookSettings
 
 __all__ = ("ServerSettings",)
@@ -35,6 +36,11 @@ class ServerSettings:
         webhooks: where runs' webhooks may go and how they are signed and retried;
             by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
             `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
+        limits: how many runs of an assistant, or of a caller key, the workers
+            run at once and start per window (default: no limit).
+        priority: a `langgraph_sdk.Priority` (or its `@priority.assign`
+            function) that assigns a thread's priority at its first run;
+            None (the default): a run's priority is its own, else 0.
     """
 
     workers: int = attrs.field(default=1)
@@ -46,3 +52,5 @@ class ServerSettings:
         default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
     )
     webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)
+    limits: FlowLimits = attrs.field(factory=FlowLimits)
+    priority: object | None = None

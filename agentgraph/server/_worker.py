@@ -38,6 +38,7 @@ from ..checkpoint._sqlite import SQLiteStore
 from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
 from ._emitter import RunEmitter
+from ._flow import FlowLimits
 from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._scheduler import Scheduler
@@ -73,8 +74,11 @@ class Worker:
         cancel_poll: float = CANCEL_POLL,
         schema: str = "agentgraph",
         webhooks: WebhookSettings | None = None,
+        limits: FlowLimits | None = None,
     ) -> None:
         self.path = path
+        self.limits = limits or FlowLimits()
+        """The limits its claims keep to (`FlowLimits`): give every worker the same."""
         self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
@@ -187,7 +191,9 @@ class Worker:
             self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
+        return queue.claim(
+            self.name, count, term=self.claim_term, only=self.claims, limits=self.limits
+        )
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
