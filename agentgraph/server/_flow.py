@@ -155,19 +155,18 @@ def admit(
         if len(taken) == count:
             break
         status, assistant_id, graph_id, key = fields(row)
-        if status == "running":  # claimed again: admitted once already
-            taken.append(row)
-            continue
         mine = (
             (limits.of_assistant(assistant_id, graph_id), ("assistant", assistant_id)),
             (limits.per_key, ("key", key)),
         )
-        if not all(_allows(limit, counts, which, now) for limit, which in mine):
+        # A run claimed again was admitted once already: it runs, but starts nothing new.
+        again = status == "running"
+        if not again and not all(_allows(limit, counts, which, now) for limit, which in mine):
             continue
         taken.append(row)
         for limit, which in mine:
             counts.running[which] += 1
-            if limit is not None and limit.rate is not None:
+            if not again and limit is not None and limit.rate is not None:
                 counts.started.setdefault(which, []).append(now)
                 run_sql(
                     "INSERT INTO server_flow_starts (scope, name, at) VALUES (?, ?, ?)",
