@@ -5,6 +5,7 @@ processes and two API processes on one PostgreSQL database."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 import uuid
 import warnings
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import httpx
 import pytest
 from langgraph_sdk import Priority, PriorityContext, PrioritySettings, get_client
@@ -46,16 +48,19 @@ def queue(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RunQueue]:
     drop_schema(dsn, schema)
 
 
+def run_on(thread_id: str, assistant: str = "a", strategy: str = "enqueue") -> QueuedRun:
+    now = time.time()
+    return QueuedRun(
+        str(uuid.uuid4()), thread_id, assistant, "echo", "pending", {}, {}, strategy,
+        None, None, 0, now, now,
+    )  # fmt: skip
+
+
 def queued(queue: RunQueue, assistant: str = "a", **fields: Any) -> QueuedRun:
     """A run of `assistant` queued on a thread of its own."""
     thread_id = str(uuid.uuid4())
     queue.put_thread(thread_id, {}, replace=False)
-    now = time.time()
-    run = QueuedRun(
-        str(uuid.uuid4()), thread_id, assistant, "echo", "pending", {}, {}, "enqueue",
-        None, None, 0, now, now, **fields,
-    )  # fmt: skip
-    stored = queue.enqueue(run)
+    stored = queue.enqueue(attrs.evolve(run_on(thread_id, assistant), **fields))
     assert stored is not None
     return stored
 
@@ -85,24 +90,7 @@ def test_a_run_without_a_priority_takes_its_threads(queue: RunQueue):
     queue.set_thread_priority(thread_id, -3, "team-a")
     queue.set_thread_priority(thread_id, 4, "team-b")  # the first settings are kept
     assert queue.thread_priority(thread_id) == (-3, "team-a")
-    now = time.time()
-    urgent = queue.enqueue(
-        QueuedRun(
-            str(uuid.uuid4()),
-            thread_id,
-            "a",
-            "echo",
-            "pending",
-            {},
-            {},
-            "enqueue",
-            None,
-            None,
-            0,
-            now,
-            now,
-        )  # fmt: skip
-    )
+    urgent = queue.enqueue(run_on(thread_id))
     assert urgent is not None
     assert queue.run(urgent.run_id).priority == -3  # type: ignore[union-attr]
     assert queue.run(plain.run_id).priority == 0  # type: ignore[union-attr]
@@ -187,11 +175,7 @@ def test_a_run_with_a_key_in_flight_is_answered_instead_until_it_ends(queue: Run
 
 def test_a_duplicate_strategy_cancels_nothing(queue: RunQueue):
     first = queued(queue, dedup_key="k")
-    now = time.time()
-    duplicate = QueuedRun(
-        str(uuid.uuid4()), first.thread_id, "a", "echo", "pending", {}, {}, "interrupt",
-        None, None, 0, now, now, dedup_key="k",
-    )  # fmt: skip
+    duplicate = attrs.evolve(run_on(first.thread_id, strategy="interrupt"), dedup_key="k")
     assert queue.enqueue(duplicate) == queue.run(first.run_id)
     assert queue.run(first.run_id).cancel is None  # type: ignore[union-attr]
 
@@ -307,6 +291,7 @@ async def test_a_priority_function_sets_a_threads_priority_at_its_first_run(tmp_
 # -- two worker processes and two API processes on PostgreSQL --------------------------------
 
 _HELD = ("crash=tests.server.support:crash",)
+_LIMITED = ("--grace", "1", "--assistant-concurrency", "1", "--key-rate", "100/60")
 
 
 @contextlib.contextmanager
@@ -316,20 +301,8 @@ def limited_workers(dsn: str, schema: str, folder: Path) -> Iterator[None]:
         for _ in range(2):
             process = processes.enter_context(
                 agentgraph(
-                    "worker",
-                    *_HELD,
-                    "--store",
-                    dsn,
-                    "--schema",
-                    schema,
-                    "--grace",
-                    "1",
-                    "--assistant-concurrency",
-                    "1",
-                    "--key-rate",
-                    "100/60",
-                    folder=folder,
-                )  # fmt: skip
+                    "worker", *_HELD, *_LIMITED, "--store", dsn, "--schema", schema, folder=folder
+                )
             )
             working(process)
         yield
@@ -384,7 +357,7 @@ async def test_two_workers_share_an_assistants_limit_and_start_runs_by_priority(
     assert [priorities.get(r) for r in by_start] == [None, -5, -2, 0, 3]
     # One at a time: each run started once the one before it had ended.
     spans = [started[r] for r in by_start]
-    assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+    assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
 
 
 @pytest.mark.anyio
@@ -399,16 +372,16 @@ async def test_one_key_sent_to_two_api_processes_at_once_creates_one_run(
         ):
             for attempt in range(5):
                 key = {"Idempotency-Key": f"k-{attempt}"}
-                created: list[Any] = [None] * 6
+                created: list[Any] = []
 
-                async def create(n: int, key: dict[str, str] = key) -> None:
-                    created[n] = await (a, b)[n % 2].runs.create(
-                        None, "echo", input=said("x"), headers=key
+                async def create(n: int, key: dict[str, str], into: list[Any]) -> None:
+                    into.append(
+                        await (a, b)[n % 2].runs.create(None, "echo", input=said("x"), headers=key)
                     )
 
                 async with anyio.create_task_group() as tasks:
                     for n in range(6):
-                        tasks.start_soon(create, n)
+                        tasks.start_soon(create, n, key, created)
                 assert len({run["run_id"] for run in created}) == 1, attempt
     stored = RunQueue(dsn, schema=schema)
     try:
