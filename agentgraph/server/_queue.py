@@ -836,13 +836,13 @@ class RunQueue:
         any of -4, and so on. Under `limits`, a run its assistant's or its caller
         key's limit does not allow yet is skipped and stays pending (see `_flow`).
         """
-        now = time.time()
         condition, bound = only
         limited = limits is not None and limits.limited
         with self.transaction():
             if limited and self.postgres:
                 # One claim under limits at a time, so no two count the same free place.
                 self._db.execute("SELECT pg_advisory_xact_lock(hashtext('agentgraph.flow'))")
+            now = time.time()  # once the turn came: the starts it records are in order
             rows = self._run_sql(
                 f"SELECT {_RUN_COLUMNS} FROM server_runs AS r WHERE "
                 "((r.status = 'pending' AND r.start_at <= ?) "
