@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph_sdk import get_sync_client
@@ -58,3 +61,57 @@ def test_the_server_command_serves_and_a_sigterm_lets_the_running_run_finish(tmp
             assert client.runs.get(tid, run["run_id"])["status"] == "success"
         again.send_signal(signal.SIGTERM)
         assert again.wait(timeout=60) == -signal.SIGTERM
+
+
+async def premium_first(ctx: Any) -> dict[str, Any]:
+    """A priority function, as `--priority` names it."""
+    return {"priority": -1}
+
+
+def test_the_flow_options_set_the_limits_and_the_priority_function():
+    from agentgraph._cli import _parser
+    from agentgraph._cli_server import _settings
+    from agentgraph.server import FlowLimits, Limit
+
+    args = _parser().parse_args(
+        [
+            "server", "echo=tests.server.support:echo", "--assistant-concurrency", "2",
+            "--key-rate", "60/30", "--key-concurrency", "4",
+            "--priority", "tests.server.test_cli:premium_first",
+        ]
+    )  # fmt: skip
+    settings = _settings(args, workers=1, api_key=None)
+    assert settings.limits == FlowLimits(
+        per_assistant=Limit(concurrency=2), per_key=Limit(concurrency=4, rate=60, per=30.0)
+    )
+    # Imported by name, as a module of its own: the same function, not the same object.
+    assert getattr(settings.priority, "__qualname__", None) == "premium_first"
+    worker = _parser().parse_args(["worker", "echo=tests.server.support:echo"])
+    assert _settings(worker, workers=1, api_key=None).limits == FlowLimits()
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--key-rate", "0/60"], "is not RUNS/SECONDS"),
+        (["--assistant-rate", "10"], "is not RUNS/SECONDS"),
+        (["--assistant-rate", "10/never"], "is not RUNS/SECONDS"),
+        (["--priority", "tests.server.support:echo"], "--priority tests.server.support:echo"),
+    ],
+)
+def test_a_bad_flow_option_is_refused_before_serving(
+    option: list[str], said: str, capsys: pytest.CaptureFixture[str]
+):
+    from agentgraph._cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    status = 2
+    with contextlib.suppress(SystemExit):  # argparse exits on a bad value
+        status = main(
+            ["server", "echo=tests.server.support:echo", "--port", "0", *option],
+            stdout=out,
+            stderr=err,
+        )
+    assert status == 2
+    assert said in err.getvalue() + capsys.readouterr().err
+    assert out.getvalue() == ""
