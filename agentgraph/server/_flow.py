@@ -35,7 +35,7 @@ CREATE TABLE IF NOT EXISTS server_flow_starts (
     name TEXT NOT NULL,
     at REAL NOT NULL
 );
-CREATE INDEX IF NOT EXISTS server_flow_starts_at ON server_flow_starts (scope, name, at);
+CREATE INDEX IF NOT EXISTS server_flow_starts_at ON server_flow_starts (at);
 """
 
 
@@ -97,15 +97,16 @@ class _Counts:
     """What a claim under limits has read of the database, and what it has taken."""
 
     running: collections.Counter[tuple[str, str]]
-    started: dict[tuple[str, str], list[float]]
+    started: dict[float, collections.Counter[tuple[str, str]]]
+    """Runs started within each window (by its length), per scope and name."""
 
 
 def _counts(run_sql: Callable[..., Any], limits: FlowLimits, now: float) -> _Counts:
-    windows = [
+    windows = {
         limit.per
         for limit in (limits.per_assistant, limits.per_key, *limits.assistants.values())
         if limit is not None and limit.rate is not None
-    ]
+    }
     running: collections.Counter[tuple[str, str]] = collections.Counter()
     for assistant_id, key, count in run_sql(
         "SELECT assistant_id, COALESCE(flow_key, ''), COUNT(*) FROM server_runs "
@@ -114,25 +115,27 @@ def _counts(run_sql: Callable[..., Any], limits: FlowLimits, now: float) -> _Cou
     ).fetchall():
         running["assistant", assistant_id] += count
         running["key", key] += count
-    started: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+    started: dict[float, collections.Counter[tuple[str, str]]] = {}
     if windows:
-        oldest = now - max(windows)
-        run_sql("DELETE FROM server_flow_starts WHERE at <= ?", (oldest,))
-        for scope, name, at in run_sql("SELECT scope, name, at FROM server_flow_starts", ()):
-            started[scope, name].append(at)
+        run_sql("DELETE FROM server_flow_starts WHERE at <= ?", (now - max(windows),))
+    for window in windows:
+        counted: collections.Counter[tuple[str, str]] = collections.Counter()
+        started[window] = counted
+        for scope, name, count in run_sql(
+            "SELECT scope, name, COUNT(*) FROM server_flow_starts WHERE at > ? "
+            "GROUP BY scope, name",
+            (now - window,),
+        ).fetchall():
+            counted[scope, name] = count
     return _Counts(running, started)
 
 
-def _allows(limit: Limit | None, counts: _Counts, which: tuple[str, str], now: float) -> bool:
+def _allows(limit: Limit | None, counts: _Counts, which: tuple[str, str]) -> bool:
     if limit is None:
         return True
     if limit.concurrency is not None and counts.running[which] >= limit.concurrency:
         return False
-    if limit.rate is not None:
-        recent = sum(at > now - limit.per for at in counts.started.get(which, ()))
-        if recent >= limit.rate:
-            return False
-    return True
+    return limit.rate is None or counts.started[limit.per][which] < limit.rate
 
 
 def admit(
@@ -161,13 +164,14 @@ def admit(
         )
         # A run claimed again was admitted once already: it runs, but starts nothing new.
         again = status == "running"
-        if not again and not all(_allows(limit, counts, which, now) for limit, which in mine):
+        if not again and not all(_allows(limit, counts, which) for limit, which in mine):
             continue
         taken.append(row)
         for limit, which in mine:
             counts.running[which] += 1
             if not again and limit is not None and limit.rate is not None:
-                counts.started.setdefault(which, []).append(now)
+                for counted in counts.started.values():
+                    counted[which] += 1
                 run_sql(
                     "INSERT INTO server_flow_starts (scope, name, at) VALUES (?, ?, ?)",
                     (*which, now),
