@@ -40,8 +40,10 @@ CREATE INDEX IF NOT EXISTS server_flow_starts_at ON server_flow_starts (at);
 
 
 def _at_least_one(instance: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and (isinstance(value, bool) or value < 1):
-        raise ValueError(f"{attribute.name} is at least 1 (or None), not {value!r}")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(
+            f"{attribute.name} is a whole number of at least 1 (or None), not {value!r}"
+        )
 
 
 def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:

@@ -150,7 +150,13 @@ def test_a_run_claimed_again_after_its_worker_died_is_not_held_by_its_limit(queu
 
 
 def test_limits_refuse_what_is_not_a_count_or_a_window():
-    for bad in ({"concurrency": 0}, {"rate": -1}, {"per": 0.0}, {"concurrency": True}):
+    for bad in (
+        {"concurrency": 0},
+        {"rate": -1},
+        {"per": 0.0},
+        {"concurrency": True},
+        {"rate": 1.5},
+    ):
         with pytest.raises(ValueError, match=next(iter(bad))):
             Limit(**bad)
 
