@@ -257,12 +257,13 @@ class CronStore:
             self._db.execute(f"NOTIFY {CHANNEL}")
 
     # -- crons ----------------------------------------------------------------------------
-    def put(self, cron: StoredCron) -> None:
+    def put(self, cron: StoredCron, *, owner: str | None = None) -> None:
+        """Store a new cron, made by `owner` (its ticks' runs are theirs too)."""
         with self._writing():
             self._run_sql(
-                f"INSERT INTO server_crons ({_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                _row(cron),
+                f"INSERT INTO server_crons ({_COLUMNS}, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*_row(cron), owner),
             )
             self._announce()
 

@@ -17,8 +17,9 @@ cancel is announced to the workers of this process on the same file.
 Assistants live here too: `server_assistants` holds each assistant as its
 current version says, `server_assistant_versions` every version it had.
 
-The `owner` columns are unused so far: they hold the room authorization and
-per-user isolation need. Crons keep their own tables (`_crons`).
+The `owner` columns hold who created each assistant, thread, run and cron
+(the caller's identity, see `_auth.caller`); a run whose thread is gone is
+its owner's alone. Crons keep their own tables (`_crons`).
 """
 
 from __future__ import annotations
@@ -522,8 +523,15 @@ class RunQueue:
             _LOCAL_CANCELS.announce(self._file, run_ids)
 
     # -- threads ---------------------------------------------------------------------------
-    def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
-        """Create a thread; False when it exists (and `replace` is off)."""
+    def put_thread(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any],
+        *,
+        replace: bool,
+        owner: str | None = None,
+    ) -> bool:
+        """Create a thread, made by `owner`; False when it exists (and `replace` is off)."""
         now = time.time()
         if replace:
             conflict = (
@@ -533,9 +541,9 @@ class RunQueue:
             conflict = "DO NOTHING"
         with self._lock:
             cursor = self._run_sql(
-                "INSERT INTO server_threads (thread_id, metadata, created_at, updated_at) "
-                f"VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) {conflict}",
-                (thread_id, orjson.dumps(metadata).decode(), now, now),
+                "INSERT INTO server_threads (thread_id, metadata, owner, created_at, updated_at) "
+                f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) {conflict}",
+                (thread_id, orjson.dumps(metadata).decode(), owner, now, now),
             )
             return bool(cursor.rowcount == 1)
 
@@ -581,9 +589,11 @@ class RunQueue:
         self._tx(("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)))
 
     # -- runs ------------------------------------------------------------------------------
-    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> QueuedRun | None:
-        """Queue `run` under its `multitask_strategy`, in one transaction: the run as
-        stored, or None when it was rejected.
+    def enqueue(
+        self, run: QueuedRun, *, delay: float = 0.0, owner: str | None = None
+    ) -> QueuedRun | None:
+        """Queue `run` (made by `owner`) under its `multitask_strategy`, in one
+        transaction: the run as stored, or None when it was rejected.
 
         The thread's row is locked first, so two runs queued at once on one
         thread see each other: `reject` refuses when any run is pending or
@@ -611,7 +621,7 @@ class RunQueue:
                 running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
                 if self.postgres:
                     self._announce_cancels(running)
-            self._insert(run, delay)
+            self._insert(run, delay, owner)
         if not self.postgres:
             self._announce_cancels(running)
         return run
@@ -639,10 +649,10 @@ class RunQueue:
                 record_delivery(self._run_sql, run_id, "interrupted", now)
         return running
 
-    def _insert(self, run: QueuedRun, delay: float) -> None:
+    def _insert(self, run: QueuedRun, delay: float, owner: str | None) -> None:
         self._run_sql(
-            f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at, owner) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_id,
                 run.thread_id,
@@ -660,6 +670,7 @@ class RunQueue:
                 run.graph_version,
                 run.resume_policy,
                 run.created_at + delay,
+                owner,
             ),
         )
         self._run_sql(
@@ -668,6 +679,14 @@ class RunQueue:
         )
         if self.postgres:
             self._db.execute(f"NOTIFY {CHANNEL}")
+
+    def owner(self, kind: str, key: str) -> str | None:
+        """Who made the assistant, thread, run or cron (`kind`: `assistants`, `threads`,
+        `runs`, `crons`, whose table `_crons` keeps beside these) of id `key`; None
+        when no one is recorded, or there is none."""
+        table, column = _OWNED[kind]
+        rows = self._all(f"SELECT owner FROM {table} WHERE {column} = ?", (key,))
+        return rows[0][0] if rows else None
 
     def run(self, run_id: str) -> QueuedRun | None:
         rows = self._all(f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE run_id = ?", (run_id,))
@@ -940,13 +959,14 @@ class RunQueue:
             (*_assistant_fields(assistant), assistant.updated_at),
         )
 
-    def put_assistant(self, assistant: StoredAssistant) -> bool:
-        """Store a new assistant as its version 1; False (nothing written) when its id is taken."""
+    def put_assistant(self, assistant: StoredAssistant, *, owner: str | None = None) -> bool:
+        """Store a new assistant, made by `owner`, as its version 1; False (nothing
+        written) when its id is taken."""
         with self.transaction():
             cursor = self._run_sql(
-                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
-                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at),
+                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
+                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at, owner),
             )
             created = bool(cursor.rowcount == 1)
             if created:
@@ -1103,6 +1123,14 @@ def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:
 def _has(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
     return all(metadata.get(key) == value for key, value in (wanted or {}).items())
 
+
+_OWNED = {
+    "assistants": ("server_assistants", "assistant_id"),
+    "threads": ("server_threads", "thread_id"),
+    "runs": ("server_runs", "run_id"),
+    "crons": ("server_crons", "cron_id"),
+}
+"""The tables of the resources with an owner, and their id columns."""
 
 _THREAD_JSON = frozenset({"metadata", "state", "interrupts"})
 _THREAD_SETTABLE = _THREAD_JSON | {"status", "waiting_run"}

@@ -15,9 +15,11 @@ from starlette.routing import Route
 
 from .._versions import ResumePolicy
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
+from ._auth import caller, plain, uid
+from ._auth_filter import Filter
 from ._history import history_of
 from ._mapping import run_context, typed
-from ._queue import QueuedRun
+from ._queue import QueuedRun, StoredThread
 from ._routes_threads import checkpoint_named, find_checkpoint
 from ._routes_webhooks import checked_webhook
 from ._sse import event_names, frames, last_event_id
@@ -26,6 +28,10 @@ from ._webhook_settings import WebhookSettings
 
 __all__ = ("RunRoutes",)
 
+_NOT_KWARGS = frozenset(
+    {"assistant_id", "metadata", "multitask_strategy", "if_not_exists", "after_seconds"}
+)
+"""The keys of a run's body that are not its `kwargs` in a handler's value (`RunsCreate`)."""
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 _LOOK_AGAIN = 0.5
 """Seconds a wait for a run's end waits for word of it before reading the store anyway."""
@@ -46,8 +52,22 @@ def _modes(body: dict[str, Any]) -> list[str]:
     return modes
 
 
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    metadata = plain(value.get("metadata") or {})
+    if not isinstance(metadata, dict):
+        raise Refused(422, f"metadata is a JSON object, not {metadata!r}")
+    return metadata
+
+
 class RunRoutes:
-    """Runs on a thread and stateless runs."""
+    """Runs on a thread and stateless runs.
+
+    Runs are seen as their thread is: creating one asks the authorization hooks
+    for `threads` `create_run` (and its assistant for `assistants` `read`),
+    reading, joining or streaming one for `threads` `read`, cancelling it for
+    `update`, deleting it for `delete`; a run the filter leaves out is refused
+    as a missing one.
+    """
 
     def __init__(
         self,
@@ -73,9 +93,63 @@ class RunRoutes:
                 return found
         return self.api.graphs[graph_id].version
 
-    async def create(self, body: dict[str, Any], thread_id: str | None) -> QueuedRun:
+    async def _allowed(
+        self, request: Request, body: dict[str, Any], thread_id: str | None
+    ) -> tuple[Filter, dict[str, Any]]:
+        """What the hooks say of a new run: the filter its thread must pass, and the
+        run's body with the metadata the handler gave it."""
+        value = {
+            "assistant_id": uid(body.get("assistant_id")),
+            "thread_id": None if thread_id is None else uid(thread_id),
+            "run_id": None,
+            "status": "pending",
+            "metadata": _metadata(body),
+            "prevent_insert_if_inflight": True,
+            "multitask_strategy": body.get("multitask_strategy") or "enqueue",
+            "if_not_exists": body.get("if_not_exists") or "reject",
+            "after_seconds": body.get("after_seconds") or 0,
+            "kwargs": {k: v for k, v in body.items() if k not in _NOT_KWARGS},
+        }
+        where = await self.api.access.check(request, "threads", "create_run", value)
+        return where, {**body, "metadata": _metadata(value)}
+
+    async def _thread_for(
+        self, request: Request, body: dict[str, Any], thread_id: str | None, where: Filter
+    ) -> str:
+        """The new run's thread: the one named, when the filter lets the caller see it (or
+        made, with `if_not_exists: create`, when it is missing), else a new one."""
+        owner = caller(request.scope) or None
+        if thread_id is not None:
+            try:
+                await self.api.thread(thread_id, where=where)
+                return thread_id
+            except Refused as missing:
+                if body.get("if_not_exists") != "create" or missing.status != 404:
+                    raise
+                made = await self.api.call(
+                    self.api.queue.put_thread,
+                    thread_id,
+                    where.stamped({}),
+                    replace=False,
+                    owner=owner,
+                )
+                if not made:  # there, but not the caller's to see
+                    raise
+                return thread_id
+        thread_id = str(uuid.uuid4())
+        await self.api.call(
+            self.api.queue.put_thread, thread_id, where.stamped({}), replace=False, owner=owner
+        )
+        return thread_id
+
+    async def create(
+        self, request: Request, body: dict[str, Any], thread_id: str | None
+    ) -> QueuedRun:
         webhook = await checked_webhook(body, self.webhooks)
-        assistant = await self.api.assistant(body.get("assistant_id"))
+        where, body = await self._allowed(request, body, thread_id)
+        read = {"assistant_id": uid(body.get("assistant_id"))}
+        seen = await self.api.access.check(request, "assistants", "read", read)
+        assistant = await self.api.assistant(body.get("assistant_id"), where=seen)
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
         settings = run_settings(assistant, body)
@@ -87,16 +161,7 @@ class RunRoutes:
         if strategy not in _STRATEGIES:
             raise Refused(422, f"multitask_strategy is one of {', '.join(_STRATEGIES)}")
         stateless = thread_id is None
-        if thread_id is None:
-            thread_id = str(uuid.uuid4())
-            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
-        else:
-            try:
-                await self.api.thread(thread_id)
-            except Refused as missing:
-                if body.get("if_not_exists") != "create" or missing.status != 404:
-                    raise
-                await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
+        thread_id = await self._thread_for(request, body, thread_id, where)
         checkpoint_id = checkpoint_named(body)
         if checkpoint_id is not None:
             await find_checkpoint(self.api, thread_id, checkpoint_id)
@@ -141,7 +206,9 @@ class RunRoutes:
             [("metadata", {"run_id": run.run_id, "thread_id": thread_id, "attempt": 1})],
         )
         delay = float(body.get("after_seconds") or 0)
-        queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)
+        queued: QueuedRun | None = await self.api.call(
+            self.api.queue.enqueue, run, delay=delay, owner=caller(request.scope) or None
+        )
         if queued is None:
             await self.api.call(self.api.queue.delete_run, run.run_id)
             raise Refused(409, f"thread {thread_id!r} has a run in flight")
@@ -197,21 +264,36 @@ class RunRoutes:
     def thread_of(self, request: Request) -> str | None:
         return request.path_params.get("thread_id")
 
+    async def _run(
+        self, request: Request, action: str, value: dict[str, Any] | None = None
+    ) -> QueuedRun:
+        """The run the path names, once the hooks allow `action` on its thread."""
+        thread_id, run_id = self.thread_of(request), request.path_params["run_id"]
+        value = {"thread_id": uid(thread_id), "run_id": uid(run_id), **(value or {})}
+        where = await self.api.access.check(request, "threads", action, value)
+        return await self.api.run(thread_id, run_id, where=where, caller=caller(request.scope))
+
+    async def _thread(self, request: Request) -> StoredThread:
+        thread_id = request.path_params["thread_id"]
+        value = {"thread_id": uid(thread_id)}
+        where = await self.api.access.check(request, "threads", "read", value)
+        return await self.api.thread(thread_id, where=where)
+
     async def create_background(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
+        run = await self.create(request, await read_body(request), self.thread_of(request))
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
         return json_response(run_json(run), headers={"Content-Location": base})
 
     async def create_stream(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
+        run = await self.create(request, await read_body(request), self.thread_of(request))
         return self.stream(run, 0)
 
     async def create_wait(self, request: Request) -> Response:
-        run = await self.create(await read_body(request), self.thread_of(request))
+        run = await self.create(request, await read_body(request), self.thread_of(request))
         return json_response(await self.result(run), headers=self.where(run))
 
     async def listing(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request)
         limit = whole_number(request.query_params, "limit", 10)
         offset = whole_number(request.query_params, "offset", 0)
         runs = await self.api.call(
@@ -220,21 +302,21 @@ class RunRoutes:
         return json_response([run_json(r) for r in runs])
 
     async def get(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         return json_response(run_json(run))
 
     async def delete(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "delete")
         if not run.ended:
             raise Refused(409, f"run {run.run_id!r} is still in flight; cancel it first")
         await self.api.call(self.api.queue.delete_run, run.run_id)
         return Response(status_code=204)
 
     async def cancel(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
         action = request.query_params.get("action", "interrupt")
         if action not in ("interrupt", "rollback"):
             raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
+        run = await self._run(request, "update", {"action": action})
         await self.api.call(self.api.queue.request_cancel, run.run_id, action)
         if action == "rollback":
             await self.settle_rollback(run)
@@ -253,17 +335,17 @@ class RunRoutes:
             await self.api.call(history_of(self.api.queue).roll_back, run.thread_id, None)
 
     async def join(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         return json_response(await self.result(run), headers=self.where(run))
 
     async def join_stream(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         after = last_event_id(request.headers.get("last-event-id"))
         return self.stream(run, after)
 
     async def thread_stream(self, request: Request) -> Response:
         """The stream of the thread's current run: the one in flight, else the latest."""
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request)
         modes = request.query_params.getlist("stream_mode") or ["run_modes"]
         if any(mode != "run_modes" for mode in modes):
             raise Refused(422, f"a thread stream's mode is 'run_modes', not {modes!r}")
@@ -280,6 +362,13 @@ class RunRoutes:
         body = await read_body(request)
         action = body.get("action") or "interrupt"
         for run_id in body.get("run_ids") or []:
+            value = {"run_id": uid(run_id), "action": action}
+            where = await self.api.access.check(request, "threads", "update", value)
+            if where:
+                try:  # a run the caller may not see is left alone, as a missing one is
+                    await self.api.run(None, str(run_id), where=where, caller=caller(request.scope))
+                except Refused:
+                    continue
             found = await self.api.call(self.api.queue.run, str(run_id))
             await self.api.call(self.api.queue.request_cancel, str(run_id), action)
             if found is not None and action == "rollback":
@@ -291,7 +380,7 @@ class RunRoutes:
         items = orjson.loads(raw) if raw else []
         if not isinstance(items, list):
             raise Refused(422, "a batch is a JSON list of runs")
-        runs = [await self.create(item, None) for item in items]
+        runs = [await self.create(request, item, None) for item in items]
         return json_response([run_json(r) for r in runs])
 
     def routes(self) -> list[Route]:

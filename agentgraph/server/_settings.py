@@ -35,6 +35,11 @@ class ServerSettings:
         webhooks: where runs' webhooks may go and how they are signed and retried;
             by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
             `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
+        auth: authorization hooks: a `langgraph_sdk.Auth` object, whose
+            `authenticate` function runs on every request but `/ok` and whose
+            `@auth.on` handlers allow, refuse or filter each action on each
+            resource (see the guide "Agent server authorization"). None (the
+            default): every caller may do everything.
     """
 
     workers: int = attrs.field(default=1)
@@ -46,3 +51,4 @@ class ServerSettings:
         default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
     )
     webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)
+    auth: object | None = attrs.field(default=None, eq=False, repr=False)
