@@ -175,7 +175,7 @@ def test_an_authenticate_function_asks_only_for_what_the_server_gives() -> None:
 
     with pytest.raises(UsageError, match="asks for 'session'"):
         Access(auth)
-    with pytest.raises(UsageError, match="langgraph_sdk.Auth"):
+    with pytest.raises(UsageError, match=r"langgraph_sdk\.Auth"):
         Access(object())
 
 
