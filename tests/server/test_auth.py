@@ -23,7 +23,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from tests.pg_server import drop_schema, fresh_schema
 
-from .support import GATE, said, serving
+from .support import GATE, agentgraph, said, served_at, serving
 from .tenants_auth import auth
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
@@ -239,3 +239,18 @@ async def test_the_store_keeps_each_tenant_in_their_namespace(tmp_path: Path) ->
         assert listed["namespaces"] == [["bob", "alice", "notes"]]
         assert (await alice.store.get_item(["notes"], "plan"))["value"] == {"text": "alice's plan"}
         assert (await alice.store.list_namespaces())["namespaces"] == [["alice", "notes"]]
+
+
+def test_the_server_command_takes_an_auth_py_written_for_langgraph(tmp_path: Path) -> None:
+    store = str(tmp_path / "server.db")
+    arguments = ("server", "echo=tests.server.support:echo", "--store", store, "--port", "0")
+    hooks = ("--auth", "tests.server.tenants_auth:auth")
+    with agentgraph(*arguments, *hooks, "--workers", "0", folder=tmp_path) as process:
+        url = served_at(process).rstrip("/")
+        assert httpx.get(f"{url}/ok").status_code == 200
+        assert httpx.post(f"{url}/threads", json={}).status_code == 401
+        made = httpx.post(f"{url}/threads", json={}, headers={"x-api-key": "key-alice"})
+        assert made.json()["metadata"] == {"owner": "alice"}
+    wrong = ("--auth", "tests.server.support:echo")
+    with agentgraph(*arguments, *wrong, folder=tmp_path) as refused:
+        assert refused.wait(timeout=60) != 0
