@@ -11,6 +11,7 @@ answer an id naming nothing gets (no oracle of what exists).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
+from agentgraph.server._queue import RunQueue
 from tests.pg_server import drop_schema, fresh_schema
 
 from .support import GATE, agentgraph, said, served_at, serving
@@ -254,3 +256,30 @@ def test_the_server_command_takes_an_auth_py_written_for_langgraph(tmp_path: Pat
     wrong = ("--auth", "tests.server.support:echo")
     with agentgraph(*arguments, *wrong, folder=tmp_path) as refused:
         assert refused.wait(timeout=60) != 0
+
+
+async def test_the_maker_of_each_resource_is_recorded_as_its_owner(tmp_path: Path) -> None:
+    where = str(tmp_path / "server.db")
+    async with tenants(tmp_path, (where, "agentgraph")) as (_, alice, _bob):
+        aid = (await alice.assistants.create(graph_id="echo"))["assistant_id"]
+        tid = (await alice.threads.create())["thread_id"]
+        await alice.runs.wait(tid, aid, input=said("hi"))
+        rid = (await alice.runs.list(tid))[0]["run_id"]
+        cid = (await alice.crons.create_for_thread(tid, aid, schedule="0 0 1 1 *"))["cron_id"]
+        stateless = await alice.runs.wait(None, aid, input=said("once"))
+        assert stateless["messages"][-1]["content"] == "echo: once"
+    queue = RunQueue(where)
+    try:
+        made = [("assistants", aid), ("threads", tid), ("runs", rid), ("crons", cid)]
+        assert [queue.owner(kind, key) for kind, key in made] == ["alice"] * 4
+    finally:
+        queue.close()
+    # Without hooks, the owner is a digest of the caller's API key.
+    with serving(tmp_path, where=str(tmp_path / "open.db")) as url:
+        async with get_client(url=url, api_key="some key") as anyone:
+            tid = (await anyone.threads.create())["thread_id"]
+    queue = RunQueue(str(tmp_path / "open.db"))
+    try:
+        assert queue.owner("threads", tid) == hashlib.sha256(b"some key").hexdigest()
+    finally:
+        queue.close()
