@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+import orjson
 
 __all__ = ("EVERYTHING", "Filter")
 
@@ -31,6 +32,17 @@ def _scalar(key: str, value: Any) -> Any:
             "a filter value is a string, a number, true, false or null",
         )
     return value
+
+
+def _sqlite_same(alias: str, wanted: Any) -> tuple[str, tuple[Any, ...]]:
+    """SQLite's `_same`: the `json_each` row `alias` holds `wanted`, of its JSON type."""
+    if wanted is None:
+        return f"{alias}.type = 'null'", ()
+    if isinstance(wanted, bool):
+        return f"{alias}.type = '{'true' if wanted else 'false'}'", ()
+    if isinstance(wanted, str):
+        return f"{alias}.type = 'text' AND {alias}.atom = ?", (wanted,)
+    return f"{alias}.type IN ('integer', 'real') AND {alias}.atom = ?", (wanted,)
 
 
 @attrs.frozen
@@ -83,6 +95,36 @@ class Filter:
             if not all(any(_same(have, item) for have in held) for item in items):
                 return False
         return True
+
+    def sql(self, column: str, *, postgres: bool) -> tuple[str, tuple[Any, ...]]:
+        """The filter as an SQL condition on a JSON text `column` and its parameters (`?`
+        placeholders), ` AND `-joined and led by ` AND ` (`""` for `EVERYTHING`): what
+        `matches` says of each row, so a search reads only the rows it keeps."""
+        conditions: list[str] = []
+        params: list[Any] = []
+        for key, wanted in self.equal:
+            if postgres:
+                conditions.append(f"(({column})::jsonb -> ?) = ?::jsonb")
+                params += [key, orjson.dumps(wanted).decode()]
+            else:
+                typed, bound = _sqlite_same("m", wanted)
+                conditions.append(
+                    f"EXISTS (SELECT 1 FROM json_each({column}) AS m WHERE m.key = ? AND {typed})"
+                )
+                params += [key, *bound]
+        for key, items in self.contains:
+            if postgres:
+                conditions.append(f"(({column})::jsonb -> ?) @> ?::jsonb")
+                params += [key, orjson.dumps(list(items)).decode()]
+                continue
+            for item in items:
+                typed, bound = _sqlite_same("e", item)
+                conditions.append(
+                    f"EXISTS (SELECT 1 FROM json_each({column}) AS m, json_each(m.value) AS e "
+                    f"WHERE m.key = ? AND m.type = 'array' AND {typed})"
+                )
+                params += [key, *bound]
+        return "".join(f" AND {condition}" for condition in conditions), tuple(params)
 
     def stamped(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """`metadata` with the filter's equal pairs set: that of a resource the server

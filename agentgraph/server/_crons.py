@@ -302,8 +302,10 @@ class CronStore:
         metadata: dict[str, Any] | None = None,
         sort_by: str = "created_at",
         descending: bool = True,
+        only: tuple[str, Sequence[Any]] = ("", ()),
     ) -> list[StoredCron]:
-        """The crons matching every filter given, sorted by `sort_by` (a `CRON_SORTS` key)."""
+        """The crons matching every filter given, sorted by `sort_by` (a `CRON_SORTS` key);
+        `only` is a condition on their columns (led by ` AND `) and its parameters."""
         where: list[str] = ["1 = 1"]
         params: list[Any] = []
         for column, value in (("assistant_id", assistant_id), ("thread_id", thread_id)):
@@ -314,11 +316,12 @@ class CronStore:
             where.append("enabled = ?")
             params.append(int(enabled))
         order = "DESC" if descending else "ASC"
+        condition, bound = only
         with self._lock:
             rows = self._run_sql(
-                f"SELECT {_COLUMNS} FROM server_crons WHERE {' AND '.join(where)} "
+                f"SELECT {_COLUMNS} FROM server_crons WHERE {' AND '.join(where)}{condition} "
                 f"ORDER BY {CRON_SORTS[sort_by]} {order}, cron_id {order}",
-                params,
+                [*params, *bound],
             ).fetchall()
         return [cron for cron in map(_cron, rows) if _has(cron.metadata, metadata)]
 

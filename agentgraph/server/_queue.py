@@ -553,12 +553,17 @@ class RunQueue:
         )
         return _thread(rows[0]) if rows else None
 
-    def threads(self, *, limit: int, offset: int) -> list[StoredThread]:
+    def threads(
+        self, *, limit: int, offset: int, only: tuple[str, Sequence[Any]] = ("", ())
+    ) -> list[StoredThread]:
+        """The newest threads first; `only` is a condition on their columns (led by
+        ` AND `) and its parameters, such as an authorization filter's."""
         limit = limit if limit >= 0 else 2**62
+        condition, bound = only
         rows = self._all(
-            f"SELECT {_THREAD_COLUMNS} FROM server_threads ORDER BY created_at DESC "
-            "LIMIT ? OFFSET ?",
-            (limit, offset),
+            f"SELECT {_THREAD_COLUMNS} FROM server_threads WHERE 1 = 1{condition} "
+            "ORDER BY created_at DESC LIMIT ? OFFSET ?",
+            (*bound, limit, offset),
         )
         return [_thread(row) for row in rows]
 
@@ -989,17 +994,20 @@ class RunQueue:
         metadata: dict[str, Any] | None = None,
         sort_by: str = "created_at",
         descending: bool = True,
+        only: tuple[str, Sequence[Any]] = ("", ()),
     ) -> list[StoredAssistant]:
         """The assistants of `graph_id` (every graph's when None) whose name holds `name`
-        (any case) and whose metadata has `metadata`'s pairs, sorted."""
+        (any case) and whose metadata has `metadata`'s pairs, sorted; `only` is a
+        condition on their columns (led by ` AND `) and its parameters."""
         if sort_by not in _ASSISTANT_SORTS:
             raise ValueError(f"assistants are sorted by one of {sorted(_ASSISTANT_SORTS)}")
         order = "DESC" if descending else "ASC"
-        where, params = ("WHERE graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        where, params = (" AND graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        condition, bound = only
         rows = self._all(
-            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants {where} "
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE 1 = 1{where}{condition} "
             f"ORDER BY {sort_by} {order}, assistant_id {order}",
-            params,
+            (*params, *bound),
         )
         wanted = (name or "").casefold()
         return [

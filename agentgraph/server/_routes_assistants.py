@@ -200,8 +200,9 @@ class AssistantRoutes:
             metadata=_object(body, "metadata"),
             sort_by=sort_by,
             descending=order == "desc",
+            only=where.sql("metadata", postgres=self.api.queue.postgres),
         )
-        return [assistant for assistant in found if where.matches(assistant.metadata)]
+        return found
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)

@@ -301,8 +301,9 @@ class CronRoutes:
             metadata=_object(body, "metadata"),
             sort_by=sort_by,
             descending=order == "desc",
+            only=where.sql("metadata", postgres=self.crons.postgres),
         )
-        return [cron for cron in found if where.matches(cron.metadata)]
+        return found
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)

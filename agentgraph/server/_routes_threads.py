@@ -175,7 +175,10 @@ class ThreadRoutes:
             "offset": body.get("offset", 0),
         }
         where = await self.api.access.check(request, "threads", "search", value)
-        every: list[StoredThread] = await self.api.call(self.api.queue.threads, limit=-1, offset=0)
+        only = where.sql("metadata", postgres=self.api.queue.postgres)
+        every: list[StoredThread] = await self.api.call(
+            self.api.queue.threads, limit=-1, offset=0, only=only
+        )
         metadata = _metadata(value)
         status = value["status"]
         return [
@@ -183,7 +186,6 @@ class ThreadRoutes:
             for t in every
             if (status is None or t.status == status)
             and all(t.metadata.get(k) == v for k, v in metadata.items())
-            and where.matches(t.metadata)
         ]
 
     async def search(self, request: Request) -> Response:

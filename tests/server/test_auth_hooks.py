@@ -3,6 +3,7 @@ answers mean, the users and parameters of `authenticate`, and the filters' opera
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,56 @@ async def test_authenticate_is_given_what_it_names(tmp_path: Path) -> None:
         ),
         (None, f"/threads/{tid}", "GET", {"thread_id": tid}, {}, "Bearer bad"),
     ]
+
+
+ROWS = [
+    {},
+    {"owner": "alice"},
+    {"owner": "bob", "team": ["red", "blue"]},
+    {"owner": "alice", "team": ["red"], "level": 1},
+    {"owner": "alice", "team": "red", "level": 1.0},
+    {"owner": ["alice"], "level": True, "gone": None},
+    {"owner": "alice's", "team": [["red"], 1, True], "level": "1"},
+    {"team": ["blue", "red", "red"], "nested": {"owner": "alice"}},
+]
+FILTERS = [
+    {"owner": "alice"},
+    {"owner": {"$eq": "alice's"}},
+    {"team": {"$contains": "red"}},
+    {"team": {"$contains": ["red", "blue"]}},
+    {"team": {"$contains": 1}},
+    {"team": {"$contains": True}},
+    {"level": 1},
+    {"level": True},
+    {"level": "1"},
+    {"gone": None},
+    {"owner": "alice", "team": {"$contains": "red"}},
+    {"nested": "alice"},
+]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_search_filters_in_sql_as_a_lookup_does(kind: str, tmp_path: Path, request: Any) -> None:
+    from agentgraph.server._queue import RunQueue
+    from tests.pg_server import drop_schema, fresh_schema
+
+    if kind == "sqlite":
+        where, schema = str(tmp_path / "server.db"), "agentgraph"
+    else:
+        where, schema = request.getfixturevalue("postgres_server").dsn, fresh_schema()
+    queue = RunQueue(where, schema=schema)
+    try:
+        ids = [str(uuid.uuid4()) for _ in ROWS]
+        for thread_id, metadata in zip(ids, ROWS, strict=True):
+            queue.put_thread(thread_id, metadata, replace=False)
+        for given in FILTERS:
+            chosen = Filter.of(given)
+            only = chosen.sql("metadata", postgres=queue.postgres)
+            found = {t.thread_id for t in queue.threads(limit=-1, offset=0, only=only)}
+            expected = {t for t, m in zip(ids, ROWS, strict=True) if chosen.matches(m)}
+            assert found == expected, given
+            assert expected or given == {"nested": "alice"}, given
+    finally:
+        queue.close()
+        if kind == "postgresql":
+            drop_schema(where, schema)
