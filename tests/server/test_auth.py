@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from langgraph_sdk import get_client
@@ -283,3 +284,18 @@ async def test_the_maker_of_each_resource_is_recorded_as_its_owner(tmp_path: Pat
         assert queue.owner("threads", tid) == hashlib.sha256(b"some key").hexdigest()
     finally:
         queue.close()
+
+
+async def test_a_stateless_run_is_its_makers_once_its_thread_is_gone(tmp_path: Path) -> None:
+    async with tenants(tmp_path, (str(tmp_path / "server.db"), "agentgraph")) as (_, alice, bob):
+        aid = (await alice.assistants.create(graph_id="echo"))["assistant_id"]
+        run = await alice.runs.create(None, aid, input=said("once"))
+        tid, rid = run["thread_id"], run["run_id"]
+        assert (await alice.runs.join(tid, rid))["messages"][-1]["content"] == "echo: once"
+        with anyio.fail_after(30):  # its worker deletes the thread once the run has ended
+            while await alice.threads.search(metadata={"owner": "alice"}):
+                await anyio.sleep(0.05)
+        await as_missing(lambda t: alice.threads.get(t), tid)
+        assert (await alice.runs.get(tid, rid))["status"] == "success"
+        await as_missing(lambda r: bob.runs.get(tid, r), rid)
+        await as_missing(lambda r: bob.runs.join(tid, r), rid)
