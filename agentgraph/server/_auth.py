@@ -14,7 +14,10 @@ resource, the action and the action's value (a dict the handler may change:
 a create's `metadata`, the store's `namespace`). The most specific handler
 decides: the resource's and action's, else the resource's, else the
 action's on every resource, else the global one; with none, the request is
-allowed. It returns None or True (allowed), False (403), or a filter on the
+allowed. A run's action (`runs`: `create`, `read`, `update`, `delete`,
+`search`) goes to a `runs` handler when the hooks have one, else to its
+thread's, as LangGraph's server asks (`threads`: `create_run`, `read`,
+`update`, `delete`). It returns None or True (allowed), False (403), or a filter on the
 resources' metadata (`_auth_filter`); an `HTTPException` it raises is
 answered with its status and detail.
 """
@@ -47,6 +50,15 @@ INJECTED = frozenset(
 """The parameters an `authenticate` function may name."""
 
 Handler = Callable[..., Awaitable[Any]]
+
+_RUNS_AS_THREADS = {
+    "create": "create_run",
+    "read": "read",
+    "update": "update",
+    "delete": "delete",
+    "search": "read",
+}
+"""The thread's action a run's action is, for hooks with no `runs` handler (LangGraph's)."""
 
 
 def _refusal(exc: Exception) -> Refused | None:
@@ -242,12 +254,21 @@ class Access:
             raise refusal from exc
         return AuthUser.of(found)
 
-    def handler(self, resource: str, action: str) -> Handler | None:
-        """The most specific handler of `resource` and `action`, None when none is."""
-        for key in ((resource, action), (resource, "*"), ("*", action)):
-            if key in self._handlers:
-                return self._handlers[key]
-        return self._global
+    def handler(self, resource: str, action: str) -> tuple[Handler | None, str, str]:
+        """The most specific handler of `resource` and `action` (None when none is), and
+        the resource and action it is told of. A run's action goes to a `runs` handler
+        when there is one, else to its thread's (`create` as `create_run`)."""
+        told = [(resource, action)]
+        if resource == "runs":
+            told.append(("threads", _RUNS_AS_THREADS[action]))
+        for named, done in told:
+            for key in ((named, done), (named, "*")):
+                if key in self._handlers:
+                    return self._handlers[key], named, done
+        named, done = told[-1]
+        if ("*", done) in self._handlers:
+            return self._handlers[("*", done)], named, done
+        return self._global, named, done
 
     async def check(
         self, request: Request, resource: str, action: str, value: dict[str, Any]
@@ -257,7 +278,7 @@ class Access:
         True); 403 when it returns False."""
         if not self.on:
             return EVERYTHING
-        handler = self.handler(resource, action)
+        handler, resource, action = self.handler(resource, action)
         if handler is None:
             return EVERYTHING
         user = request.scope.get(USER, ANONYMOUS)

@@ -132,7 +132,7 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
 class CronRoutes:
     """Crons, kept in `crons`; each action asked of the authorization hooks first
     (`crons` and the action), a cron they leave out refused as a missing one. A cron
-    on a thread also asks for `threads` `create_run` on it, and any cron for
+    on a thread also asks for `runs` `create` on it, and any cron for
     `assistants` `read` on its assistant, as its runs will."""
 
     def __init__(self, api: Api, crons: CronStore) -> None:
@@ -182,7 +182,7 @@ class CronRoutes:
                 "multitask_strategy": body.get("multitask_strategy", "enqueue"),
                 "kwargs": {k: body[k] for k in _RUN_KEYS if k in body},
             }
-            where = await self.api.access.check(request, "threads", "create_run", run)
+            where = await self.api.access.check(request, "runs", "create", run)
             await self.api.thread(thread_id, where=where)
         assistant_id = await self._check_runs(request, body.get("assistant_id"), body)
         timezone = body.get("timezone")

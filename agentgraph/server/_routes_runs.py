@@ -63,10 +63,11 @@ class RunRoutes:
     """Runs on a thread and stateless runs.
 
     Runs are seen as their thread is: creating one asks the authorization hooks
-    for `threads` `create_run` (and its assistant for `assistants` `read`),
-    reading, joining or streaming one for `threads` `read`, cancelling it for
-    `update`, deleting it for `delete`; a run the filter leaves out is refused
-    as a missing one.
+    for `runs` `create` (and its assistant for `assistants` `read`), reading,
+    joining or streaming one for `read`, listing a thread's or streaming the
+    thread for `search`, cancelling one for `update`, deleting it for `delete`;
+    without a `runs` handler, the thread's handler decides (`create_run`, `read`,
+    `update`, `delete`). A run the filter leaves out is refused as a missing one.
     """
 
     def __init__(
@@ -110,7 +111,7 @@ class RunRoutes:
             "after_seconds": body.get("after_seconds") or 0,
             "kwargs": {k: v for k, v in body.items() if k not in _NOT_KWARGS},
         }
-        where = await self.api.access.check(request, "threads", "create_run", value)
+        where = await self.api.access.check(request, "runs", "create", value)
         return where, {**body, "metadata": _metadata(value)}
 
     async def _thread_for(
@@ -270,13 +271,14 @@ class RunRoutes:
         """The run the path names, once the hooks allow `action` on its thread."""
         thread_id, run_id = self.thread_of(request), request.path_params["run_id"]
         value = {"thread_id": uid(thread_id), "run_id": uid(run_id), **(value or {})}
-        where = await self.api.access.check(request, "threads", action, value)
+        where = await self.api.access.check(request, "runs", action, value)
         return await self.api.run(thread_id, run_id, where=where, caller=caller(request.scope))
 
     async def _thread(self, request: Request) -> StoredThread:
+        """The thread the path names, once the hooks allow reading its runs."""
         thread_id = request.path_params["thread_id"]
         value = {"thread_id": uid(thread_id)}
-        where = await self.api.access.check(request, "threads", "read", value)
+        where = await self.api.access.check(request, "runs", "search", value)
         return await self.api.thread(thread_id, where=where)
 
     async def create_background(self, request: Request) -> Response:
@@ -363,7 +365,7 @@ class RunRoutes:
         action = body.get("action") or "interrupt"
         for run_id in body.get("run_ids") or []:
             value = {"run_id": uid(run_id), "action": action}
-            where = await self.api.access.check(request, "threads", "update", value)
+            where = await self.api.access.check(request, "runs", "update", value)
             if where:
                 try:  # a run the caller may not see is left alone, as a missing one is
                     await self.api.run(None, str(run_id), where=where, caller=caller(request.scope))

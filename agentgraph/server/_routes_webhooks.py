@@ -42,7 +42,7 @@ class WebhookRoutes:
     async def log(self, request: Request) -> Response:
         thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
         value = {"thread_id": uid(thread_id), "run_id": uid(run_id)}
-        where = await self.api.access.check(request, "threads", "read", value)
+        where = await self.api.access.check(request, "runs", "read", value)
         run = await self.api.run(thread_id, run_id, where=where, caller=caller(request.scope))
         return json_response(await self.api.call(self.outbox.log, run.run_id))
 

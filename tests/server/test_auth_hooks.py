@@ -72,6 +72,38 @@ async def test_the_most_specific_handler_decides() -> None:
     ]
 
 
+async def test_a_runs_action_goes_to_a_runs_handler_else_to_the_threads() -> None:
+    auth = Auth()
+    seen: list[tuple[str, str]] = []
+
+    @auth.on.threads
+    async def threads(ctx: Auth.types.AuthContext, value: Any) -> None:
+        seen.append((ctx.resource, ctx.action))
+
+    access = Access(auth)
+    request = request_of(ALICE)
+    for action in ("create", "read", "update", "delete", "search"):
+        await access.check(request, "runs", action, {})
+    assert seen == [
+        ("threads", "create_run"),
+        ("threads", "read"),
+        ("threads", "update"),
+        ("threads", "delete"),
+        ("threads", "read"),
+    ]
+
+    @auth.on(resources="runs", actions="read")
+    async def runs(ctx: Auth.types.AuthContext, value: Any) -> bool:
+        seen.append((ctx.resource, ctx.action))
+        return False
+
+    access = Access(auth)
+    with pytest.raises(Refused):
+        await access.check(request, "runs", "read", {})
+    await access.check(request, "runs", "create", {})
+    assert seen[-2:] == [("runs", "read"), ("threads", "create_run")]
+
+
 async def test_a_handler_raising_an_http_exception_is_answered_with_it() -> None:
     auth = Auth()
 
