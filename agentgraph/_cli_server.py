@@ -41,6 +41,11 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
         "(default: $AGENTGRAPH_API_KEY, else none)",
     )
     server.add_argument(
+        "--auth",
+        help="module:attribute naming a langgraph_sdk Auth object: its authenticate function "
+        "and @auth.on handlers guard every request but /ok (an auth.py written for LangGraph)",
+    )
+    server.add_argument(
         "--resume-policy",
         choices=("pinned", "latest", "refuse"),
         help="what resuming a run of another graph version does, for runs whose assistant "
@@ -150,10 +155,26 @@ def _graphs(args: argparse.Namespace) -> dict[str, Graph[Any, Any]]:
     return graphs
 
 
+def _auth(spec: str | None) -> object | None:
+    """The authorization hooks `--auth module:attribute` names; None when not given."""
+    if spec is None:
+        return None
+    from ._errors import UsageError
+    from .server._auth import Access
+
+    found: object = _attribute(spec)
+    try:
+        Access(found)
+    except UsageError as exc:
+        raise CommandError(f"--auth {spec}: {exc}") from exc
+    return found
+
+
 def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) -> Any:
     from .server import ServerSettings
 
     return ServerSettings(
+        auth=_auth(getattr(args, "auth", None)),
         resume_policy=getattr(args, "resume_policy", None),
         workers=workers,
         concurrency=args.concurrency,

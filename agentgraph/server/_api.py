@@ -6,7 +6,7 @@ import datetime
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import orjson
@@ -15,8 +15,12 @@ from starlette.responses import Response
 
 from .._errors import RunInputError
 from .._graph import Graph
+from ._auth_filter import EVERYTHING, Filter
 from ._queue import QueuedRun, RunQueue, StoredAssistant, StoredThread
 from ._versions import version_fields
+
+if TYPE_CHECKING:
+    from ._auth import Access
 
 __all__ = ("Api", "Refused", "json_response", "read_body")
 
@@ -27,9 +31,12 @@ MAX_BODY = 8 * 1024 * 1024
 class Refused(RunInputError):
     """A request the server refuses: `status` is the HTTP status it answers with."""
 
-    def __init__(self, status: int, detail: str) -> None:
+    def __init__(
+        self, status: int, detail: str, *, headers: Mapping[str, str] | None = None
+    ) -> None:
         self.status = status
         self.detail = detail
+        self.headers = dict(headers or {})
         super().__init__(detail)
 
 
@@ -91,6 +98,9 @@ class Api:
     """The server's graphs and queue, and the wake-up of its in-process workers.
 
     Each graph's default assistant is stored as the API opens (kept as it is when there).
+    The lookups by id take the filter an authorization handler returned (`where`): a
+    resource it leaves out is refused as a missing one is, so no answer tells another
+    caller's resources from ids that name nothing.
     """
 
     def __init__(
@@ -99,10 +109,15 @@ class Api:
         graphs: Mapping[str, Graph[Any, Any]],
         *,
         wake: Callable[[], None] = lambda: None,
+        access: Access | None = None,
     ) -> None:
+        from ._auth import Access
+
         self.queue = queue
         self.graphs = dict(graphs)
         self.wake = wake
+        self.access = access or Access()
+        """The authorization hooks every route asks before it acts."""
         now = time.time()
         for name in sorted(self.graphs):
             queue.put_assistant(default_assistant(name, now))
@@ -111,9 +126,10 @@ class Api:
         """A queue method, off the event loop."""
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
-    async def assistant(self, assistant_id: Any) -> StoredAssistant:
+    async def assistant(self, assistant_id: Any, *, where: Filter = EVERYTHING) -> StoredAssistant:
         """The assistant an id names (a graph's id names its default assistant);
-        404 when none, 422 for an id that is neither a graph's nor a UUID."""
+        404 when none (or `where` leaves it out), 422 for an id that is neither a
+        graph's nor a UUID."""
         if not isinstance(assistant_id, str):
             raise Refused(404, f"no assistant {assistant_id!r}")
         if assistant_id in self.graphs:
@@ -121,7 +137,7 @@ class Api:
         else:
             key = check_uuid(assistant_id, "assistant id")
         found: StoredAssistant | None = await self.call(self.queue.assistant, key)
-        if found is None:
+        if found is None or not where.matches(found.metadata):
             raise Refused(404, f"no assistant {assistant_id!r}")
         return found
 
@@ -131,18 +147,32 @@ class Api:
             raise Refused(404, f"no graph {graph_id!r}; this server serves {sorted(self.graphs)}")
         return self.graphs[graph_id]
 
-    async def thread(self, thread_id: str) -> StoredThread:
+    async def thread(self, thread_id: str, *, where: Filter = EVERYTHING) -> StoredThread:
         check_uuid(thread_id, "thread id")
         found: StoredThread | None = await self.call(self.queue.thread, thread_id)
-        if found is None:
+        if found is None or not where.matches(found.metadata):
             raise Refused(404, f"no thread {thread_id!r}")
         return found
 
-    async def run(self, thread_id: str | None, run_id: str) -> QueuedRun:
+    async def run(
+        self, thread_id: str | None, run_id: str, *, where: Filter = EVERYTHING, caller: str = ""
+    ) -> QueuedRun:
+        """A run, on `thread_id` when given; 404 when none. A run is seen as its thread
+        is (`where` on the thread's metadata); once its thread is gone (a stateless
+        run's), only by its `caller`, its owner, when `where` filters."""
         check_uuid(run_id, "run id")
         found: QueuedRun | None = await self.call(self.queue.run, run_id)
         if found is None or (thread_id is not None and found.thread_id != thread_id):
             raise Refused(404, f"no run {run_id!r}")
+        if where:
+            thread: StoredThread | None = await self.call(self.queue.thread, found.thread_id)
+            if thread is None:
+                owner = await self.call(self.queue.owner, "runs", run_id)
+                seen = owner is not None and owner == caller
+            else:
+                seen = where.matches(thread.metadata)
+            if not seen:
+                raise Refused(404, f"no run {run_id!r}")
         return found
 
 

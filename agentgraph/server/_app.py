@@ -22,6 +22,8 @@ from .._runner import GraphRunner
 from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
+from ._auth import Access
+from ._auth_middleware import Authenticated
 from ._crons import CronStore
 from ._priority import PriorityAssigner
 from ._queue import RunQueue
@@ -50,7 +52,7 @@ class _ApiKey(BaseHTTPMiddleware):
 
 async def _refused(request: Request, exc: Exception) -> Response:
     if isinstance(exc, Refused):
-        return json_response({"detail": exc.detail}, exc.status)
+        return json_response({"detail": exc.detail}, exc.status, exc.headers)
     return json_response({"detail": str(exc)}, 422)
 
 
@@ -79,6 +81,8 @@ def server_app(
 
     The LangGraph SDK clients drive it (`get_client(url=...)`). Its
     lifespan starts `settings.workers` workers, each on a thread of its own.
+    With `settings.auth`, every request but `/ok` is authenticated, and each
+    route asks the hooks before it acts.
     """
     settings = settings or ServerSettings()
     where = os.fspath(path)
@@ -102,8 +106,9 @@ def server_app(
         for worker in workers:
             worker.wake()
 
-    api = Api(queue, graphs, wake=wake)
     priority = None if settings.priority is None else PriorityAssigner(settings.priority)
+    access = Access(settings.auth)
+    api = Api(queue, graphs, wake=wake, access=access)
     crons = CronStore(where, schema=schema)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
@@ -137,7 +142,6 @@ def server_app(
             await memory.aclose()
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
-    middleware = [Middleware(_ApiKey, key=key)] if key else []
     routes = [
         Route("/ok", ok, methods=["GET"]),
         Route("/info", info, methods=["GET"]),
@@ -153,6 +157,9 @@ def server_app(
         *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
+    middleware = [Middleware(_ApiKey, key=key)] if key else []
+    if access.on:
+        middleware.append(Middleware(Authenticated, access=access, routes=routes))
     return Starlette(
         routes=routes,
         middleware=middleware,

@@ -257,12 +257,13 @@ class CronStore:
             self._db.execute(f"NOTIFY {CHANNEL}")
 
     # -- crons ----------------------------------------------------------------------------
-    def put(self, cron: StoredCron) -> None:
+    def put(self, cron: StoredCron, *, owner: str | None = None) -> None:
+        """Store a new cron, made by `owner` (its ticks' runs are theirs too)."""
         with self._writing():
             self._run_sql(
-                f"INSERT INTO server_crons ({_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                _row(cron),
+                f"INSERT INTO server_crons ({_COLUMNS}, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*_row(cron), owner),
             )
             self._announce()
 
@@ -301,8 +302,10 @@ class CronStore:
         metadata: dict[str, Any] | None = None,
         sort_by: str = "created_at",
         descending: bool = True,
+        only: tuple[str, Sequence[Any]] = ("", ()),
     ) -> list[StoredCron]:
-        """The crons matching every filter given, sorted by `sort_by` (a `CRON_SORTS` key)."""
+        """The crons matching every filter given, sorted by `sort_by` (a `CRON_SORTS` key);
+        `only` is a condition on their columns (led by ` AND `) and its parameters."""
         where: list[str] = ["1 = 1"]
         params: list[Any] = []
         for column, value in (("assistant_id", assistant_id), ("thread_id", thread_id)):
@@ -313,11 +316,12 @@ class CronStore:
             where.append("enabled = ?")
             params.append(int(enabled))
         order = "DESC" if descending else "ASC"
+        condition, bound = only
         with self._lock:
             rows = self._run_sql(
-                f"SELECT {_COLUMNS} FROM server_crons WHERE {' AND '.join(where)} "
+                f"SELECT {_COLUMNS} FROM server_crons WHERE {' AND '.join(where)}{condition} "
                 f"ORDER BY {CRON_SORTS[sort_by]} {order}, cron_id {order}",
-                params,
+                [*params, *bound],
             ).fetchall()
         return [cron for cron in map(_cron, rows) if _has(cron.metadata, metadata)]
 

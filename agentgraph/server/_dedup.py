@@ -1,4 +1,4 @@
-"""Who created a run (its caller key, for `FlowLimits.per_key`) and its deduplication key.
+"""A run's deduplication key (its caller's key is `_auth.caller`'s).
 
 A run is created with a deduplication key in the `Idempotency-Key` header
 (the IETF draft's and Stripe's name for it, which both LangGraph SDKs send
@@ -16,28 +16,12 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.requests import Request
-
 from ._api import Refused
 
-__all__ = ("IDENTITY", "MAX_KEY", "caller_key", "dedup_key")
+__all__ = ("MAX_KEY", "dedup_key")
 
-IDENTITY = "agentgraph.identity"
-"""Where an auth hook leaves the caller's identity in the request's scope."""
 MAX_KEY = 256
 """The longest deduplication key accepted, in characters."""
-
-
-def caller_key(request: Request) -> str:
-    """The caller's key: the identity an auth hook found, else the SHA-256 of the
-    `x-api-key` header, else `""`."""
-    identity = request.scope.get(IDENTITY)
-    if isinstance(identity, str):
-        return identity
-    api_key = request.headers.get("x-api-key")
-    if api_key:
-        return hashlib.sha256(api_key.encode()).hexdigest()
-    return ""
 
 
 def dedup_key(body: Mapping[str, Any], headers: Mapping[str, str], caller: str) -> str | None:

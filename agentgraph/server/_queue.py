@@ -17,8 +17,9 @@ cancel is announced to the workers of this process on the same file.
 Assistants live here too: `server_assistants` holds each assistant as its
 current version says, `server_assistant_versions` every version it had.
 
-The `owner` columns are unused so far: they hold the room authorization and
-per-user isolation need. Crons keep their own tables (`_crons`).
+The `owner` columns hold who created each assistant, thread, run and cron
+(the caller's identity, see `_auth.caller`); a run whose thread is gone is
+its owner's alone. Crons keep their own tables (`_crons`).
 """
 
 from __future__ import annotations
@@ -583,8 +584,15 @@ class RunQueue:
             _LOCAL_CANCELS.announce(self._file, run_ids)
 
     # -- threads ---------------------------------------------------------------------------
-    def put_thread(self, thread_id: str, metadata: dict[str, Any], *, replace: bool) -> bool:
-        """Create a thread; False when it exists (and `replace` is off)."""
+    def put_thread(
+        self,
+        thread_id: str,
+        metadata: dict[str, Any],
+        *,
+        replace: bool,
+        owner: str | None = None,
+    ) -> bool:
+        """Create a thread, made by `owner`; False when it exists (and `replace` is off)."""
         now = time.time()
         if replace:
             conflict = (
@@ -594,9 +602,9 @@ class RunQueue:
             conflict = "DO NOTHING"
         with self._lock:
             cursor = self._run_sql(
-                "INSERT INTO server_threads (thread_id, metadata, created_at, updated_at) "
-                f"VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) {conflict}",
-                (thread_id, orjson.dumps(metadata).decode(), now, now),
+                "INSERT INTO server_threads (thread_id, metadata, owner, created_at, updated_at) "
+                f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (thread_id) {conflict}",
+                (thread_id, orjson.dumps(metadata).decode(), owner, now, now),
             )
             return bool(cursor.rowcount == 1)
 
@@ -606,12 +614,17 @@ class RunQueue:
         )
         return _thread(rows[0]) if rows else None
 
-    def threads(self, *, limit: int, offset: int) -> list[StoredThread]:
+    def threads(
+        self, *, limit: int, offset: int, only: tuple[str, Sequence[Any]] = ("", ())
+    ) -> list[StoredThread]:
+        """The newest threads first; `only` is a condition on their columns (led by
+        ` AND `) and its parameters, such as an authorization filter's."""
         limit = limit if limit >= 0 else 2**62
+        condition, bound = only
         rows = self._all(
-            f"SELECT {_THREAD_COLUMNS} FROM server_threads ORDER BY created_at DESC "
-            "LIMIT ? OFFSET ?",
-            (limit, offset),
+            f"SELECT {_THREAD_COLUMNS} FROM server_threads WHERE 1 = 1{condition} "
+            "ORDER BY created_at DESC LIMIT ? OFFSET ?",
+            (*bound, limit, offset),
         )
         return [_thread(row) for row in rows]
 
@@ -662,9 +675,11 @@ class RunQueue:
         self._tx(("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)))
 
     # -- runs ------------------------------------------------------------------------------
-    def enqueue(self, run: QueuedRun, *, delay: float = 0.0) -> QueuedRun | None:
-        """Queue `run` under its `multitask_strategy`, in one transaction: the run as
-        stored, or None when it was rejected.
+    def enqueue(
+        self, run: QueuedRun, *, delay: float = 0.0, owner: str | None = None
+    ) -> QueuedRun | None:
+        """Queue `run` (made by `owner`) under its `multitask_strategy`, in one
+        transaction: the run as stored, or None when it was rejected.
 
         The thread's row is locked first, so two runs queued at once on one
         thread see each other: `reject` refuses when any run is pending or
@@ -696,7 +711,7 @@ class RunQueue:
                 ).fetchall()
                 if flying and run.multitask_strategy == "reject":
                     return None  # nothing written: the transaction ends as it began
-                inserted = self._insert(run, delay)
+                inserted = self._insert(run, delay, owner)
                 running: list[str] = []
                 if inserted and run.multitask_strategy in ("interrupt", "rollback"):
                     running = self._cancel_all(flying, run.multitask_strategy, run.created_at)
@@ -747,14 +762,14 @@ class RunQueue:
                 record_delivery(self._run_sql, run_id, "interrupted", now)
         return running
 
-    def _insert(self, run: QueuedRun, delay: float) -> bool:
+    def _insert(self, run: QueuedRun, delay: float, owner: str | None) -> bool:
         """Insert `run`, its priority its own, else its thread's, else 0; False (nothing
         written) when a run in flight has its `dedup_key`."""
         inserted = self._run_sql(
-            f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at) "
+            f"INSERT INTO server_runs ({_RUN_COLUMNS}, start_at, owner) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "COALESCE(?, (SELECT priority FROM server_threads WHERE thread_id = ?), 0), "
-            f"?, ?, ?){_DEDUP_CONFLICT}",
+            f"?, ?, ?, ?){_DEDUP_CONFLICT}",
             (
                 run.run_id,
                 run.thread_id,
@@ -776,6 +791,7 @@ class RunQueue:
                 run.flow_key,
                 run.dedup_key,
                 run.created_at + delay,
+                owner,
             ),
         )
         if inserted.rowcount != 1:
@@ -787,6 +803,14 @@ class RunQueue:
         if self.postgres:
             self._db.execute(f"NOTIFY {CHANNEL}")
         return True
+
+    def owner(self, kind: str, key: str) -> str | None:
+        """Who made the assistant, thread, run or cron (`kind`: `assistants`, `threads`,
+        `runs`, `crons`, whose table `_crons` keeps beside these) of id `key`; None
+        when no one is recorded, or there is none."""
+        table, column = _OWNED[kind]
+        rows = self._all(f"SELECT owner FROM {table} WHERE {column} = ?", (key,))
+        return rows[0][0] if rows else None
 
     def run(self, run_id: str) -> QueuedRun | None:
         rows = self._all(f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE run_id = ?", (run_id,))
@@ -1070,13 +1094,14 @@ class RunQueue:
             (*_assistant_fields(assistant), assistant.updated_at),
         )
 
-    def put_assistant(self, assistant: StoredAssistant) -> bool:
-        """Store a new assistant as its version 1; False (nothing written) when its id is taken."""
+    def put_assistant(self, assistant: StoredAssistant, *, owner: str | None = None) -> bool:
+        """Store a new assistant, made by `owner`, as its version 1; False (nothing
+        written) when its id is taken."""
         with self.transaction():
             cursor = self._run_sql(
-                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
-                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at),
+                f"INSERT INTO server_assistants ({_ASSISTANT_COLUMNS}, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (assistant_id) DO NOTHING",
+                (*_assistant_fields(assistant), assistant.created_at, assistant.updated_at, owner),
             )
             created = bool(cursor.rowcount == 1)
             if created:
@@ -1099,17 +1124,20 @@ class RunQueue:
         metadata: dict[str, Any] | None = None,
         sort_by: str = "created_at",
         descending: bool = True,
+        only: tuple[str, Sequence[Any]] = ("", ()),
     ) -> list[StoredAssistant]:
         """The assistants of `graph_id` (every graph's when None) whose name holds `name`
-        (any case) and whose metadata has `metadata`'s pairs, sorted."""
+        (any case) and whose metadata has `metadata`'s pairs, sorted; `only` is a
+        condition on their columns (led by ` AND `) and its parameters."""
         if sort_by not in _ASSISTANT_SORTS:
             raise ValueError(f"assistants are sorted by one of {sorted(_ASSISTANT_SORTS)}")
         order = "DESC" if descending else "ASC"
-        where, params = ("WHERE graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        where, params = (" AND graph_id = ?", (graph_id,)) if graph_id is not None else ("", ())
+        condition, bound = only
         rows = self._all(
-            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants {where} "
+            f"SELECT {_ASSISTANT_COLUMNS} FROM server_assistants WHERE 1 = 1{where}{condition} "
             f"ORDER BY {sort_by} {order}, assistant_id {order}",
-            params,
+            (*params, *bound),
         )
         wanted = (name or "").casefold()
         return [
@@ -1233,6 +1261,14 @@ def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:
 def _has(metadata: dict[str, Any], wanted: dict[str, Any] | None) -> bool:
     return all(metadata.get(key) == value for key, value in (wanted or {}).items())
 
+
+_OWNED = {
+    "assistants": ("server_assistants", "assistant_id"),
+    "threads": ("server_threads", "thread_id"),
+    "runs": ("server_runs", "run_id"),
+    "crons": ("server_crons", "cron_id"),
+}
+"""The tables of the resources with an owner, and their id columns."""
 
 _THREAD_JSON = frozenset({"metadata", "state", "interrupts"})
 _THREAD_SETTABLE = _THREAD_JSON | {"status", "waiting_run"}

@@ -26,6 +26,7 @@ from ._api import (
     read_body,
     whole_number,
 )
+from ._auth import caller, plain, uid
 from ._graphs import drawing, schemas, subgraphs, xray_depth
 from ._queue import StoredAssistant
 
@@ -43,6 +44,10 @@ _FIELDS = (
     "metadata",
     "version",
 )
+_CREATE_KEYS = frozenset(
+    {"graph_id", "config", "context", "metadata", "if_exists", "name", "description"}
+)
+"""The keys of a create or update body a handler's value holds (`AssistantsCreate`)."""
 _SORTS = ("created_at", "updated_at", "assistant_id", "graph_id", "name")
 
 
@@ -75,16 +80,32 @@ def _flag(raw: str | None) -> bool:
 
 
 class AssistantRoutes:
-    """Assistants, their versions, and their graphs' drawings, schemas and subgraphs."""
+    """Assistants, their versions, and their graphs' drawings, schemas and subgraphs;
+    each action asked of the authorization hooks first (`assistants` and the action),
+    an assistant they leave out refused as a missing one."""
 
     def __init__(self, api: Api) -> None:
         self.api = api
 
-    async def _named(self, request: Request) -> StoredAssistant:
-        return await self.api.assistant(request.path_params["assistant_id"])
+    async def _named(
+        self, request: Request, action: str = "read", value: dict[str, Any] | None = None
+    ) -> StoredAssistant:
+        """The assistant the path names, once the hooks allow `action` on it with `value`."""
+        assistant_id = request.path_params["assistant_id"]
+        value = {"assistant_id": uid(assistant_id), **(value or {})}
+        where = await self.api.access.check(request, "assistants", action, value)
+        return await self.api.assistant(assistant_id, where=where)
 
     async def create(self, request: Request) -> Response:
         body = await read_body(request)
+        if self.api.access.on:
+            value = {
+                **{k: v for k, v in body.items() if k in _CREATE_KEYS},
+                "assistant_id": uid(body.get("assistant_id") or uuid.uuid4()),
+                "metadata": _object(body, "metadata"),
+            }
+            await self.api.access.check(request, "assistants", "create", value)
+            body = {**body, **plain(value)}
         graph_id = body.get("graph_id")
         if not isinstance(graph_id, str):
             raise Refused(422, f"graph_id names one of {sorted(self.api.graphs)}")
@@ -106,17 +127,28 @@ class AssistantRoutes:
             now,
             now,
         )
-        created = await self.api.call(self.api.queue.put_assistant, assistant)
+        created = await self.api.call(
+            self.api.queue.put_assistant, assistant, owner=caller(request.scope) or None
+        )
         if not created and if_exists == "raise":
             raise Refused(409, f"assistant {assistant_id!r} exists")
-        return json_response(assistant_json(await self.api.assistant(assistant_id)))
+        # do_nothing answers with the assistant there, when the caller may read it.
+        read = {"assistant_id": uid(assistant_id)}
+        where = await self.api.access.check(request, "assistants", "read", read)
+        try:
+            found = await self.api.assistant(assistant_id, where=where)
+        except Refused as hidden:
+            raise Refused(409, f"assistant {assistant_id!r} exists") from hidden
+        return json_response(assistant_json(found))
 
     async def get(self, request: Request) -> Response:
         return json_response(assistant_json(await self._named(request)))
 
     async def update(self, request: Request) -> Response:
-        assistant = await self._named(request)
         body = await read_body(request)
+        value = {k: v for k, v in body.items() if k in _CREATE_KEYS}
+        assistant = await self._named(request, "update", value)
+        body = {**body, **plain(value)}
         changes: dict[str, Any] = {}
         if body.get("graph_id") is not None:
             self.api.graph(body["graph_id"])
@@ -135,7 +167,7 @@ class AssistantRoutes:
         return json_response(assistant_json(new))
 
     async def delete(self, request: Request) -> Response:
-        assistant = await self._named(request)
+        assistant = await self._named(request, "delete")
         if assistant.assistant_id == assistant_id_of(assistant.graph_id):
             raise Refused(409, f"the default assistant of graph {assistant.graph_id!r} stays")
         threads = _flag(request.query_params.get("delete_threads"))
@@ -144,7 +176,16 @@ class AssistantRoutes:
         )
         return Response(status_code=204)
 
-    async def matching(self, body: dict[str, Any]) -> list[StoredAssistant]:
+    async def matching(self, request: Request, body: dict[str, Any]) -> list[StoredAssistant]:
+        """The assistants a search body asks for, among those the hooks let the caller see."""
+        value = {
+            "graph_id": body.get("graph_id"),
+            "metadata": _object(body, "metadata"),
+            "limit": body.get("limit", 10),
+            "offset": body.get("offset", 0),
+        }
+        where = await self.api.access.check(request, "assistants", "search", value)
+        body = {**body, "metadata": plain(value["metadata"]), "graph_id": value["graph_id"]}
         graph_id = _text(body, "graph_id")
         sort_by = body.get("sort_by") or "created_at"
         if sort_by not in _SORTS:
@@ -159,6 +200,7 @@ class AssistantRoutes:
             metadata=_object(body, "metadata"),
             sort_by=sort_by,
             descending=order == "desc",
+            only=where.sql("metadata", postgres=self.api.queue.postgres),
         )
         return found
 
@@ -167,12 +209,12 @@ class AssistantRoutes:
         select = body.get("select") or list(_FIELDS)
         if not isinstance(select, list) or not set(select) <= set(_FIELDS):
             raise Refused(422, f"select names some of {', '.join(_FIELDS)}, not {select!r}")
-        page, headers = _page(await self.matching(body), body)
+        page, headers = _page(await self.matching(request, body), body)
         shown = [{k: v for k, v in assistant_json(a).items() if k in select} for a in page]
         return json_response(shown, headers=headers)
 
     async def count(self, request: Request) -> Response:
-        return json_response(len(await self.matching(await read_body(request))))
+        return json_response(len(await self.matching(request, await read_body(request))))
 
     async def versions(self, request: Request) -> Response:
         assistant = await self._named(request)
@@ -186,8 +228,8 @@ class AssistantRoutes:
         return json_response([assistant_json(v, version=True) for v in page], headers=headers)
 
     async def set_latest(self, request: Request) -> Response:
-        assistant = await self._named(request)
         version = (await read_body(request)).get("version")
+        assistant = await self._named(request, "update", {"version": version})
         if isinstance(version, bool) or not isinstance(version, int):
             raise Refused(422, f"version is a whole number, not {version!r}")
         found = await self.api.call(

@@ -30,6 +30,8 @@ from ._api import (
     run_settings,
     whole_number,
 )
+from ._auth import caller, plain, uid
+from ._auth_filter import EVERYTHING, Filter
 from ._crons import CRON_SORTS, CronStore, StoredCron, next_run
 from ._mapping import run_context, typed
 from ._routes_webhooks import checked_webhook
@@ -130,7 +132,12 @@ def _object(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 class CronRoutes:
-    """Crons, kept in `crons`; their runs' webhooks are checked against `webhooks`."""
+    """Crons, kept in `crons`, their runs' webhooks checked against `webhooks`.
+
+    Each action is asked of the authorization hooks first (`crons` and the
+    action), a cron they leave out refused as a missing one. A cron on a thread
+    also asks for `runs` `create` on it, and any cron for `assistants` `read` on
+    its assistant, as its runs will."""
 
     def __init__(
         self, api: Api, crons: CronStore, *, webhooks: WebhookSettings | None = None
@@ -139,9 +146,13 @@ class CronRoutes:
         self.crons = crons
         self.webhooks = webhooks or WebhookSettings()
 
-    async def _check_runs(self, assistant_id: Any, payload: dict[str, Any]) -> str:
+    async def _check_runs(
+        self, request: Request, assistant_id: Any, payload: dict[str, Any]
+    ) -> str:
         """Check the runs a payload describes as creating one would; the assistant's id."""
-        assistant = await self.api.assistant(assistant_id)
+        read = {"assistant_id": uid(assistant_id)}
+        seen = await self.api.access.check(request, "assistants", "read", read)
+        assistant = await self.api.assistant(assistant_id, where=seen)
         graph = self.api.graph(assistant.graph_id)
         settings = run_settings(assistant, payload)
         if typed(graph.input_type):
@@ -159,9 +170,30 @@ class CronRoutes:
     async def create(self, request: Request) -> Response:
         body = await read_body(request)
         thread_id = request.path_params.get("thread_id")
+        value = {
+            "payload": body,
+            "schedule": body.get("schedule"),
+            "cron_id": None,
+            "thread_id": None if thread_id is None else uid(thread_id),
+            "user_id": None,
+            "end_time": body.get("end_time"),
+            "metadata": _object(body, "metadata"),
+        }
+        await self.api.access.check(request, "crons", "create", value)
+        body = plain(value["payload"])
+        if "metadata" in body or value["metadata"]:
+            body["metadata"] = plain(value["metadata"])
         if thread_id is not None:
-            await self.api.thread(thread_id)
-        assistant_id = await self._check_runs(body.get("assistant_id"), body)
+            run = {
+                "thread_id": uid(thread_id),
+                "assistant_id": uid(body.get("assistant_id")),
+                "metadata": _object(body, "metadata"),
+                "multitask_strategy": body.get("multitask_strategy", "enqueue"),
+                "kwargs": {k: body[k] for k in _RUN_KEYS if k in body},
+            }
+            where = await self.api.access.check(request, "runs", "create", run)
+            await self.api.thread(thread_id, where=where)
+        assistant_id = await self._check_runs(request, body.get("assistant_id"), body)
         timezone = body.get("timezone")
         schedule = check_schedule(body.get("schedule"), timezone)
         strategy = _choice(
@@ -189,27 +221,38 @@ class CronRoutes:
             updated_at=now,
         )
         cron = _scheduled(cron, now)
-        await self.api.call(self.crons.put, cron)
+        await self.api.call(self.crons.put, cron, owner=caller(request.scope) or None)
         self.api.wake()
         return json_response(cron_json(cron))
 
-    async def cron(self, cron_id: str) -> StoredCron:
+    async def cron(self, cron_id: str, *, where: Filter = EVERYTHING) -> StoredCron:
         check_uuid(cron_id, "cron id")
         found: StoredCron | None = await self.api.call(self.crons.get, cron_id)
-        if found is None:
+        if found is None or not where.matches(found.metadata):
             raise Refused(404, f"no cron {cron_id!r}")
         return found
 
+    async def _named(
+        self, request: Request, action: str, value: dict[str, Any] | None = None
+    ) -> StoredCron:
+        """The cron the path names, once the hooks allow `action` on it with `value`."""
+        cron_id = request.path_params["cron_id"]
+        value = {"cron_id": uid(cron_id), **(value or {})}
+        where = await self.api.access.check(request, "crons", action, value)
+        return await self.cron(cron_id, where=where)
+
     async def get(self, request: Request) -> Response:
-        return json_response(cron_json(await self.cron(request.path_params["cron_id"])))
+        return json_response(cron_json(await self._named(request, "read")))
 
     async def update(self, request: Request) -> Response:
         """Change a cron; a changed schedule, time zone, end or `enabled` sets its next
         tick anew from now."""
-        cron = await self.cron(request.path_params["cron_id"])
         body = await read_body(request)
+        value = {"payload": body, "schedule": body.get("schedule")}
+        cron = await self._named(request, "update", value)
+        body = plain(value["payload"])
         payload = {**cron.payload, **{k: body[k] for k in _RUN_KEYS if k in body}}
-        await self._check_runs(cron.assistant_id, payload)
+        await self._check_runs(request, cron.assistant_id, payload)
         changes: dict[str, Any] = {"payload": payload}
         if "timezone" in body:
             changes["timezone"] = body["timezone"]
@@ -238,11 +281,21 @@ class CronRoutes:
         return json_response(cron_json(new))
 
     async def delete(self, request: Request) -> Response:
-        cron = await self.cron(request.path_params["cron_id"])
+        cron = await self._named(request, "delete")
         await self.api.call(self.crons.delete, cron.cron_id)
         return Response(status_code=204)
 
-    async def _found(self, body: dict[str, Any]) -> list[StoredCron]:
+    async def _found(self, request: Request, body: dict[str, Any]) -> list[StoredCron]:
+        """The crons a search body asks for, among those the hooks let the caller see."""
+        value = {
+            "assistant_id": uid(body.get("assistant_id")),
+            "thread_id": uid(body.get("thread_id")),
+            "metadata": _object(body, "metadata"),
+            "limit": body.get("limit", 10),
+            "offset": body.get("offset", 0),
+        }
+        where = await self.api.access.check(request, "crons", "search", value)
+        body = {**body, "metadata": plain(value["metadata"])}
         assistant_id = body.get("assistant_id")
         if isinstance(assistant_id, str) and assistant_id in self.api.graphs:
             assistant_id = assistant_id_of(assistant_id)
@@ -257,12 +310,13 @@ class CronRoutes:
             metadata=_object(body, "metadata"),
             sort_by=sort_by,
             descending=order == "desc",
+            only=where.sql("metadata", postgres=self.crons.postgres),
         )
         return found
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
-        found = await self._found(body)
+        found = await self._found(request, body)
         limit, offset = whole_number(body, "limit", 10), whole_number(body, "offset", 0)
         select = body.get("select") or [name for name in _FIELDS if name != "now"]
         if not isinstance(select, list) or not set(select) <= set(_FIELDS):
@@ -276,7 +330,7 @@ class CronRoutes:
         return json_response(shown, headers=headers)
 
     async def count(self, request: Request) -> Response:
-        return json_response(len(await self._found(await read_body(request))))
+        return json_response(len(await self._found(request, await read_body(request))))
 
     def routes(self) -> list[Route]:
         """The routes, for the app."""

@@ -15,11 +15,13 @@ from starlette.routing import Route
 
 from .._versions import ResumePolicy
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
-from ._dedup import caller_key, dedup_key
+from ._auth import caller, plain, uid
+from ._auth_filter import Filter
+from ._dedup import dedup_key
 from ._history import history_of
 from ._mapping import run_context, typed
 from ._priority import PriorityAssigner, checked_priority
-from ._queue import QueuedRun
+from ._queue import QueuedRun, StoredThread
 from ._routes_threads import checkpoint_named, find_checkpoint
 from ._routes_webhooks import checked_webhook
 from ._sse import event_names, frames, last_event_id
@@ -28,6 +30,10 @@ from ._webhook_settings import WebhookSettings
 
 __all__ = ("RunRoutes",)
 
+_NOT_KWARGS = frozenset(
+    {"assistant_id", "metadata", "multitask_strategy", "if_not_exists", "after_seconds"}
+)
+"""The keys of a run's body that are not its `kwargs` in a handler's value (`RunsCreate`)."""
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 _LOOK_AGAIN = 0.5
 """Seconds a wait for a run's end waits for word of it before reading the store anyway."""
@@ -50,8 +56,23 @@ def _modes(body: dict[str, Any]) -> list[str]:
     return modes
 
 
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    metadata = plain(value.get("metadata") or {})
+    if not isinstance(metadata, dict):
+        raise Refused(422, f"metadata is a JSON object, not {metadata!r}")
+    return metadata
+
+
 class RunRoutes:
-    """Runs on a thread and stateless runs."""
+    """Runs on a thread and stateless runs.
+
+    Runs are seen as their thread is: creating one asks the authorization hooks
+    for `runs` `create` (and its assistant for `assistants` `read`), reading,
+    joining or streaming one for `read`, listing a thread's or streaming the
+    thread for `search`, cancelling one for `update`, deleting it for `delete`;
+    without a `runs` handler, the thread's handler decides (`create_run`, `read`,
+    `update`, `delete`). A run the filter leaves out is refused as a missing one.
+    """
 
     def __init__(
         self,
@@ -80,26 +101,78 @@ class RunRoutes:
                 return found
         return self.api.graphs[graph_id].version
 
+    async def _allowed(
+        self, request: Request, body: dict[str, Any], thread_id: str | None
+    ) -> tuple[Filter, dict[str, Any]]:
+        """What the hooks say of a new run: the filter its thread must pass, and the
+        run's body with the metadata the handler gave it."""
+        value = {
+            "assistant_id": uid(body.get("assistant_id")),
+            "thread_id": None if thread_id is None else uid(thread_id),
+            "run_id": None,
+            "status": "pending",
+            "metadata": _metadata(body),
+            "prevent_insert_if_inflight": True,
+            "multitask_strategy": body.get("multitask_strategy") or "enqueue",
+            "if_not_exists": body.get("if_not_exists") or "reject",
+            "after_seconds": body.get("after_seconds") or 0,
+            "kwargs": {k: v for k, v in body.items() if k not in _NOT_KWARGS},
+        }
+        where = await self.api.access.check(request, "runs", "create", value)
+        return where, {**body, "metadata": _metadata(value)}
+
+    async def _thread_for(
+        self, request: Request, body: dict[str, Any], thread_id: str | None, where: Filter
+    ) -> str:
+        """The new run's thread: the one named, when the filter lets the caller see it (or
+        made, with `if_not_exists: create`, when it is missing), else a new one."""
+        owner = caller(request.scope) or None
+        if thread_id is not None:
+            try:
+                await self.api.thread(thread_id, where=where)
+                return thread_id
+            except Refused as missing:
+                if body.get("if_not_exists") != "create" or missing.status != 404:
+                    raise
+                made = await self.api.call(
+                    self.api.queue.put_thread,
+                    thread_id,
+                    where.stamped({}),
+                    replace=False,
+                    owner=owner,
+                )
+                if not made:  # there, but not the caller's to see
+                    raise
+                return thread_id
+        thread_id = str(uuid.uuid4())
+        await self.api.call(
+            self.api.queue.put_thread, thread_id, where.stamped({}), replace=False, owner=owner
+        )
+        return thread_id
+
     async def create(
         self,
+        request: Request,
         body: dict[str, Any],
         thread_id: str | None,
-        request: Request,
         *,
         headers: Mapping[str, str] | None = None,
     ) -> tuple[QueuedRun, bool]:
         """Queue the run `body` describes on `thread_id` (a new thread when None), for the
         caller of `request` (its `headers` unless given): the run, and whether it is one
         in flight that had the same idempotency key, answered instead of a new one."""
-        caller = caller_key(request)
-        dedup = dedup_key(body, request.headers if headers is None else headers, caller)
+        webhook = await checked_webhook(body, self.webhooks)
+        where, body = await self._allowed(request, body, thread_id)
+        key = caller(request.scope)
+        dedup = dedup_key(body, request.headers if headers is None else headers, key)
         priority = checked_priority(body, request.query_params)
         if dedup is not None:
             found = await self.api.call(self.api.queue.deduplicated, dedup)
             if found is not None:
                 return self.replayed(found, thread_id), True
-        webhook = await checked_webhook(body, self.webhooks)
-        assistant = await self.api.assistant(body.get("assistant_id"))
+        read = {"assistant_id": uid(body.get("assistant_id"))}
+        seen = await self.api.access.check(request, "assistants", "read", read)
+        assistant = await self.api.assistant(body.get("assistant_id"), where=seen)
         graph_id = assistant.graph_id
         graph = self.api.graph(graph_id)
         settings = run_settings(assistant, body)
@@ -111,10 +184,10 @@ class RunRoutes:
         if strategy not in _STRATEGIES:
             raise Refused(422, f"multitask_strategy is one of {', '.join(_STRATEGIES)}")
         stateless = thread_id is None
-        thread_id = await self.thread_for(body, thread_id)
+        thread_id = await self._thread_for(request, body, thread_id, where)
         if self.priority is not None and priority is None:
             await self.assign_priority(
-                self.priority, caller, thread_id, None if stateless else thread_id, assistant, body
+                self.priority, key, thread_id, None if stateless else thread_id, assistant, body
             )
         checkpoint_id = checkpoint_named(body)
         if checkpoint_id is not None:
@@ -154,36 +227,26 @@ class RunRoutes:
             await self.version(graph_id, thread_id, kwargs["command"]),
             policy,
             priority=priority,
-            flow_key=caller,
+            flow_key=key,
             dedup_key=dedup,
         )
-        return await self.queued(run, float(body.get("after_seconds") or 0), stateless)
+        delay = float(body.get("after_seconds") or 0)
+        return await self.queued(run, delay, stateless, owner=key or None)
 
-    async def thread_for(self, body: dict[str, Any], thread_id: str | None) -> str:
-        """The thread a run goes on: `thread_id`, created if missing when the body says
-        so, or a new one (a stateless run's) when None."""
-        if thread_id is None:
-            thread_id = str(uuid.uuid4())
-            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
-            return thread_id
-        try:
-            await self.api.thread(thread_id)
-        except Refused as missing:
-            if body.get("if_not_exists") != "create" or missing.status != 404:
-                raise
-            await self.api.call(self.api.queue.put_thread, thread_id, {}, replace=False)
-        return thread_id
-
-    async def queued(self, run: QueuedRun, delay: float, stateless: bool) -> tuple[QueuedRun, bool]:
-        """Queue `run` after `delay` seconds: the run, or the run in flight that had its
-        idempotency key (and True)."""
+    async def queued(
+        self, run: QueuedRun, delay: float, stateless: bool, *, owner: str | None
+    ) -> tuple[QueuedRun, bool]:
+        """Queue `run`, made by `owner`, after `delay` seconds: the run, or the run in
+        flight that had its idempotency key (and True)."""
         thread_id = run.thread_id
         await self.api.call(
             self.api.queue.add_events,
             run.run_id,
             [("metadata", {"run_id": run.run_id, "thread_id": thread_id, "attempt": 1})],
         )
-        queued: QueuedRun | None = await self.api.call(self.api.queue.enqueue, run, delay=delay)
+        queued: QueuedRun | None = await self.api.call(
+            self.api.queue.enqueue, run, delay=delay, owner=owner
+        )
         if queued is None:
             await self.api.call(self.api.queue.delete_run, run.run_id)
             raise Refused(409, f"thread {thread_id!r} has a run in flight")
@@ -275,9 +338,25 @@ class RunRoutes:
     def thread_of(self, request: Request) -> str | None:
         return request.path_params.get("thread_id")
 
+    async def _run(
+        self, request: Request, action: str, value: dict[str, Any] | None = None
+    ) -> QueuedRun:
+        """The run the path names, once the hooks allow `action` on its thread."""
+        thread_id, run_id = self.thread_of(request), request.path_params["run_id"]
+        value = {"thread_id": uid(thread_id), "run_id": uid(run_id), **(value or {})}
+        where = await self.api.access.check(request, "runs", action, value)
+        return await self.api.run(thread_id, run_id, where=where, caller=caller(request.scope))
+
+    async def _thread(self, request: Request) -> StoredThread:
+        """The thread the path names, once the hooks allow reading its runs."""
+        thread_id = request.path_params["thread_id"]
+        value = {"thread_id": uid(thread_id)}
+        where = await self.api.access.check(request, "runs", "search", value)
+        return await self.api.thread(thread_id, where=where)
+
     async def create_background(self, request: Request) -> Response:
         run, replayed = await self.create(
-            await read_body(request), self.thread_of(request), request
+            request, await read_body(request), self.thread_of(request)
         )
         base = f"/threads/{run.thread_id}/runs/{run.run_id}"
         headers = {"Content-Location": base, **(_REPLAYED if replayed else {})}
@@ -285,7 +364,7 @@ class RunRoutes:
 
     async def create_stream(self, request: Request) -> Response:
         run, replayed = await self.create(
-            await read_body(request), self.thread_of(request), request
+            request, await read_body(request), self.thread_of(request)
         )
         response = self.stream(run, 0)
         if replayed:
@@ -294,13 +373,13 @@ class RunRoutes:
 
     async def create_wait(self, request: Request) -> Response:
         run, replayed = await self.create(
-            await read_body(request), self.thread_of(request), request
+            request, await read_body(request), self.thread_of(request)
         )
         headers = {**self.where(run), **(_REPLAYED if replayed else {})}
         return json_response(await self.result(run), headers=headers)
 
     async def listing(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request)
         limit = whole_number(request.query_params, "limit", 10)
         offset = whole_number(request.query_params, "offset", 0)
         runs = await self.api.call(
@@ -309,21 +388,21 @@ class RunRoutes:
         return json_response([run_json(r) for r in runs])
 
     async def get(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         return json_response(run_json(run))
 
     async def delete(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "delete")
         if not run.ended:
             raise Refused(409, f"run {run.run_id!r} is still in flight; cancel it first")
         await self.api.call(self.api.queue.delete_run, run.run_id)
         return Response(status_code=204)
 
     async def cancel(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
         action = request.query_params.get("action", "interrupt")
         if action not in ("interrupt", "rollback"):
             raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
+        run = await self._run(request, "update", {"action": action})
         await self.api.call(self.api.queue.request_cancel, run.run_id, action)
         if action == "rollback":
             await self.settle_rollback(run)
@@ -342,17 +421,17 @@ class RunRoutes:
             await self.api.call(history_of(self.api.queue).roll_back, run.thread_id, None)
 
     async def join(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         return json_response(await self.result(run), headers=self.where(run))
 
     async def join_stream(self, request: Request) -> Response:
-        run = await self.api.run(self.thread_of(request), request.path_params["run_id"])
+        run = await self._run(request, "read")
         after = last_event_id(request.headers.get("last-event-id"))
         return self.stream(run, after)
 
     async def thread_stream(self, request: Request) -> Response:
         """The stream of the thread's current run: the one in flight, else the latest."""
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request)
         modes = request.query_params.getlist("stream_mode") or ["run_modes"]
         if any(mode != "run_modes" for mode in modes):
             raise Refused(422, f"a thread stream's mode is 'run_modes', not {modes!r}")
@@ -369,6 +448,13 @@ class RunRoutes:
         body = await read_body(request)
         action = body.get("action") or "interrupt"
         for run_id in body.get("run_ids") or []:
+            value = {"run_id": uid(run_id), "action": action}
+            where = await self.api.access.check(request, "runs", "update", value)
+            if where:
+                try:  # a run the caller may not see is left alone, as a missing one is
+                    await self.api.run(None, str(run_id), where=where, caller=caller(request.scope))
+                except Refused:
+                    continue
             found = await self.api.call(self.api.queue.run, str(run_id))
             await self.api.call(self.api.queue.request_cancel, str(run_id), action)
             if found is not None and action == "rollback":
@@ -381,7 +467,7 @@ class RunRoutes:
         if not isinstance(items, list):
             raise Refused(422, "a batch is a JSON list of runs")
         # Each item carries its own idempotency key, if any: the request's header is not theirs.
-        runs = [(await self.create(item, None, request, headers={}))[0] for item in items]
+        runs = [(await self.create(request, item, None, headers={}))[0] for item in items]
         return json_response([run_json(r) for r in runs])
 
     def routes(self) -> list[Route]:

@@ -27,19 +27,44 @@ def _item(item: Item) -> dict[str, Any]:
     }
 
 
+def _namespace(value: Any) -> Any:
+    """A namespace as the handlers' values hold it (a tuple), when it is a list."""
+    return tuple(value) if isinstance(value, list) else value
+
+
 class StoreRoutes:
-    """Put, get, delete and search items, and list namespaces."""
+    """Put, get, delete and search items, and list namespaces.
+
+    Each action is asked of the authorization hooks first (`store` and `put`,
+    `get`, `delete`, `search` or `list_namespaces`), with the namespace (a
+    search's prefix) in the value: the namespace the handler leaves there is
+    the one acted on, so a handler keeps each caller in their own.
+    """
 
     def __init__(self, api: Api, memory: MemoryBase) -> None:
         self.api = api
         self.memory = memory
 
+    async def _allowed(self, request: Request, action: str, value: dict[str, Any]) -> Any:
+        """The namespace the hooks leave in `value`, once they allow `action`."""
+        value["namespace"] = _namespace(value["namespace"])
+        await self.api.access.check(request, "store", action, value)
+        namespace = value["namespace"]
+        return list(namespace) if isinstance(namespace, tuple) else namespace
+
     async def put(self, request: Request) -> Response:
         body = await read_body(request)
         ttl = body.get("ttl")
+        value = {
+            "namespace": body.get("namespace") or [],
+            "key": body.get("key"),
+            "value": body.get("value"),
+            "index": body.get("index"),
+        }
+        namespace = await self._allowed(request, "put", value)
         try:
             await self.memory.put(
-                body.get("namespace") or [],
+                namespace,
                 body.get("key"),  # type: ignore[arg-type]
                 body.get("value"),  # type: ignore[arg-type]
                 ttl=None if ttl is None else float(ttl) * 60,
@@ -50,8 +75,10 @@ class StoreRoutes:
 
     async def get(self, request: Request) -> Response:
         namespace = [part for part in request.query_params.get("namespace", "").split(".") if part]
+        key = request.query_params.get("key", "")
+        namespace = await self._allowed(request, "get", {"namespace": namespace, "key": key})
         try:
-            item = await self.memory.get(namespace, request.query_params.get("key", ""))
+            item = await self.memory.get(namespace, key)
         except MemoryInputError as exc:
             raise Refused(422, str(exc)) from exc
         if item is None:
@@ -60,8 +87,10 @@ class StoreRoutes:
 
     async def delete(self, request: Request) -> Response:
         body = await read_body(request)
+        value = {"namespace": body.get("namespace") or [], "key": body.get("key")}
+        namespace = await self._allowed(request, "delete", value)
         try:
-            await self.memory.delete(body.get("namespace") or [], body.get("key"))  # type: ignore[arg-type]
+            await self.memory.delete(namespace, body.get("key"))  # type: ignore[arg-type]
         except MemoryInputError as exc:
             raise Refused(422, str(exc)) from exc
         return Response(status_code=204)
@@ -69,9 +98,17 @@ class StoreRoutes:
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
         limit, offset = whole_number(body, "limit", 10), whole_number(body, "offset", 0)
+        value = {
+            "namespace": body.get("namespace_prefix") or [],
+            "filter": body.get("filter"),
+            "limit": limit,
+            "offset": offset,
+            "query": body.get("query"),
+        }
+        namespace = await self._allowed(request, "search", value)
         try:
             hits = await self.memory.search(
-                body.get("namespace_prefix") or [],
+                namespace,
                 body.get("query"),
                 filter=body.get("filter"),
                 limit=limit + offset,
@@ -85,9 +122,17 @@ class StoreRoutes:
         body = await read_body(request)
         limit, offset = whole_number(body, "limit", 100), whole_number(body, "offset", 0)
         suffix = tuple(body.get("suffix") or ())
+        value = {
+            "namespace": body.get("prefix") or None,
+            "suffix": suffix or None,
+            "max_depth": body.get("max_depth"),
+            "limit": limit,
+            "offset": offset,
+        }
+        prefix = await self._allowed(request, "list_namespaces", value)
         try:
             found = await self.memory.list_namespaces(
-                body.get("prefix") or [], max_depth=body.get("max_depth"), limit=1_000_000
+                prefix or [], max_depth=body.get("max_depth"), limit=1_000_000
             )
         except MemoryInputError as exc:
             raise Refused(422, str(exc)) from exc

@@ -11,6 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ._api import Api, Refused, check_uuid, iso, json_response, read_body, thread_json, whole_number
+from ._auth import caller, plain, uid
 from ._history import StoredCheckpoint, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import StoredThread
@@ -95,45 +96,91 @@ async def find_checkpoint(api: Api, thread_id: str, checkpoint_id: str) -> Store
     return found
 
 
+def _metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """The `metadata` of a body or a handler's value, a JSON object; 422 otherwise."""
+    metadata = plain(value.get("metadata") or {})
+    if not isinstance(metadata, dict):
+        raise Refused(422, f"metadata is a JSON object, not {metadata!r}")
+    return metadata
+
+
 class ThreadRoutes:
-    """Threads and their state."""
+    """Threads and their state; each action asked of the authorization hooks first
+    (`threads` and the action), a thread they leave out refused as a missing one."""
 
     def __init__(self, api: Api) -> None:
         self.api = api
         self.history = history_of(api.queue)
 
+    async def _thread(
+        self, request: Request, action: str, value: dict[str, Any] | None = None
+    ) -> StoredThread:
+        """The thread the path names, once the hooks allow `action` on it with `value`."""
+        thread_id = request.path_params["thread_id"]
+        value = {"thread_id": uid(thread_id), **(value or {})}
+        where = await self.api.access.check(request, "threads", action, value)
+        return await self.api.thread(thread_id, where=where)
+
     async def create(self, request: Request) -> Response:
         body = await read_body(request)
         thread_id = check_uuid(str(body.get("thread_id") or uuid.uuid4()), "thread id")
-        metadata = body.get("metadata") or {}
         if_exists = body.get("if_exists") or "raise"
         if if_exists not in ("raise", "do_nothing"):
             raise Refused(422, f"if_exists is 'raise' or 'do_nothing', not {if_exists!r}")
-        created = await self.api.call(self.api.queue.put_thread, thread_id, metadata, replace=False)
-        if not created and if_exists == "raise":
+        value = {"thread_id": uid(thread_id), "metadata": _metadata(body), "if_exists": if_exists}
+        await self.api.access.check(request, "threads", "create", value)
+        created = await self.api.call(
+            self.api.queue.put_thread,
+            thread_id,
+            _metadata(value),
+            replace=False,
+            owner=caller(request.scope) or None,
+        )
+        if created:
+            return json_response(thread_json(await self.api.thread(thread_id)))
+        if if_exists == "raise":
             raise Refused(409, f"thread {thread_id!r} exists")
-        return json_response(thread_json(await self.api.thread(thread_id)))
+        # do_nothing answers with the thread there, when the caller may read it.
+        read = {"thread_id": uid(thread_id)}
+        where = await self.api.access.check(request, "threads", "read", read)
+        try:
+            return json_response(thread_json(await self.api.thread(thread_id, where=where)))
+        except Refused as hidden:
+            raise Refused(409, f"thread {thread_id!r} exists") from hidden
 
     async def get(self, request: Request) -> Response:
-        return json_response(thread_json(await self.api.thread(request.path_params["thread_id"])))
+        return json_response(thread_json(await self._thread(request, "read")))
 
     async def update(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
         body = await read_body(request)
-        metadata = {**thread.metadata, **(body.get("metadata") or {})}
+        value = {"metadata": _metadata(body)}
+        thread = await self._thread(request, "update", value)
+        metadata = {**thread.metadata, **_metadata(value)}
         await self.api.call(self.api.queue.update_thread, thread.thread_id, metadata=metadata)
         return json_response(thread_json(await self.api.thread(thread.thread_id)))
 
     async def delete(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request, "delete")
         await self.api.call(self.api.queue.delete_thread, thread.thread_id)
         await self.api.call(self.history.delete, thread.thread_id)
         return Response(status_code=204)
 
-    async def matching(self, body: dict[str, Any]) -> list[StoredThread]:
-        every: list[StoredThread] = await self.api.call(self.api.queue.threads, limit=-1, offset=0)
-        metadata = body.get("metadata") or {}
-        status = body.get("status")
+    async def matching(self, request: Request, body: dict[str, Any]) -> list[StoredThread]:
+        """The threads a search body asks for, among those the hooks let the caller see."""
+        value = {
+            "metadata": _metadata(body),
+            "values": body.get("values") or {},
+            "status": body.get("status"),
+            "limit": body.get("limit", 10),
+            "offset": body.get("offset", 0),
+        }
+        where = await self.api.access.check(request, "threads", "search", value)
+        only = where.sql("metadata", postgres=self.api.queue.postgres)
+        every: list[StoredThread] = await self.api.call(
+            self.api.queue.threads, limit=-1, offset=0, only=only
+        )
+        metadata = _metadata(value)
+        status = value["status"]
         return [
             t
             for t in every
@@ -143,17 +190,25 @@ class ThreadRoutes:
 
     async def search(self, request: Request) -> Response:
         body = await read_body(request)
-        found = await self.matching(body)
+        found = await self.matching(request, body)
         offset, limit = whole_number(body, "offset", 0), whole_number(body, "limit", 10)
         return json_response([thread_json(t) for t in found[offset : offset + limit]])
 
     async def count(self, request: Request) -> Response:
-        return json_response(len(await self.matching(await read_body(request))))
+        return json_response(len(await self.matching(request, await read_body(request))))
 
     async def copy(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request, "read")
         new = str(uuid.uuid4())
-        await self.api.call(self.api.queue.put_thread, new, thread.metadata, replace=False)
+        value = {"thread_id": uid(new), "metadata": dict(thread.metadata), "if_exists": "raise"}
+        await self.api.access.check(request, "threads", "create", value)
+        await self.api.call(
+            self.api.queue.put_thread,
+            new,
+            _metadata(value),
+            replace=False,
+            owner=caller(request.scope) or None,
+        )
         await self.api.call(self.history.copy, thread.thread_id, new)
         await self.api.call(self.history.roll_back, new, None)
         return json_response(thread_json(await self.api.thread(new)))
@@ -166,21 +221,21 @@ class ThreadRoutes:
         return latest
 
     async def state(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request, "read")
         named = request.path_params.get("checkpoint_id")
         checkpoint_id = None if named is None else check_uuid(named, "checkpoint id")
         return json_response(state_json(thread, await self.at(thread, checkpoint_id)))
 
     async def state_at(self, request: Request) -> Response:
         """`POST /threads/{id}/state/checkpoint`: the state at the checkpoint in the body."""
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request, "read")
         body = await read_body(request)
         checkpoint = await self.at(thread, checkpoint_named(body))
         return json_response(state_json(thread, checkpoint))
 
     async def update_state(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
         body = await read_body(request)
+        thread = await self._thread(request, "update")
         values = body.get("values") or {}
         if not isinstance(values, dict):
             raise Refused(422, "values is a JSON object")
@@ -219,7 +274,7 @@ class ThreadRoutes:
         return json_response({"checkpoint": _checkpoint(thread.thread_id, checkpoint_id)})
 
     async def past(self, request: Request) -> Response:
-        thread = await self.api.thread(request.path_params["thread_id"])
+        thread = await self._thread(request, "read")
         body = dict(request.query_params) if request.method == "GET" else await read_body(request)
         limit = whole_number(body, "limit", 10)
         before = body.get("before")

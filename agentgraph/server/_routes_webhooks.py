@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ._api import Api, Refused, json_response
+from ._auth import caller, uid
 from ._destinations import destination
 from ._outbox import Outbox
 from ._webhook_settings import WebhookSettings
@@ -39,7 +40,10 @@ class WebhookRoutes:
         self.outbox = Outbox(api.queue)
 
     async def log(self, request: Request) -> Response:
-        run = await self.api.run(request.path_params["thread_id"], request.path_params["run_id"])
+        thread_id, run_id = request.path_params["thread_id"], request.path_params["run_id"]
+        value = {"thread_id": uid(thread_id), "run_id": uid(run_id)}
+        where = await self.api.access.check(request, "runs", "read", value)
+        run = await self.api.run(thread_id, run_id, where=where, caller=caller(request.scope))
         return json_response(await self.api.call(self.outbox.log, run.run_id))
 
     def routes(self) -> list[Route]:

@@ -61,8 +61,12 @@ def queue_tick(queue: RunQueue, tick: Tick, now: float) -> str:
     if assistant is None:
         return "failed"
     payload = cron.payload
+    # The tick's run, and its thread when it makes one, are the cron's owner's, and the
+    # thread has the cron's metadata, so the filters that find the cron find them too.
+    owner = queue.owner("crons", cron.cron_id)
     if cron.thread_id is None:
-        queue.put_thread(tick.thread_id, {"cron_id": cron.cron_id}, replace=False)
+        metadata = {**cron.metadata, "cron_id": cron.cron_id}
+        queue.put_thread(tick.thread_id, metadata, replace=False, owner=owner)
     elif queue.thread(cron.thread_id) is None:
         return "failed"
     modes = payload.get("stream_mode") or ["values"]
@@ -96,7 +100,7 @@ def queue_tick(queue: RunQueue, tick: Tick, now: float) -> str:
     if not queue.events(run.run_id, 0):
         queue.add_events(run.run_id, [("metadata", {"run_id": run.run_id, "attempt": 1})])
     try:
-        queued = queue.enqueue(run)
+        queued = queue.enqueue(run, owner=owner)
     except Exception as error:
         if _duplicate(error):
             return "queued"  # another worker queued it a moment ago

@@ -41,6 +41,11 @@ class ServerSettings:
         priority: a `langgraph_sdk.Priority` (or its `@priority.assign`
             function) that assigns a thread's priority at its first run;
             None (the default): a run's priority is its own, else 0.
+        auth: authorization hooks: a `langgraph_sdk.Auth` object, whose
+            `authenticate` function runs on every request but `/ok` and whose
+            `@auth.on` handlers allow, refuse or filter each action on each
+            resource (see the guide "Agent server authorization"). None (the
+            default): every caller may do everything.
     """
 
     workers: int = attrs.field(default=1)
@@ -54,3 +59,4 @@ class ServerSettings:
     webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)
     limits: FlowLimits = attrs.field(factory=FlowLimits)
     priority: object | None = None
+    auth: object | None = attrs.field(default=None, eq=False, repr=False)
