@@ -14,7 +14,6 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from .._errors import RunInputError
 from .._graph import Graph
@@ -23,9 +22,13 @@ from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, json_response
 from ._crons import CronStore
+from ._metrics import ServerMetrics
 from ._queue import RunQueue
+from ._retention import Retention
 from ._routes_assistants import AssistantRoutes
 from ._routes_crons import CronRoutes
+from ._routes_ops import OpsRoutes
+from ._routes_retention import RetentionRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
@@ -36,13 +39,17 @@ from ._worker import Worker
 __all__ = ("server_app",)
 
 
+OPEN = frozenset({"/ok", "/ready"})
+"""The paths answered without an API key: an orchestrator's probes carry none."""
+
+
 class _ApiKey(BaseHTTPMiddleware):
     def __init__(self, app: Any, key: str) -> None:
         super().__init__(app)
         self.key = key
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path != "/ok" and request.headers.get("x-api-key") != self.key:
+        if request.url.path not in OPEN and request.headers.get("x-api-key") != self.key:
             return json_response({"detail": "a valid x-api-key header is required"}, 401)
         return await call_next(request)
 
@@ -82,6 +89,7 @@ def server_app(
     settings = settings or ServerSettings()
     where = os.fspath(path)
     queue = RunQueue(where, schema=schema)
+    metrics = ServerMetrics(queue)
     workers = [
         Worker(
             where,
@@ -92,6 +100,9 @@ def server_app(
             grace=settings.grace,
             schema=schema,
             webhooks=settings.webhooks,
+            on_claimed=metrics.claimed,
+            run_retention=settings.run_retention,
+            sweep_every=settings.sweep_every,
         )
         for _ in range(settings.workers)
     ]
@@ -102,15 +113,10 @@ def server_app(
 
     api = Api(queue, graphs, wake=wake)
     crons = CronStore(where, schema=schema)
+    retention = Retention(queue)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
     )
-
-    async def ok(request: Request) -> Response:
-        return json_response({"ok": True})
-
-    async def info(request: Request) -> Response:
-        return json_response({"version": "agentgraph", "flags": {"assistants": True}})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -136,10 +142,10 @@ def server_app(
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
     middleware = [Middleware(_ApiKey, key=key)] if key else []
     routes = [
-        Route("/ok", ok, methods=["GET"]),
-        Route("/info", info, methods=["GET"]),
+        *OpsRoutes(api, workers=workers, metrics=metrics).routes(),
         *AssistantRoutes(api).routes(),
-        *ThreadRoutes(api).routes(),
+        *RetentionRoutes(api, retention).routes(),
+        *ThreadRoutes(api, retention).routes(),
         *CronRoutes(api, crons).routes(),
         *RunRoutes(
             api, resume_policy=_policy(settings, runner), webhooks=settings.webhooks

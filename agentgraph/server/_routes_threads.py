@@ -14,6 +14,7 @@ from ._api import Api, Refused, check_uuid, iso, json_response, read_body, threa
 from ._history import StoredCheckpoint, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import StoredThread
+from ._retention import Retention, ttl_of
 
 __all__ = ("ThreadRoutes", "checkpoint_named", "find_checkpoint", "state_json")
 
@@ -98,9 +99,10 @@ async def find_checkpoint(api: Api, thread_id: str, checkpoint_id: str) -> Store
 class ThreadRoutes:
     """Threads and their state."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, retention: Retention) -> None:
         self.api = api
         self.history = history_of(api.queue)
+        self.retention = retention
 
     async def create(self, request: Request) -> Response:
         body = await read_body(request)
@@ -109,9 +111,12 @@ class ThreadRoutes:
         if_exists = body.get("if_exists") or "raise"
         if if_exists not in ("raise", "do_nothing"):
             raise Refused(422, f"if_exists is 'raise' or 'do_nothing', not {if_exists!r}")
+        ttl = ttl_of(body)
         created = await self.api.call(self.api.queue.put_thread, thread_id, metadata, replace=False)
         if not created and if_exists == "raise":
             raise Refused(409, f"thread {thread_id!r} exists")
+        if created and ttl is not None:
+            await self.api.call(self.retention.set_ttl, thread_id, ttl)
         return json_response(thread_json(await self.api.thread(thread_id)))
 
     async def get(self, request: Request) -> Response:
@@ -120,14 +125,18 @@ class ThreadRoutes:
     async def update(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
         body = await read_body(request)
+        ttl = ttl_of(body)
         metadata = {**thread.metadata, **(body.get("metadata") or {})}
         await self.api.call(self.api.queue.update_thread, thread.thread_id, metadata=metadata)
+        if ttl is not None:
+            await self.api.call(self.retention.set_ttl, thread.thread_id, ttl)
         return json_response(thread_json(await self.api.thread(thread.thread_id)))
 
     async def delete(self, request: Request) -> Response:
         thread = await self.api.thread(request.path_params["thread_id"])
         await self.api.call(self.api.queue.delete_thread, thread.thread_id)
         await self.api.call(self.history.delete, thread.thread_id)
+        await self.api.call(self.retention.forget, thread.thread_id)
         return Response(status_code=204)
 
     async def matching(self, body: dict[str, Any]) -> list[StoredThread]:

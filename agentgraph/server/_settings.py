@@ -35,6 +35,10 @@ class ServerSettings:
         webhooks: where runs' webhooks may go and how they are signed and retried;
             by default from the environment (`AGENTGRAPH_WEBHOOK_SECRET`,
             `AGENTGRAPH_WEBHOOK_ALLOW_LOOPBACK`).
+        run_retention: seconds an ended run (its events and webhook deliveries with
+            it) is kept; None (the default) keeps runs as long as their thread.
+        sweep_every: seconds between each worker's sweeps of expired threads and
+            old runs. Default 60.
     """
 
     workers: int = attrs.field(default=1)
@@ -46,3 +50,5 @@ class ServerSettings:
         default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
     )
     webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)
+    run_retention: float | None = None
+    sweep_every: float = 60.0

@@ -21,7 +21,7 @@ import contextlib
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -38,8 +38,12 @@ from ..checkpoint._sqlite import SQLiteStore
 from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
 from ._emitter import RunEmitter
+from ._heartbeats import Heartbeat
+from ._logs import LOG, run_extra
 from ._mapping import interrupt_id, run_context, takes_text
+from ._metrics import claim_waits
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._retention import SWEEP, Retention
 from ._scheduler import Scheduler
 from ._signals import Signal
 from ._turns import Turns, run_checkpoint
@@ -73,8 +77,17 @@ class Worker:
         cancel_poll: float = CANCEL_POLL,
         schema: str = "agentgraph",
         webhooks: WebhookSettings | None = None,
+        on_claimed: Callable[[Sequence[float]], None] | None = None,
+        run_retention: float | None = None,
+        sweep_every: float = SWEEP,
     ) -> None:
         self.path = path
+        self.on_claimed = on_claimed
+        """Called with the seconds each run first claimed waited once due (metrics)."""
+        self.run_retention = run_retention
+        """Seconds an ended run is kept (None: kept with its thread), see `Retention`."""
+        self.sweep_every = sweep_every
+        """Seconds between sweeps of expired threads and old runs."""
         self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
@@ -149,12 +162,17 @@ class Worker:
             target=queue.listen, args=(self.wake, self._announced, self._stopping), daemon=True
         )
         listener.start()
+        heartbeat = Heartbeat(queue, self.name)
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._renew_claims, queue)
                 tasks.start_soon(self._poll_cancels, queue)
                 tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._look)
                 tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
+                tasks.start_soon(heartbeat.serve, lambda: len(self._handles))
+                tasks.start_soon(
+                    Retention(queue).serve, store, self.run_retention, self.sweep_every
+                )
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
@@ -164,6 +182,8 @@ class Worker:
         finally:
             self._stopping.set()
             with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):  # the database may be what failed
+                    await anyio.to_thread.run_sync(heartbeat.stopped)
                 await store.aclose()
                 await anyio.to_thread.run_sync(listener.join)
             queue.close()
@@ -187,7 +207,12 @@ class Worker:
             self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(self.name, count, term=self.claim_term, only=self.claims)
+        claimed = queue.claim(self.name, count, term=self.claim_term, only=self.claims)
+        if claimed and self.on_claimed is not None:
+            self.on_claimed(claim_waits(queue, claimed))
+        for run in claimed:
+            LOG.info("run claimed", extra=run_extra(run, worker=self.name, attempt=run.attempt))
+        return claimed
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
@@ -303,6 +328,11 @@ class _Execution:
             await emitter.emit([("error", _error(timeout))])
             await self._end("timeout", {})
         except Exception as error:
+            LOG.warning(
+                "run failed",
+                exc_info=error,
+                extra=run_extra(run, worker=self.worker.name, error=type(error).__name__),
+            )
             await emitter.emit([("error", _error(error))])
             await self._end("error", {"status": "error"})
         else:
@@ -326,6 +356,7 @@ class _Execution:
             self.turns.history.end, run.run_id, run.thread_id, status, changes, checkpoint
         )
         await self._call(end)
+        LOG.info("run ended", extra=run_extra(run, worker=self.worker.name, status=status))
 
     def _checkpoint(self, values: dict[str, Any], emitter: RunEmitter, **more: Any) -> Any:
         """The thread's checkpoint for the run's end or its interrupt."""
