@@ -148,22 +148,24 @@ async def test_an_api_process_reports_the_workers_and_runs_of_another(
     tmp_path: Path, pg: tuple[str, str]
 ) -> None:
     dsn, schema = pg
-    with serving(tmp_path, where=dsn, schema=schema, workers=0) as url:
-        with worker_process(dsn, tmp_path, schema=schema) as worker:
-            try:
-                async with get_client(url=url) as client, httpx.AsyncClient(base_url=url) as http:
-                    thread = await client.threads.create()
-                    await client.runs.wait(thread["thread_id"], "echo", input=said("hi"))
+    with (
+        serving(tmp_path, where=dsn, schema=schema, workers=0) as url,
+        worker_process(dsn, tmp_path, schema=schema) as worker,
+    ):
+        try:
+            async with get_client(url=url) as client, httpx.AsyncClient(base_url=url) as http:
+                thread = await client.threads.create()
+                await client.runs.wait(thread["thread_id"], "echo", input=said("hi"))
 
-                    async def scraped() -> Any:
-                        found = samples((await http.get("/metrics")).text)
-                        return found if value(found, "agentgraph_workers_alive") == 1 else None
+                async def scraped() -> Any:
+                    found = samples((await http.get("/metrics")).text)
+                    return found if value(found, "agentgraph_workers_alive") == 1 else None
 
-                    found = await until(scraped)
-                    info = (await http.get("/info")).json()
-            finally:
-                worker.terminate()
-                worker.wait(timeout=30)
+                found = await until(scraped)
+                info = (await http.get("/info")).json()
+        finally:
+            worker.terminate()
+            worker.wait(timeout=30)
     assert value(found, "agentgraph_runs", status="success") == 1
     beats = [key for key in found if key[0] == "agentgraph_worker_running_runs"]
     assert len(beats) == 1
