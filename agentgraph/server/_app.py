@@ -14,6 +14,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import BaseRoute
 
 from .._errors import RunInputError
 from .._graph import Graph
@@ -27,6 +28,7 @@ from ._queue import RunQueue
 from ._retention import Retention
 from ._routes_assistants import AssistantRoutes
 from ._routes_crons import CronRoutes
+from ._routes_docs import DocsRoutes
 from ._routes_ops import OpsRoutes
 from ._routes_retention import RetentionRoutes
 from ._routes_runs import RunRoutes
@@ -39,8 +41,9 @@ from ._worker import Worker
 __all__ = ("server_app",)
 
 
-OPEN = frozenset({"/ok", "/ready"})
-"""The paths answered without an API key: an orchestrator's probes carry none."""
+OPEN = frozenset({"/ok", "/ready", "/openapi.json", "/docs"})
+"""The paths answered without an API key: an orchestrator's probes carry none, and the
+API's description is no secret (its page's files too, under `/docs/static/`)."""
 
 
 class _ApiKey(BaseHTTPMiddleware):
@@ -49,7 +52,12 @@ class _ApiKey(BaseHTTPMiddleware):
         self.key = key
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path not in OPEN and request.headers.get("x-api-key") != self.key:
+        path = request.url.path
+        if (
+            path not in OPEN
+            and not path.startswith("/docs/static/")
+            and request.headers.get("x-api-key") != self.key
+        ):
             return json_response({"detail": "a valid x-api-key header is required"}, 401)
         return await call_next(request)
 
@@ -141,7 +149,7 @@ def server_app(
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
     middleware = [Middleware(_ApiKey, key=key)] if key else []
-    routes = [
+    routes: list[BaseRoute] = [
         *OpsRoutes(api, workers=workers, metrics=metrics).routes(),
         *AssistantRoutes(api).routes(),
         *RetentionRoutes(api, retention).routes(),
@@ -153,6 +161,7 @@ def server_app(
         *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
+    routes += DocsRoutes(lambda: routes).routes()
     return Starlette(
         routes=routes,
         middleware=middleware,
