@@ -18,6 +18,7 @@ import anyio
 import anyio.to_thread
 import attrs
 
+from ._logs import LOG
 from ._queue import RunQueue
 from ._tables import ensure_tables
 
@@ -100,5 +101,8 @@ class Heartbeat:
         """Beat every `BEAT` seconds, the first at once, with `running()` runs, until
         cancelled."""
         while True:
-            await anyio.to_thread.run_sync(self.beat, running())
+            try:
+                await anyio.to_thread.run_sync(self.beat, running())
+            except Exception:  # the database is away for now: /ready says so meanwhile
+                LOG.warning("heartbeat failed", exc_info=True, extra={"worker": self.worker})
             await anyio.sleep(BEAT)

@@ -157,12 +157,13 @@ class Worker:
             store = PostgresStore(self.path, schema=self.schema, lease_term=term)
         else:
             store = SQLiteStore(self.path, lease_term=term)
+        heartbeat = await anyio.to_thread.run_sync(Heartbeat, queue, self.name)
+        retention = await anyio.to_thread.run_sync(Retention, queue)
         self._loop = anyio.lowlevel.current_token()
         listener = threading.Thread(
             target=queue.listen, args=(self.wake, self._announced, self._stopping), daemon=True
         )
         listener.start()
-        heartbeat = Heartbeat(queue, self.name)
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._renew_claims, queue)
@@ -170,9 +171,7 @@ class Worker:
                 tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._look)
                 tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
                 tasks.start_soon(heartbeat.serve, lambda: len(self._handles))
-                tasks.start_soon(
-                    Retention(queue).serve, store, self.run_retention, self.sweep_every
-                )
+                tasks.start_soon(retention.serve, store, self.run_retention, self.sweep_every)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -77,18 +78,22 @@ async def test_ok_ready_and_info_answer_without_the_api_key(tmp_path: Path) -> N
     assert info["flags"]["thread_ttl"] is True
 
 
-async def test_ready_is_503_when_the_store_fails(tmp_path: Path) -> None:
-    with serving(tmp_path, workers=0) as url:
+async def test_ready_is_503_while_the_store_fails(tmp_path: Path) -> None:
+    with serving(tmp_path) as url:
         async with httpx.AsyncClient(base_url=url) as http:
-            assert (await http.get("/ready")).status_code == 200
-            (tmp_path / "server.db").unlink()
-            (tmp_path / "server.db").mkdir()  # the file is now a folder: no database
-            for name in ("server.db-wal", "server.db-shm"):
-                (tmp_path / name).unlink(missing_ok=True)
+
+            async def ready() -> bool:
+                return (await http.get("/ready")).status_code == 200
+
+            await until(ready)
+            with sqlite3.connect(tmp_path / "server.db") as db:
+                db.execute("DROP TABLE server_workers")  # what /ready reads is gone
             answer = await http.get("/ready")
-    assert answer.status_code in (200, 503)  # an open connection may still read
-    if answer.status_code == 503:
-        assert answer.json()["ok"] is False
+    assert answer.status_code == 503
+    body = answer.json()
+    assert body["ok"] is False
+    assert body["store"]["kind"] == "sqlite"
+    assert "server_workers" in body["store"]["error"]
 
 
 async def test_a_scrape_counts_runs_queue_workers_and_claims(tmp_path: Path) -> None:
