@@ -50,5 +50,7 @@ class ServerSettings:
         default=None, validator=attrs.validators.optional(attrs.validators.in_(POLICIES))
     )
     webhooks: WebhookSettings = attrs.field(factory=WebhookSettings)
-    run_retention: float | None = None
-    sweep_every: float = 60.0
+    run_retention: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
+    sweep_every: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))

@@ -249,3 +249,13 @@ def test_deliveries_of_deleted_runs_go_once_sent(tmp_path: Path) -> None:
         queue.close()
     assert left == [("due",)]
     assert attempts == [("due",)]
+
+
+def test_settings_refuse_a_sweep_interval_or_retention_that_is_not_one() -> None:
+    from agentgraph.server import ServerSettings
+
+    with pytest.raises(ValueError, match="sweep_every"):
+        ServerSettings(sweep_every=0)
+    with pytest.raises(ValueError, match="run_retention"):
+        ServerSettings(run_retention=-1)
+    assert ServerSettings(run_retention=0).run_retention == 0
