@@ -155,6 +155,7 @@ async def test_an_api_process_reports_the_workers_and_runs_of_another(
     dsn, schema = pg
     with (
         serving(tmp_path, where=dsn, schema=schema, workers=0) as url,
+        serving(tmp_path, where=dsn, schema=schema, workers=0) as other,
         worker_process(dsn, tmp_path, schema=schema) as worker,
     ):
         try:
@@ -168,6 +169,7 @@ async def test_an_api_process_reports_the_workers_and_runs_of_another(
 
                 found = await until(scraped)
                 info = (await http.get("/info")).json()
+                elsewhere = samples(httpx.get(f"{other}/metrics").text)
         finally:
             worker.terminate()
             worker.wait(timeout=30)
@@ -177,6 +179,17 @@ async def test_an_api_process_reports_the_workers_and_runs_of_another(
     assert info["store"] == "postgresql"
     # The claim was the worker process's: this process claimed nothing.
     assert value(found, "agentgraph_claim_wait_seconds_count") == 0
+
+    # Another API process on the database counts the same (all but the ages, which move,
+    # and when each process made its histogram).
+    def still(scrape: dict[Any, float]) -> dict[Any, float]:
+        return {
+            key: v
+            for key, v in scrape.items()
+            if "age_seconds" not in key[0] and not key[0].endswith("_created")
+        }
+
+    assert still(elsewhere) == still(found)
 
 
 async def test_a_runs_lifecycle_lines_carry_its_ids(tmp_path: Path) -> None:
