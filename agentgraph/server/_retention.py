@@ -13,8 +13,9 @@ store's runs of that thread (the store is the workers'), and the id.
 
 Every worker sweeps every `every` seconds: expired threads, ended runs older
 than the run retention (when one is set), webhook deliveries whose run is gone
-(once no longer pending), and the forgotten threads. Sweeps of several workers
-at once delete the same rows at most once.
+(once no longer pending; a stretch of the deliveries each sweep), and the
+forgotten threads. Sweeps of several workers at once delete the same rows at
+most once.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ __all__ = ("SWEEP", "STRATEGIES", "Retention", "ttl_of")
 
 SWEEP = 60.0
 """Seconds between a worker's sweeps, by default."""
+ORPHAN_BATCH = 2000
+"""Deliveries a sweep looks at for ones whose run is gone."""
 STRATEGIES = ("delete", "keep_latest")
 
 _TABLES = (
@@ -53,6 +56,8 @@ CREATE TABLE IF NOT EXISTS server_forgotten_threads (
     deleted_at REAL NOT NULL
 )
 """,
+    # The run retention's look for ended runs past their age reads this, not every run.
+    "CREATE INDEX IF NOT EXISTS server_runs_updated ON server_runs (updated_at)",
 )
 
 RunSql = Callable[[str, Sequence[Any]], Any]
@@ -96,6 +101,8 @@ class Retention:
         self.queue = queue
         self.history = history_of(queue)
         ensure_tables(queue, "server_retention", _TABLES)
+        self._looked = ""
+        """The last delivery `orphan_deliveries` looked at ("": start from the first)."""
 
     # -- ttl -------------------------------------------------------------------------------
     def set_ttl(self, thread_id: str, ttl: tuple[float, str]) -> None:
@@ -200,20 +207,28 @@ class Retention:
                 _delete_runs(run, ended, (older_than,))
         return count
 
-    def orphan_deliveries(self) -> None:
+    def orphan_deliveries(self, *, batch: int = ORPHAN_BATCH) -> int:
         """Delete the deliveries whose run is gone and that are no longer pending (a pending
-        one is still sent: its body was written with its run's end)."""
-        orphan = (
-            "status <> 'pending' AND NOT EXISTS "
-            "(SELECT 1 FROM server_runs AS r WHERE r.run_id = server_webhooks.run_id)"
+        one is still sent: its body was written with its run's end), looking at the next
+        `batch` deliveries after those the last call looked at: how many it deleted.
+
+        Each call reads a short stretch of the table by its key, so a sweep costs the same
+        however many deliveries are kept, and successive sweeps go round the whole table.
+        """
+        rows = self.queue._all(
+            "SELECT w.webhook_id, w.status, EXISTS (SELECT 1 FROM server_runs AS r "
+            "WHERE r.run_id = w.run_id) FROM server_webhooks AS w WHERE w.webhook_id > ? "
+            "ORDER BY w.webhook_id LIMIT ?",
+            (self._looked, batch),
         )
-        with self.queue.transaction() as run:
-            run(
-                "DELETE FROM server_webhook_attempts WHERE webhook_id IN "
-                f"(SELECT webhook_id FROM server_webhooks WHERE {orphan})",
-                (),
-            )
-            run(f"DELETE FROM server_webhooks WHERE {orphan}", ())
+        self._looked = rows[-1][0] if len(rows) == batch else ""
+        doomed = [row[0] for row in rows if row[1] != "pending" and not row[2]]
+        if doomed:
+            marks = ", ".join("?" for _ in doomed)
+            with self.queue.transaction() as run:
+                run(f"DELETE FROM server_webhook_attempts WHERE webhook_id IN ({marks})", doomed)
+                run(f"DELETE FROM server_webhooks WHERE webhook_id IN ({marks})", doomed)
+        return len(doomed)
 
     def forgotten(self) -> list[str]:
         """The threads deleted whose checkpoint store records are still to delete."""

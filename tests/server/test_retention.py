@@ -259,3 +259,31 @@ def test_settings_refuse_a_sweep_interval_or_retention_that_is_not_one() -> None
     with pytest.raises(ValueError, match="run_retention"):
         ServerSettings(run_retention=-1)
     assert ServerSettings(run_retention=0).run_retention == 0
+
+
+def test_the_orphan_look_goes_round_the_deliveries_a_stretch_at_a_time(tmp_path: Path) -> None:
+    queue = RunQueue(str(tmp_path / "server.db"))
+    try:
+        retention = Retention(queue)
+        now = time.time()
+        with queue.transaction() as run:
+            for n in range(5):
+                run(
+                    "INSERT INTO server_webhooks (webhook_id, run_id, url, body, status, next_at, "
+                    "created_at, updated_at) VALUES (?, ?, 'https://x.test', '{}', 'delivered', "
+                    "?, ?, ?)",
+                    (f"w{n}", f"gone-{n}", now, now, now),
+                )
+        deleted = [retention.orphan_deliveries(batch=2) for _ in range(3)]
+        assert deleted == [2, 2, 1]
+        with queue.transaction() as run:  # deleted after the look went past it: next round
+            run(
+                "INSERT INTO server_webhooks (webhook_id, run_id, url, body, status, next_at, "
+                "created_at, updated_at) VALUES ('w0', 'gone-0', 'https://x.test', '{}', "
+                "'failed', ?, ?, ?)",
+                (now, now, now),
+            )
+        assert retention.orphan_deliveries(batch=2) == 1
+        assert queue._all("SELECT COUNT(*) FROM server_webhooks") == [(0,)]
+    finally:
+        queue.close()
