@@ -342,6 +342,8 @@ class _Execution:
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
             await self._call(self.turns.history.delete, run.thread_id)
+            # Its turns in the checkpoint store go at the next sweep.
+            await self._call(Retention(queue).forget, run.thread_id)
 
     async def _end(
         self, status: str, changes: dict[str, Any], checkpoint: dict[str, Any] | None = None

@@ -287,3 +287,19 @@ def test_the_orphan_look_goes_round_the_deliveries_a_stretch_at_a_time(tmp_path:
         assert queue._all("SELECT COUNT(*) FROM server_webhooks") == [(0,)]
     finally:
         queue.close()
+
+
+async def test_a_stateless_runs_thread_leaves_the_checkpoint_store_too(tmp_path: Path) -> None:
+    where = (str(tmp_path / "server.db"), "agentgraph")
+    async with client_on(tmp_path, where) as client:
+        kept = await client.runs.create(None, "echo", input=said("hi"), on_completion="keep")
+        run = await client.runs.create(None, "echo", input=said("hi"))
+        for each in (kept, run):
+            await client.runs.join(each["thread_id"], each["run_id"])
+
+        async def store_forgot() -> bool:
+            return not await in_store(where, run["thread_id"])
+
+        await until(store_forgot)
+        assert (await client.runs.get(run["thread_id"], run["run_id"]))["status"] == "success"
+        assert await in_store(where, kept["thread_id"])
