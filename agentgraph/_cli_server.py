@@ -59,6 +59,14 @@ def add_server_commands(commands: Any, positive: Any, port: Any) -> None:
     server.set_defaults(handler=_server)
     worker = commands.add_parser("worker", help="run queued runs of graphs, without the API")
     _common(worker, positive, workers=positive, least=1)
+    worker.add_argument(
+        "--metrics-port",
+        type=port,
+        help="serve this process's Prometheus metrics on this port (default: none)",
+    )
+    worker.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address of --metrics-port (loopback)"
+    )
     worker.set_defaults(handler=_worker)
 
 
@@ -111,6 +119,17 @@ def _common(cmd: Any, positive: Any, *, workers: Any, least: int) -> None:
             metavar="RUNS/SECONDS",
             help=f"{whose} runs started in any window of SECONDS (default: no cap)",
         )
+    cmd.add_argument(
+        "--run-retention",
+        type=float,
+        help="seconds an ended run is kept (default: as long as its thread)",
+    )
+    cmd.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="log lines on stderr as text or as JSON objects, one a line (default text)",
+    )
 
 
 def _rate(text: str) -> tuple[int, float]:
@@ -183,6 +202,7 @@ def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) ->
         api_key=api_key,
         limits=_limits(args),
         priority=_priority(getattr(args, "priority", None)),
+        run_retention=args.run_retention,
     )
 
 
@@ -206,7 +226,10 @@ def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         from .web import serve
     except ImportError as exc:
         raise CommandError(f"{exc}: install agentgraph-engine[server]") from exc
+    from .server._logs import configure_logging
+
     graphs = _graphs(args)
+    configure_logging(args.log_format, stream=err)
     settings = _settings(args, workers=args.workers, api_key=args.api_key)
     runner = GraphRunner(max_steps=args.max_steps, versions=load_versions(args.versions))
     app = server_app(graphs, args.store, settings=settings, runner=runner, schema=args.schema)
@@ -222,11 +245,32 @@ def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0
 
 
+def _serve_metrics(args: argparse.Namespace) -> Any:
+    """Serve the metrics of a worker process (the store's, and its workers' claim waits)
+    on `--metrics-port`; what its workers call with their claim waits."""
+    from prometheus_client import start_http_server
+
+    from .server._metrics import ServerMetrics
+    from .server._queue import RunQueue
+
+    metrics = ServerMetrics(RunQueue(args.store, schema=args.schema))
+    try:
+        start_http_server(args.metrics_port, addr=args.metrics_host, registry=metrics.registry)
+    except OSError as exc:
+        raise CommandError(f"cannot serve metrics on port {args.metrics_port}: {exc}") from exc
+    return metrics.claimed
+
+
 def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .server import Worker
+    from .server._logs import configure_logging
 
     graphs = _graphs(args)
+    configure_logging(args.log_format, stream=err)
     runner = GraphRunner(max_steps=args.max_steps, versions=load_versions(args.versions))
+    on_claimed = None
+    if args.metrics_port is not None:
+        on_claimed = _serve_metrics(args)
     workers = [
         Worker(
             args.store,
@@ -237,6 +281,8 @@ def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             grace=args.grace,
             schema=args.schema,
             limits=_limits(args),
+            on_claimed=on_claimed,
+            run_retention=args.run_retention,
         )
         for _ in range(args.workers)
     ]

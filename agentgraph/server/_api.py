@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 __all__ = ("Api", "Refused", "json_response", "read_body")
 
+OPEN = frozenset({"/ok", "/ready", "/openapi.json", "/docs"})
+"""The paths answered to anyone, with no API key or authentication: an orchestrator's
+probes carry none, and the API's description is no secret (its page's files too,
+under `/docs/static/`)."""
+
 MAX_BODY = 8 * 1024 * 1024
 """The largest request body accepted, in bytes."""
 
@@ -62,6 +67,11 @@ async def read_body(request: Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise Refused(422, "the body is a JSON object")
     return body
+
+
+def is_open(path: str) -> bool:
+    """Whether `path` is answered to anyone (`OPEN`)."""
+    return path in OPEN or path.startswith("/docs/static/")
 
 
 def whole_number(given: Mapping[str, Any], name: str, default: int) -> int:

@@ -14,21 +14,26 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute
 
 from .._errors import RunInputError
 from .._graph import Graph
 from .._runner import GraphRunner
 from .._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
-from ._api import Api, Refused, json_response
+from ._api import Api, Refused, is_open, json_response
 from ._auth import Access
 from ._auth_middleware import Authenticated
 from ._crons import CronStore
+from ._metrics import ServerMetrics
 from ._priority import PriorityAssigner
 from ._queue import RunQueue
+from ._retention import Retention
 from ._routes_assistants import AssistantRoutes
 from ._routes_crons import CronRoutes
+from ._routes_docs import DocsRoutes
+from ._routes_ops import OpsRoutes
+from ._routes_retention import RetentionRoutes
 from ._routes_runs import RunRoutes
 from ._routes_store import StoreRoutes
 from ._routes_threads import ThreadRoutes
@@ -45,7 +50,7 @@ class _ApiKey(BaseHTTPMiddleware):
         self.key = key
 
     async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-        if request.url.path != "/ok" and request.headers.get("x-api-key") != self.key:
+        if not is_open(request.url.path) and request.headers.get("x-api-key") != self.key:
             return json_response({"detail": "a valid x-api-key header is required"}, 401)
         return await call_next(request)
 
@@ -81,12 +86,14 @@ def server_app(
 
     The LangGraph SDK clients drive it (`get_client(url=...)`). Its
     lifespan starts `settings.workers` workers, each on a thread of its own.
-    With `settings.auth`, every request but `/ok` is authenticated, and each
+    With `settings.auth`, every request but the open ones (`/ok`, `/ready`, the API's
+    description) is authenticated, and each
     route asks the hooks before it acts.
     """
     settings = settings or ServerSettings()
     where = os.fspath(path)
     queue = RunQueue(where, schema=schema)
+    metrics = ServerMetrics(queue)
     workers = [
         Worker(
             where,
@@ -98,6 +105,9 @@ def server_app(
             schema=schema,
             webhooks=settings.webhooks,
             limits=settings.limits,
+            on_claimed=metrics.claimed,
+            run_retention=settings.run_retention,
+            sweep_every=settings.sweep_every,
         )
         for _ in range(settings.workers)
     ]
@@ -110,15 +120,10 @@ def server_app(
     access = Access(settings.auth)
     api = Api(queue, graphs, wake=wake, access=access)
     crons = CronStore(where, schema=schema)
+    retention = Retention(queue)
     memory: PostgresMemory | SQLiteMemory = (
         PostgresMemory(where, schema=schema) if queue.postgres else SQLiteMemory(where)
     )
-
-    async def ok(request: Request) -> Response:
-        return json_response({"ok": True})
-
-    async def info(request: Request) -> Response:
-        return json_response({"version": "agentgraph", "flags": {"assistants": True}})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -142,11 +147,11 @@ def server_app(
             await memory.aclose()
 
     key = settings.api_key or os.environ.get("AGENTGRAPH_API_KEY") or None
-    routes = [
-        Route("/ok", ok, methods=["GET"]),
-        Route("/info", info, methods=["GET"]),
+    routes: list[BaseRoute] = [
+        *OpsRoutes(api, workers=workers, metrics=metrics).routes(),
         *AssistantRoutes(api).routes(),
-        *ThreadRoutes(api).routes(),
+        *RetentionRoutes(api, retention).routes(),
+        *ThreadRoutes(api, retention).routes(),
         *CronRoutes(api, crons, webhooks=settings.webhooks).routes(),
         *RunRoutes(
             api,
@@ -157,6 +162,7 @@ def server_app(
         *WebhookRoutes(api).routes(),
         *StoreRoutes(api, memory).routes(),
     ]
+    routes += DocsRoutes(lambda: routes).routes()
     middleware = [Middleware(_ApiKey, key=key)] if key else []
     if access.on:
         middleware.append(Middleware(Authenticated, access=access, routes=routes))

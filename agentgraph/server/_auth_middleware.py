@@ -1,4 +1,5 @@
-"""The ASGI middleware that authenticates every request but `/ok` with the server's hooks."""
+"""The ASGI middleware that authenticates every request but the open ones (`_api.OPEN`)
+with the server's hooks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._api import MAX_BODY, Refused, json_response
+from ._api import MAX_BODY, Refused, is_open, json_response
 from ._auth import IDENTITY, USER, Access
 
 __all__ = ("Authenticated",)
@@ -26,7 +27,7 @@ class Authenticated:
         self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] == "/ok":
+        if scope["type"] != "http" or is_open(scope["path"]):
             await self.app(scope, receive, send)
             return
         read: list[Message] = []

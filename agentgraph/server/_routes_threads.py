@@ -15,6 +15,7 @@ from ._auth import caller, plain, uid
 from ._history import StoredCheckpoint, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import StoredThread
+from ._retention import Retention, ttl_of
 
 __all__ = ("ThreadRoutes", "checkpoint_named", "find_checkpoint", "state_json")
 
@@ -108,9 +109,10 @@ class ThreadRoutes:
     """Threads and their state; each action asked of the authorization hooks first
     (`threads` and the action), a thread they leave out refused as a missing one."""
 
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, retention: Retention) -> None:
         self.api = api
         self.history = history_of(api.queue)
+        self.retention = retention
 
     async def _thread(
         self, request: Request, action: str, value: dict[str, Any] | None = None
@@ -127,6 +129,7 @@ class ThreadRoutes:
         if_exists = body.get("if_exists") or "raise"
         if if_exists not in ("raise", "do_nothing"):
             raise Refused(422, f"if_exists is 'raise' or 'do_nothing', not {if_exists!r}")
+        ttl = ttl_of(body)
         value = {"thread_id": uid(thread_id), "metadata": _metadata(body), "if_exists": if_exists}
         await self.api.access.check(request, "threads", "create", value)
         created = await self.api.call(
@@ -137,6 +140,8 @@ class ThreadRoutes:
             owner=caller(request.scope) or None,
         )
         if created:
+            if ttl is not None:
+                await self.api.call(self.retention.set_ttl, thread_id, ttl)
             return json_response(thread_json(await self.api.thread(thread_id)))
         if if_exists == "raise":
             raise Refused(409, f"thread {thread_id!r} exists")
@@ -153,16 +158,20 @@ class ThreadRoutes:
 
     async def update(self, request: Request) -> Response:
         body = await read_body(request)
+        ttl = ttl_of(body)
         value = {"metadata": _metadata(body)}
         thread = await self._thread(request, "update", value)
         metadata = {**thread.metadata, **_metadata(value)}
         await self.api.call(self.api.queue.update_thread, thread.thread_id, metadata=metadata)
+        if ttl is not None:
+            await self.api.call(self.retention.set_ttl, thread.thread_id, ttl)
         return json_response(thread_json(await self.api.thread(thread.thread_id)))
 
     async def delete(self, request: Request) -> Response:
         thread = await self._thread(request, "delete")
         await self.api.call(self.api.queue.delete_thread, thread.thread_id)
         await self.api.call(self.history.delete, thread.thread_id)
+        await self.api.call(self.retention.forget, thread.thread_id)
         return Response(status_code=204)
 
     async def matching(self, request: Request, body: dict[str, Any]) -> list[StoredThread]:

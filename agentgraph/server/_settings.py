@@ -46,6 +46,10 @@ class ServerSettings:
             `@auth.on` handlers allow, refuse or filter each action on each
             resource (see the guide "Agent server authorization"). None (the
             default): every caller may do everything.
+        run_retention: seconds an ended run (its events and webhook deliveries with
+            it) is kept; None (the default) keeps runs as long as their thread.
+        sweep_every: seconds between each worker's sweeps of expired threads and
+            old runs. Default 60.
     """
 
     workers: int = attrs.field(default=1)
@@ -60,3 +64,7 @@ class ServerSettings:
     limits: FlowLimits = attrs.field(factory=FlowLimits)
     priority: object | None = None
     auth: object | None = attrs.field(default=None, eq=False, repr=False)
+    run_retention: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.ge(0))
+    )
+    sweep_every: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))

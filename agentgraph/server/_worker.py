@@ -21,7 +21,7 @@ import contextlib
 import functools
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -39,8 +39,12 @@ from ..checkpoint._upgrades import resume_problem
 from ..tracing._records import plain
 from ._emitter import RunEmitter
 from ._flow import FlowLimits
+from ._heartbeats import Heartbeat
+from ._logs import LOG, run_extra
 from ._mapping import interrupt_id, run_context, takes_text
+from ._metrics import claim_waits
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
+from ._retention import SWEEP, Retention
 from ._scheduler import Scheduler
 from ._signals import Signal
 from ._turns import Turns, run_checkpoint
@@ -75,10 +79,19 @@ class Worker:
         schema: str = "agentgraph",
         webhooks: WebhookSettings | None = None,
         limits: FlowLimits | None = None,
+        on_claimed: Callable[[Sequence[float]], None] | None = None,
+        run_retention: float | None = None,
+        sweep_every: float = SWEEP,
     ) -> None:
         self.path = path
         self.limits = limits or FlowLimits()
         """The limits its claims keep to (`FlowLimits`): give every worker the same."""
+        self.on_claimed = on_claimed
+        """Called with the seconds each run first claimed waited once due (metrics)."""
+        self.run_retention = run_retention
+        """Seconds an ended run is kept (None: kept with its thread), see `Retention`."""
+        self.sweep_every = sweep_every
+        """Seconds between sweeps of expired threads and old runs."""
         self.webhooks = webhooks or WebhookSettings()
         self.graphs = dict(graphs)
         self.runner = runner or GraphRunner()
@@ -148,6 +161,8 @@ class Worker:
             store = PostgresStore(self.path, schema=self.schema, lease_term=term)
         else:
             store = SQLiteStore(self.path, lease_term=term)
+        heartbeat = await anyio.to_thread.run_sync(Heartbeat, queue, self.name)
+        retention = await anyio.to_thread.run_sync(Retention, queue)
         self._loop = anyio.lowlevel.current_token()
         listener = threading.Thread(
             target=queue.listen, args=(self.wake, self._announced, self._stopping), daemon=True
@@ -159,6 +174,8 @@ class Worker:
                 tasks.start_soon(self._poll_cancels, queue)
                 tasks.start_soon(self.scheduler.serve, queue, self._stopping, self._look)
                 tasks.start_soon(deliver_webhooks, queue, self.webhooks, self.name)
+                tasks.start_soon(heartbeat.serve, lambda: len(self._handles))
+                tasks.start_soon(retention.serve, store, self.run_retention, self.sweep_every)
                 await self._claim_loop(queue, store, tasks)
                 if self._handles:
                     self._drained = anyio.Event()
@@ -168,6 +185,8 @@ class Worker:
         finally:
             self._stopping.set()
             with anyio.CancelScope(shield=True):
+                with contextlib.suppress(Exception):  # the database may be what failed
+                    await anyio.to_thread.run_sync(heartbeat.stopped)
                 await store.aclose()
                 await anyio.to_thread.run_sync(listener.join)
             queue.close()
@@ -191,9 +210,14 @@ class Worker:
             self._woken = None
 
     def _claim(self, queue: RunQueue, count: int) -> list[QueuedRun]:
-        return queue.claim(
+        claimed = queue.claim(
             self.name, count, term=self.claim_term, only=self.claims, limits=self.limits
         )
+        if claimed and self.on_claimed is not None:
+            self.on_claimed(claim_waits(queue, claimed))
+        for run in claimed:
+            LOG.info("run claimed", extra=run_extra(run, worker=self.name, attempt=run.attempt))
+        return claimed
 
     def _renew(self, queue: RunQueue, run_ids: tuple[str, ...]) -> None:
         queue.renew(self.name, run_ids, term=self.claim_term)
@@ -309,6 +333,11 @@ class _Execution:
             await emitter.emit([("error", _error(timeout))])
             await self._end("timeout", {})
         except Exception as error:
+            LOG.warning(
+                "run failed",
+                exc_info=error,
+                extra=run_extra(run, worker=self.worker.name, error=type(error).__name__),
+            )
             await emitter.emit([("error", _error(error))])
             await self._end("error", {"status": "error"})
         else:
@@ -319,6 +348,8 @@ class _Execution:
         if run.kwargs.get("on_completion") == "delete":
             await self._call(queue.forget_thread, run.thread_id)
             await self._call(self.turns.history.delete, run.thread_id)
+            # Its turns in the checkpoint store go at the next sweep.
+            await self._call(Retention(queue).forget, run.thread_id)
 
     async def _end(
         self, status: str, changes: dict[str, Any], checkpoint: dict[str, Any] | None = None
@@ -332,6 +363,7 @@ class _Execution:
             self.turns.history.end, run.run_id, run.thread_id, status, changes, checkpoint
         )
         await self._call(end)
+        LOG.info("run ended", extra=run_extra(run, worker=self.worker.name, status=status))
 
     def _checkpoint(self, values: dict[str, Any], emitter: RunEmitter, **more: Any) -> Any:
         """The thread's checkpoint for the run's end or its interrupt."""

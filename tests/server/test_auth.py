@@ -221,6 +221,19 @@ async def test_crons_of_another_tenant(tmp_path: Path) -> None:
         assert [(c["cron_id"], c["schedule"]) for c in kept] == [(cid, "0 0 1 1 *")]
 
 
+async def test_a_tenant_cannot_prune_or_expire_another_tenants_threads(tmp_path: Path) -> None:
+    async with tenants(tmp_path, (str(tmp_path / "server.db"), "agentgraph")) as (_, alice, bob):
+        tid = (await alice.threads.create())["thread_id"]
+        for strategy in ("delete", "keep_latest"):
+            pruned = await bob.threads.prune([tid, str(uuid.uuid4())], strategy=strategy)
+            assert pruned == {"pruned_count": 0}
+        await as_missing(lambda t: bob.threads.update(t, metadata={}, ttl=1), tid)
+        assert (await alice.threads.get(tid))["thread_id"] == tid
+        assert await alice.threads.prune([tid]) == {"pruned_count": 1}
+        status, _ = await answer(alice.threads.get(tid))
+        assert status == 404
+
+
 async def test_the_store_keeps_each_tenant_in_their_namespace(tmp_path: Path) -> None:
     async with tenants(tmp_path, (str(tmp_path / "server.db"), "agentgraph")) as (_, alice, bob):
         await alice.store.put_item(["notes"], "plan", {"text": "alice's plan"})

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
+import orjson
 import pytest
 from langgraph_sdk import get_sync_client
 
@@ -115,3 +117,48 @@ def test_a_bad_flow_option_is_refused_before_serving(
     assert status == 2
     assert said in err.getvalue() + capsys.readouterr().err
     assert out.getvalue() == ""
+
+
+def test_a_worker_process_logs_json_lines_and_serves_its_metrics(tmp_path: Path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.pg_server import free_port
+
+    database = str(tmp_path / "server.db")
+    port = free_port()
+    env = {**os.environ, "SERVER_TEST_DIR": str(tmp_path)}
+    api = [sys.executable, "-m", "agentgraph", "server", "echo=tests.server.support:echo"]
+    worker = [sys.executable, "-m", "agentgraph", "worker", "echo=tests.server.support:echo"]
+    api += ["--store", database, "--port", "0", "--workers", "0"]
+    worker += ["--store", database, "--log-format", "json", "--metrics-port", str(port)]
+    with (
+        subprocess.Popen(api, env=env, stdout=subprocess.PIPE, text=True) as server,
+        subprocess.Popen(
+            worker, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as working,
+    ):
+        assert server.stdout is not None and working.stdout is not None
+        assert working.stderr is not None
+        url = server.stdout.readline().split(" at ")[1].strip()
+        assert "running" in working.stdout.readline()
+        with get_sync_client(url=url) as client:
+            tid = client.threads.create()["thread_id"]
+            run = client.runs.create(tid, "echo", input=said("hi"))
+            client.runs.join(tid, run["run_id"])
+        scraped = httpx.get(f"http://127.0.0.1:{port}/metrics").text
+        working.send_signal(signal.SIGTERM)
+        working.wait(timeout=60)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        lines = [orjson.loads(line) for line in working.stderr.read().splitlines()]
+    ours = [line for line in lines if line.get("run_id") == run["run_id"]]
+    assert [line["message"] for line in ours] == ["run claimed", "run ended"]
+    assert all(line["thread_id"] == tid for line in ours)
+    found = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(scraped)
+        for sample in family.samples
+        if not sample.labels
+    }
+    assert found["agentgraph_claim_wait_seconds_count"] == 1
+    assert found["agentgraph_workers_alive"] == 1
