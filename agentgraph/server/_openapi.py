@@ -399,13 +399,38 @@ OPERATIONS: dict[tuple[str, str], JSON] = {
     ("POST", "/threads/search"): _op(
         "Search threads",
         "threads",
-        body=_obj(status=_THREAD_STATUS, values=_MAP, **_SEARCH),
+        body=_obj(
+            status=_THREAD_STATUS,
+            values=_MAP,
+            ids=_list(_UUID),
+            sort_by={
+                "enum": ["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
+            },
+            sort_order=_SORT,
+            select=_list(
+                {
+                    "enum": [
+                        "thread_id",
+                        "created_at",
+                        "updated_at",
+                        "metadata",
+                        "config",
+                        "context",
+                        "status",
+                        "values",
+                        "interrupts",
+                    ]
+                }
+            ),
+            extract={"type": "object", "additionalProperties": _STR, "maxProperties": 10},
+            **_SEARCH,
+        ),
         answer=_list(_ref("Thread")),
     ),
     ("POST", "/threads/count"): _op(
         "Count threads",
         "threads",
-        body=_obj(status=_THREAD_STATUS, metadata=_MAP),
+        body=_obj(status=_THREAD_STATUS, metadata=_MAP, values=_MAP),
         answer={"type": "integer"},
     ),
     ("POST", "/threads/prune"): _op(

@@ -16,6 +16,7 @@ from ._history import StoredCheckpoint, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import StoredThread
 from ._retention import Retention, ttl_of
+from ._thread_search import ThreadQuery
 
 __all__ = ("ThreadRoutes", "checkpoint_named", "find_checkpoint", "state_json")
 
@@ -174,8 +175,9 @@ class ThreadRoutes:
         await self.api.call(self.retention.forget, thread.thread_id)
         return Response(status_code=204)
 
-    async def matching(self, request: Request, body: dict[str, Any]) -> list[StoredThread]:
-        """The threads a search body asks for, among those the hooks let the caller see."""
+    async def matching(self, request: Request, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The threads a search body asks for (as the clients read them, in its order, its
+        page, with its fields), among those the hooks let the caller see."""
         value = {
             "metadata": _metadata(body),
             "values": body.get("values") or {},
@@ -184,27 +186,20 @@ class ThreadRoutes:
             "offset": body.get("offset", 0),
         }
         where = await self.api.access.check(request, "threads", "search", value)
+        query = ThreadQuery.read(body, metadata=_metadata(value))
         only = where.sql("metadata", postgres=self.api.queue.postgres)
         every: list[StoredThread] = await self.api.call(
             self.api.queue.threads, limit=-1, offset=0, only=only
         )
-        metadata = _metadata(value)
-        status = value["status"]
-        return [
-            t
-            for t in every
-            if (status is None or t.status == status)
-            and all(t.metadata.get(k) == v for k, v in metadata.items())
-        ]
+        return query.answer([thread_json(t) for t in every])
 
     async def search(self, request: Request) -> Response:
-        body = await read_body(request)
-        found = await self.matching(request, body)
-        offset, limit = whole_number(body, "offset", 0), whole_number(body, "limit", 10)
-        return json_response([thread_json(t) for t in found[offset : offset + limit]])
+        return json_response(await self.matching(request, await read_body(request)))
 
     async def count(self, request: Request) -> Response:
-        return json_response(len(await self.matching(request, await read_body(request))))
+        body = await read_body(request)
+        whole = {**body, "limit": 2**62, "offset": 0, "select": ["thread_id"], "extract": {}}
+        return json_response(len(await self.matching(request, whole)))
 
     async def copy(self, request: Request) -> Response:
         thread = await self._thread(request, "read")
