@@ -501,7 +501,7 @@ OPERATIONS: dict[tuple[str, str], JSON] = {
     ("GET", "/threads/{thread_id}/runs"): _op(
         "A thread's runs, newest first",
         "runs",
-        query={**_PAGE, "status": _RUN_STATUS},
+        query={**_PAGE, "status": _RUN_STATUS, "select": _list(_STR)},
         answer=_list(_ref("Run")),
     ),
     ("POST", "/threads/{thread_id}/runs/stream"): _op(

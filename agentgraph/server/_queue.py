@@ -816,11 +816,15 @@ class RunQueue:
         rows = self._all(f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE run_id = ?", (run_id,))
         return _run(rows[0]) if rows else None
 
-    def runs(self, thread_id: str, *, limit: int, offset: int) -> list[QueuedRun]:
+    def runs(
+        self, thread_id: str, *, limit: int, offset: int, status: str | None = None
+    ) -> list[QueuedRun]:
+        """The thread's runs newest first, only those of `status` when given."""
+        condition, bound = ("", ()) if status is None else (" AND status = ?", (status,))
         rows = self._all(
-            f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE thread_id = ? "
+            f"SELECT {_RUN_COLUMNS} FROM server_runs WHERE thread_id = ?{condition} "
             "ORDER BY created_at DESC LIMIT ? OFFSET ?",
-            (thread_id, limit, offset),
+            (thread_id, *bound, limit, offset),
         )
         return [_run(row) for row in rows]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -34,6 +35,28 @@ _NOT_KWARGS = frozenset(
     {"assistant_id", "metadata", "multitask_strategy", "if_not_exists", "after_seconds"}
 )
 """The keys of a run's body that are not its `kwargs` in a handler's value (`RunsCreate`)."""
+_RUN_STATUSES = ("pending", "running", "error", "success", "timeout", "interrupted")
+_RUN_FIELDS = (
+    "run_id",
+    "thread_id",
+    "assistant_id",
+    "created_at",
+    "updated_at",
+    "status",
+    "metadata",
+    "kwargs",
+    "multitask_strategy",
+    "cancel_reason",
+)
+"""The fields a run listing may `select` (the clients' `RunSelectField`); runs here
+carry no `cancel_reason`, so selecting it adds nothing."""
+
+
+def _selected(run: dict[str, Any], select: list[str]) -> dict[str, Any]:
+    """`run` with only the `select`ed fields it has (all of them when none are named)."""
+    return {name: run[name] for name in select if name in run} if select else run
+
+
 _STRATEGIES = ("reject", "enqueue", "interrupt", "rollback")
 _LOOK_AGAIN = 0.5
 """Seconds a wait for a run's end waits for word of it before reading the store anyway."""
@@ -382,10 +405,21 @@ class RunRoutes:
         thread = await self._thread(request)
         limit = whole_number(request.query_params, "limit", 10)
         offset = whole_number(request.query_params, "offset", 0)
+        status = request.query_params.get("status")
+        if status is not None and status not in _RUN_STATUSES:
+            raise Refused(422, f"status is one of {', '.join(_RUN_STATUSES)}, not {status!r}")
+        select = request.query_params.getlist("select")
+        unknown = [field for field in select if field not in _RUN_FIELDS]
+        if unknown:
+            raise Refused(
+                422, f"select names fields of a run ({', '.join(_RUN_FIELDS)}): {unknown}"
+            )
         runs = await self.api.call(
-            self.api.queue.runs, thread.thread_id, limit=limit, offset=offset
+            functools.partial(
+                self.api.queue.runs, thread.thread_id, limit=limit, offset=offset, status=status
+            )
         )
-        return json_response([run_json(r) for r in runs])
+        return json_response([_selected(run_json(r), select) for r in runs])
 
     async def get(self, request: Request) -> Response:
         run = await self._run(request, "read")

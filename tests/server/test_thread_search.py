@@ -123,3 +123,23 @@ def test_a_query_keeps_what_it_was_given():
     assert query.extract == (("m", ("values", "messages", -2, "content")),)
     assert query.select == ("values",)  # `config` is no field of a thread here
     assert query.metadata == {"team": "red"} and query.descending
+
+
+async def test_a_threads_runs_are_listed_by_status_with_the_selected_fields(tmp_path: Path):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            await client.runs.wait(tid, "echo", input=said("one"))
+            with pytest.raises(Exception, match="the node failed"):  # the client raises on error
+                await client.runs.wait(tid, "fails", input=said("two"))
+            everything = await client.runs.list(tid)
+            assert [r["status"] for r in everything] == ["error", "success"]
+            (failed,) = await client.runs.list(tid, status="error")
+            assert failed["run_id"] == everything[0]["run_id"]
+            assert await client.runs.list(tid, status="timeout") == []
+            picked = await client.runs.list(tid, select=["run_id", "status", "cancel_reason"])
+            assert picked == [{"run_id": r["run_id"], "status": r["status"]} for r in everything]
+        async with httpx.AsyncClient(base_url=url) as http:
+            for query in ("status=asleep", "select=secrets"):
+                answer = await http.get(f"/threads/{tid}/runs?{query}")
+                assert answer.status_code == 422, query
