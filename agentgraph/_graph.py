@@ -14,7 +14,7 @@ import attrs
 from ._context import AgentContext
 from ._errors import DeadEnd, GraphDefinitionError, NodeFailed, RoutingError
 from ._failure import ErrorTransition, Failure, root_error, routes_error
-from ._node import ACTIVE_BUILDER, Node
+from ._node import ACTIVE_BUILDER, FunctionNode, Node
 
 if TYPE_CHECKING:
     from ._retry import RetryPolicy
@@ -270,12 +270,27 @@ class Graph(Node[In, Out]):
     renamed: Mapping[str, str] = MappingProxyType({})
     """Node names of earlier versions, mapped to their names in this one (followed on)."""
 
-    first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
-    """The target of each node whose first transition is a plain edge (routing's fast path)."""
+    first: Mapping[Node[Any, Any], tuple[Node[Any, Any], int]] = attrs.field(init=False, repr=False)
+    """The route of each node whose first transition is a plain edge (routing's fast path):
+    its target, and 0 (the transition's position), as `route` would return them."""
+
+    direct: Mapping[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]] = attrs.field(
+        init=False, repr=False
+    )
+    """Each `async` `@node` function the step loop may call itself (no timeout, no
+    runtime wanted): the function, and its step's path when this graph is a run's root."""
 
     def __attrs_post_init__(self) -> None:
-        first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
+        first = {
+            n: (ts[0].target, 0) for n, ts in self.transitions.items() if ts[0].target is not None
+        }
         object.__setattr__(self, "first", MappingProxyType(first))
+        direct = {
+            n: (n.fn, (self.name, n.name))
+            for n in self.nodes
+            if type(n) is FunctionNode and n.is_async and n.timeout is None and not n.wants_runtime
+        }
+        object.__setattr__(self, "direct", MappingProxyType(direct))
 
     @property
     def fingerprint(self) -> str:
