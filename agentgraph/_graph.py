@@ -270,27 +270,27 @@ class Graph(Node[In, Out]):
     renamed: Mapping[str, str] = MappingProxyType({})
     """Node names of earlier versions, mapped to their names in this one (followed on)."""
 
-    first: Mapping[Node[Any, Any], tuple[Node[Any, Any], int]] = attrs.field(init=False, repr=False)
+    _first: dict[Node[Any, Any], tuple[Node[Any, Any], int]] = attrs.field(init=False, repr=False)
     """The route of each node whose first transition is a plain edge (routing's fast path):
     its target, and 0 (the transition's position), as `route` would return them."""
-
-    direct: Mapping[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]] = attrs.field(
+    _direct: dict[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]] = attrs.field(
         init=False, repr=False
     )
     """Each `async` `@node` function the step loop may call itself (no timeout, no
-    runtime wanted): the function, and its step's path when this graph is a run's root."""
+    runtime wanted): the function, and its step's path when this graph is a run's root.
+    Plain dicts, read by every step, never changed."""
 
     def __attrs_post_init__(self) -> None:
         first = {
             n: (ts[0].target, 0) for n, ts in self.transitions.items() if ts[0].target is not None
         }
-        object.__setattr__(self, "first", MappingProxyType(first))
+        object.__setattr__(self, "_first", first)
         direct = {
             n: (n.fn, (self.name, n.name))
             for n in self.nodes
             if type(n) is FunctionNode and n.is_async and n.timeout is None and not n.wants_runtime
         }
-        object.__setattr__(self, "direct", MappingProxyType(direct))
+        object.__setattr__(self, "_direct", direct)
 
     @property
     def fingerprint(self) -> str:

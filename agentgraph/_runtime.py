@@ -11,10 +11,9 @@ nodes have on the world, each a value handed to the run's stack of layers
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from time import perf_counter
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -64,7 +63,8 @@ Out = TypeVar("Out")
 T = TypeVar("T")
 
 _new_tuple = tuple.__new__
-_NO_STEPS: Mapping[Any, Any] = MappingProxyType({})
+_NO_STEPS: dict[Any, Any] = {}
+"""No step the loop runs itself (never changed: read by every step of such a run)."""
 
 
 def _no_clock() -> float:
@@ -296,7 +296,7 @@ class Runtime:
         current: AgentContext[Any] = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
-        first = graph.first
+        first = graph._first
         resumed = self._enter(graph)
         prelude: Node[Any, Any] | None = None  # committed in the start's place, once it routed
         if resumed is not None:
@@ -305,11 +305,11 @@ class Runtime:
             prelude, step, current = await self._prelude(journal, current)
         # Where each route is told or committed, `_routed` does it; a run that records
         # nothing and announces no step's start runs each step of a plain `async` `@node`
-        # function in this loop itself (see `Graph.direct`), without `execute`'s coroutine.
+        # function in this loop itself (see `Graph._direct`), without `execute`'s coroutine.
         routes = run.routed is not None or journal is not None
         direct = self._direct(graph)
         clock = perf_counter if run.on_step or run.finished is not None else _no_clock
-        finish, fanout = graph.finish, self.fanout
+        finish, fanout, handle, limit = graph.finish, self.fanout, run.handle, run.max_steps
         while True:
             if target is None:
                 routed = first.get(source) or graph.route(source, current, step, self.path)
@@ -326,7 +326,7 @@ class Runtime:
             source, target = target, None
             call = direct.get(source)
             try:
-                if call is None or step > run.max_steps or not step & 63 or run.handle._cancelled:
+                if call is None or step > limit or not step & 63 or handle._cancelled:
                     current = await self.execute(source, current, local)
                     continue
                 # `execute`'s fast path, for a step that does not yield to look for cancellation.
@@ -352,17 +352,17 @@ class Runtime:
 
     def _direct(
         self, graph: Graph[Any, Any]
-    ) -> Mapping[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]]:
+    ) -> dict[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]]:
         """The steps of `graph` its loop may run itself in this run, by node: the function
-        and the step's path. None in a run with a journal, with listeners of each step's
+        and the step's path. None of them in a run with a journal, with listeners of each step's
         start, or with a deadline (whose steps each look for cancellation)."""
         run = self._run
         if run.journal is not None or run.started is not None or run.watch:
             return _NO_STEPS
         if self.depth == 0:  # the paths the graph holds are those below a run's root
-            return graph.direct
+            return graph._direct
         path = self.path
-        return {node: (fn, (*path, node.name)) for node, (fn, _) in graph.direct.items()}
+        return {node: (fn, (*path, node.name)) for node, (fn, _) in graph._direct.items()}
 
     async def _routed(
         self,
@@ -518,13 +518,25 @@ class Runtime:
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if not run.on_step and run.finished is None:  # only a step record needs the clock
+        callbacks = run.on_step
+        if not callbacks and run.finished is None:  # only a step record needs the clock
             return None
         # Built as a tuple: a step record costs a quarter of an attrs instance.
         info = _new_tuple(
             StepInfo, (index, local, self.depth, path, attempts, perf_counter() - began)
         )
-        return _reported(run, info, node, out)
+        # Its event, then the step callbacks in order: the first that returns an
+        # awaitable hands it, and the callbacks after it, to a coroutine, so steps
+        # with only sync listeners never build one.
+        if run.finished is not None:
+            told = run.finished(NodeFinished(info, node, out))
+            if told is not None:
+                return _awaited_back(told, callbacks, info, node, out)
+        for i, (callback, is_coroutine) in enumerate(callbacks):
+            result = callback(info, node, out)
+            if result is not None and (is_coroutine or inspect.isawaitable(result)):
+                return _awaited_back(result, callbacks[i + 1 :], info, node, out)
+        return None
 
     def _child(
         self,
@@ -551,27 +563,6 @@ async def _checkpoint(index: int) -> None:
         await anyio.lowlevel.checkpoint()
     else:
         await anyio.lowlevel.checkpoint_if_cancelled()
-
-
-def _reported(
-    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
-) -> Awaitable[None] | None:
-    """Tell the run's listeners a step finished: its event, then the step callbacks in order.
-
-    None when all were done when they returned, else what is left to await: the
-    first callback that returns an awaitable hands it, and the callbacks after
-    it, to a coroutine, so steps with only sync listeners never build one.
-    """
-    callbacks = run.on_step
-    if run.finished is not None:
-        told = run.finished(NodeFinished(info, node, out))
-        if told is not None:
-            return _awaited_back(told, callbacks, info, node, out)
-    for i, (callback, is_coroutine) in enumerate(callbacks):
-        result = callback(info, node, out)
-        if result is not None and (is_coroutine or inspect.isawaitable(result)):
-            return _awaited_back(result, callbacks[i + 1 :], info, node, out)
-    return None
 
 
 async def _awaited_back(
