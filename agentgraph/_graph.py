@@ -341,7 +341,10 @@ class Graph(Node[In, Out]):
                 chosen = t.router(ctx)
             except Exception as exc:
                 raise _router_failed(t, exc, ctx, step, (*path, node.name)) from exc
-            held = self._holds(chosen)
+            try:  # inline `_holds`: a router's answer is checked at every dynamic step
+                held = chosen in self.members
+            except Exception:  # unhashable, or a hash that raises: certainly not a node
+                held = False
             if held and (t.targets is None or chosen in t.targets):
                 return chosen, position  # the common case: a node of this graph, as declared
             if t.is_async or (not held and inspect.isawaitable(chosen)):
