@@ -315,10 +315,13 @@ class Runtime:
                 routed = first.get(source) or graph.route(source, current, step, self.path)
                 # A router that returned an awaitable leaves the route pending.
                 target, position = routed if isinstance(routed, tuple) else await routed.settle()
-                if routes:
-                    await self._routed(
-                        graph, source, target, position, current, step, local, prelude
-                    )
+                told = (
+                    self._routed(graph, source, target, position, current, step, local, prelude)
+                    if routes
+                    else None
+                )
+                if told is not None:
+                    await told
             if target is finish:
                 return current
             local += 1
@@ -364,7 +367,7 @@ class Runtime:
         path = self.path
         return {node: (fn, (*path, node.name)) for node, (fn, _) in graph._direct.items()}
 
-    async def _routed(
+    def _routed(
         self,
         graph: Graph[Any, Any],
         source: Node[Any, Any],
@@ -374,9 +377,10 @@ class Runtime:
         step: int,
         local: int,
         prelude: Node[Any, Any] | None,
-    ) -> None:
-        """Tell the run's listeners where `source` went, and commit its step (the prelude's,
-        if any, in the start's place) to the journal, if the run has one."""
+    ) -> Awaitable[None] | None:
+        """Tell the run's listeners where `source` went, then commit its step (the prelude's,
+        if any, in the start's place) to the journal, if the run has one; None when both
+        were done at once, else what is left to await (a listener that is async)."""
         run = self._run
         done = source if source is not graph.start else prelude
         if run.routed is not None:
@@ -385,9 +389,24 @@ class Runtime:
                 RouteChosen(step, self.path, source.name, target.name, position, dynamic)
             )
             if told is not None:
-                await told
+                return self._told_then_committed(told, done, target, out, step, local)
         if run.journal is not None and done is not None:
             self._commit(run.journal, done, target, out, step, local)
+        return None
+
+    async def _told_then_committed(
+        self,
+        told: Awaitable[None],
+        done: Node[Any, Any] | None,
+        target: Node[Any, Any],
+        out: AgentContext[Any],
+        step: int,
+        local: int,
+    ) -> None:
+        await told
+        journal = self._run.journal
+        if journal is not None and done is not None:
+            self._commit(journal, done, target, out, step, local)
 
     async def _recovered(
         self,
