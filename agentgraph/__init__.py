@@ -47,8 +47,6 @@ from ._errors import UsageError as UsageError
 from ._errors import UsageLimitExceeded as UsageLimitExceeded
 from ._errors import VectorStoreError as VectorStoreError
 from ._errors import VersionMissing as VersionMissing
-from ._failure import Attempt as Attempt
-from ._failure import Failure as Failure
 from ._graph import Graph as Graph
 from ._graph import GraphBuilder as GraphBuilder
 from ._node import Node as Node
@@ -92,6 +90,8 @@ if _typing.TYPE_CHECKING:
     from ._events import StructuredOutput as StructuredOutput
     from ._events import Summarized as Summarized
     from ._events import ToolFinished as ToolFinished
+    from ._failure import Attempt as Attempt
+    from ._failure import Failure as Failure
     from ._gate import ModelGate as ModelGate
     from ._journal import Journal as Journal
     from ._journal import JournalSource as JournalSource
@@ -140,6 +140,9 @@ if _typing.TYPE_CHECKING:
 # costs little more than its dependencies: each of their modules creates dozens
 # of attrs classes.
 _LAZY = {
+    # A failed step's record: loaded by the first error transition a graph declares.
+    "Attempt": "._failure",
+    "Failure": "._failure",
     "Migration": "._versions",
     "ResumePolicy": "._versions",
     "ContextEntry": "._events",

@@ -28,6 +28,30 @@ _MAX_DEPTH = 8
 """Forks of forks a `History` chains before it flattens into one list."""
 
 
+class Encoded:
+    """A stored message not decoded yet: `decode(data)` makes it when first read.
+
+    A `History` may hold these in its list (`History._encoded`); reading a position
+    decodes what it holds there and puts the message in its place, so every view
+    sharing the list decodes each message at most once, and none it never reads.
+    """
+
+    __slots__ = ("data", "decode")
+
+    def __init__(self, data: Any, decode: Callable[[Any], Message]) -> None:
+        self.data = data
+        self.decode = decode
+
+
+def _decoded(items: list[Any], i: int) -> Message:
+    """The message at `items[i]`, decoded (and kept decoded) if it was stored encoded."""
+    item = items[i]
+    if type(item) is Encoded:
+        item = items[i] = item.decode(item.data)
+    message: Message = item
+    return message
+
+
 class History(Sequence[Message]):
     """An immutable sequence of messages whose `append` never copies the old ones.
 
@@ -57,6 +81,18 @@ class History(Sequence[Message]):
         self._len = len(self._items)
 
     @classmethod
+    def _encoded(
+        cls, base: History | None, data: Sequence[Any], decode: Callable[[Any], Message]
+    ) -> History:
+        """`base` (or nothing) followed by the messages `data` stores, each decoded by
+        `decode` when first read: a long history read back from a store costs what
+        its reader looks at. Indistinguishable from a history of the decoded messages."""
+        items: list[Any] = [Encoded(d, decode) for d in data]
+        if base is None:
+            return History._view(None, items, len(items))
+        return base.append(*items)
+
+    @classmethod
     def _view(cls, base: History | None, items: list[Message], length: int) -> History:
         view = cls.__new__(cls)
         view._base = base
@@ -83,10 +119,14 @@ class History(Sequence[Message]):
         """The messages this history adds after `base`, or None if it does not extend it."""
         if self._items is base._items and self._base is base._base:
             # One append-only list: the shorter view is a prefix of the longer.
-            return self._items[base._len : self._len] if self._len >= base._len else None
+            if self._len < base._len:
+                return None
+            return [_decoded(self._items, i) for i in range(base._len, self._len)]
         if self._base is not None and self._off >= len(base):
             before = self._base._added_after(base)
-            return None if before is None else before + self._items[: self._len]
+            if before is None:
+                return None
+            return before + [_decoded(self._items, i) for i in range(self._len)]
         if len(self) < len(base):
             return None
         mine = list(self)
@@ -106,6 +146,11 @@ class History(Sequence[Message]):
     def __getitem__(self, index: slice) -> History: ...
     def __getitem__(self, index: int | slice) -> Message | History:
         if isinstance(index, slice):
+            taken = range(*index.indices(self._off + self._len))
+            if 4 * len(taken) < self._off + self._len:
+                # Only the positions a short slice takes are read (`history[-20:]`
+                # of a long one decodes 20 stored messages, not all of them).
+                return History([self[i] for i in taken])
             return History(list(self)[index])
         size = self._off + self._len
         if index < 0:
@@ -115,14 +160,15 @@ class History(Sequence[Message]):
         view = self
         while index < view._off:
             view = view._base  # type: ignore[assignment]  # _off > 0 means a base exists
-        return view._items[index - view._off]
+        return _decoded(view._items, index - view._off)
 
     def __iter__(self) -> Iterator[Message]:
         if self._base is not None:
             yield from self._base
         items = self._items
         for i in range(self._len):
-            yield items[i]
+            item: Any = items[i]
+            yield item if type(item) is not Encoded else _decoded(items, i)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, History):
@@ -152,7 +198,7 @@ class History(Sequence[Message]):
         while view is not None:
             items = view._items
             for i in range(view._len - 1, -1, -1):
-                message = items[i]
+                message = _decoded(items, i)
                 if role is None or message.role == role:
                     return message
             view = view._base

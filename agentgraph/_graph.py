@@ -13,10 +13,10 @@ import attrs
 
 from ._context import AgentContext
 from ._errors import DeadEnd, GraphDefinitionError, NodeFailed, RoutingError
-from ._failure import ErrorTransition, Failure, root_error, routes_error
-from ._node import ACTIVE_BUILDER, Node
+from ._node import ACTIVE_BUILDER, FunctionNode, Node
 
 if TYPE_CHECKING:
+    from ._failure import ErrorTransition, Failure
     from ._retry import RetryPolicy
     from ._runner import Runtime
     from ._usage import UsageLimits
@@ -167,6 +167,9 @@ class GraphBuilder(Generic[In, Out]):
             raise GraphDefinitionError(self.name, "no edge may lead back into start")
         self._order.setdefault(source)
         self._order.setdefault(handler)
+        # Loaded by a graph's first error transition, so that importing the package stays cheap.
+        from ._failure import ErrorTransition
+
         transition = ErrorTransition(handler) if when is None else ErrorTransition(handler, when)
         self._errors.setdefault(source, []).append(transition)
 
@@ -270,12 +273,27 @@ class Graph(Node[In, Out]):
     renamed: Mapping[str, str] = MappingProxyType({})
     """Node names of earlier versions, mapped to their names in this one (followed on)."""
 
-    first: Mapping[Node[Any, Any], Node[Any, Any]] = attrs.field(init=False, repr=False)
-    """The target of each node whose first transition is a plain edge (routing's fast path)."""
+    _first: dict[Node[Any, Any], tuple[Node[Any, Any], int]] = attrs.field(init=False, repr=False)
+    """The route of each node whose first transition is a plain edge (routing's fast path):
+    its target, and 0 (the transition's position), as `route` would return them."""
+    _direct: dict[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]] = attrs.field(
+        init=False, repr=False
+    )
+    """Each `async` `@node` function the step loop may call itself (no timeout, no
+    runtime wanted): the function, and its step's path when this graph is a run's root.
+    Plain dicts, read by every step, never changed."""
 
     def __attrs_post_init__(self) -> None:
-        first = {n: ts[0].target for n, ts in self.transitions.items() if ts[0].target is not None}
-        object.__setattr__(self, "first", MappingProxyType(first))
+        first = {
+            n: (ts[0].target, 0) for n, ts in self.transitions.items() if ts[0].target is not None
+        }
+        object.__setattr__(self, "_first", first)
+        direct = {
+            n: (n.fn, (self.name, n.name))
+            for n in self.nodes
+            if type(n) is FunctionNode and n.is_async and n.timeout is None and not n.wants_runtime
+        }
+        object.__setattr__(self, "_direct", direct)
 
     @property
     def fingerprint(self) -> str:
@@ -326,7 +344,10 @@ class Graph(Node[In, Out]):
                 chosen = t.router(ctx)
             except Exception as exc:
                 raise _router_failed(t, exc, ctx, step, (*path, node.name)) from exc
-            held = self._holds(chosen)
+            try:  # inline `_holds`: a router's answer is checked at every dynamic step
+                held = chosen in self.members
+            except Exception:  # unhashable, or a hash that raises: certainly not a node
+                held = False
             if held and (t.targets is None or chosen in t.targets):
                 return chosen, position  # the common case: a node of this graph, as declared
             if t.is_async or (not held and inspect.isawaitable(chosen)):
@@ -377,7 +398,11 @@ class Graph(Node[In, Out]):
     ) -> tuple[Node[Any, Any], int, Failure] | None:
         """The error transition out of `node` that takes `failed`, its position and the record."""
         transitions = self.errors.get(node)
-        if not transitions or not routes_error(failed):
+        if not transitions:
+            return None
+        from ._failure import Failure, root_error, routes_error  # loaded by add_error already
+
+        if not routes_error(failed):
             return None
         failure = Failure.of(failed)
         cause = root_error(failed)
@@ -405,17 +430,27 @@ def _router_failed(
     return RoutingError(reason, context=ctx, step=step, path=where)
 
 
-@attrs.frozen(slots=True)
 class _Pending:
-    """A route waiting on an awaitable a router returned; `resolve` finishes it."""
+    """A route waiting on an awaitable a router returned; `resolve` finishes it.
 
-    _graph: Graph[Any, Any]
-    _node: Node[Any, Any]
-    _ctx: AgentContext[Any]
-    _step: int
-    _path: tuple[str, ...]
-    _position: int
-    _chosen: Any
+    A plain class, not an attrs one: never compared or shown, and an attrs class
+    costs `import agentgraph` the compiling of its methods.
+    """
+
+    __slots__ = ("_chosen", "_ctx", "_graph", "_node", "_path", "_position", "_step")
+
+    def __init__(
+        self,
+        graph: Graph[Any, Any],
+        node: Node[Any, Any],
+        ctx: AgentContext[Any],
+        step: int,
+        path: tuple[str, ...],
+        position: int,
+        chosen: Any,
+    ) -> None:
+        self._graph, self._node, self._ctx, self._step = graph, node, ctx, step
+        self._path, self._position, self._chosen = path, position, chosen
 
     async def settle(self) -> tuple[Node[Any, Any], int]:
         """The route, once every awaitable on the way is in."""

@@ -63,6 +63,13 @@ Out = TypeVar("Out")
 T = TypeVar("T")
 
 _new_tuple = tuple.__new__
+_NO_STEPS: dict[Any, Any] = {}
+"""No step the loop runs itself (never changed: read by every step of such a run)."""
+
+
+def _no_clock() -> float:
+    """The clock of a run whose steps nobody times."""
+    return 0.0
 
 
 class Runtime:
@@ -289,43 +296,135 @@ class Runtime:
         current: AgentContext[Any] = ctx
         local = 0
         step = self.index  # the step whose output is being routed (the graph's own at first)
-        first = graph.first
+        first = graph._first
         resumed = self._enter(graph)
         prelude: Node[Any, Any] | None = None  # committed in the start's place, once it routed
         if resumed is not None:
             target, current, local, run.steps = resumed
         elif journal is not None and self.depth == 0:
             prelude, step, current = await self._prelude(journal, current)
+        # Where each route is told or committed, `_routed` does it; a run that records
+        # nothing and announces no step's start runs each step of a plain `async` `@node`
+        # function in this loop itself (see `Graph._direct`), without `execute`'s coroutine.
+        routes = run.routed is not None or journal is not None
+        direct = self._direct(graph)
+        clock = perf_counter if run.on_step or run.finished is not None else _no_clock
+        finish, fanout, handle, limit = graph.finish, self.fanout, run.handle, run.max_steps
         while True:
             if target is None:
-                target = first.get(source)
-                if target is not None:
-                    position = 0
-                else:
-                    routed = graph.route(source, current, step, self.path)
-                    # A router that returned an awaitable leaves the route pending.
-                    routed = routed if isinstance(routed, tuple) else await routed.settle()
-                    target, position = routed
-                if run.routed is not None:
-                    dynamic = graph.transitions[source][position].router is not None
-                    told = run.routed(
-                        RouteChosen(step, self.path, source.name, target.name, position, dynamic)
-                    )
-                    if told is not None:
-                        await told
-                done = source if source is not graph.start else prelude
-                if journal is not None and done is not None:
-                    self._commit(journal, done, target, current, step, local)
-            if target is graph.finish:
+                routed = first.get(source) or graph.route(source, current, step, self.path)
+                # A router that returned an awaitable leaves the route pending.
+                target, position = routed if isinstance(routed, tuple) else await routed.settle()
+                told = (
+                    self._routed(graph, source, target, position, current, step, local, prelude)
+                    if routes
+                    else None
+                )
+                if told is not None:
+                    await told
+            if target is finish:
                 return current
             local += 1
             step = run.steps + 1  # execute takes this number before it first awaits
             source, target = target, None
+            call = direct.get(source)
             try:
-                current = await self.execute(source, current, local)
+                if call is None or step > limit or not step & 63 or handle._cancelled:
+                    current = await self.execute(source, current, local)
+                    continue
+                # `execute`'s fast path, for a step that does not yield to look for cancellation.
+                run.steps = step
+                fn, path = call
+                began = clock()
+                try:
+                    out = await fn(current)
+                    if not isinstance(out, AgentContext):
+                        raise cast("FunctionNode[Any, Any]", source).not_a_context(out)
+                except Exception as error:
+                    current = await self._recovered(
+                        source, current, (step, local), path, error, began
+                    )
+                    continue
+                current = out
+                told = self._finished(source, out, step, local, path, 1, began, fanout)
+                if told is not None:
+                    await told
             except NodeFailed as error:
                 # `current` is still the failed step's input: an error transition goes on from it.
                 target, current = await failed(self, graph, source, error, current, (step, local))
+
+    def _direct(
+        self, graph: Graph[Any, Any]
+    ) -> dict[Node[Any, Any], tuple[Callable[..., Any], tuple[str, ...]]]:
+        """The steps of `graph` its loop may run itself in this run, by node: the function
+        and the step's path. None of them in a run with a journal, with listeners of each step's
+        start, or with a deadline (whose steps each look for cancellation)."""
+        run = self._run
+        if run.journal is not None or run.started is not None or run.watch:
+            return _NO_STEPS
+        if self.depth == 0:  # the paths the graph holds are those below a run's root
+            return graph._direct
+        path = self.path
+        return {node: (fn, (*path, node.name)) for node, (fn, _) in graph._direct.items()}
+
+    def _routed(
+        self,
+        graph: Graph[Any, Any],
+        source: Node[Any, Any],
+        target: Node[Any, Any],
+        position: int,
+        out: AgentContext[Any],
+        step: int,
+        local: int,
+        prelude: Node[Any, Any] | None,
+    ) -> Awaitable[None] | None:
+        """Tell the run's listeners where `source` went, then commit its step (the prelude's,
+        if any, in the start's place) to the journal, if the run has one; None when both
+        were done at once, else what is left to await (a listener that is async)."""
+        run = self._run
+        done = source if source is not graph.start else prelude
+        if run.routed is not None:
+            dynamic = graph.transitions[source][position].router is not None
+            told = run.routed(
+                RouteChosen(step, self.path, source.name, target.name, position, dynamic)
+            )
+            if told is not None:
+                return self._told_then_committed(told, done, target, out, step, local)
+        if run.journal is not None and done is not None:
+            self._commit(run.journal, done, target, out, step, local)
+        return None
+
+    async def _told_then_committed(
+        self,
+        told: Awaitable[None],
+        done: Node[Any, Any] | None,
+        target: Node[Any, Any],
+        out: AgentContext[Any],
+        step: int,
+        local: int,
+    ) -> None:
+        await told
+        journal = self._run.journal
+        if journal is not None and done is not None:
+            self._commit(journal, done, target, out, step, local)
+
+    async def _recovered(
+        self,
+        node: Node[Any, Out],
+        ctx: AgentContext[Any],
+        where: tuple[int, int],
+        path: tuple[str, ...],
+        error: Exception,
+        began: float,
+    ) -> AgentContext[Out]:
+        """A step run in the loop that raised `error`: retried or reported as `execute` does."""
+        index, local = where
+        rt = self._child(node, ctx, index, local, path, self.fanout)
+        out, attempts = await recover(rt, node, ctx, index, error)
+        told = self._finished(node, out, index, local, path, attempts, began, self.fanout)
+        if told is not None:
+            await told
+        return out
 
     async def _prelude(
         self, journal: Journal, ctx: AgentContext[Any]
@@ -398,8 +497,7 @@ class Runtime:
             )
             if told is not None:
                 await told
-        timed = run.on_step or run.finished is not None  # only a step record needs the clock
-        started = perf_counter() if timed else 0.0
+        started = perf_counter() if run.on_step or run.finished is not None else 0.0
         try:
             if fn is not None:
                 result = fn.fn(ctx, rt) if fn.wants_runtime else fn.fn(ctx)
@@ -417,19 +515,47 @@ class Runtime:
         except Exception as error:  # the slow path: retry or report
             rt = rt or self._child(node, ctx, index, local_index, path, fanout)
             out, attempts = await recover(rt, node, ctx, index, error)
-        # Report the step: the handle (on the run's own path), events, callbacks.
+        told = self._finished(node, out, index, local_index, path, attempts, started, fanout)
+        if told is not None:
+            await told
+        return out
+
+    def _finished(
+        self,
+        node: Node[Any, Any],
+        out: AgentContext[Any],
+        index: int,
+        local: int,
+        path: tuple[str, ...],
+        attempts: int,
+        began: float,
+        fanout: bool,
+    ) -> Awaitable[None] | None:
+        """Report a step that returned `out`: the handle (on the run's own path), its event
+        and the step callbacks; None when all were done at once, else what to await."""
+        run = self._run
         if not fanout:
             run.handle.context = out
             run.handle.step = index
-        if timed:
-            # Built as a tuple: a step record costs a quarter of an attrs instance.
-            info = _new_tuple(
-                StepInfo, (index, local_index, self.depth, path, attempts, perf_counter() - started)
-            )
-            pending = _reported(run, info, node, out)
-            if pending is not None:
-                await pending
-        return out
+        callbacks = run.on_step
+        if not callbacks and run.finished is None:  # only a step record needs the clock
+            return None
+        # Built as a tuple: a step record costs a quarter of an attrs instance.
+        info = _new_tuple(
+            StepInfo, (index, local, self.depth, path, attempts, perf_counter() - began)
+        )
+        # Its event, then the step callbacks in order: the first that returns an
+        # awaitable hands it, and the callbacks after it, to a coroutine, so steps
+        # with only sync listeners never build one.
+        if run.finished is not None:
+            told = run.finished(NodeFinished(info, node, out))
+            if told is not None:
+                return _awaited_back(told, callbacks, info, node, out)
+        for i, (callback, is_coroutine) in enumerate(callbacks):
+            result = callback(info, node, out)
+            if result is not None and (is_coroutine or inspect.isawaitable(result)):
+                return _awaited_back(result, callbacks[i + 1 :], info, node, out)
+        return None
 
     def _child(
         self,
@@ -456,27 +582,6 @@ async def _checkpoint(index: int) -> None:
         await anyio.lowlevel.checkpoint()
     else:
         await anyio.lowlevel.checkpoint_if_cancelled()
-
-
-def _reported(
-    run: _Run, info: StepInfo, node: Node[Any, Any], out: AgentContext[Any]
-) -> Awaitable[None] | None:
-    """Tell the run's listeners a step finished: its event, then the step callbacks in order.
-
-    None when all were done when they returned, else what is left to await: the
-    first callback that returns an awaitable hands it, and the callbacks after
-    it, to a coroutine, so steps with only sync listeners never build one.
-    """
-    callbacks = run.on_step
-    if run.finished is not None:
-        told = run.finished(NodeFinished(info, node, out))
-        if told is not None:
-            return _awaited_back(told, callbacks, info, node, out)
-    for i, (callback, is_coroutine) in enumerate(callbacks):
-        result = callback(info, node, out)
-        if result is not None and (is_coroutine or inspect.isawaitable(result)):
-            return _awaited_back(result, callbacks[i + 1 :], info, node, out)
-    return None
 
 
 async def _awaited_back(

@@ -275,6 +275,36 @@ def changes(
     return data
 
 
+_LAZY_FROM = 64
+"""Messages in one record from which they are decoded when first read, not at once."""
+
+
+def _history(base: History | None, data: Any, types: Types, blobs: Mapping[str, bytes]) -> History:
+    """`base` followed by the messages `data` stores. Many are decoded as they are first
+    read (a turn on a long thread reads its last few); each is checked to be a stored
+    message's form now, and one that cannot be decoded raises `ContextDecodingError`
+    where it is read."""
+    if (
+        not isinstance(data, list)
+        or len(data) < _LAZY_FROM
+        or not all(type(m) is dict for m in data)
+    ):
+        messages = [decode_message(m, types, blobs) for m in data]
+        return History(messages) if base is None else base.append(*messages)
+
+    def decode(message: dict[str, Any]) -> Message:
+        try:
+            return decode_message(message, types, blobs)
+        except (ContextDecodingError, CheckpointError):
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise ContextDecodingError(
+                f"a stored message cannot be decoded: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    return History._encoded(base, data, decode)
+
+
 def decode_context(
     data: bytes,
     base: AgentContext[Any] | None,
@@ -291,9 +321,9 @@ def decode_context(
         raise ValueError(f"a stored context is JSON {type(fields).__name__}, not an object")
     before = base if base is not None else _NOTHING
     if "H" in fields:
-        history = History(decode_message(m, types, blobs) for m in fields["H"])
+        history = _history(None, fields["H"], types, blobs)
     elif "h" in fields:
-        history = before.history.append(*(decode_message(m, types, blobs) for m in fields["h"]))
+        history = _history(before.history, fields["h"], types, blobs)
     else:
         history = before.history
     usage = fields.get("u")

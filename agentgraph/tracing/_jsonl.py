@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
+from time import perf_counter
 from types import TracebackType
 from typing import IO, Any
 
@@ -98,6 +99,15 @@ class JsonlSink:
         redact: a redaction hook `(field, text) -> text` or a `Redactor`;
             secrets are masked either way.
         append: add to an existing file instead of replacing it.
+        wait: a run's end waits until its lines are written and the file is
+            closed (the default). With False the run ends at once and the
+            writer finishes its lines soon after: the steps' lines are still
+            flushed as each step begins and ends, but the run's last lines
+            reach the file only later (`flush` or `close` wait for them; a
+            process that exits without calling `close` may lose them), and a
+            write error is raised at the sink's next event or `close`. It
+            saves the event loop the wait for the writer thread at every
+            run's end (a third of what the sink costs the loop on short runs).
     """
 
     def __init__(
@@ -106,11 +116,13 @@ class JsonlSink:
         *,
         redact: Redaction | Redactor | None = None,
         append: bool = False,
+        wait: bool = True,
     ) -> None:
         self.path = Path(path)
+        self.wait = wait
         self._recorder = Recorder(redact=redact)
         self._writer = _Writer(self.path, self._recorder, append=append)
-        self._stamp = self._recorder._stamp
+        self._runs = self._recorder._state
         self._queue = self._writer.queue
 
     def __call__(self, event: Any) -> Awaitable[None] | None:
@@ -118,13 +130,20 @@ class JsonlSink:
         writer = self._writer
         if writer.error is not None:
             writer.check()
-        self._queue.append(self._stamp(event))
+        # `Recorder._stamp`, written out: this is all the event loop does per event.
         kind = type(event)
-        if kind in _FLUSH_ON:
+        state = self._runs.get()
+        if state is None or kind is RunStarted or kind is RunFinished:
+            self._queue.append(self._recorder.stamp_edge(event, state, kind))
             if kind is RunFinished:
-                return self._settled()
-            if not writer.asked:
-                writer.ask()
+                if self.wait:
+                    return self._settled()
+                self._writer.settle_soon(True, _nothing)
+                return None
+        else:
+            self._queue.append((event, state, perf_counter()))
+        if kind in _FLUSH_ON and not writer.asked:
+            writer.ask()
         return None
 
     async def _settled(self) -> None:
@@ -245,6 +264,10 @@ class _Writer:
         self._file.writelines(lines)
         if not self._lane.pending():
             self._file.flush()
+
+
+def _nothing() -> None:
+    """What a sink that does not wait for its run's lines does once they are written."""
 
 
 def _call_soon() -> Callable[[Callable[[], object]], object]:

@@ -36,6 +36,9 @@ class RunState:
 
     id: str
     started: float
+    wall: float = 0.0
+    """Unix time when the run started (at `started` on the `perf_counter` clock): an
+    event's time is this plus its seconds into the run, so stamping reads one clock."""
     history: dict[int, int] = attrs.field(factory=dict)
     previous: RunState | None = None
     # The last usage recorded, its data, and that data redacted (None until asked, or
@@ -64,8 +67,8 @@ class RunState:
         return dict(self.usage_redacted)  # numbers only: a shallow copy shares nothing
 
 
-Stamped = tuple[Any, RunState, float, float]
-"""An event, its run's state, and when it arrived (Unix time, and seconds into the run)."""
+Stamped = tuple[Any, RunState, float]
+"""An event, its run's state, and when it arrived (`perf_counter`)."""
 
 
 class Recorder:
@@ -93,24 +96,32 @@ class Recorder:
         from the moment and the task that sent it. `_build` may run later, elsewhere."""
         state = self._state.get()
         kind = type(event)  # the runner's own events are never subclassed
+        if state is None or kind is RunStarted or kind is RunFinished:
+            return self.stamp_edge(event, state, kind)
+        return (event, state, perf_counter())
+
+    def stamp_edge(self, event: Any, state: RunState | None, kind: type[Any]) -> Stamped:
+        """`_stamp` for the first and last event of a run (or of one not seen starting)."""
         if state is None or kind is RunStarted:
             # The run's own id, so traces join its checkpoint record; a run whose
             # start this recorder never saw gets one of its own.
             run_id = event.run_id if kind is RunStarted else ""
-            state = RunState(run_id or uuid.uuid4().hex[:12], perf_counter(), previous=state)
+            run_id = run_id or uuid.uuid4().hex[:12]
+            state = RunState(run_id, perf_counter(), time(), previous=state)
             self._state.set(state)
-        stamped = (event, state, time(), perf_counter() - state.started)
+        stamped = (event, state, perf_counter())
         if kind is RunFinished:
             self._state.set(state.previous)
         return stamped
 
     def _build(self, stamped: Stamped) -> dict[str, Any]:
         """The record of a stamped event; the events of one run must come in order."""
-        event, state, now, elapsed = stamped
+        event, state, at = stamped
+        elapsed = at - state.started
         record: dict[str, Any] = {
             "event": event_kind(event),
             "run": state.id,
-            "time": now,
+            "time": state.wall + elapsed,
             "elapsed": elapsed,
         }
         fields = event_fields(event, state)

@@ -357,3 +357,66 @@ async def test_the_writer_thread_ends_when_the_sink_goes_idle(tmp_path, monkeypa
             await anyio.sleep(0.01)
     await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(3))  # starts one again
     assert [t.input for t in load_traces(tmp_path / "t.jsonl")] == [1, 2, 3]
+
+
+async def test_a_sink_that_does_not_wait_ends_the_run_at_once_and_writes_the_same_lines(
+    tmp_path,
+):
+    waited, unwaited = tmp_path / "waited.jsonl", tmp_path / "unwaited.jsonl"
+    with JsonlSink(waited) as sink:
+        await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(1))
+    sink = JsonlSink(unwaited, wait=False)
+    runner = GraphRunner(sinks=[sink])
+    first = await runner.run(nested_graph(), AgentContext(1))
+    assert first.input == 32
+    # The run's last event is taken without an awaitable: nothing waits for the writer.
+    from agentgraph import RunFinished
+
+    assert sink(RunFinished(first, 0)) is None
+    sink.flush()
+    assert kinds(lines(unwaited))[-1] == "run_finished"
+    sink.close()
+    drop = ("run", "time", "elapsed", "duration")
+    shown = [
+        [{k: v for k, v in r.items() if k not in drop} for r in lines(p)]
+        for p in (waited, unwaited)
+    ]
+    assert shown[1][: len(shown[0])] == shown[0]
+    assert load_trace(unwaited).output == 32
+
+
+async def test_a_sink_that_does_not_wait_still_writes_each_step_as_the_run_goes_on(tmp_path):
+    path = tmp_path / "live.jsonl"
+    seen = []
+
+    from agentgraph import GraphBuilder, node
+
+    @node
+    async def peek(ctx):
+        with anyio.move_on_after(10):
+            while "node_started" not in kinds(lines(path)):
+                await anyio.sleep(0.01)
+        seen.append(kinds(lines(path)))
+        return ctx
+
+    with GraphBuilder[int, int]("g") as g:
+        g.start.edge_to(peek).edge_to(g.finish)
+    with JsonlSink(path, wait=False) as sink:
+        await GraphRunner(sinks=[sink]).run(g.build(), AgentContext(0))
+    assert seen == [["run_started", "route_chosen", "node_started"]]
+    assert kinds(lines(path))[-1] == "run_finished"
+
+
+async def test_each_record_s_time_is_the_run_s_start_plus_its_elapsed_seconds(tmp_path):
+    import time
+
+    path = tmp_path / "t.jsonl"
+    before = time.time()
+    with JsonlSink(path) as sink:
+        await GraphRunner(sinks=[sink]).run(nested_graph(), AgentContext(1))
+    after = time.time()
+    records = lines(path)
+    start = records[0]["time"] - records[0]["elapsed"]
+    assert before <= start <= records[-1]["time"] <= after
+    assert all(abs(r["time"] - (start + r["elapsed"])) < 1e-6 for r in records)
+    assert [r["elapsed"] for r in records] == sorted(r["elapsed"] for r in records)
