@@ -46,6 +46,8 @@ class RunEmitter:
         """The last top-level step's node."""
         self.sent = False
         """Whether this run had sent `values` before (it was claimed again)."""
+        self.stepped = False
+        """Whether a step of this run (at any depth) has finished here."""
         self.modes = frozenset(run.kwargs.get("stream_mode") or ())
         self.meta = {
             "run_id": run.run_id,
@@ -141,6 +143,7 @@ class RunEmitter:
             await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
 
     async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
+        self.stepped = True
         if step.depth != 0:
             return
         self.node = node.name

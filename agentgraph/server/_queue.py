@@ -876,6 +876,13 @@ class RunQueue:
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*values, now, thread_id),
             ),
+            # A question still waiting (a run answering it was cancelled before it did)
+            # keeps its thread interrupted.
+            (
+                "UPDATE server_threads SET status = 'interrupted' WHERE thread_id = ? "
+                "AND status = 'idle' AND interrupts <> '[]'",
+                (thread_id,),
+            ),
             (
                 "UPDATE server_threads SET status = 'busy' WHERE thread_id = ? AND EXISTS "
                 "(SELECT 1 FROM server_runs WHERE thread_id = ? "

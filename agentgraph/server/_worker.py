@@ -42,7 +42,7 @@ from ._mapping import interrupt_id, run_context, takes_text
 from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._scheduler import Scheduler
 from ._signals import Signal
-from ._turns import Turns, run_checkpoint
+from ._turns import Turns, closed_calls, run_checkpoint
 from ._versions import claimable, run_graph, run_versions
 from ._webhook_settings import WebhookSettings
 from ._webhooks import deliver_webhooks
@@ -295,10 +295,8 @@ class _Execution:
                 await self.store.flush(self.run.run_id)
         except Interrupted as stopped:
             await self._interrupted(emitter, stopped)
-        except GraphCancelled:
-            # The thread keeps the values of its last finished turn: a cancelled
-            # turn never became the thread's head.
-            await self._end("interrupted", {})
+        except GraphCancelled as cancelled:
+            await self._cancelled(emitter, cancelled)
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
             await self._end("timeout", {})
@@ -390,6 +388,27 @@ class _Execution:
             run_id=run.run_id,
             thread_id=run.thread_id,
         )
+
+    async def _cancelled(self, emitter: RunEmitter, cancelled: GraphCancelled) -> None:
+        """End a cancelled run `interrupted`.
+
+        Cancelled with `action="interrupt"` (a client's cancel, a double text's
+        `interrupt`) after one of its steps finished, its last finished context
+        becomes the thread's values and the next run goes on from it, as
+        LangGraph's server keeps the steps of an interrupted run; tool calls it
+        made without their results get error results saying so (what
+        `repair_transcript` records), so the next model request is a valid
+        conversation. Otherwise the thread keeps its values (and a question
+        still waiting): a rolled back run is deleted as it ends.
+        """
+        run_id = self.run.run_id
+        action = (await self._call(self.queue.cancels, (run_id,))).get(run_id)
+        if action != "interrupt" or not emitter.stepped:
+            await self._end("interrupted", {})
+            return
+        values = emitter.values(closed_calls(cancelled.context))
+        changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
+        await self._end("interrupted", changes, self._checkpoint(values, emitter, head=None))
 
     async def _interrupted(self, emitter: RunEmitter, stopped: Interrupted) -> None:
         values = emitter.values(stopped.context)
