@@ -565,16 +565,33 @@ class RunQueue:
         )
 
     def delete_thread(self, thread_id: str) -> None:
-        self._tx(
-            self._thread_lock(thread_id),
-            (
-                "DELETE FROM server_events WHERE run_id IN "
-                "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+        """Delete a thread with its runs and their events; its running runs are cancelled
+        (their workers told, as for a cancel), and end without writing anything."""
+        with self.transaction(thread=thread_id) as run_sql:
+            running = self._delete_thread(run_sql, thread_id)
+            if self.postgres:
+                self._announce_cancels(running)
+        if not self.postgres:
+            self._announce_cancels(running)
+
+    def _delete_thread(self, run_sql: Callable[..., Any], thread_id: str) -> list[str]:
+        """Delete a thread's rows in a transaction that took its row: the ids of its runs
+        that were running, whose workers are to be told."""
+        running = [
+            row[0]
+            for row in run_sql(
+                "SELECT run_id FROM server_runs WHERE thread_id = ? AND status = 'running'",
                 (thread_id,),
-            ),
-            ("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,)),
-            ("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)),
+            ).fetchall()
+        ]
+        run_sql(
+            "DELETE FROM server_events WHERE run_id IN "
+            "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+            (thread_id,),
         )
+        run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
+        run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+        return running
 
     def forget_thread(self, thread_id: str) -> None:
         """Delete a stateless run's thread, keeping its runs and events for their readers."""
@@ -1078,18 +1095,17 @@ class RunQueue:
                         if orjson.loads(row[1]).get("assistant_id") == assistant_id
                     }
                 )
+            running: list[str] = []
             for thread_id in doomed:
-                self._run_sql(
-                    "DELETE FROM server_events WHERE run_id IN "
-                    "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
-                    (thread_id,),
-                )
-                self._run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
-                self._run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+                running += self._delete_thread(self._run_sql, thread_id)
+            if self.postgres:
+                self._announce_cancels(running)
             self._run_sql(
                 "DELETE FROM server_assistant_versions WHERE assistant_id = ?", (assistant_id,)
             )
             self._run_sql("DELETE FROM server_assistants WHERE assistant_id = ?", (assistant_id,))
+        if not self.postgres:
+            self._announce_cancels(running)
         return doomed
 
 

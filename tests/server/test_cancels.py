@@ -89,11 +89,13 @@ def queue(tmp_path: Path) -> Iterator[RunQueue]:
     opened.close()
 
 
-def started(queue: RunQueue, *, cancel_poll: float) -> tuple[Worker, QueuedRun]:
+def started(
+    queue: RunQueue, *, cancel_poll: float, concurrency: int = 10
+) -> tuple[Worker, QueuedRun]:
     """A worker in this process, and a slow run it is running."""
     run = queue.enqueue(slow_run("t"))
     assert run is not None
-    worker = Worker(queue.where, GRAPHS, cancel_poll=cancel_poll, grace=0)
+    worker = Worker(queue.where, GRAPHS, cancel_poll=cancel_poll, grace=0, concurrency=concurrency)
     worker.start()
     while queue.run(run.run_id).status != "running":  # type: ignore[union-attr]
         time.sleep(0.02)
@@ -143,5 +145,26 @@ def test_a_cancel_whose_announcement_was_lost_is_found_by_the_workers_look(queue
         # Marked without an announcement, as by a process the worker does not hear.
         queue._tx(("UPDATE server_runs SET cancel = 'interrupt' WHERE run_id = ?", (run.run_id,)))
         assert ended(queue, run.run_id) == "interrupted"
+    finally:
+        worker.stop()
+
+
+@pytest.mark.timeout(40)  # the slow run sleeps 60 s unless cancelled
+def test_deleting_a_thread_cancels_its_running_run_which_then_writes_nothing(queue: RunQueue):
+    worker, run = started(queue, cancel_poll=HOUR, concurrency=1)
+    try:
+        queue.delete_thread("t")
+        assert queue.run(run.run_id) is None
+        # The worker's one place is free again: the slow run was cancelled.
+        queue.put_thread("u", {}, replace=False)
+        after = queue.enqueue(attrs.evolve(slow_run("u"), graph_id="echo"))
+        assert after is not None
+        worker.wake()
+        assert ended(queue, after.run_id) == "success"
+        assert queue.events(run.run_id, 0) == []
+        assert queue.thread("t") is None
+        with queue.reading() as read:
+            rows = read("SELECT run_id FROM server_checkpoints WHERE thread_id = 't'").fetchall()
+        assert rows == []
     finally:
         worker.stop()
