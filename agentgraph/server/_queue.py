@@ -24,6 +24,7 @@ per-user isolation need. Crons keep their own tables (`_crons`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue as queues
 import sqlite3
@@ -62,8 +63,14 @@ runs of idle threads go first."""
 CANCELS = "agentgraph_cancels"
 """The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
+LISTEN_RETRY = (0.1, 5.0)
+"""Seconds a worker's listener waits before connecting again after losing its connection:
+the first wait, doubled after each failed attempt up to the second."""
+
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
+
+_log = logging.getLogger("agentgraph.server")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS server_threads (
@@ -487,18 +494,27 @@ class RunQueue:
         if not self.postgres:
             self._listen_here(cancel, stopping)
             return
-        listener = self._connect_postgres()
-        try:
-            listener.execute(f"LISTEN {CHANNEL}")
-            listener.execute(f"LISTEN {CANCELS}")
-            while not stopping.is_set():
-                for note in listener.notifies(timeout=0.5):
-                    if note.channel == CANCELS:
-                        cancel(note.payload)
-                    else:
-                        wake()
-        finally:
-            listener.close()
+        import psycopg
+
+        pause = LISTEN_RETRY[0]
+        while not stopping.is_set():
+            listener = None
+            try:
+                listener = self._connect_postgres()
+                listener.execute(f"LISTEN {CHANNEL}")
+                listener.execute(f"LISTEN {CANCELS}")
+                pause = LISTEN_RETRY[0]
+                wake()  # a run queued while nobody listened
+                _pass_on(listener, wake, cancel, stopping)
+            except psycopg.OperationalError as exc:
+                # What was announced meanwhile is not lost: the worker also looks at the
+                # queue and at the cancel marks on its own, only later.
+                _log.warning("lost the %s listener, listening again: %s", CHANNEL, exc)
+                stopping.wait(pause)
+                pause = min(pause * 2, LISTEN_RETRY[1])
+            finally:
+                if listener is not None:
+                    listener.close()
 
     def _listen_here(self, cancel: Callable[[str], None], stopping: threading.Event) -> None:
         cancelled: queues.SimpleQueue[str] = queues.SimpleQueue()
@@ -1107,6 +1123,21 @@ class RunQueue:
         if not self.postgres:
             self._announce_cancels(running)
         return doomed
+
+
+def _pass_on(
+    listener: Any,
+    wake: Callable[[], None],
+    cancel: Callable[[str], None],
+    stopping: threading.Event,
+) -> None:
+    """Call `wake` or `cancel` on each notification `listener` hears, until `stopping`."""
+    while not stopping.is_set():
+        for note in listener.notifies(timeout=0.5):
+            if note.channel == CANCELS:
+                cancel(note.payload)
+            else:
+                wake()
 
 
 def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:
