@@ -334,9 +334,11 @@ class History:
             if cancel[0][0] == "rollback":
                 self._roll_back(run, thread_id, run_id)
                 return True
-            if checkpoint is not None:
-                self._insert(run, thread_id, **checkpoint)
-            self.queue.finishing(run, run_id, thread_id, status, thread_changes)
+            # One round trip for the end's writes, but for the reads among them.
+            with self.queue.batched():
+                if checkpoint is not None:
+                    self._insert(run, thread_id, **checkpoint)
+                self.queue.finishing(run, run_id, thread_id, status, thread_changes)
         return False
 
     def roll_back(self, thread_id: str, run_id: str | None) -> None:

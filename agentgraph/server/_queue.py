@@ -430,6 +430,11 @@ class RunQueue:
         for statements whose results nobody reads."""
         return self._db.pipeline() if self.postgres else contextlib.nullcontext()
 
+    def batched(self) -> contextlib.AbstractContextManager[Any]:
+        """Inside a `transaction`: its statements sent together until one's result is read
+        (PostgreSQL's pipeline mode; on SQLite, as they come)."""
+        return self._pipeline()
+
     def _tx(self, *statements: tuple[str, Sequence[Any]]) -> None:
         with self._lock:
             try:

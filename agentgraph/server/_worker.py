@@ -30,6 +30,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._errors import GraphCancelled, GraphTimeout, Interrupted
+from .._errors_threads import ThreadMoved
 from .._graph import Graph
 from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
@@ -288,11 +289,13 @@ class _Execution:
         try:
             try:
                 out = await self._start(runner, graph, thread)
-            finally:
+            except BaseException:
                 # The run's leases (its own and its thread's) are given back through the
                 # store's writer: once committed, the thread's next run, claimed as soon as
-                # this one is finished in the queue, finds the thread free.
+                # this one is finished in the queue, finds the thread free. A run that
+                # finished gave them back with its last records, and waited for those.
                 await self.store.flush(self.run.run_id)
+                raise
         except Interrupted as stopped:
             await self._interrupted(emitter, stopped)
         except GraphCancelled as cancelled:
@@ -377,10 +380,10 @@ class _Execution:
             return await runner.resume(
                 graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
-        await self.turns.go_on_from(run.thread_id, start)
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = run_context(run.kwargs, graph.input_type)
-        return await runner.run(
+        go = functools.partial(
+            runner.run,
             graph,
             ctx,
             handle=self.handle,
@@ -388,6 +391,15 @@ class _Execution:
             run_id=run.run_id,
             thread_id=run.thread_id,
         )
+        if start is None or start.head is not None:
+            # Most runs go on from the turn the thread's head already is: the turn checks
+            # that as it opens, and only a thread whose head is elsewhere is set first.
+            try:
+                return await go(expect_head=None if start is None else start.head)
+            except ThreadMoved:
+                pass
+        await self.turns.go_on_from(run.thread_id, start)
+        return await go()
 
     async def _cancelled(self, emitter: RunEmitter, cancelled: GraphCancelled) -> None:
         """End a cancelled run `interrupted`.
