@@ -257,6 +257,24 @@ def chats() -> Graph[str, str]:
     return g.build()
 
 
+def nests() -> Graph[str, str]:
+    """A graph whose one node is a graph of two steps: `stream_subgraphs` shows them."""
+
+    @node(name="hear")
+    async def hear(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input))
+
+    @node(name="answer")
+    async def answer(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.assistant(f"inner: {ctx.input}"))
+
+    with GraphBuilder[str, str]("inner") as inner:
+        inner.start.edge_to(hear).edge_to(answer).edge_to(inner.finish)
+    with GraphBuilder[str, str]("nests") as g:
+        g.start.edge_to(inner.build()).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
     "streams": streams(),
     "crash": crash(),
@@ -272,6 +290,7 @@ GRAPHS: dict[str, Any] = {
     "notes_then_sleeps": notes_then_sleeps(),
     "calls_then_sleeps": calls_then_sleeps(),
     "chats": chats(),
+    "nests": nests(),
 }
 
 
