@@ -165,8 +165,15 @@ async def first_values(client: LangGraphClient, tid: str, rid: str) -> None:
             return
 
 
-async def test_interrupt_carries_the_cancelled_runs_progress_into_the_new_run(tmp_path: Path):
-    with serving(tmp_path) as url:
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_interrupt_carries_the_cancelled_runs_progress_into_the_new_run(
+    tmp_path: Path, database: str, request: pytest.FixtureRequest
+):
+    where: dict[str, Any] = {}
+    if database == "postgres":
+        dsn, schema = request.getfixturevalue("pg")
+        where = {"where": dsn, "schema": schema}
+    with serving(tmp_path, **where) as url:
         async with get_client(url=url) as client:
             tid = (await client.threads.create())["thread_id"]
             await client.runs.wait(tid, "echo", input=said("zero"))
