@@ -20,7 +20,7 @@ from ._codec import decode_context, full_context, load_blobs
 from ._compact_step import entry_of, recorded_step
 from ._frames import Continue, Enter, Frame, node_named
 from ._journal import StoreJournal, encode_value
-from ._lease import new_owner
+from ._lease import Lease, new_owner
 from ._records import Effect, RunLog, RunRecord, StepRecord, checked
 from ._versions import (
     MIGRATED,
@@ -73,6 +73,7 @@ async def open_run(
     base: str | None = None,
     start: tuple[AgentContext[Any], int] | None = None,
     types: Types = NO_TYPES,
+    lease: Lease | None = None,
 ) -> StoreJournal:
     """Start recording a new run: its run record holds the initial context and the graph's shape.
 
@@ -80,9 +81,11 @@ async def open_run(
     run's number of step records: the initial context is stored as a change to
     it (see `_bases`). The store refuses a run id it already holds when it
     stores the run record, so two runs started with one id at once cannot both go ahead.
+    `lease` is the run's, when the caller took it already.
     """
     rid = run_id
-    lease = await store.acquire(rid, owner=new_owner())
+    if lease is None:
+        lease = await store.acquire(rid, owner=new_owner())
     try:
         shape = orjson.dumps({**structure(graph), **stamp(graph)})
         try:

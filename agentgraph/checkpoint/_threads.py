@@ -17,8 +17,10 @@ it read (`expect_head=`): the turn, and a rewind, are refused with
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import anyio
 import attrs
 import orjson
 
@@ -137,6 +139,34 @@ async def hold_thread(store: CheckpointStore, thread_id: str, ctx: AgentContext[
         raise ThreadBusy(thread_id, busy.owner, busy.expires, context=ctx) from None
 
 
+async def _leases(
+    store: CheckpointStore, thread_id: str, run_id: str, ctx: AgentContext[Any]
+) -> tuple[Lease, Lease]:
+    """The thread's lease and the run's, asked for at once, so a store that commits
+    its writes in batches takes both in one: `ThreadBusy` (or `RunBusy`) as if taken
+    in turn, a lease taken given back when the other was refused."""
+    taken: list[Lease | Exception | None] = [None, None]
+
+    async def take(index: int, asked: Awaitable[Lease]) -> None:
+        try:
+            taken[index] = await asked
+        except Exception as exc:
+            taken[index] = exc
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(take, 0, hold_thread(store, thread_id, ctx))
+        tasks.start_soon(take, 1, store.acquire(run_id, owner=new_owner()))
+    thread, run = taken
+    for refused in (thread, run):
+        if isinstance(refused, Exception):
+            for held in (thread, run):
+                if isinstance(held, Lease):
+                    store.release(held)
+            raise refused
+    assert isinstance(thread, Lease) and isinstance(run, Lease)
+    return thread, run
+
+
 def _check_head(thread_id: str, head: str | None, expected: Head, ctx: AgentContext[Any]) -> None:
     """Refuse to go on from `head` when the caller read the thread at another one."""
     if expected is not ANY_HEAD and head != expected:
@@ -195,7 +225,8 @@ async def open_thread(
     """
     threads = _threads(store)
     _check_id(thread_id)
-    lease = await hold_thread(store, thread_id, ctx)
+    lease, run_lease = await _leases(store, thread_id, run_id, ctx)
+    handed = False  # open_run gives the run's lease back itself when it fails
     try:
         found = await threads.load_thread(thread_id)
         head = None if found is None else found.head
@@ -207,12 +238,16 @@ async def open_thread(
         # Planned now, so a budget that cannot be met is refused before the run exists;
         # the summary is the run's first step.
         planned = None if compaction is None else plan(start, compaction, thread_id)
+        handed = True
         journal = await open_run(
-            graph, start, store, run_id, thread=thread_id, base=head, start=last, types=types
-        )
+            graph, start, store, run_id, thread=thread_id, base=head, start=last, types=types,
+            lease=run_lease,
+        )  # fmt: skip
         journal.join_thread(thread_id, lease, head)
     except BaseException:
         store.release(lease)
+        if not handed:
+            store.release(run_lease)
         raise
     if compaction is not None:
         start_with(journal, thread_id, planned, compaction)

@@ -7,6 +7,7 @@ stream modes ask for them. Both name a message by the same `MessageIds`.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import anyio.to_thread
@@ -46,7 +47,13 @@ class RunEmitter:
         """The last top-level step's node."""
         self.sent = False
         """Whether this run had sent `values` before (it was claimed again)."""
+        self.stepped = False
+        """Whether a step of this run (at any depth) has finished here."""
         self.modes = frozenset(run.kwargs.get("stream_mode") or ())
+        self.subgraphs = bool(run.kwargs.get("stream_subgraphs"))
+        """Steps of nested graphs are sent too, under their namespace (`stream_subgraphs`)."""
+        self._nested_shown: dict[str, int] = {}
+        """By namespace, how many messages its last step's `values` held."""
         self.meta = {
             "run_id": run.run_id,
             "thread_id": run.thread_id,
@@ -141,7 +148,10 @@ class RunEmitter:
             await anyio.to_thread.run_sync(self.queue.add_events, self.run.run_id, events)
 
     async def step(self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]) -> None:
+        self.stepped = True
         if step.depth != 0:
+            if self.subgraphs:
+                await self.emit(self._nested(step, node, ctx))
             return
         self.node = node.name
         values = self.values(ctx)
@@ -158,6 +168,28 @@ class RunEmitter:
         ]
         events.extend(self.messages(fresh, meta))
         await self.emit(events)
+
+    def _nested(
+        self, step: StepInfo, node: Node[Any, Any], ctx: AgentContext[Any]
+    ) -> list[tuple[str, Any]]:
+        """A nested graph's step as `values|<ns>` and `updates|<ns>`, the namespace naming
+        each graph node it runs in as LangGraph's does (`<node>:<task id>`, outermost
+        first); the ids are stable within the run."""
+        ns = namespace(self.run.run_id, step.path)
+        values = self.values(ctx)
+        before = self._nested_shown.get(ns, self.shown)
+        self._nested_shown[ns] = len(values["messages"])
+        added = values["messages"][before:]
+        return [(f"values|{ns}", values), (f"updates|{ns}", {node.name: {"messages": added}})]
+
+
+def namespace(run_id: str, path: tuple[str, ...]) -> str:
+    """The namespace of a step at `path` (the root graph first, the step's node last)."""
+    parts = []
+    for depth in range(1, len(path) - 1):
+        task = uuid.uuid5(uuid.NAMESPACE_URL, f"agentgraph:{run_id}/{'/'.join(path[: depth + 1])}")
+        parts.append(f"{path[depth]}:{task}")
+    return "|".join(parts)
 
 
 _MISSING = object()

@@ -324,15 +324,21 @@ class History:
     ) -> bool:
         """End a run as the queue's `finish` does, writing its `checkpoint` (the arguments
         of `add`) in the same transaction; or, when a client asked for its rollback,
-        roll it back instead (True)."""
+        roll it back instead (True); a run deleted with its thread writes nothing (True)."""
         with self.queue.transaction(thread=thread_id) as run:
             cancel = run("SELECT cancel FROM server_runs WHERE run_id = ?", (run_id,)).fetchall()
-            if cancel and cancel[0][0] == "rollback":
+            if not cancel:
+                # Deleted with its thread while it ran: what it wrote since goes too.
+                run("DELETE FROM server_events WHERE run_id = ?", (run_id,))
+                return True
+            if cancel[0][0] == "rollback":
                 self._roll_back(run, thread_id, run_id)
                 return True
-            if checkpoint is not None:
-                self._insert(run, thread_id, **checkpoint)
-            self.queue.finishing(run, run_id, thread_id, status, thread_changes)
+            # One round trip for the end's writes, but for the reads among them.
+            with self.queue.batched():
+                if checkpoint is not None:
+                    self._insert(run, thread_id, **checkpoint)
+                self.queue.finishing(run, run_id, thread_id, status, thread_changes)
         return False
 
     def roll_back(self, thread_id: str, run_id: str | None) -> None:

@@ -25,6 +25,7 @@ its owner's alone. Crons keep their own tables (`_crons`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue as queues
 import sqlite3
@@ -64,8 +65,14 @@ runs of idle threads go first."""
 CANCELS = "agentgraph_cancels"
 """The PostgreSQL channel a running run's cancel is announced on, the run's id its payload."""
 
+LISTEN_RETRY = (0.1, 5.0)
+"""Seconds a worker's listener waits before connecting again after losing its connection:
+the first wait, doubled after each failed attempt up to the second."""
+
 CLAIM_TERM = 45.0
 """Seconds a worker's claim on a run lasts unless renewed; longer than a checkpoint lease."""
+
+_log = logging.getLogger("agentgraph.server")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS server_threads (
@@ -485,6 +492,11 @@ class RunQueue:
         for statements whose results nobody reads."""
         return self._db.pipeline() if self.postgres else contextlib.nullcontext()
 
+    def batched(self) -> contextlib.AbstractContextManager[Any]:
+        """Inside a `transaction`: its statements sent together until one's result is read
+        (PostgreSQL's pipeline mode; on SQLite, as they come)."""
+        return self._pipeline()
+
     def _tx(self, *statements: tuple[str, Sequence[Any]]) -> None:
         with self._lock:
             try:
@@ -549,18 +561,27 @@ class RunQueue:
         if not self.postgres:
             self._listen_here(cancel, stopping)
             return
-        listener = self._connect_postgres()
-        try:
-            listener.execute(f"LISTEN {CHANNEL}")
-            listener.execute(f"LISTEN {CANCELS}")
-            while not stopping.is_set():
-                for note in listener.notifies(timeout=0.5):
-                    if note.channel == CANCELS:
-                        cancel(note.payload)
-                    else:
-                        wake()
-        finally:
-            listener.close()
+        import psycopg
+
+        pause = LISTEN_RETRY[0]
+        while not stopping.is_set():
+            listener = None
+            try:
+                listener = self._connect_postgres()
+                listener.execute(f"LISTEN {CHANNEL}")
+                listener.execute(f"LISTEN {CANCELS}")
+                pause = LISTEN_RETRY[0]
+                wake()  # a run queued while nobody listened
+                _pass_on(listener, wake, cancel, stopping)
+            except psycopg.OperationalError as exc:
+                # What was announced meanwhile is not lost: the worker also looks at the
+                # queue and at the cancel marks on its own, only later.
+                _log.warning("lost the %s listener, listening again: %s", CHANNEL, exc)
+                stopping.wait(pause)
+                pause = min(pause * 2, LISTEN_RETRY[1])
+            finally:
+                if listener is not None:
+                    listener.close()
 
     def _listen_here(self, cancel: Callable[[str], None], stopping: threading.Event) -> None:
         cancelled: queues.SimpleQueue[str] = queues.SimpleQueue()
@@ -659,16 +680,33 @@ class RunQueue:
         )
 
     def delete_thread(self, thread_id: str) -> None:
-        self._tx(
-            self._thread_lock(thread_id),
-            (
-                "DELETE FROM server_events WHERE run_id IN "
-                "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+        """Delete a thread with its runs and their events; its running runs are cancelled
+        (their workers told, as for a cancel), and end without writing anything."""
+        with self.transaction(thread=thread_id) as run_sql:
+            running = self._delete_thread(run_sql, thread_id)
+            if self.postgres:
+                self._announce_cancels(running)
+        if not self.postgres:
+            self._announce_cancels(running)
+
+    def _delete_thread(self, run_sql: Callable[..., Any], thread_id: str) -> list[str]:
+        """Delete a thread's rows in a transaction that took its row: the ids of its runs
+        that were running, whose workers are to be told."""
+        running = [
+            row[0]
+            for row in run_sql(
+                "SELECT run_id FROM server_runs WHERE thread_id = ? AND status = 'running'",
                 (thread_id,),
-            ),
-            ("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,)),
-            ("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,)),
+            ).fetchall()
+        ]
+        run_sql(
+            "DELETE FROM server_events WHERE run_id IN "
+            "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
+            (thread_id,),
         )
+        run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
+        run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+        return running
 
     def forget_thread(self, thread_id: str) -> None:
         """Delete a stateless run's thread, keeping its runs and events for their readers."""
@@ -1034,6 +1072,13 @@ class RunQueue:
                 f"UPDATE server_threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
                 (*values, now, thread_id),
             ),
+            # A question still waiting (a run answering it was cancelled before it did)
+            # keeps its thread interrupted.
+            (
+                "UPDATE server_threads SET status = 'interrupted' WHERE thread_id = ? "
+                "AND status = 'idle' AND interrupts <> '[]'",
+                (thread_id,),
+            ),
             (
                 "UPDATE server_threads SET status = 'busy' WHERE thread_id = ? AND EXISTS "
                 "(SELECT 1 FROM server_runs WHERE thread_id = ? "
@@ -1233,19 +1278,33 @@ class RunQueue:
                         if orjson.loads(row[1]).get("assistant_id") == assistant_id
                     }
                 )
+            running: list[str] = []
             for thread_id in doomed:
-                self._run_sql(
-                    "DELETE FROM server_events WHERE run_id IN "
-                    "(SELECT run_id FROM server_runs WHERE thread_id = ?)",
-                    (thread_id,),
-                )
-                self._run_sql("DELETE FROM server_runs WHERE thread_id = ?", (thread_id,))
-                self._run_sql("DELETE FROM server_threads WHERE thread_id = ?", (thread_id,))
+                running += self._delete_thread(self._run_sql, thread_id)
+            if self.postgres:
+                self._announce_cancels(running)
             self._run_sql(
                 "DELETE FROM server_assistant_versions WHERE assistant_id = ?", (assistant_id,)
             )
             self._run_sql("DELETE FROM server_assistants WHERE assistant_id = ?", (assistant_id,))
+        if not self.postgres:
+            self._announce_cancels(running)
         return doomed
+
+
+def _pass_on(
+    listener: Any,
+    wake: Callable[[], None],
+    cancel: Callable[[str], None],
+    stopping: threading.Event,
+) -> None:
+    """Call `wake` or `cancel` on each notification `listener` hears, until `stopping`."""
+    while not stopping.is_set():
+        for note in listener.notifies(timeout=0.5):
+            if note.channel == CANCELS:
+                cancel(note.payload)
+            else:
+                wake()
 
 
 def _assistant_fields(assistant: StoredAssistant) -> tuple[Any, ...]:

@@ -225,6 +225,8 @@ class RunRoutes:
             "checkpoint_id": checkpoint_id,
         }
         kwargs.update(settings)
+        if body.get("stream_subgraphs") is True:
+            kwargs["stream_subgraphs"] = True
         if webhook is not None:
             kwargs["webhook"] = webhook
         if stateless:

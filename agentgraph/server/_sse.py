@@ -62,7 +62,7 @@ async def frames(api: Api, run_id: str, after: int, names: frozenset[str]) -> As
             rows = await api.call(api.queue.events, run_id, after)
             for seq, name, data in rows:
                 after = seq
-                if name in names:
+                if _mode_of(name) in names:
                     yield _frame(seq, name, data)
             if rows:
                 continue
@@ -70,10 +70,15 @@ async def frames(api: Api, run_id: str, after: int, names: frozenset[str]) -> As
             if run is None or run.ended:
                 # The run's last events were stored before it ended: one more look finds them.
                 for seq, name, data in await api.call(api.queue.events, run_id, after):
-                    if name in names:
+                    if _mode_of(name) in names:
                         yield _frame(seq, name, data)
                 return
             await changed.wait(_LOOK_AGAIN)
+
+
+def _mode_of(name: str) -> str:
+    """An event's name without the namespace of a subgraph's (`values|sub:<id>`)."""
+    return name.split("|", 1)[0]
 
 
 def _frame(seq: int, name: str, data: bytes) -> bytes:

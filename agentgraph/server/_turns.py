@@ -37,12 +37,14 @@ from ..checkpoint._bases import final_context
 from ..checkpoint._codec import full_context
 from ..checkpoint._resume import decode_contexts, log_blobs, start_of
 from ..checkpoint._threads import reset_thread
+from ..llm._messages import Message
+from ..llm._transcript import NOT_COMPLETED
 from ..tracing._records import plain
 from ._history import StoredCheckpoint, checkpoint_id_for, history_of
 from ._mapping import message_dict, message_from, message_id
 from ._queue import QueuedRun, RunQueue
 
-__all__ = ("Turns", "context_with", "run_checkpoint")
+__all__ = ("Turns", "closed_calls", "context_with", "run_checkpoint")
 
 
 def context_with(
@@ -67,6 +69,23 @@ def context_with(
         if key != "messages"
     }
     return base.evolve(history=tuple(messages), state=state)
+
+
+def closed_calls(ctx: AgentContext[Any]) -> AgentContext[Any]:
+    """`ctx` with an error result for each tool call of its last assistant message that
+    has none (a run stopped between a model's calls and their results), as
+    `repair_transcript` records one: a conversation a model takes again."""
+    history = tuple(ctx.history)
+    last = max((i for i, m in enumerate(history) if m.role == "assistant"), default=None)
+    if last is None or not history[last].tool_calls:
+        return ctx
+    answered = {m.tool_call_id for m in history[last + 1 :] if m.role == "tool"}
+    missing = [
+        Message.tool(call.id, NOT_COMPLETED, name=call.name, is_error=True)
+        for call in history[last].tool_calls
+        if call.id not in answered
+    ]
+    return ctx.append(*missing) if missing else ctx
 
 
 def run_checkpoint(

@@ -9,7 +9,8 @@ whose version it can resume under that policy, which the claim asks in SQL,
 so a run is never claimed and given back: `"pinned"` the versions its
 `GraphVersions` keeps (and its current graph's), `"latest"` its current
 version and every older one its migrations reach, `"refuse"` its current
-version alone. A run no worker can resume stays pending, and the API says
+version alone; a run of a graph without versions, a worker that serves that
+graph. A run no worker can resume stays pending, and the API says
 which version it waits for. A worker that claims a run and still cannot
 resume it (a node gone, say) ends it in error naming why, the stored run
 untouched.
@@ -81,10 +82,13 @@ def claimable(
     graphs: Mapping[str, Graph[Any, Any]], versions: GraphVersions | None
 ) -> tuple[str, list[Any]]:
     """The condition (on the run `r`, for `RunQueue.claim`) a worker running `graphs`,
-    with the registry `versions`, claims under: runs of a graph without versions, and
-    runs of a version it can resume under the run's policy."""
-    parts = ["r.graph_version IS NULL"]
-    params: list[Any] = []
+    with the registry `versions`, claims under: runs of one of its graphs without
+    versions, and runs of a version it can resume under the run's policy. A run of a
+    graph it does not serve is left to the workers that do."""
+    served = sorted(graphs)
+    marks = ", ".join("?" for _ in served)
+    parts = [f"(r.graph_version IS NULL AND r.graph_id IN ({marks}))" if served else "1 = 0"]
+    params: list[Any] = list(served)
     for graph_id, graph in sorted(graphs.items()):
         if graph.version is None:
             continue

@@ -30,6 +30,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from .._errors import GraphCancelled, GraphTimeout, Interrupted
+from .._errors_threads import ThreadMoved
 from .._graph import Graph
 from .._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
@@ -47,7 +48,7 @@ from ._queue import CLAIM_TERM, QueuedRun, RunQueue
 from ._retention import SWEEP, Retention
 from ._scheduler import Scheduler
 from ._signals import Signal
-from ._turns import Turns, run_checkpoint
+from ._turns import Turns, closed_calls, run_checkpoint
 from ._versions import claimable, run_graph, run_versions
 from ._webhook_settings import WebhookSettings
 from ._webhooks import deliver_webhooks
@@ -318,17 +319,17 @@ class _Execution:
         try:
             try:
                 out = await self._start(runner, graph, thread)
-            finally:
+            except BaseException:
                 # The run's leases (its own and its thread's) are given back through the
                 # store's writer: once committed, the thread's next run, claimed as soon as
-                # this one is finished in the queue, finds the thread free.
+                # this one is finished in the queue, finds the thread free. A run that
+                # finished gave them back with its last records, and waited for those.
                 await self.store.flush(self.run.run_id)
+                raise
         except Interrupted as stopped:
             await self._interrupted(emitter, stopped)
-        except GraphCancelled:
-            # The thread keeps the values of its last finished turn: a cancelled
-            # turn never became the thread's head.
-            await self._end("interrupted", {})
+        except GraphCancelled as cancelled:
+            await self._cancelled(emitter, cancelled)
         except GraphTimeout as timeout:
             await emitter.emit([("error", _error(timeout))])
             await self._end("timeout", {})
@@ -417,10 +418,10 @@ class _Execution:
             return await runner.resume(
                 graph, self.graph_run, store, answer=command["resume"], handle=self.handle
             )
-        await self.turns.go_on_from(run.thread_id, start)
         await self._call(self.queue.set_graph_run, run.run_id, run.run_id)
         ctx = run_context(run.kwargs, graph.input_type)
-        return await runner.run(
+        go = functools.partial(
+            runner.run,
             graph,
             ctx,
             handle=self.handle,
@@ -428,6 +429,36 @@ class _Execution:
             run_id=run.run_id,
             thread_id=run.thread_id,
         )
+        if start is None or start.head is not None:
+            # Most runs go on from the turn the thread's head already is: the turn checks
+            # that as it opens, and only a thread whose head is elsewhere is set first.
+            try:
+                return await go(expect_head=None if start is None else start.head)
+            except ThreadMoved:
+                pass
+        await self.turns.go_on_from(run.thread_id, start)
+        return await go()
+
+    async def _cancelled(self, emitter: RunEmitter, cancelled: GraphCancelled) -> None:
+        """End a cancelled run `interrupted`.
+
+        Cancelled with `action="interrupt"` (a client's cancel, a double text's
+        `interrupt`) after one of its steps finished, its last finished context
+        becomes the thread's values and the next run goes on from it, as
+        LangGraph's server keeps the steps of an interrupted run; tool calls it
+        made without their results get error results saying so (what
+        `repair_transcript` records), so the next model request is a valid
+        conversation. Otherwise the thread keeps its values (and a question
+        still waiting): a rolled back run is deleted as it ends.
+        """
+        run_id = self.run.run_id
+        action = (await self._call(self.queue.cancels, (run_id,))).get(run_id)
+        if action != "interrupt" or not emitter.stepped:
+            await self._end("interrupted", {})
+            return
+        values = emitter.values(closed_calls(cancelled.context))
+        changes: dict[str, Any] = {"state": values, "interrupts": [], "waiting_run": None}
+        await self._end("interrupted", changes, self._checkpoint(values, emitter, head=None))
 
     async def _interrupted(self, emitter: RunEmitter, stopped: Interrupted) -> None:
         values = emitter.values(stopped.context)

@@ -215,6 +215,21 @@ async def test_a_second_run_on_a_busy_thread_is_refused_with_its_context(store):
     assert again.input == "done"
 
 
+async def test_a_turn_refused_on_a_busy_thread_gives_back_the_lease_of_its_run(store):
+    wait, gate, entered = gated()
+    runner = GraphRunner()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: runner.run(wait, AgentContext("a"), store=store, thread_id="b"))
+        await entered.wait()
+        # The turn asks for the thread's lease and its run's at once: refused the first,
+        # it gives the second back, so the run id starts elsewhere at once.
+        with pytest.raises(ThreadBusy):
+            await runner.run(wait, AgentContext("x"), store=store, thread_id="b", run_id="r2")
+        gate.set()
+        out = await runner.run(wait, AgentContext("y"), store=store, thread_id="c", run_id="r2")
+    assert out.input == "done"
+
+
 async def test_an_interrupted_turn_resumes_and_moves_the_thread_on(store):
     @node(name="ask")
     async def ask(ctx, rt):

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 
 from agentgraph import AgentContext, Graph, GraphBuilder, Runtime, node
-from agentgraph.llm import ChatRequest, Message
+from agentgraph.llm import ChatRequest, Message, ToolCall
 from agentgraph.server import ServerSettings, server_app
 from agentgraph.testing import ScriptedModel
 from agentgraph.web import WebServer
@@ -205,6 +205,76 @@ def drafts() -> Graph[str, str]:
     return g.build()
 
 
+def notes_then_sleeps() -> Graph[str, str]:
+    """Notes the user's message (a finished step), then sleeps a long time: a run whose
+    progress an `interrupt` double text keeps."""
+
+    @node(name="note")
+    async def note(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input), Message.assistant(f"noted: {ctx.input}"))
+
+    @node(name="sleep")
+    async def sleep(ctx: AgentContext[str]) -> AgentContext[str]:
+        await anyio.sleep(60)
+        return ctx
+
+    with GraphBuilder[str, str]("notes_then_sleeps") as g:
+        g.start.edge_to(note).edge_to(sleep).edge_to(g.finish)
+    return g.build()
+
+
+def calls_then_sleeps() -> Graph[str, str]:
+    """A model's tool call (a finished step) whose tool then sleeps a long time."""
+
+    @node(name="call")
+    async def call(ctx: AgentContext[str]) -> AgentContext[str]:
+        asked = Message.assistant("", tool_calls=(ToolCall("call-1", "lookup", {"q": "x"}),))
+        return ctx.append(Message.user(ctx.input), asked)
+
+    @node(name="tool")
+    async def tool(ctx: AgentContext[str]) -> AgentContext[str]:
+        await anyio.sleep(60)
+        return ctx
+
+    with GraphBuilder[str, str]("calls_then_sleeps") as g:
+        g.start.edge_to(call).edge_to(tool).edge_to(g.finish)
+    return g.build()
+
+
+def chats() -> Graph[str, str]:
+    """Sends the thread's conversation and the user's message to a scripted model, which
+    checks it as every provider client does, and appends its answer."""
+
+    @node(name="chat")
+    async def chat(ctx: AgentContext[str], rt: Runtime) -> AgentContext[str]:
+        model = ScriptedModel("answered", repeat=True)
+        asked = ctx.append(Message.user(ctx.input))
+        reply = await rt.call_model(model, ChatRequest(messages=tuple(asked.history)))
+        return asked.append(reply.message)
+
+    with GraphBuilder[str, str]("chats") as g:
+        g.start.edge_to(chat).edge_to(g.finish)
+    return g.build()
+
+
+def nests() -> Graph[str, str]:
+    """A graph whose one node is a graph of two steps: `stream_subgraphs` shows them."""
+
+    @node(name="hear")
+    async def hear(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.user(ctx.input))
+
+    @node(name="answer")
+    async def answer(ctx: AgentContext[str]) -> AgentContext[str]:
+        return ctx.append(Message.assistant(f"inner: {ctx.input}"))
+
+    with GraphBuilder[str, str]("inner") as inner:
+        inner.start.edge_to(hear).edge_to(answer).edge_to(inner.finish)
+    with GraphBuilder[str, str]("nests") as g:
+        g.start.edge_to(inner.build()).edge_to(g.finish)
+    return g.build()
+
+
 GRAPHS: dict[str, Any] = {
     "streams": streams(),
     "crash": crash(),
@@ -217,6 +287,10 @@ GRAPHS: dict[str, Any] = {
     "recall": recall(),
     "asks_then_waits": asks_then_waits(),
     "drafts": drafts(),
+    "notes_then_sleeps": notes_then_sleeps(),
+    "calls_then_sleeps": calls_then_sleeps(),
+    "chats": chats(),
+    "nests": nests(),
 }
 
 

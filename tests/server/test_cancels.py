@@ -16,11 +16,12 @@ from typing import Any
 
 import anyio
 import attrs
+import psycopg
 import pytest
 from langgraph_sdk import get_client
 
 from agentgraph.server import Worker
-from agentgraph.server._queue import QueuedRun, RunQueue
+from agentgraph.server._queue import CANCELS, QueuedRun, RunQueue
 
 from .support import GRAPHS, said, serving, worker_process
 
@@ -89,11 +90,20 @@ def queue(tmp_path: Path) -> Iterator[RunQueue]:
     opened.close()
 
 
-def started(queue: RunQueue, *, cancel_poll: float) -> tuple[Worker, QueuedRun]:
+def started(
+    queue: RunQueue, *, cancel_poll: float, concurrency: int = 10
+) -> tuple[Worker, QueuedRun]:
     """A worker in this process, and a slow run it is running."""
     run = queue.enqueue(slow_run("t"))
     assert run is not None
-    worker = Worker(queue.where, GRAPHS, cancel_poll=cancel_poll, grace=0)
+    worker = Worker(
+        queue.where,
+        GRAPHS,
+        cancel_poll=cancel_poll,
+        grace=0,
+        concurrency=concurrency,
+        schema=queue.schema,
+    )
     worker.start()
     while queue.run(run.run_id).status != "running":  # type: ignore[union-attr]
         time.sleep(0.02)
@@ -145,3 +155,53 @@ def test_a_cancel_whose_announcement_was_lost_is_found_by_the_workers_look(queue
         assert ended(queue, run.run_id) == "interrupted"
     finally:
         worker.stop()
+
+
+@pytest.mark.timeout(40)  # the slow run sleeps 60 s unless cancelled
+def test_deleting_a_thread_cancels_its_running_run_which_then_writes_nothing(queue: RunQueue):
+    worker, run = started(queue, cancel_poll=HOUR, concurrency=1)
+    try:
+        queue.delete_thread("t")
+        assert queue.run(run.run_id) is None
+        # The worker's one place is free again: the slow run was cancelled.
+        queue.put_thread("u", {}, replace=False)
+        after = queue.enqueue(attrs.evolve(slow_run("u"), graph_id="echo"))
+        assert after is not None
+        worker.wake()
+        assert ended(queue, after.run_id) == "success"
+        assert queue.events(run.run_id, 0) == []
+        assert queue.thread("t") is None
+        with queue.reading() as read:
+            rows = read("SELECT run_id FROM server_checkpoints WHERE thread_id = 't'").fetchall()
+        assert rows == []
+    finally:
+        worker.stop()
+
+
+def listeners(dsn: str) -> set[int]:
+    """The backends of the workers' listeners (their last statement is the second LISTEN)."""
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query = %s", (f"LISTEN {CANCELS}",)
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def test_a_worker_listens_again_after_losing_its_postgresql_connection(pg: tuple[str, str]):
+    dsn, schema = pg
+    queue = RunQueue(dsn, schema=schema)
+    queue.put_thread("t", {}, replace=False)
+    worker, run = started(queue, cancel_poll=HOUR)
+    try:
+        lost = listeners(dsn)
+        assert len(lost) == 1
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (lost.pop(),))
+        while not listeners(dsn):
+            time.sleep(0.05)
+        # Heard only through the listener: the worker looks at cancel marks once an hour.
+        queue.request_cancel(run.run_id, "interrupt")
+        assert ended(queue, run.run_id) == "interrupted"
+    finally:
+        worker.stop()
+        queue.close()

@@ -156,3 +156,94 @@ async def test_a_run_past_the_run_timeout_ends_timeout(tmp_path: Path):
             run = await client.runs.create(tid, "slow", input=said("a"))
             await client.runs.join(tid, run["run_id"])
             assert (await client.runs.get(tid, run["run_id"]))["status"] == "timeout"
+
+
+async def first_values(client: LangGraphClient, tid: str, rid: str) -> None:
+    """Return once run `rid` has sent its first `values` (a step of it finished)."""
+    async for part in client.runs.join_stream(tid, rid, last_event_id="-1"):
+        if part.event == "values":
+            return
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_interrupt_carries_the_cancelled_runs_progress_into_the_new_run(
+    tmp_path: Path, database: str, request: pytest.FixtureRequest
+):
+    where: dict[str, Any] = {}
+    if database == "postgres":
+        dsn, schema = request.getfixturevalue("pg")
+        where = {"where": dsn, "schema": schema}
+    with serving(tmp_path, **where) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            await client.runs.wait(tid, "echo", input=said("zero"))
+            first = await client.runs.create(tid, "notes_then_sleeps", input=said("a"))
+            await first_values(client, tid, first["run_id"])
+            second = await client.runs.create(
+                tid, "echo", input=said("b"), multitask_strategy="interrupt"
+            )
+            final = await client.runs.join(tid, second["run_id"])
+            assert isinstance(final, dict)
+            assert [m["content"] for m in final["messages"]] == [
+                "zero", "echo: zero", "a", "noted: a", "b", "echo: b",
+            ]  # fmt: skip
+            assert (await client.runs.get(tid, first["run_id"]))["status"] == "interrupted"
+            state = await client.threads.get_state(tid)
+            assert [m["content"] for m in state["values"]["messages"]][2:4] == ["a", "noted: a"]
+
+
+async def test_a_cancelled_runs_tool_calls_without_results_get_error_results(tmp_path: Path):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            first = await client.runs.create(tid, "calls_then_sleeps", input=said("a"))
+            await first_values(client, tid, first["run_id"])
+            await client.runs.cancel(tid, first["run_id"], action="interrupt", wait=True)
+            thread = await client.threads.get(tid)
+            assert (thread["status"], thread["interrupts"]) == ("idle", {})
+            messages = thread["values"]["messages"]
+            assert [(m["type"], m.get("tool_call_id"), m.get("status")) for m in messages] == [
+                ("human", None, None), ("ai", None, None), ("tool", "call-1", "error"),
+            ]  # fmt: skip
+            # The next run's model request is a valid conversation: the check passes.
+            final = await client.runs.wait(tid, "chats", input=said("b"))
+            assert isinstance(final, dict)
+            assert [m["content"] for m in final["messages"]][-2:] == ["b", "answered"]
+
+
+async def test_a_cancelled_resume_leaves_its_question_waiting_and_the_thread_interrupted(
+    tmp_path: Path,
+):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            await client.runs.wait(tid, "asks", input=said("the date"))
+            resume = await client.runs.create(
+                tid, "asks", command={"resume": "yes"}, after_seconds=3600
+            )
+            await client.runs.cancel(tid, resume["run_id"], action="interrupt", wait=True)
+            thread = await client.threads.get(tid)
+            assert thread["status"] == "interrupted"
+            assert next(iter(thread["interrupts"].values()))[0]["value"] == {
+                "question": "may I answer 'the date'?"
+            }
+            again = await client.runs.create(tid, "asks", command={"resume": "yes"})
+            final = await client.runs.join(tid, again["run_id"])
+            assert isinstance(final, dict)
+            assert [m["content"] for m in final["messages"]] == ["the date", "told: yes"]
+            assert (await client.threads.get(tid))["status"] == "idle"
+
+
+async def test_a_cancelled_resume_that_answered_clears_the_interrupt(tmp_path: Path):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            await client.runs.wait(tid, "asks_then_waits", input=said("the date"))
+            resume = await client.runs.create(tid, "asks_then_waits", command={"resume": "yes"})
+            await first_values(client, tid, resume["run_id"])
+            await client.runs.cancel(tid, resume["run_id"], action="interrupt", wait=True)
+            thread = await client.threads.get(tid)
+            assert (thread["status"], thread["interrupts"]) == ("idle", {})
+            assert [m["content"] for m in thread["values"]["messages"]] == [
+                "the date", "told: yes",
+            ]  # fmt: skip

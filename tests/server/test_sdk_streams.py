@@ -143,3 +143,43 @@ async def test_events_mode_sends_chain_and_model_events_and_other_modes_are_refu
             assert refused.value.response.status_code == 422
             detail = refused.value.response.json()["detail"]
             assert "values, updates, messages, messages-tuple, custom, events" in detail
+
+
+async def test_stream_subgraphs_sends_a_nested_graphs_steps_under_its_namespace(tmp_path: Path):
+    with serving(tmp_path) as url:
+        async with get_client(url=url) as client:
+            tid = (await client.threads.create())["thread_id"]
+            parts = [
+                part
+                async for part in client.runs.stream(
+                    tid,
+                    "nests",
+                    input=said("hi"),
+                    stream_mode=["values", "updates"],
+                    stream_subgraphs=True,
+                )
+            ]
+            names = [part.event for part in parts]
+            namespaced = [name for name in names if "|" in name]
+            assert [name.split("|")[0] for name in namespaced] == [
+                "values", "updates", "values", "updates",
+            ]  # fmt: skip
+            (ns,) = {name.split("|", 1)[1] for name in namespaced}
+            assert ns.startswith("inner:")
+            steps = [
+                (node, [(m["type"], m["content"]) for m in body["messages"]])
+                for part in parts
+                if part.event.startswith("updates|")
+                for node, body in part.data.items()
+            ]
+            assert steps == [("hear", [("human", "hi")]), ("answer", [("ai", "inner: hi")])]
+            # The top level's parts come after, as without stream_subgraphs.
+            assert names[-2:] == ["values", "updates"]
+            assert [m["content"] for m in parts[-2].data["messages"]] == ["hi", "inner: hi"]
+            plain = [
+                part.event
+                async for part in client.runs.stream(
+                    tid, "nests", input=said("again"), stream_mode=["values", "updates"]
+                )
+            ]
+            assert plain == ["metadata", "values", "updates"]

@@ -30,7 +30,7 @@ from agentgraph.server._queue import QueuedRun, RunQueue
 from agentgraph.web import WebServer
 from tests.pg_server import drop_schema, fresh_schema
 
-from .support import said, serving
+from .support import GRAPHS, said, serving
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -194,14 +194,14 @@ def test_a_queue_written_before_versions_gains_their_columns(tmp_path: Path):
         )
         db.execute(
             "INSERT INTO server_runs (run_id, thread_id, assistant_id, graph_id, status, kwargs, "
-            "start_at, created_at, updated_at) VALUES ('r', 't', 'a', 'echo', 'pending', '{}', "
+            "start_at, created_at, updated_at) VALUES ('r', 't', 'a', 'expenses', 'pending', '{}', "
             "0, 0, 0)"
         )
     db.close()
     queue = RunQueue(str(path))
     try:
         claims = Worker(str(path), {"expenses": expenses(2)}).claims
-        [run] = queue.claim("w", 5, only=claims)  # a run of before versions: any worker's
+        [run] = queue.claim("w", 5, only=claims)  # a run from before versions: its graph's
     finally:
         queue.close()
     assert (run.run_id, run.graph_version, run.resume_policy) == ("r", None, None)
@@ -248,3 +248,20 @@ def test_a_worker_claims_the_versions_its_policy_can_resume(tmp_path: Path):
     finally:
         queue.close()
     assert claimed == ["latest-2", "latest-3", "pinned-1", "pinned-3", "refuse-3"]
+
+
+def test_a_worker_claims_no_run_of_a_graph_it_does_not_serve(tmp_path: Path):
+    path = str(tmp_path / "q.db")
+    queue = RunQueue(path)
+    for graph_id, version in (("echo", None), ("other", None), ("other", 1), ("expenses", 2)):
+        run = QueuedRun(
+            f"{graph_id}-{version}", f"t-{graph_id}-{version}", "a", graph_id, "pending", {},
+            {}, "enqueue", None, None, 0, 0.0, 0.0, version, None,
+        )  # fmt: skip
+        queue.enqueue(run)
+    worker = Worker(path, {"echo": GRAPHS["echo"], "expenses": expenses(2)})
+    try:
+        claimed = sorted(run.run_id for run in queue.claim("w", 100, only=worker.claims))
+    finally:
+        queue.close()
+    assert claimed == ["echo-None", "expenses-2"]
