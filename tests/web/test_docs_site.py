@@ -96,9 +96,10 @@ def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "agentgraph"
         # Search works without a server: the index is inlined, the worker shim is the site's.
         page.click("label.md-search__icon, .md-search__input", timeout=10_000)
-        # The page's worker builds the index first, slowly on a loaded machine, and a
-        # query typed before it is ready may go unanswered: type it again until answered.
-        for _ in range(11):
+        # The page's worker builds the index first, slowly on a loaded machine (over a
+        # minute with the whole suite beside it), and a query typed before it is ready
+        # may go unanswered: type it again until answered, for up to three minutes.
+        for _ in range(36):
             page.fill(".md-search__input", "")
             page.fill(".md-search__input", "checkpoint")
             with contextlib.suppress(PlaywrightTimeout):
