@@ -24,7 +24,7 @@ from .browser import browser, need_chromium
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(420)
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
