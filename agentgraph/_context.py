@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
+from ._public import stored_as
 from .llm._messages import Message, ToolSpec, Usage, reduce_frozen
 
 if TYPE_CHECKING:
@@ -185,6 +186,7 @@ def _check_think(value: Any) -> None:
     think_hint(value)
 
 
+@stored_as("agentgraph:Settings")
 @attrs.frozen
 class Settings:
     """Model settings as data: which model, and the hints sent with each request.
@@ -208,6 +210,7 @@ _DEFAULT_SETTINGS = Settings()
 _NO_USAGE = Usage()
 
 
+@stored_as("agentgraph:AgentContext")
 @attrs.frozen(eq=True, slots=True, weakref_slot=False)
 class AgentContext(Generic[T]):
     """What a node receives and returns: frozen data, safe to keep, share and retry.

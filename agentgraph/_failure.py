@@ -15,6 +15,7 @@ import attrs
 
 from ._context import AgentContext
 from ._errors import NodeFailed, RunError
+from ._public import stored_as
 
 __all__ = ("Attempt", "ErrorTransition", "Failure", "RetryRule", "root_error", "routes_error")
 
@@ -29,6 +30,7 @@ def root_error(error: BaseException) -> BaseException:
     return error
 
 
+@stored_as("agentgraph:Failure")
 @attrs.frozen
 class Failure:
     """A step that failed for good, as the input of the node its error transition chose.

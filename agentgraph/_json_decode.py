@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from ._errors import ContextDecodingError
-from ._json_types import _BYTES, _DICT, _ENUM, _TUPLE, _TYPE, NO_TYPES, Types
+from ._json_types import _BYTES, _DICT, _ENUM, _TUPLE, _TYPE, NO_TYPES, Types, unloaded
 from ._limits import MAX_DEPTH
 
 __all__ = ("from_data",)
@@ -74,6 +74,12 @@ def _class(tag: Any, types: Types) -> type[Any]:
     cls = types.resolve(tag)
     if cls is None:
         shown = tag if len(tag) <= 200 else tag[:199] + "…"
+        home = unloaded(tag)
+        if home is not None:
+            raise ContextDecodingError(
+                f"the data names type {shown!r}, defined in {home}, which has not been "
+                f"imported: import {home} before decoding"
+            )
         raise ContextDecodingError(
             f"the data names type {shown!r}, which is not a type this decoder may construct: "
             "register your own classes with Types.of(...) and pass types=..."

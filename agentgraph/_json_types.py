@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import importlib
 import typing
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from ._public import defined_in
+from ._public import defined_in, stored_class, stored_name
 
 __all__ = ("NO_TYPES", "Types")
 
@@ -29,32 +28,45 @@ _BYTES = "$bytes"
 _TAGS = frozenset({_TYPE, _ENUM, _TUPLE, _DICT, _BYTES})
 
 
-# agentgraph's own data types: the stable name each is stored under, and where it lives.
-# Decoding imports one of these modules only because it is listed here.
-_OWN: dict[str, tuple[str, str]] = {
-    f"agentgraph:{name}": (module, name)
-    for module, names in (
-        ("agentgraph._context", ("AgentContext", "Settings")),
-        ("agentgraph._failure", ("Failure",)),
-        ("agentgraph.llm._messages", ("Message", "ToolCall", "ToolSpec", "Usage")),
-        ("agentgraph.llm._content", ("Document", "Image")),
-        ("agentgraph.llm._model", ("ChatRequest", "ChatResponse", "OutputSchema")),
-        ("agentgraph.nodes._retrieve", ("Source",)),
-        ("agentgraph.mcp._elicit", ("Elicitation",)),
-    )
-    for name in names
+# What records written before the stable names (`agentgraph:Message`) called agentgraph's
+# own data types: where each class was defined then, listed as it was, so records keep
+# loading wherever the class now lives. A class takes its stable name where it is defined
+# (`_public.stored_as`); decoding finds it by that name and imports nothing.
+_LEGACY: dict[str, str] = {
+    "agentgraph._context:AgentContext": "agentgraph:AgentContext",
+    "agentgraph._context:Settings": "agentgraph:Settings",
+    "agentgraph._failure:Failure": "agentgraph:Failure",
+    "agentgraph.llm._messages:Message": "agentgraph:Message",
+    "agentgraph.llm._messages:ToolCall": "agentgraph:ToolCall",
+    "agentgraph.llm._messages:ToolSpec": "agentgraph:ToolSpec",
+    "agentgraph.llm._messages:Usage": "agentgraph:Usage",
+    "agentgraph.llm._content:Document": "agentgraph:Document",
+    "agentgraph.llm._content:Image": "agentgraph:Image",
+    "agentgraph.llm._model:ChatRequest": "agentgraph:ChatRequest",
+    "agentgraph.llm._model:ChatResponse": "agentgraph:ChatResponse",
+    "agentgraph.llm._model:OutputSchema": "agentgraph:OutputSchema",
+    "agentgraph.nodes._retrieve:Source": "agentgraph:Source",
+    "agentgraph.mcp._elicit:Elicitation": "agentgraph:Elicitation",
 }
-# What records written before the stable names called them.
-_LEGACY = {f"{module}:{name}": stable for stable, (module, name) in _OWN.items()}
-_STABLE: dict[tuple[str, str], str] = {where: stable for stable, where in _OWN.items()}
+
+
+def unloaded(name: str) -> str | None:
+    """The package to import before decoding `name`: one of agentgraph's own types whose
+    module has not loaded yet (decoding never loads it), else None."""
+    stable = _LEGACY.get(name, name)
+    if stored_class(stable) is not None:
+        return None
+    for old, new in _LEGACY.items():
+        if new == stable:
+            return ".".join(p for p in old.split(":")[0].split(".") if not p.startswith("_"))
+    return None
 
 
 def _qualname(cls: type[Any]) -> str:
     """The name `cls` is stored under: a stable public one for agentgraph's own types."""
     # Where the class is written, not the public `__module__` it shows: the stored
     # names stay those of every earlier release.
-    module = defined_in(cls)
-    return _STABLE.get((module, cls.__qualname__)) or f"{module}:{cls.__qualname__}"
+    return stored_name(cls) or f"{defined_in(cls)}:{cls.__qualname__}"
 
 
 def _classes(classes: Iterable[type[Any]]) -> tuple[type[Any], ...]:
@@ -126,11 +138,9 @@ class Types:
 
     def resolve(self, name: str) -> type[Any] | None:
         """The class stored under `name`, if decoding may construct it."""
-        stable = name if name in _OWN else _LEGACY.get(name)
-        if stable is not None:
-            module, attribute = _OWN[stable]
-            found: type[Any] = getattr(importlib.import_module(module), attribute)
-            return found
+        own = stored_class(_LEGACY.get(name, name))
+        if own is not None:
+            return own
         for cls in self.classes:
             if f"{defined_in(cls)}:{cls.__qualname__}" == name:
                 return cls

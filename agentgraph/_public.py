@@ -13,6 +13,11 @@ Three things depended on the old `__module__` and are kept:
 - the names stored data carries (`defined_in`) are the defining module's,
   unchanged, so records written before load, and records written now load in
   older releases.
+
+agentgraph's own data types are stored under stable public names instead
+(`agentgraph:Message`): each class takes its name where it is defined
+(`stored_as`), as its module loads, so decoding finds it without importing
+anything because stored data named it.
 """
 
 from __future__ import annotations
@@ -20,13 +25,41 @@ from __future__ import annotations
 import inspect
 import sys
 import typing
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
-__all__ = ("defined_in", "publish")
+__all__ = ("defined_in", "publish", "stored_as", "stored_class", "stored_name")
+
+C = TypeVar("C", bound=type[Any])
 
 _DEFINED_IN: dict[type[Any], str] = {}
+_STORED: dict[str, type[Any]] = {}
+_STORED_AS: dict[type[Any], str] = {}
 _TOP = "agentgraph"
+
+
+def stored_as(name: str) -> Callable[[C], C]:
+    """Class decorator: stored data names the class `name` (`agentgraph:Message`).
+
+    Put it above `@attrs.frozen`, so it names the class attrs made.
+    """
+
+    def register(cls: C) -> C:
+        _STORED[name] = cls
+        _STORED_AS[cls] = name
+        return cls
+
+    return register
+
+
+def stored_class(name: str) -> type[Any] | None:
+    """The class stored under the stable name `name`, once its module has loaded."""
+    return _STORED.get(name)
+
+
+def stored_name(cls: type[Any]) -> str | None:
+    """The stable name `cls` is stored under, if it has one."""
+    return _STORED_AS.get(cls)
 
 
 def defined_in(cls: type[Any]) -> str:

@@ -31,6 +31,7 @@ import mcp.types
 import pydantic
 
 from .._errors import MCPAnswerError, MCPToolError
+from .._public import stored_as
 from .._runtime import tool_runtime
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ CALLING: ContextVar[Call | None] = ContextVar("agentgraph_mcp_calling", default=
 SDK answers a handshake-era one in the context of the call whose stream it came on."""
 
 
+@stored_as("agentgraph:Elicitation")
 @attrs.frozen
 class Elicitation:
     """A question an MCP server asks in the middle of a tool call (a form to fill in).

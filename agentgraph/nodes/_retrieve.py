@@ -22,6 +22,7 @@ import attrs
 from .._context import AgentContext
 from .._events import Retrieved, RetrievedSource
 from .._node import Node
+from .._public import stored_as
 from ..llm._embedder import Embedder
 from ..llm._messages import Message
 from ._tokens import TokenCounter, clip_at_word, clip_to_tokens, estimate_tokens
@@ -38,6 +39,7 @@ Query = Callable[[AgentContext[Any]], str]
 """Where the query comes from: a function of the context."""
 
 
+@stored_as("agentgraph:Source")
 @attrs.frozen
 class Source:
     """A retrieved passage as it sits in the context.
