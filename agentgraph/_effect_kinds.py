@@ -9,7 +9,7 @@ stack of layers (`_layers.py`); a layer may read it, pass on a changed copy
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 
@@ -17,9 +17,6 @@ from ._context import AgentContext
 from .llm._embedder import Embedder
 from .llm._messages import ToolCall
 from .llm._model import ChatModel, ChatRequest
-
-if TYPE_CHECKING:
-    from .tools._tool import Tool
 
 __all__ = (
     "EmbedEffect",
@@ -29,7 +26,23 @@ __all__ = (
     "ModelStreamEffect",
     "OnceEffect",
     "ToolCallsEffect",
+    "ToolLike",
 )
+
+
+class ToolLike(Protocol):
+    """What the engine reads of a tool (`agentgraph.tools.Tool` is one); running it is
+    the tools' own business (`agentgraph.tools` answers every `ToolCallsEffect`)."""
+
+    @property
+    def name(self) -> str:
+        """The name the model calls the tool by."""
+        ...
+
+    @property
+    def retry_safe(self) -> bool:
+        """False for a tool with side effects that must not be repeated."""
+        ...
 
 
 @attrs.frozen(slots=True)
@@ -83,7 +96,7 @@ class ToolCallsEffect:
         max_result_chars: where a result is clipped, or None.
     """
 
-    tools: Sequence[Tool[..., Any]]
+    tools: Sequence[ToolLike]
     calls: Sequence[ToolCall]
     limit: int = 8
     timeout: float | None = None

@@ -1,5 +1,6 @@
 """What effects share beyond their layers: the `Interrupt` a question unwinds with, the
-runtime a tool call runs in (`tool_runtime`), and a recorded response as a stream.
+runtime a tool call runs in (`tool_runtime`), a recorded response as a stream, and what
+features hand the engine as they load (`PROVIDED`).
 
 The effects themselves are `Runtime` methods that hand a value
 (`_effect_kinds.py`) to the run's stack of layers (`_layers.py`).
@@ -7,6 +8,7 @@ The effects themselves are `Runtime` methods that hand a value
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +28,36 @@ from .llm._model import (
 )
 
 if TYPE_CHECKING:
+    from ._effect_kinds import ToolCallsEffect
+    from ._journal import ToolAnswer
     from ._runtime import Runtime
 
-__all__ = ("Interrupt", "Replayed", "tool_runtime")
+__all__ = ("PROVIDED", "Interrupt", "Provided", "Replayed", "tool_runtime")
+
+
+class Provided:
+    """What features hand the engine as they load; the engine imports none of them.
+
+    A value here exists only once its feature has loaded, and nothing can need it
+    before: a tool or a memory store is made by its feature's module.
+
+    Attributes:
+        tool_calls: answers a `ToolCallsEffect` at the bottom of the run's stack
+            (`agentgraph.tools` sets it: authorization, validation, concurrency).
+        memory_view: a memory store as the step running in a runtime sees it, every
+            call a `MemoryEffect` (`agentgraph.memory` sets it; `Runtime.memory`).
+    """
+
+    __slots__ = ("memory_view", "tool_calls")
+
+    def __init__(self) -> None:
+        self.tool_calls: Callable[[Runtime, ToolCallsEffect], Awaitable[list[ToolAnswer]]] | None
+        self.tool_calls = None
+        self.memory_view: Callable[[Any, Runtime], Any] | None = None
+
+
+PROVIDED = Provided()
+"""The one `Provided`: set by `agentgraph.tools` and `agentgraph.memory` as they load."""
 
 _TOOL_RUNTIME: ContextVar[Runtime | None] = ContextVar("agentgraph_tool_runtime", default=None)
 

@@ -388,7 +388,7 @@ class Graph(Node[In, Out]):
 
     def to_mermaid(self, *, direction: str = "TD") -> str:
         """Draw the graph, subgraphs included, as a Mermaid flowchart."""
-        from .tracing._mermaid import graph_to_mermaid
+        from ._mermaid import graph_to_mermaid  # loaded with the first drawing
 
         return graph_to_mermaid(self, direction=direction)
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from ._context import AgentContext
+from ._effect_kinds import ToolLike
 from .llm._embedder import Embedder
 from .llm._messages import Message, ToolCall
 from .llm._model import ChatModel, ChatRequest, ChatResponse
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from ._json import Types
     from ._node import Node
     from ._runtime import Interrupt, Runtime
-    from .tools._tool import Tool
 
 __all__ = (
     "EmbedCall",
@@ -115,7 +115,7 @@ class ToolsCall:
     `max_result_chars` say what it runs, for a journal that runs them elsewhere.
     """
 
-    tools: Sequence[Tool[..., Any]]
+    tools: Sequence[ToolLike]
     limit: int
     timeout: float | None
     context: AgentContext[Any] | None

@@ -48,7 +48,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ._effect_kinds import (
     EmbedEffect,
@@ -58,14 +58,15 @@ from ._effect_kinds import (
     OnceEffect,
     ToolCallsEffect,
 )
-from ._effects import _TOOL_RUNTIME
+from ._effects import _TOOL_RUNTIME, PROVIDED
+from ._errors import UsageError
 from .llm._model import StreamEvent
 
 if TYPE_CHECKING:
     from ._journal import ToolAnswer
     from ._runtime import Runtime
 
-__all__ = ("Layer", "Proceed", "ProceedStream", "Stack")
+__all__ = ("GuardLayers", "Layer", "Proceed", "ProceedStream", "Stack")
 
 Proceed = Callable[["Runtime", Any], Awaitable[Any]]
 """`await proceed(rt, effect)`: the effect's result from the layers below and the call."""
@@ -112,6 +113,18 @@ class Layer:
         return proceed(rt, effect)
 
 
+class GuardLayers(Protocol):
+    """What `GraphRunner(guards=...)` takes: layers that come as a set and say where
+    each goes (`agentgraph.guards.Guards` is one); false when it holds none."""
+
+    def layers(self) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]]:
+        """The layers above the usage limits, those beside the call, and those below
+        the journal (see the module's docstring for where each goes)."""
+        ...
+
+    def __bool__(self) -> bool: ...
+
+
 # -- the calls at the bottom of every stack --------------------------------------------------
 def _request(rt: Runtime, effect: ModelCallEffect) -> Awaitable[Any]:
     return effect.model.request(effect.request)
@@ -122,22 +135,14 @@ def _stream(rt: Runtime, effect: ModelStreamEffect) -> Events:
 
 
 async def _tools(rt: Runtime, effect: ToolCallsEffect) -> list[ToolAnswer]:
-    from .tools._execute import run_tool_calls  # loaded with the first tool call
-
+    perform = PROVIDED.tool_calls
+    if perform is None:  # no tool exists before agentgraph.tools loads
+        raise UsageError("tool calls are run by agentgraph.tools: import it to make tools")
     token = _TOOL_RUNTIME.set(rt)
     try:
-        outcomes = await run_tool_calls(
-            effect.tools,
-            effect.calls,
-            limit=effect.limit,
-            timeout=effect.timeout,
-            context=effect.context,
-            max_result_chars=effect.max_result_chars,
-            runtime=rt,
-        )
+        return await perform(rt, effect)
     finally:
         _TOOL_RUNTIME.reset(token)
-    return [(o.call, o.message, o.duration) for o in outcomes]
 
 
 def _embed(rt: Runtime, effect: EmbedEffect) -> Awaitable[list[list[float]]]:

@@ -17,13 +17,12 @@ from ._context import AgentContext
 from ._events import Event, StepInfo
 from ._gate import ModelGate
 from ._journal import Journal
-from ._layers import Stack
+from ._layers import GuardLayers, Stack
 from ._retry import RetryPolicy
 from ._usage import UsageLimits
 
 if TYPE_CHECKING:
     from ._node import Node
-    from .guards._guard import Guards
 
 __all__ = ("Deliver", "Emit", "RunHandle", "StepCallback", "new_run_id")
 
@@ -139,7 +138,7 @@ class _Run:
         journal: Journal | None,
         limits: UsageLimits | None = None,
         gate: ModelGate | None = None,
-        guards: Guards | None = None,
+        guards: GuardLayers | None = None,
     ) -> None:
         self.limits = limits
         self.gate = gate

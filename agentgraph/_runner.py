@@ -36,7 +36,7 @@ from ._json import Types
 from ._layer_events import EventsLayer
 from ._layer_journal import JournalLayer, RemoteJournalLayer
 from ._layer_limits import LimitsLayer
-from ._layers import Stack
+from ._layers import GuardLayers, Stack
 from ._node import Node
 from ._retry import RetryPolicy
 from ._run_state import Emit, _Run
@@ -64,7 +64,6 @@ from ._versions import GraphVersions
 if TYPE_CHECKING:
     from anyio.abc import ObjectReceiveStream
 
-    from .guards._guard import Guards
 
 __all__ = (
     "NO_ANSWER",
@@ -147,7 +146,7 @@ class GraphRunner:
     types: Types = attrs.field(factory=Types, kw_only=True)
     usage_limits: UsageLimits | None = attrs.field(default=None, kw_only=True)
     model_gate: ModelGate | None = attrs.field(default=None, kw_only=True)
-    guards: Guards | None = attrs.field(default=None, converter=_guards, kw_only=True)
+    guards: GuardLayers | None = attrs.field(default=None, converter=_guards, kw_only=True)
     versions: GraphVersions | None = attrs.field(default=None, kw_only=True)
     layers: tuple[Any, ...] = attrs.field(default=(), converter=_layers, kw_only=True)
     _stacks: dict[tuple[bool, int], Stack] = attrs.field(init=False, repr=False, eq=False)

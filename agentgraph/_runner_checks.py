@@ -21,7 +21,7 @@ from ._node import Node
 from ._run_state import StepCallback
 
 if TYPE_CHECKING:
-    from .guards._guard import Guards
+    from ._layers import GuardLayers
 
 __all__ = ("as_graph",)
 
@@ -30,13 +30,11 @@ def _callbacks(on_step: StepCallback | Sequence[StepCallback]) -> tuple[StepCall
     return (on_step,) if callable(on_step) else tuple(on_step)
 
 
-def _guards(guards: Guards | None) -> Guards | None:
+def _guards(guards: GuardLayers | None) -> GuardLayers | None:
     """`guards`, or None when it holds none, so a run without guards skips them entirely."""
     if guards is None:
         return None
-    from .guards._guard import Guards
-
-    if not isinstance(guards, Guards):
+    if not callable(getattr(guards, "layers", None)):
         raise UsageError(f"guards= takes a Guards(...), not {type(guards).__name__}")
     return guards if guards else None
 

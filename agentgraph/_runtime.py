@@ -28,6 +28,7 @@ from ._effect_kinds import (
     ModelStreamEffect,
     OnceEffect,
     ToolCallsEffect,
+    ToolLike,
 )
 from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
 from ._effects import Interrupt as Interrupt
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
     from .memory import JournaledMemory, Memory
-    from .tools._tool import Tool
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback", "tool_runtime")
 
@@ -221,7 +221,7 @@ class Runtime:
 
     async def call_tools(
         self,
-        tools: Sequence[Tool[..., Any]],
+        tools: Sequence[ToolLike],
         calls: Sequence[ToolCall],
         *,
         limit: int = 8,

@@ -26,7 +26,7 @@ from ..guards._effects import result_outcome
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
-from ._registry import Registry
+from ._registry import Registry, guards_of
 from ._workflow import EMBED, GUARD, MODEL, ONCE, TOOL
 
 __all__ = ("Activities",)
@@ -106,7 +106,7 @@ class Activities:
                 tools, [call], timeout=timeout, context=context, max_result_chars=max_result_chars
             )
             answer: ToolAnswer = (outcome.call, outcome.message, outcome.duration)
-            guards = self._registry.runner.guards
+            guards = guards_of(self._registry.runner.guards)
             if not checked or guards is None:
                 return answer
             try:

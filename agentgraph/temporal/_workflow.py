@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
@@ -31,13 +31,14 @@ from ..guards._effects import ResultsChecked
 from ..guards._guard import Decision, Guard, Stage
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
-from ._registry import Registry, registry_for
+from ._registry import Registry, guards_of, registry_for
 
 if TYPE_CHECKING:
     from .._graph import Graph
     from .._json import Types
     from .._node import Node
     from .._runtime import Interrupt, Runtime
+    from ..tools._tool import Tool
 
 __all__ = (
     "ANSWER",
@@ -248,11 +249,12 @@ class WorkflowJournal(RemoteJournal):
         for tool in run.tools:
             if self._registry.name_of("tools", tool) != tool.name:
                 raise UsageError(f"tool {tool.name!r} is registered under another name")
-        wants_context = any(tool.context_param is not None for tool in run.tools)
+        tools = cast("Sequence[Tool[..., Any]]", run.tools)  # what rt.call_tools was given
+        wants_context = any(tool.context_param is not None for tool in tools)
         context = run.context if wants_context else None
         gate = asyncio.Semaphore(run.limit)
         policy = self._registry.policy("tool")
-        guards = rt._run.guards
+        guards = guards_of(rt._run.guards)
         checked = ResultsChecked(rt, guards, run.run) if guards and guards.results else None
 
         async def one(call: ToolCall) -> ToolAnswer:

@@ -25,9 +25,12 @@ import orjson
 
 from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
 from .._context import AgentContext
+from .._effect_kinds import ToolCallsEffect
+from .._effects import PROVIDED
 from .._errors import CheckpointError, NodeFailed, RunError, ToolError
+from .._journal import ToolAnswer
 from .._json import to_data
-from .._runtime import Interrupt
+from .._runtime import Interrupt, Runtime
 from .._tool_effect import calling
 from ..llm._content import Document, Image, Part
 from ..llm._messages import Message, ToolCall, join_text
@@ -372,3 +375,20 @@ async def execute_calls(
         max_result_chars=max_result_chars,
     )
     return [outcome.message for outcome in outcomes]
+
+
+async def _perform(runtime: Runtime, effect: ToolCallsEffect) -> list[ToolAnswer]:
+    """The call at the bottom of a run's stack for tool calls (`ToolCallsEffect`)."""
+    outcomes = await run_tool_calls(
+        cast("Sequence[Tool[..., Any]]", effect.tools),
+        effect.calls,
+        limit=effect.limit,
+        timeout=effect.timeout,
+        context=effect.context,
+        max_result_chars=effect.max_result_chars,
+        runtime=runtime,
+    )
+    return [(o.call, o.message, o.duration) for o in outcomes]
+
+
+PROVIDED.tool_calls = _perform

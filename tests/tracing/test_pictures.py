@@ -8,7 +8,7 @@ from agentgraph import AgentContext, GraphBuilder, GraphRunner, NodeFailed, node
 from agentgraph.tracing import TraceRecorder, graph_to_mermaid, run_to_mermaid, trace_to_html
 from agentgraph.tracing._diagram import Diagram, diagram_from_graph, diagram_from_trace
 from agentgraph.tracing._layout import layout
-from agentgraph.tracing._mermaid import TIMES
+from agentgraph._mermaid import TIMES
 
 from .support import nested_graph, scripted_agent
 
