@@ -65,6 +65,7 @@ __version__ = "0.1.0"
 if _typing.TYPE_CHECKING:
     from ._effect_kinds import EmbedEffect as EmbedEffect
     from ._effect_kinds import InterruptEffect as InterruptEffect
+    from ._effect_kinds import MemoryEffect as MemoryEffect
     from ._effect_kinds import ModelCallEffect as ModelCallEffect
     from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
     from ._effect_kinds import OnceEffect as OnceEffect
@@ -147,6 +148,7 @@ _LAZY = {
     "Embedded": "._events",
     "EmbedEffect": "._effect_kinds",
     "InterruptEffect": "._effect_kinds",
+    "MemoryEffect": "._effect_kinds",
     "Layer": "._layers",
     "ModelCallEffect": "._effect_kinds",
     "ModelStreamEffect": "._effect_kinds",
@@ -267,6 +269,7 @@ __all__ = (
     "Layer",
     "LeaseLost",
     "MapEach",
+    "MemoryEffect",
     "Message",
     "Migration",
     "MigrationFailed",

@@ -1,9 +1,10 @@
 """The effects a step has on the world, each kind one small frozen value.
 
 `Runtime`'s effect methods (`call_model`, `stream_model`, `call_tools`,
-`embed`, `once`, `interrupt`) each build one of these and hand it to the run's
-stack of layers (`_layers.py`); a layer may read it, pass on a changed copy
-(`attrs.evolve`), refuse it (raise), or answer it without passing it on.
+`embed`, `once`, `interrupt`, and the calls of `memory`) each build one of these
+and hand it to the run's stack of layers (`_layers.py`); a layer may read it, pass
+on a changed copy (`attrs.evolve`), refuse it (raise), or answer it without passing
+it on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = (
     "EmbedEffect",
     "Effect",
     "InterruptEffect",
+    "MemoryEffect",
     "ModelCallEffect",
     "ModelStreamEffect",
     "OnceEffect",
@@ -143,11 +145,44 @@ class InterruptEffect:
     question: Any
 
 
+@attrs.frozen(slots=True)
+class MemoryEffect:
+    """A call to a long-term memory store (`agentgraph.memory`) through `Runtime.memory`,
+    answered by what the store returns.
+
+    The journal records it under `name` and serves the record back on resume and
+    replay; a write reaches the store with the id the journal gives it, which the
+    store applies once, so a write is never made twice.
+
+    Attributes:
+        memory: the store.
+        operation: the store's method called (`put`, `put_many`, `delete`, `get`,
+            `search`, `list_namespaces`).
+        name: the call with where it reads or writes (`put user/42:diet`).
+        call: makes the call, given `effect_id`.
+        encode: the result as the record keeps it.
+        decode: a record back into the result, given it and the key it was found under.
+        write: True for a call that changes the store.
+        effect_id: the call's id in the run (set by the run's journal, None without
+            one): a write is applied once under it.
+    """
+
+    memory: Any
+    operation: str
+    name: str
+    call: Callable[[str | None], Awaitable[Any]]
+    encode: Callable[[Any], bytes]
+    decode: Callable[[bytes, str], Any]
+    write: bool = False
+    effect_id: str | None = None
+
+
 Effect = (
     ModelCallEffect
     | ModelStreamEffect
     | ToolCallsEffect
     | EmbedEffect
+    | MemoryEffect
     | OnceEffect
     | InterruptEffect
 )

@@ -10,8 +10,8 @@ the only way nodes reach the world. In a run with a journal, both consult it:
 - each effect method asks the journal first, which serves a recorded result
   (resume, replay) or runs the effect and records what it returned.
 
-A journal may also have a `prelude` attribute: a node the root graph runs as
-the run's first step, before its start routes (numbered 0 in the graph, and
+A journal's `prelude` (None for most) is a node the root graph runs as the
+run's first step, before its start routes (numbered 0 in the graph, and
 committed like any step), unless the run resumes past it. A thread turn's
 compaction is one: its summary call is then a model call like a node's. Such
 a journal's `entry` is the context the graph started from (what the prelude
@@ -39,7 +39,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import attrs
 
 from ._context import AgentContext
-from ._effect_kinds import ToolLike
+from ._effect_kinds import MemoryEffect, ToolLike
+from ._errors import UsageError
 from .llm._embedder import Embedder
 from .llm._messages import Message, ToolCall
 from .llm._model import ChatModel, ChatRequest, ChatResponse
@@ -135,12 +136,21 @@ class Journal(Protocol):
         initial: the context the run starts from (a resumed run's first one).
         resumed_at: the last committed context and step of a resumed run.
         replaying: True when every effect must come from the record.
+        thread_id: the thread the run is a turn of (`rt.thread_id`), or None.
+        prelude: a node the root graph runs first (see the module's docstring), or None.
     """
 
     run_id: str
     initial: AgentContext[Any]
     resumed_at: tuple[AgentContext[Any], int] | None
     replaying: bool
+    thread_id: str | None
+    prelude: Node[Any, Any] | None
+
+    def patched(self, name: str) -> bool:
+        """Whether the run started on a graph declaring the patch `name` (`rt.patched`):
+        the record's answer, so a resumed, replayed or forked run gets the first one."""
+        ...
 
     # -- the loop's hooks -----------------------------------------------------------------
     def enter(
@@ -209,6 +219,15 @@ class Journal(Protocol):
         """
         ...
 
+    async def memory(
+        self, rt: Runtime, effect: MemoryEffect, call: Callable[[MemoryEffect], Awaitable[Any]]
+    ) -> Any:
+        """A memory call's result: recorded, or `await call(effect)` and recorded.
+
+        A write goes to `call` with the `effect_id` it is applied once under.
+        """
+        ...
+
     async def interrupt(self, rt: Runtime, question: Any) -> Any:
         """The answer to `question`, or raise an `Interrupt` that stops the run."""
         ...
@@ -229,9 +248,28 @@ class Journal(Protocol):
 
 class RemoteJournal:
     """A journal that makes effects elsewhere (a workflow engine's activities) subclasses
-    this, so its runs get the layer that hands it what to call instead of calling it."""
+    this, so its runs get the layer that hands it what to call instead of calling it.
+
+    What such a journal need not have it gets from here: no thread, no prelude, every
+    patch (`patched` is True: a run that starts now takes the new path), and memory
+    calls refused (a memory store's effect ids are a checkpoint store's).
+    """
 
     __slots__ = ()
+    thread_id: str | None = None
+    prelude: Node[Any, Any] | None = None
+
+    def patched(self, name: str) -> bool:
+        return True
+
+    async def memory(
+        self, rt: Runtime, effect: MemoryEffect, call: Callable[[MemoryEffect], Awaitable[Any]]
+    ) -> Any:
+        raise UsageError(
+            f"memory calls are recorded by agentgraph.checkpoint stores; this run's "
+            f"journal ({type(self).__name__}) cannot record them: call the memory "
+            "store from a tool or from rt.once instead"
+        )
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ import attrs
 from ._effect_kinds import (
     EmbedEffect,
     InterruptEffect,
+    MemoryEffect,
     ModelCallEffect,
     ModelStreamEffect,
     OnceEffect,
@@ -91,6 +92,19 @@ class _ToolsProceed:
         return answers
 
 
+@attrs.frozen(slots=True)
+class _MemoryProceed:
+    """`await call(effect)` proceeds to the layers below the journal with a memory call
+    (a write with the effect id the journal gave it)."""
+
+    rt: Any
+    proceed: Any
+
+    def __call__(self, effect: MemoryEffect) -> Awaitable[Any]:
+        result: Awaitable[Any] = self.proceed(self.rt, effect)
+        return result
+
+
 async def _tools(
     journal: Journal, rt: Runtime, effect: ToolCallsEffect, proceed: Proceed
 ) -> list[ToolAnswer]:
@@ -129,6 +143,8 @@ class JournalLayer:
         if kind is OnceEffect:
             once = _OnceProceed(effect.fn, effect.args, rt, effect, proceed)
             return await journal.value(rt, effect.name, once)
+        if kind is MemoryEffect:
+            return await journal.memory(rt, effect, _MemoryProceed(rt, proceed))
         if kind is InterruptEffect:
             return await journal.interrupt(rt, effect.question)
         return await proceed(rt, effect)

@@ -1,7 +1,7 @@
 """Layers: what stands between a step's effects and the world, in one fixed order.
 
-Every effect a node has (a model call or stream, tool calls, an embedding,
-`once`, `interrupt`) is a small frozen value (`_effect_kinds.py`) that passes
+Every effect a node has (a model call or stream, tool calls, an embedding, a
+memory call, `once`, `interrupt`) is a small frozen value (`_effect_kinds.py`) that passes
 down a stack of layers to the call that performs it, and its result passes
 back up. A layer is an object with
 
@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ._effect_kinds import (
     EmbedEffect,
     InterruptEffect,
+    MemoryEffect,
     ModelCallEffect,
     ModelStreamEffect,
     OnceEffect,
@@ -149,6 +150,10 @@ def _embed(rt: Runtime, effect: EmbedEffect) -> Awaitable[list[list[float]]]:
     return effect.embedder.embed(effect.texts)
 
 
+def _memory(rt: Runtime, effect: MemoryEffect) -> Awaitable[Any]:
+    return effect.call(effect.effect_id)
+
+
 async def _once(rt: Runtime, effect: OnceEffect) -> Any:
     result = effect.fn(*effect.args)
     if inspect.isawaitable(result):
@@ -193,11 +198,11 @@ class Stack:
     """One chain per effect kind through `layers` (outermost first), composed once.
 
     Each attribute is called as `chain(rt, effect)`: `model`, `tools`, `embed`,
-    `once` and `interrupt` return an awaitable of the result, `stream` an async
+    `memory`, `once` and `interrupt` return an awaitable of the result, `stream` an async
     context manager yielding the stream's events.
     """
 
-    __slots__ = ("embed", "interrupt", "layers", "model", "once", "stream", "tools")
+    __slots__ = ("embed", "interrupt", "layers", "memory", "model", "once", "stream", "tools")
 
     def __init__(self, layers: Sequence[Any]) -> None:
         self.layers = tuple(layers)
@@ -205,5 +210,6 @@ class Stack:
         self.stream: ProceedStream = _chain(layers, ModelStreamEffect, "around_stream", _stream)
         self.tools: Proceed = _chain(layers, ToolCallsEffect, "around", _tools)
         self.embed: Proceed = _chain(layers, EmbedEffect, "around", _embed)
+        self.memory: Proceed = _chain(layers, MemoryEffect, "around", _memory)
         self.once: Proceed = _chain(layers, OnceEffect, "around", _once)
         self.interrupt: Proceed = _chain(layers, InterruptEffect, "around", _interrupt)

@@ -31,6 +31,7 @@ from ._effect_kinds import (
     ToolLike,
 )
 from ._effects import _TOOL_RUNTIME as _TOOL_RUNTIME
+from ._effects import PROVIDED
 from ._effects import Interrupt as Interrupt
 from ._effects import tool_runtime as tool_runtime
 from ._errors import CheckpointError, NodeFailed, StepLimitExceeded, UsageError
@@ -54,7 +55,6 @@ from .llm._model import ChatModel, ChatRequest, ChatResponse, StreamEvent
 if TYPE_CHECKING:
     from ._graph import Graph
     from ._node import Node
-    from .memory import JournaledMemory, Memory
 
 __all__ = ("Emit", "Interrupt", "RunHandle", "Runtime", "StepCallback", "tool_runtime")
 
@@ -153,14 +153,14 @@ class Runtime:
                 f"rt.patched({name!r}): graph {run.root.name!r} declares no such patch "
                 f"(its patches: {declared}); declare it with GraphBuilder(..., patches={{...}})"
             )
-        asked = getattr(run.journal, "patched", None)
-        return True if asked is None else bool(asked(name))
+        journal = run.journal
+        return True if journal is None else journal.patched(name)
 
     @property
     def thread_id(self) -> str | None:
         """The thread this run is a turn of (`GraphRunner.run(..., thread_id=...)`), or None."""
-        thread: str | None = getattr(self._run.journal, "thread_id", None)
-        return thread
+        journal = self._run.journal
+        return None if journal is None else journal.thread_id
 
     @property
     def steps(self) -> int:
@@ -244,16 +244,20 @@ class Runtime:
         answers: list[ToolAnswer] = await self._run.stack.tools(self, effect)
         return answers
 
-    def memory(self, memory: Memory) -> JournaledMemory:
-        """`memory` (an `agentgraph.memory` store) as this step sees it: every call an effect.
+    def memory(self, memory: Any) -> Any:
+        """`memory` (an `agentgraph.memory` store) as this step sees it: every call an effect
+        (`MemoryEffect`), which the run's layers see and its journal records.
 
         A resumed or replayed step is served what the run read, a replay writes
         nothing, and a write is applied once even across a crash and resume
-        (see `agentgraph.memory.journaled`).
+        (see `agentgraph.memory.journaled`, which this is).
         """
-        from .memory._journaled import journaled  # loaded with the first memory call
-
-        return journaled(memory, self)
+        view = PROVIDED.memory_view
+        if view is None:  # no memory store exists before agentgraph.memory loads
+            raise UsageError(
+                f"rt.memory() takes an agentgraph.memory store, not {type(memory).__name__}"
+            )
+        return view(memory, self)
 
     async def once(self, name: str, fn: Callable[..., T | Awaitable[T]], *args: Any) -> T:
         """Call `fn(*args)` (sync or async) once per run and remember the result.
@@ -332,7 +336,7 @@ class Runtime:
     ) -> tuple[Node[Any, Any] | None, int, AgentContext[Any]]:
         """Run the journal's prelude (a thread turn's compaction), if it has one, as the
         run's first step, numbered 0 in the root graph; it, its step and its output."""
-        prelude: Node[Any, Any] | None = getattr(journal, "prelude", None)
+        prelude = journal.prelude
         if prelude is None:
             return None, self.index, ctx
         step = self._run.steps + 1
