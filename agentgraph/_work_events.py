@@ -13,7 +13,7 @@ from .llm._messages import Message, ToolCall, Usage
 from .llm._model import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from .nodes._partial import Partial
+    from .structured._partial import Partial
 
 __all__ = (
     "ContextEntry",

@@ -48,7 +48,8 @@ def test_a_feature_imported_inside_an_engine_function_is_caught(tmp_path):
     )
     breaches = layering.engine_features(layering.imports(copy))
     assert breaches == [
-        "agentgraph._runtime:" + str(len((ROOT / "_runtime.py").read_text().splitlines()) + 4)
+        "agentgraph._runtime:"
+        + str(len((ROOT / "_runtime.py").read_text().splitlines()) + 4)
         + " imports the feature agentgraph.checkpoint (lazy)"
     ]
     assert any("agentgraph._runtime" in b for b in layering.layer_breaches(layering.imports(copy)))

@@ -12,7 +12,16 @@ import orjson
 from .._public import stored_as
 from ._content import Document, Image, Part
 
-__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage", "check_parts", "join_text")
+__all__ = (
+    "RAW_ARGUMENTS",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "check_parts",
+    "join_text",
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -132,6 +141,10 @@ def _arguments(value: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
         if not isinstance(value, dict):
             raise ValueError(f"tool-call arguments are a JSON object, not {type(value).__name__}")
     return _frozen_mapping(value)
+
+
+RAW_ARGUMENTS = "__raw_arguments__"
+"""The key under which a provider puts tool-call arguments that were not valid JSON."""
 
 
 @stored_as("agentgraph:ToolCall")

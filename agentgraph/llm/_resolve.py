@@ -131,7 +131,7 @@ _OPENAI_HEADERS = (
 
 def _scripted(given: _Given) -> ChatModel:
     # Offline: answers every request with the text after `scripted:` (demos, the CLI, tests).
-    from ..testing._scripted import ScriptedModel
+    from ._scripted import ScriptedModel
 
     return ScriptedModel(given.model, repeat=True)
 

@@ -4,7 +4,7 @@ tool runs for, so a tool's own writes can be applied once."""
 
 from .._clip import MAX_RESULT_CHARS as MAX_RESULT_CHARS
 from .._tool_effect import effect_id as effect_id
-from ..structured._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
+from ..llm._messages import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ._execute import ToolFailure as ToolFailure
 from ._execute import ToolOutcome as ToolOutcome
 from ._execute import execute_calls as execute_calls

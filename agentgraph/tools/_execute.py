@@ -33,8 +33,7 @@ from .._json import to_data
 from .._runtime import Interrupt, Runtime
 from .._tool_effect import calling
 from ..llm._content import Document, Image, Part
-from ..llm._messages import Message, ToolCall, join_text
-from ..structured._schema import RAW_ARGUMENTS
+from ..llm._messages import RAW_ARGUMENTS, Message, ToolCall, join_text
 from ..structured._shapes import Invalid, show
 from ._tool import Tool, ToolResult, ToolSite
 

@@ -14,8 +14,8 @@ import attrs
 import orjson
 
 from .._errors import AgentGraphError
-from ..llm._messages import Message, ToolCall, ToolSpec
-from ..llm._model import (
+from ._messages import Message, ToolCall, ToolSpec
+from ._model import (
     ChatRequest,
     ChatResponse,
     ReasoningDelta,
@@ -24,9 +24,9 @@ from ..llm._model import (
     TextDelta,
     ToolCallDelta,
 )
-from ..llm._transcript import check_transcript
 from ._replies import Reply, as_response, ids, request_chars, split_text
 from ._schema_example import schema_example
+from ._transcript import check_transcript
 
 __all__ = (
     "BrokenStream",

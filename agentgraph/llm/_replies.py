@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 import attrs
 import orjson
 
-from ..llm._messages import Message, ToolCall, Usage
-from ..llm._model import ChatRequest, ChatResponse
+from ._messages import Message, ToolCall, Usage
+from ._model import ChatRequest, ChatResponse
 
 __all__ = (
     "EmbeddingFunction",
