@@ -27,63 +27,53 @@ import attrs
 # the model layer's `ToolSpec` (so `llm/` is below `structured/`), and `_json` encodes
 # contexts and histories (so it sits with `_context`).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    (  # helpers every layer may use
-        "agentgraph._clip",
-        "agentgraph._extras",
-        "agentgraph._input",
-        "agentgraph._limits",
-        "agentgraph._pg",
-        "agentgraph._public",
-        "agentgraph._redact",
-        "agentgraph._serving",
-        "agentgraph._tool_effect",
-        "agentgraph._writers",
-    ),
+    ("agentgraph._util",),  # helpers every layer may use
     (
-        "agentgraph._errors",
-        "agentgraph._errors_guards",
-        "agentgraph._errors_provider",
-        "agentgraph._errors_root",
-        "agentgraph._errors_run",
-        "agentgraph._errors_threads",
-        "agentgraph._errors_toolkit",
+        "agentgraph._core._errors",
+        "agentgraph._core._errors_guards",
+        "agentgraph._core._errors_provider",
+        "agentgraph._core._errors_root",
+        "agentgraph._core._errors_run",
+        "agentgraph._core._errors_threads",
+        "agentgraph._core._errors_toolkit",
     ),
-    ("agentgraph._retry",),
+    ("agentgraph._core._retry",),
     ("agentgraph.llm",),
     (
-        "agentgraph._context",
-        "agentgraph._json",
-        "agentgraph._json_decode",
-        "agentgraph._json_types",
+        "agentgraph._core._context",
+        "agentgraph._core._json",
+        "agentgraph._core._json_decode",
+        "agentgraph._core._json_types",
     ),
     ("agentgraph.structured",),
     (
-        "agentgraph._checks",
-        "agentgraph._dispatch",
-        "agentgraph._effect_kinds",
-        "agentgraph._events",
-        "agentgraph._failure",
-        "agentgraph._graph",
-        "agentgraph._journal",
-        "agentgraph._mermaid",
-        "agentgraph._node",
-        "agentgraph._usage",
-        "agentgraph._versions",
-        "agentgraph._work_events",
+        "agentgraph._core._checks",
+        "agentgraph._core._dispatch",
+        "agentgraph._core._effect_kinds",
+        "agentgraph._core._events",
+        "agentgraph._core._failure",
+        "agentgraph._core._graph",
+        "agentgraph._core._journal",
+        "agentgraph._core._mermaid",
+        "agentgraph._core._node",
+        "agentgraph._core._usage",
+        "agentgraph._core._versions",
+        "agentgraph._core._work_events",
     ),
     (
-        "agentgraph._effects",
-        "agentgraph._gate",
-        "agentgraph._layer_events",
-        "agentgraph._layer_journal",
-        "agentgraph._layer_limits",
-        "agentgraph._layers",
-        "agentgraph._recovery",
-        "agentgraph._run_state",
-        "agentgraph._runner",
-        "agentgraph._runner_checks",
-        "agentgraph._runner_drive",
-        "agentgraph._runtime",
+        "agentgraph._core._effects",
+        "agentgraph._core._gate",
+        "agentgraph._core._layer_events",
+        "agentgraph._core._layer_journal",
+        "agentgraph._core._layer_limits",
+        "agentgraph._core._layers",
+        "agentgraph._core._recovery",
+        "agentgraph._core._run_state",
+        "agentgraph._core._runner",
+        "agentgraph._core._runner_checks",
+        "agentgraph._core._runner_drive",
+        "agentgraph._core._runtime",
+        "agentgraph._core",
     ),
     (
         "agentgraph.guards",
@@ -104,24 +94,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "agentgraph.web",
     ),
     ("agentgraph.server",),
-    (
-        "agentgraph.__main__",
-        "agentgraph._cli",
-        "agentgraph._cli_eval",
-        "agentgraph._cli_load",
-        "agentgraph._cli_mcp",
-        "agentgraph._cli_runs",
-        "agentgraph._cli_server",
-    ),
+    ("agentgraph.__main__", "agentgraph._cli"),
 )
 
 ENGINE: frozenset[str] = frozenset(
-    name
-    for layer in LAYERS
-    for name in layer
-    if name.startswith("agentgraph._")
-    and not any(name in helper for helper in LAYERS[:1])
-    and not name.startswith(("agentgraph._cli", "agentgraph.__main__"))
+    name for layer in LAYERS for name in layer if name.startswith("agentgraph._core")
 )
 """The engine: graph, node, context, runner, runtime, layers, events, errors and their data."""
 

@@ -43,24 +43,26 @@ def _append(path: Path, code: str) -> None:
 def test_a_feature_imported_inside_an_engine_function_is_caught(tmp_path):
     copy = _copy(tmp_path)
     _append(
-        copy / "_runtime.py",
-        "\n\ndef _store():\n    from .checkpoint import SQLiteStore\n\n    return SQLiteStore\n",
+        copy / "_core" / "_runtime.py",
+        "\n\ndef _store():\n    from ..checkpoint import SQLiteStore\n\n    return SQLiteStore\n",
     )
     breaches = layering.engine_features(layering.imports(copy))
     assert breaches == [
-        "agentgraph._runtime:"
-        + str(len((ROOT / "_runtime.py").read_text().splitlines()) + 4)
+        "agentgraph._core._runtime:"
+        + str(len((ROOT / "_core" / "_runtime.py").read_text().splitlines()) + 4)
         + " imports the feature agentgraph.checkpoint (lazy)"
     ]
-    assert any("agentgraph._runtime" in b for b in layering.layer_breaches(layering.imports(copy)))
+    assert any(
+        "agentgraph._core._runtime" in b for b in layering.layer_breaches(layering.imports(copy))
+    )
 
 
 def test_a_type_only_import_of_a_feature_and_importlib_in_the_engine_are_caught(tmp_path):
     copy = _copy(tmp_path)
     _append(
-        copy / "_graph.py",
+        copy / "_core" / "_graph.py",
         "\nimport importlib\nfrom typing import TYPE_CHECKING\n\n"
-        "if TYPE_CHECKING:\n    from .guards import Guards\n\n"
+        "if TYPE_CHECKING:\n    from ..guards import Guards\n\n"
         "def _load(name: str) -> object:\n    return importlib.import_module(name)\n",
     )
     breaches = layering.engine_features(layering.imports(copy))

@@ -28,12 +28,12 @@ from agentgraph import (
     parallel,
     tool,
 )
-from agentgraph._effect_kinds import Effect
-from agentgraph._gate import GateLayer
-from agentgraph._journal import RemoteJournal
-from agentgraph._layer_events import EventsLayer
-from agentgraph._layer_journal import JournalLayer, RemoteJournalLayer
-from agentgraph._layer_limits import LimitsLayer
+from agentgraph._core._effect_kinds import Effect
+from agentgraph._core._gate import GateLayer
+from agentgraph._core._journal import RemoteJournal
+from agentgraph._core._layer_events import EventsLayer
+from agentgraph._core._layer_journal import JournalLayer, RemoteJournalLayer
+from agentgraph._core._layer_limits import LimitsLayer
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
 from agentgraph.guards import Decision, Guards, guard
 from agentgraph.guards._layers import AroundGuards, BesideGuards, ResultGuards
@@ -273,7 +273,7 @@ def test_the_journal_protocol_has_what_the_runtime_asks_of_a_journal() -> None:
 
 
 async def test_a_remote_journal_refuses_memory_calls() -> None:
-    from agentgraph._runner_checks import as_graph
+    from agentgraph._core._runner_checks import as_graph
     from agentgraph.memory import InMemoryMemory
 
     ctx = AgentContext("Cy")
@@ -425,7 +425,7 @@ async def test_a_remote_journal_streams_one_recorded_answer_guarded_or_not(besid
 
 
 def _graph(model: ScriptedModel) -> Any:
-    from agentgraph._runner_checks import as_graph
+    from agentgraph._core._runner_checks import as_graph
 
     return as_graph(chat(model, stream=True))
 

@@ -1,4 +1,4 @@
-"""`StoreJournal`: the durability protocol (`agentgraph._journal.Journal`) over a store.
+"""`StoreJournal`: the durability protocol (`agentgraph._core._journal.Journal`) over a store.
 
 The graph loop calls `enter` for every step, `reenter` for every graph and
 `commit` after every step a graph completed and routed. The runtime's effect
@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._effect_kinds import MemoryEffect
-from .._errors import CheckpointError, ContextEncodingError, NodeFailed, ReplayDiverged
-from .._journal import ToolAnswer, ToolRunner
-from .._json import NO_TYPES, Types, from_data, to_data
-from .._redact import masked
-from .._runtime import Interrupt, Runtime
+from .._core._context import AgentContext
+from .._core._effect_kinds import MemoryEffect
+from .._core._errors import CheckpointError, ContextEncodingError, NodeFailed, ReplayDiverged
+from .._core._journal import ToolAnswer, ToolRunner
+from .._core._json import NO_TYPES, Types, from_data, to_data
+from .._core._runtime import Interrupt, Runtime
+from .._util._redact import masked
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._bases import remember
@@ -36,8 +36,8 @@ from ._lease import Lease, LeaseLost
 from ._records import Effect, Record, StepRecord, ThreadHead
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._node import Node
+    from .._core._graph import Graph
+    from .._core._node import Node
     from ._store import CheckpointStore
 
 __all__ = ("Asked", "StoreJournal", "decode_value", "diff_data", "encode_value")

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 import attrs
 import orjson
 
-from .._errors import JudgeError
-from .._json import to_data
-from .._redact import Redactor
+from .._core._errors import JudgeError
+from .._core._json import to_data
+from .._util._redact import Redactor
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatModel, ChatRequest
 from ._guard import ALLOW, Decision, Guard, Stage

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import BadRequestError, ResponseFormatError
+from .._core._errors import BadRequestError, ResponseFormatError
 from ._messages import RAW_ARGUMENTS, Message, ToolCall
 from ._model import ToolCallDelta
 

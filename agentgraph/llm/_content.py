@@ -12,7 +12,7 @@ from typing import Literal
 
 import attrs
 
-from .._public import stored_as
+from .._util._public import stored_as
 
 # base64, hashlib and urllib.parse load where bytes or URLs are handled, not with
 # the package: most messages are text.

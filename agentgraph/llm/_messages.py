@@ -9,7 +9,7 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from .._public import stored_as
+from .._util._public import stored_as
 from ._content import Document, Image, Part
 
 __all__ = (

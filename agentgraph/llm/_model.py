@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
-from .._public import stored_as
+from .._util._public import stored_as
 from ._messages import Message, ToolSpec, Usage
 
 __all__ = (

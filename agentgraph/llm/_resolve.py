@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import attrs
 import httpx
 
-from .._errors import ProviderConfigError
+from .._core._errors import ProviderConfigError
 from ._anthropic import ANTHROPIC_BASE_URL, AnthropicModel
 from ._gateways import LITELLM_BASE_URL, OPENROUTER_BASE_URL, litellm_model, openrouter_model
 from ._gigachat import GIGACHAT_AUTH_URL, GIGACHAT_BASE_URL, GigaChatModel

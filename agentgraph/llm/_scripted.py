@@ -13,7 +13,7 @@ import anyio.lowlevel
 import attrs
 import orjson
 
-from .._errors import AgentGraphError
+from .._core._errors import AgentGraphError
 from ._messages import Message, ToolCall, ToolSpec
 from ._model import (
     ChatRequest,

@@ -30,9 +30,9 @@ import mcp
 import mcp.types
 import pydantic
 
-from .._errors import MCPAnswerError, MCPToolError
-from .._public import stored_as
-from .._runtime import tool_runtime
+from .._core._errors import MCPAnswerError, MCPToolError
+from .._core._runtime import tool_runtime
+from .._util._public import stored_as
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext

@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from .._effect_kinds import MemoryEffect
-from .._effects import PROVIDED
+from .._core._effect_kinds import MemoryEffect
+from .._core._effects import PROVIDED
 from ..rag._rows import Filter
 from ._errors import MemoryDataError
 from ._items import Item, Memory, MemoryHit, Namespace
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
 
 __all__ = ("JournaledMemory", "journaled")
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar, overload
 
-from .._errors import OutputError, ResponseFormatError
+from .._core._errors import OutputError, ResponseFormatError
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ..structured._compile import shape_of
 from ..structured._parse import resolve

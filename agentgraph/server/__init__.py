@@ -13,6 +13,6 @@ from ._worker import Worker as Worker
 
 __all__ = ("ServerSettings", "WebhookSettings", "Worker", "server_app")
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -27,8 +27,8 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 
-from .._errors import OutputError, UnsupportedType
-from .._limits import MAX_DEPTH
+from .._core._errors import OutputError, UnsupportedType
+from .._util._limits import MAX_DEPTH
 from ..llm._messages import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ..llm._messages import ToolSpec
 from ._compile import shape_of

@@ -17,10 +17,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._clip import MAX_RESULT_CHARS
-from .._context import AgentContext
-from .._errors import GuardError, ProviderError, UsageError
-from .._journal import ToolAnswer
+from .._core._context import AgentContext
+from .._core._errors import GuardError, ProviderError, UsageError
+from .._core._journal import ToolAnswer
+from .._util._clip import MAX_RESULT_CHARS
 from ..guards._check import ask_one, decide
 from ..guards._effects import result_outcome
 from ..llm._messages import ToolCall

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from temporalio.common import RetryPolicy as TemporalRetry
 
-from .._errors import UsageError
-from .._graph import Graph
-from .._runner import GraphRunner, as_graph
+from .._core._errors import UsageError
+from .._core._graph import Graph
+from .._core._runner import GraphRunner, as_graph
 from ..guards._guard import Guard, Guards
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 `GraphWorkflow` runs the graph its input names, among the graphs of the
 worker, with the worker's `GraphRunner` and `WorkflowJournal` as the run's
-journal (the durability protocol of `agentgraph._journal`). Temporal's history
+journal (the durability protocol of `agentgraph._core._journal`). Temporal's history
 is the record: a replayed workflow gets every activity's result back from it,
 so committed steps, model calls and tool calls are not done again.
 
@@ -22,10 +22,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, GraphCancelled, RunError, UsageError
-from .._journal import EmbedCall, ModelCall, OnceCall, RemoteJournal, ToolAnswer, ToolsCall
-from .._runtime import RunHandle
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, GraphCancelled, RunError, UsageError
+from .._core._journal import EmbedCall, ModelCall, OnceCall, RemoteJournal, ToolAnswer, ToolsCall
+from .._core._runtime import RunHandle
 from ..guards._check import GuardRound, ask_one
 from ..guards._effects import ResultsChecked
 from ..guards._guard import Decision, Guard, Stage
@@ -34,10 +34,10 @@ from ..llm._model import ChatRequest, ChatResponse
 from ._registry import Registry, guards_of, registry_for
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._json import Types
-    from .._node import Node
-    from .._runtime import Interrupt, Runtime
+    from .._core._graph import Graph
+    from .._core._json import Types
+    from .._core._node import Node
+    from .._core._runtime import Interrupt, Runtime
     from ..tools._tool import Tool
 
 __all__ = (

@@ -13,8 +13,8 @@ imported only when a server name is first used.
 import importlib as _importlib
 import typing as _typing
 
-from .._extras import pip_install as _pip_install
-from .._public import publish as _publish
+from .._util._extras import pip_install as _pip_install
+from .._util._public import publish as _publish
 from ..llm._replies import EmbeddingFunction as EmbeddingFunction
 from ..llm._replies import Reply as Reply
 from ..llm._replies import default_embedding as default_embedding

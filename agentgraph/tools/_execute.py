@@ -23,15 +23,15 @@ import anyio.to_thread
 import attrs
 import orjson
 
-from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
-from .._context import AgentContext
-from .._effect_kinds import ToolCallsEffect
-from .._effects import PROVIDED
-from .._errors import CheckpointError, NodeFailed, RunError, ToolError
-from .._journal import ToolAnswer
-from .._json import to_data
-from .._runtime import Interrupt, Runtime
-from .._tool_effect import calling
+from .._core._context import AgentContext
+from .._core._effect_kinds import ToolCallsEffect
+from .._core._effects import PROVIDED
+from .._core._errors import CheckpointError, NodeFailed, RunError, ToolError
+from .._core._journal import ToolAnswer
+from .._core._json import to_data
+from .._core._runtime import Interrupt, Runtime
+from .._util._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
+from .._util._tool_effect import calling
 from ..llm._content import Document, Image, Part
 from ..llm._messages import RAW_ARGUMENTS, Message, ToolCall, join_text
 from ..structured._shapes import Invalid, show

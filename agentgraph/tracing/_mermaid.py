@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
-from .._mermaid import Drawing, times
-from .._mermaid import graph_to_mermaid as graph_to_mermaid
+from .._core._mermaid import Drawing, times
+from .._core._mermaid import graph_to_mermaid as graph_to_mermaid
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
     from ._trace import Trace
 
 __all__ = ("RunMarks", "graph_to_mermaid", "run_to_mermaid", "times")

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, NodeFailed, node
-from agentgraph._mermaid import TIMES
+from agentgraph._core._mermaid import TIMES
 from agentgraph.tracing import TraceRecorder, graph_to_mermaid, run_to_mermaid, trace_to_html
 from agentgraph.tracing._diagram import Diagram, diagram_from_graph, diagram_from_trace
 from agentgraph.tracing._layout import layout

@@ -123,7 +123,7 @@ def test_records_written_with_private_module_paths_still_load():
 def test_every_path_records_named_before_the_stable_names_resolves_to_its_class():
     import agentgraph.mcp
     import agentgraph.nodes  # each feature's types take their stable names as it loads
-    from agentgraph._json_types import _LEGACY
+    from agentgraph._core._json_types import _LEGACY
 
     assert agentgraph.mcp.Elicitation and agentgraph.nodes.Source
     for old, stable in _LEGACY.items():

@@ -1,5 +1,5 @@
 """Events a step sends about its work: model and tool calls, guards, structured
-output, summaries, handoffs, retrieval and embeddings (`agentgraph._events` holds
+output, summaries, handoffs, retrieval and embeddings (`agentgraph._core._events` holds
 the run and step events, and re-exports these)."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .llm._messages import Message, ToolCall, Usage
-from .llm._model import ChatRequest, ChatResponse
+from ..llm._messages import Message, ToolCall, Usage
+from ..llm._model import ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
-    from .structured._partial import Partial
+    from ..structured._partial import Partial
 
 __all__ = (
     "ContextEntry",

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from ._cli_load import CommandError, _import, load_target
-from ._errors import AgentGraphError
+from .._core._errors import AgentGraphError
+from ._load import CommandError, _import, load_target
 
 if TYPE_CHECKING:
-    from ._versions import GraphVersions
-    from .checkpoint import CheckpointStore
+    from .._core._versions import GraphVersions
+    from ..checkpoint import CheckpointStore
 
 __all__ = ("add_runs_command", "load_versions")
 
@@ -52,7 +52,7 @@ def add_runs_command(commands: Any) -> None:
 
 
 def _store(args: argparse.Namespace) -> CheckpointStore:
-    from .checkpoint import PostgresStore, SQLiteStore
+    from ..checkpoint import PostgresStore, SQLiteStore
 
     spec: str = args.store
     if spec.startswith(("postgresql://", "postgres://")):
@@ -66,7 +66,7 @@ def load_versions(spec: str | None) -> GraphVersions | None:
     """The `GraphVersions` a `module:attribute` names (None when not given)."""
     if spec is None:
         return None
-    from ._versions import GraphVersions
+    from .._core._versions import GraphVersions
 
     module, _, name = spec.partition(":")
     found = getattr(_import(module), name, None)
@@ -76,7 +76,7 @@ def load_versions(spec: str | None) -> GraphVersions | None:
 
 
 def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .checkpoint import check_runs
+    from ..checkpoint import check_runs
 
     graph = load_target(args.target)
     versions = load_versions(args.versions)
@@ -100,7 +100,7 @@ def _check(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _migrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .checkpoint import migrate_runs
+    from ..checkpoint import migrate_runs
 
     graph = load_target(args.target)
     versions = load_versions(args.versions)

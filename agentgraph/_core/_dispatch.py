@@ -156,7 +156,7 @@ class Dispatch:
         kept.remove(sink)
         self._by_kind = {}
         self._use(tuple(kept))
-        from ._redact import masked  # its patterns compile when a sink first fails
+        from .._util._redact import masked  # its patterns compile when a sink first fails
 
         # No traceback: its lines could show what the sink was writing.
         _log.error(

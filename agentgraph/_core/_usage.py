@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from .llm._messages import Usage
+from ..llm._messages import Usage
 
 __all__ = ("Meter", "OverLimit", "Price", "UsageLimits")
 

@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import attrs
 
+from ..llm._embedder import Embedder
+from ..llm._messages import Message, ToolCall
+from ..llm._model import ChatModel, ChatRequest, ChatResponse
 from ._context import AgentContext
 from ._effect_kinds import MemoryEffect, ToolLike
 from ._errors import UsageError
-from .llm._embedder import Embedder
-from .llm._messages import Message, ToolCall
-from .llm._model import ChatModel, ChatRequest, ChatResponse
 
 if TYPE_CHECKING:
     from ._graph import Graph

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
+from .._util._limits import MAX_DEPTH
 from ._errors import ContextDecodingError
 from ._json_types import _BYTES, _DICT, _ENUM, _TUPLE, _TYPE, NO_TYPES, Types, unloaded
-from ._limits import MAX_DEPTH
 
 __all__ = ("from_data",)
 

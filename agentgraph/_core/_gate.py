@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ..llm._messages import Usage
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ._effect_kinds import ModelCallEffect, ModelStreamEffect
-from .llm._messages import Usage
-from .llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 
 if TYPE_CHECKING:
     from ._layers import Proceed, ProceedStream

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from ._public import defined_in, stored_class, stored_name
+from .._util._public import defined_in, stored_class, stored_name
 
 __all__ = ("NO_TYPES", "Types")
 

@@ -1,4 +1,4 @@
-"""Errors of guardrails (drawn in `agentgraph._errors`): a guard that tripped, and one that
+"""Errors of guardrails (drawn in `agentgraph._core._errors`): a guard that tripped, and one that
 cannot work as written."""
 
 from __future__ import annotations

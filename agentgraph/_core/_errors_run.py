@@ -1,4 +1,4 @@
-"""Errors of a run (drawn in `agentgraph._errors`): `RunError` and the ways a run stops short
+"""Errors of a run (drawn in `agentgraph._core._errors`): `RunError` and the ways a run stops short
 of `finish`, and `NodeTimeout`, one node attempt running past its own timeout."""
 
 from __future__ import annotations

@@ -15,10 +15,8 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import orjson
 
-from ._context import AgentContext
-from ._json import to_data
-from .llm._messages import ToolCall
-from .llm._model import (
+from ..llm._messages import ToolCall
+from ..llm._model import (
     ChatResponse,
     ReasoningDelta,
     ResponseDone,
@@ -26,6 +24,8 @@ from .llm._model import (
     TextDelta,
     ToolCallDelta,
 )
+from ._context import AgentContext
+from ._json import to_data
 
 if TYPE_CHECKING:
     from ._effect_kinds import ToolCallsEffect

@@ -1,6 +1,6 @@
 """Public classes name the namespace that documents them, as `repr`, tracebacks and help show.
 
-A class is written in a private module (`agentgraph._errors_provider`) and
+A class is written in a private module (`agentgraph._core._errors_provider`) and
 re-exported from a public one; `publish` sets its `__module__` to the public
 one, so a traceback reads `agentgraph.ProviderConfigError`. The top-level
 package wins over a subpackage that also exports the class.

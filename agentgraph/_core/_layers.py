@@ -50,6 +50,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ..llm._model import StreamEvent
 from ._effect_kinds import (
     EmbedEffect,
     InterruptEffect,
@@ -61,7 +62,6 @@ from ._effect_kinds import (
 )
 from ._effects import _TOOL_RUNTIME, PROVIDED
 from ._errors import UsageError
-from .llm._model import StreamEvent
 
 if TYPE_CHECKING:
     from ._journal import ToolAnswer

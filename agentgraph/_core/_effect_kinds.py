@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 import attrs
 
+from ..llm._embedder import Embedder
+from ..llm._messages import ToolCall
+from ..llm._model import ChatModel, ChatRequest
 from ._context import AgentContext
-from .llm._embedder import Embedder
-from .llm._messages import ToolCall
-from .llm._model import ChatModel, ChatRequest
 
 __all__ = (
     "EmbedEffect",

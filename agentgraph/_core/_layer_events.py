@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
+from ..llm._model import ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ._effect_kinds import EmbedEffect, ModelCallEffect, ModelStreamEffect, ToolCallsEffect
 from ._events import Embedded, ModelRequested, ModelResponded, ModelStreamed, ToolFinished
-from .llm._model import ChatResponse, ResponseDone, StreamEvent, TextDelta
 
 if TYPE_CHECKING:
     from ._journal import ToolAnswer

@@ -1,9 +1,9 @@
-"""The root of agentgraph's errors (the whole tree is drawn in `agentgraph._errors`).
+"""The root of agentgraph's errors (the whole tree is drawn in `agentgraph._core._errors`).
 
 An error's text is kept by whoever logs it (`logging.exception`, an error
 tracker), so what agentgraph composes is masked as the error is built: the
 root's constructor passes every string argument through the one redactor
-(`agentgraph._redact`), and constructors mask the attributes that repeat the
+(`agentgraph._util._redact`), and constructors mask the attributes that repeat the
 message's account of the problem (`reason`, `problem`, `detail`, ...). The
 user's own exception, kept as `__cause__`, is never touched.
 """
@@ -18,7 +18,7 @@ __all__ = ("AgentGraphError", "masked")
 def masked(text: str) -> str:
     """`text` with secrets masked, for the message or an attribute of an error being built."""
     # The redactor's patterns compile when the first error is built, never at import.
-    from ._redact import masked as mask
+    from .._util._redact import masked as mask
 
     return mask(text)
 

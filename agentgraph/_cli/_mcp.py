@@ -16,8 +16,8 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._cli_load import CommandError, _model, load_target
-from ._runner import GraphRunner
+from .._core._runner import GraphRunner
+from ._load import CommandError, _model, load_target
 
 __all__ = ("add_mcp_command",)
 
@@ -41,10 +41,10 @@ def add_mcp_command(commands: Any, positive: Any, port: Any) -> None:
 
 def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        from .mcp import GraphServer
+        from ..mcp import GraphServer
     except ImportError as exc:
         raise CommandError(str(exc)) from exc
-    from .checkpoint import SQLiteStore
+    from ..checkpoint import SQLiteStore
 
     model = _model(args.model)
     graphs = [load_target(target, model) for target in args.targets]
@@ -70,7 +70,7 @@ def _mcp(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _http(server: Any, args: argparse.Namespace, err: TextIO) -> int:
     import uvicorn
 
-    from ._serving import bind
+    from .._util._serving import bind
 
     app = server.http_app(path=args.path, host=args.host)
     try:

@@ -13,9 +13,9 @@ from typing import Any
 
 import attrs
 
+from .._util._public import stored_as
 from ._context import AgentContext
 from ._errors import NodeFailed, RunError
-from ._public import stored_as
 
 __all__ = ("Attempt", "ErrorTransition", "Failure", "RetryRule", "root_error", "routes_error")
 
@@ -54,7 +54,9 @@ class Failure:
     @classmethod
     def of(cls, failed: NodeFailed) -> Failure:
         """The record of `failed`."""
-        from ._redact import Redactor  # its patterns compile when a failure is first recorded
+        from .._util._redact import (
+            Redactor,  # its patterns compile when a failure is first recorded
+        )
 
         cause = root_error(failed)
         text = Redactor().mask(str(cause))

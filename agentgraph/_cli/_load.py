@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._errors import AgentGraphError
-from ._graph import Graph
-from ._node import Node
-from .llm._model import ChatModel, ChatRequest, ChatResponse
+from .._core._errors import AgentGraphError
+from .._core._graph import Graph
+from .._core._node import Node
+from ..llm._model import ChatModel, ChatRequest, ChatResponse
 
 __all__ = ("CommandError", "load_node", "load_target")
 
@@ -178,7 +178,7 @@ def _call_factory(target: str, factory: Any, model: ChatModel | None) -> Any:
 def _model(spec: str | None) -> ChatModel | None:
     if spec is None:
         return None
-    from .llm._resolve import model_from_string
+    from ..llm._resolve import model_from_string
 
     try:
         return model_from_string(spec)

@@ -1,5 +1,5 @@
 """Errors of the toolkit around the engine: schemas, tools and MCP, structured output,
-vector stores, traces and run requests (drawn in `agentgraph._errors`)."""
+vector stores, traces and run requests (drawn in `agentgraph._core._errors`)."""
 
 from __future__ import annotations
 

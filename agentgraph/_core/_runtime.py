@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 
-from ._clip import MAX_RESULT_CHARS
+from .._util._clip import MAX_RESULT_CHARS
+from ..llm._embedder import Embedder
+from ..llm._messages import ToolCall
+from ..llm._model import ChatModel, ChatRequest, ChatResponse, StreamEvent
 from ._context import AgentContext
 from ._effect_kinds import (
     EmbedEffect,
@@ -48,9 +51,6 @@ from ._run_state import _Run as _Run
 from ._run_state import new_run_id as new_run_id
 from ._usage import Meter
 from ._versions import declared_patches
-from .llm._embedder import Embedder
-from .llm._messages import ToolCall
-from .llm._model import ChatModel, ChatRequest, ChatResponse, StreamEvent
 
 if TYPE_CHECKING:
     from ._graph import Graph

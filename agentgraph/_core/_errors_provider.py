@@ -1,4 +1,5 @@
-"""Errors of model providers and of the settings sent to them (drawn in `agentgraph._errors`)."""
+"""Errors of model providers and of the settings sent to them (drawn in
+`agentgraph._core._errors`)."""
 
 from __future__ import annotations
 

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from ..llm._model import ChatResponse, ResponseDone, StreamEvent
 from ._effect_kinds import ModelCallEffect, ModelStreamEffect
 from ._usage import Meter
-from .llm._model import ChatResponse, ResponseDone, StreamEvent
 
 if TYPE_CHECKING:
     from ._layers import Events, Proceed, ProceedStream

@@ -30,11 +30,11 @@ from typing import Any
 import attrs
 import orjson
 
+from .._util._limits import MAX_DEPTH
 from ._errors import ContextDecodingError, ContextEncodingError
 from ._json_decode import from_data
 from ._json_types import _BYTES, _DICT, _ENUM, _TAGS, _TUPLE, _TYPE, Types, _qualname
 from ._json_types import NO_TYPES as NO_TYPES
-from ._limits import MAX_DEPTH
 
 __all__ = ("Types", "dumps", "dumps_tagged", "from_data", "loads_tagged", "to_data")
 

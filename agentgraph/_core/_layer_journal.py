@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ..llm._messages import ToolCall
+from ..llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from ._effect_kinds import (
     EmbedEffect,
     InterruptEffect,
@@ -30,8 +32,6 @@ from ._effect_kinds import (
 )
 from ._effects import Replayed
 from ._journal import EmbedCall, Journal, ModelCall, OnceCall, ToolAnswer, ToolsCall
-from .llm._messages import ToolCall
-from .llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent
 
 if TYPE_CHECKING:
     from ._layers import Proceed, ProceedStream

@@ -41,17 +41,17 @@ from typing import Any, NoReturn, TextIO
 import anyio
 import orjson
 
-from ._cli_eval import add_eval_command
-from ._cli_load import CommandError as CommandError
-from ._cli_load import _model, _NoModel
-from ._cli_load import load_target as load_target
-from ._cli_mcp import add_mcp_command
-from ._cli_runs import add_runs_command
-from ._cli_server import add_server_commands
-from ._context import AgentContext
-from ._input import read_input
-from ._redact import masked
-from ._runner import GraphRunner, Sink
+from .._core._context import AgentContext
+from .._core._runner import GraphRunner, Sink
+from .._util._input import read_input
+from .._util._redact import masked
+from ._eval import add_eval_command
+from ._load import CommandError as CommandError
+from ._load import _model, _NoModel
+from ._load import load_target as load_target
+from ._mcp import add_mcp_command
+from ._runs import add_runs_command
+from ._server import add_server_commands
 
 __all__ = ("CommandError", "load_target", "main", "parse_input")
 
@@ -70,7 +70,7 @@ def parse_input(text: str) -> Any:
 
 
 def _console(args: argparse.Namespace, out: TextIO) -> Any:
-    from .tracing import ConsoleSink
+    from ..tracing import ConsoleSink
 
     return ConsoleSink(out, style="plain" if args.plain else "auto")
 
@@ -79,13 +79,13 @@ def _print_output(value: Any, out: TextIO) -> None:
     if isinstance(value, str):
         out.write(value + "\n")
         return
-    from .tracing._records import plain
+    from ..tracing._records import plain
 
     out.write(orjson.dumps(plain(value), option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
 def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .tracing import JsonlSink
+    from ..tracing import JsonlSink
 
     value = parse_input(args.input)
     graph = load_target(args.target, _model(args.model))
@@ -122,7 +122,7 @@ def _draw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.trace is None:
         out.write(graph.to_mermaid(direction=args.direction))
         return 0
-    from .tracing import TraceFormatError, load_trace, run_to_mermaid
+    from ..tracing import TraceFormatError, load_trace, run_to_mermaid
 
     try:
         trace = load_trace(args.trace, run=args.run)
@@ -133,7 +133,7 @@ def _draw(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .tracing import TraceFormatError, load_trace, render_trace, trace_to_html
+    from ..tracing import TraceFormatError, load_trace, render_trace, trace_to_html
 
     try:
         trace = load_trace(args.trace, run=args.run)
@@ -154,11 +154,11 @@ def _show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def _serve(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        from .web import dev_app, serve
+        from ..web import dev_app, serve
     except ImportError as exc:
         raise CommandError(str(exc)) from exc
-    from .checkpoint import SQLiteStore
-    from .tracing import TraceFormatError, load_traces
+    from ..checkpoint import SQLiteStore
+    from ..tracing import TraceFormatError, load_traces
 
     graph = load_target(args.target, _model(args.model))
     try:
@@ -279,7 +279,7 @@ def main(
     try:
         args = parser.parse_args(args_list)
         if args.version:
-            from . import __version__
+            from .. import __version__
 
             out.write(f"agentgraph {__version__}\n")
             return 0

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import attrs
 
-from ._public import stored_as
-from .llm._messages import Message, ToolSpec, Usage, reduce_frozen
+from .._util._public import stored_as
+from ..llm._messages import Message, ToolSpec, Usage, reduce_frozen
 
 if TYPE_CHECKING:
     from ._json import Types
@@ -181,7 +181,7 @@ Think = bool | Literal["low", "medium", "high", "auto"] | None
 def _check_think(value: Any) -> None:
     if value is None:  # the default: no need to load the model module to accept it
         return
-    from .llm._model import think_hint
+    from ..llm._model import think_hint
 
     think_hint(value)
 

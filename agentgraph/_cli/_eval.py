@@ -22,11 +22,11 @@ from typing import Any, TextIO
 
 import anyio
 
-from ._cli_load import CommandError, _import, _model, load_node
-from ._errors import DatasetError
-from ._json import Types
-from ._redact import masked
-from ._runner import GraphRunner
+from .._core._errors import DatasetError
+from .._core._json import Types
+from .._core._runner import GraphRunner
+from .._util._redact import masked
+from ._load import CommandError, _import, _model, load_node
 
 __all__ = ("add_eval_command",)
 
@@ -97,7 +97,7 @@ def _or_equals_expected(evaluators: Sequence[Any], dataset: Any, out: TextIO) ->
     if evaluators or dataset.evaluators or any(case.evaluators for case in dataset.cases):
         return evaluators
     if any(case.expected is not None for case in dataset.cases):
-        from .evals import EqualsExpected
+        from ..evals import EqualsExpected
 
         out.write("no --evaluators: each output is compared with its case's expected value ")
         out.write("(EqualsExpected)\n")
@@ -109,7 +109,7 @@ def _or_equals_expected(evaluators: Sequence[Any], dataset: Any, out: TextIO) ->
 
 
 def _eval(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .evals import (
+    from ..evals import (
         Dataset,
         Report,
         check,

@@ -17,10 +17,10 @@ import signal
 import threading
 from typing import Any, TextIO
 
-from ._cli_load import CommandError, _model, load_target
-from ._cli_runs import load_versions
-from ._graph import Graph
-from ._runner import GraphRunner
+from .._core._graph import Graph
+from .._core._runner import GraphRunner
+from ._load import CommandError, _model, load_target
+from ._runs import load_versions
 
 __all__ = ("add_server_commands",)
 
@@ -105,7 +105,7 @@ def _graphs(args: argparse.Namespace) -> dict[str, Graph[Any, Any]]:
 
 
 def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) -> Any:
-    from .server import ServerSettings
+    from ..server import ServerSettings
 
     return ServerSettings(
         resume_policy=getattr(args, "resume_policy", None),
@@ -119,8 +119,8 @@ def _settings(args: argparse.Namespace, *, workers: int, api_key: str | None) ->
 
 def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
-        from .server import server_app
-        from .web import serve
+        from ..server import server_app
+        from ..web import serve
     except ImportError as exc:
         raise CommandError(f"{exc}: install agentgraph-engine[server]") from exc
     graphs = _graphs(args)
@@ -140,7 +140,7 @@ def _server(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _worker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .server import Worker
+    from ..server import Worker
 
     graphs = _graphs(args)
     runner = GraphRunner(max_steps=args.max_steps, versions=load_versions(args.versions))
