@@ -53,6 +53,7 @@ from ._core._graph import Graph as Graph
 from ._core._graph import GraphBuilder as GraphBuilder
 from ._core._node import Node as Node
 from ._core._node import node as node
+from ._util._moved import install as _install_moved
 from ._util._public import publish as _publish
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
@@ -360,4 +361,5 @@ __all__ = (
     "validate",
 )
 
+_install_moved()  # the private module paths of earlier releases still import
 _publish(__name__, __all__, globals())

@@ -80,6 +80,7 @@ def test_import_agentgraph_loads_what_building_a_graph_needs_and_no_more():
         "agentgraph._core._graph",
         "agentgraph._core._node",
         "agentgraph._util",
+        "agentgraph._util._moved",
         "agentgraph._util._public",
         "agentgraph.llm",
         "agentgraph.llm._content",

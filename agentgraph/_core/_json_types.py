@@ -16,6 +16,7 @@ from typing import Any
 
 import attrs
 
+from .._util._moved import MOVED, former_name
 from .._util._public import defined_in, stored_class, stored_name
 
 __all__ = ("NO_TYPES", "Types")
@@ -66,7 +67,8 @@ def _qualname(cls: type[Any]) -> str:
     """The name `cls` is stored under: a stable public one for agentgraph's own types."""
     # Where the class is written, not the public `__module__` it shows: the stored
     # names stay those of every earlier release.
-    return stored_name(cls) or f"{defined_in(cls)}:{cls.__qualname__}"
+    # A module that moved keeps its name of earlier releases, so they read what this writes.
+    return stored_name(cls) or f"{former_name(defined_in(cls))}:{cls.__qualname__}"
 
 
 def _classes(classes: Iterable[type[Any]]) -> tuple[type[Any], ...]:
@@ -141,8 +143,10 @@ class Types:
         own = stored_class(_LEGACY.get(name, name))
         if own is not None:
             return own
+        module, _, qualname = name.partition(":")
+        module = MOVED.get(module, module)
         for cls in self.classes:
-            if f"{defined_in(cls)}:{cls.__qualname__}" == name:
+            if defined_in(cls) == module and cls.__qualname__ == qualname:
                 return cls
         return None
 
