@@ -79,7 +79,7 @@ def profile(backend: str, steps: int, runs: int) -> tuple[list[tuple[str, float,
         if filename.startswith("<attrs generated"):
             where = f"{filename.split()[-1].rstrip('>')}.{function}"
         elif "agentgraph" in filename:
-            where = f"agentgraph/{Path(filename).name}:{function}"
+            where = f"agentgraph/{filename.rpartition('agentgraph/')[2]}:{function}"
         rows[where] = [own / total * 100, calls / total_steps]
     ours = {k: v for k, v in rows.items() if "agentgraph" in k or "_engine_overhead" in k}
     top = sorted(ours.items(), key=lambda item: item[1][0], reverse=True)[:12]
