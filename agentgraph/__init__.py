@@ -2,56 +2,57 @@
 
 import typing as _typing
 
-from ._context import AgentContext as AgentContext
-from ._context import History as History
-from ._context import Settings as Settings
-from ._errors import AgentGraphError as AgentGraphError
-from ._errors import AuthenticationError as AuthenticationError
-from ._errors import BadRequestError as BadRequestError
-from ._errors import CheckpointError as CheckpointError
-from ._errors import ContextDecodingError as ContextDecodingError
-from ._errors import ContextEncodingError as ContextEncodingError
-from ._errors import DeadEnd as DeadEnd
-from ._errors import DimensionMismatch as DimensionMismatch
-from ._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
-from ._errors import GraphCancelled as GraphCancelled
-from ._errors import GraphDefinitionError as GraphDefinitionError
-from ._errors import GraphTimeout as GraphTimeout
-from ._errors import GuardrailTripped as GuardrailTripped
-from ._errors import Interrupted as Interrupted
-from ._errors import InvalidTranscript as InvalidTranscript
-from ._errors import LeaseLost as LeaseLost
-from ._errors import MigrationFailed as MigrationFailed
-from ._errors import NodeFailed as NodeFailed
-from ._errors import NodeTimeout as NodeTimeout
-from ._errors import NotFoundError as NotFoundError
-from ._errors import OutputError as OutputError
-from ._errors import ProviderConfigError as ProviderConfigError
-from ._errors import ProviderConnectionError as ProviderConnectionError
-from ._errors import ProviderError as ProviderError
-from ._errors import ProviderStatusError as ProviderStatusError
-from ._errors import ProviderTimeout as ProviderTimeout
-from ._errors import RateLimitError as RateLimitError
-from ._errors import ReplayDiverged as ReplayDiverged
-from ._errors import ResponseFormatError as ResponseFormatError
-from ._errors import ResumeError as ResumeError
-from ._errors import RoutingError as RoutingError
-from ._errors import RunBusy as RunBusy
-from ._errors import RunError as RunError
-from ._errors import ServerError as ServerError
-from ._errors import StepLimitExceeded as StepLimitExceeded
-from ._errors import ToolError as ToolError
-from ._errors import UnsupportedSetting as UnsupportedSetting
-from ._errors import UnsupportedType as UnsupportedType
-from ._errors import UsageError as UsageError
-from ._errors import UsageLimitExceeded as UsageLimitExceeded
-from ._errors import VectorStoreError as VectorStoreError
-from ._errors import VersionMissing as VersionMissing
-from ._graph import Graph as Graph
-from ._graph import GraphBuilder as GraphBuilder
-from ._node import Node as Node
-from ._node import node as node
-from ._public import publish as _publish
+from ._core._context import AgentContext as AgentContext
+from ._core._context import History as History
+from ._core._context import Settings as Settings
+from ._core._errors import AgentGraphError as AgentGraphError
+from ._core._errors import AuthenticationError as AuthenticationError
+from ._core._errors import BadRequestError as BadRequestError
+from ._core._errors import CheckpointError as CheckpointError
+from ._core._errors import ContextDecodingError as ContextDecodingError
+from ._core._errors import ContextEncodingError as ContextEncodingError
+from ._core._errors import DeadEnd as DeadEnd
+from ._core._errors import DimensionMismatch as DimensionMismatch
+from ._core._errors import EdgeOutsideBuilder as EdgeOutsideBuilder
+from ._core._errors import GraphCancelled as GraphCancelled
+from ._core._errors import GraphDefinitionError as GraphDefinitionError
+from ._core._errors import GraphTimeout as GraphTimeout
+from ._core._errors import GuardrailTripped as GuardrailTripped
+from ._core._errors import Interrupted as Interrupted
+from ._core._errors import InvalidTranscript as InvalidTranscript
+from ._core._errors import LeaseLost as LeaseLost
+from ._core._errors import MigrationFailed as MigrationFailed
+from ._core._errors import NodeFailed as NodeFailed
+from ._core._errors import NodeTimeout as NodeTimeout
+from ._core._errors import NotFoundError as NotFoundError
+from ._core._errors import OutputError as OutputError
+from ._core._errors import ProviderConfigError as ProviderConfigError
+from ._core._errors import ProviderConnectionError as ProviderConnectionError
+from ._core._errors import ProviderError as ProviderError
+from ._core._errors import ProviderStatusError as ProviderStatusError
+from ._core._errors import ProviderTimeout as ProviderTimeout
+from ._core._errors import RateLimitError as RateLimitError
+from ._core._errors import ReplayDiverged as ReplayDiverged
+from ._core._errors import ResponseFormatError as ResponseFormatError
+from ._core._errors import ResumeError as ResumeError
+from ._core._errors import RoutingError as RoutingError
+from ._core._errors import RunBusy as RunBusy
+from ._core._errors import RunError as RunError
+from ._core._errors import ServerError as ServerError
+from ._core._errors import StepLimitExceeded as StepLimitExceeded
+from ._core._errors import ToolError as ToolError
+from ._core._errors import UnsupportedSetting as UnsupportedSetting
+from ._core._errors import UnsupportedType as UnsupportedType
+from ._core._errors import UsageError as UsageError
+from ._core._errors import UsageLimitExceeded as UsageLimitExceeded
+from ._core._errors import VectorStoreError as VectorStoreError
+from ._core._errors import VersionMissing as VersionMissing
+from ._core._graph import Graph as Graph
+from ._core._graph import GraphBuilder as GraphBuilder
+from ._core._node import Node as Node
+from ._core._node import node as node
+from ._util._moved import install as _install_moved
+from ._util._public import publish as _publish
 from .llm import Message as Message
 from .llm import ToolCall as ToolCall
 from .llm import ToolSpec as ToolSpec
@@ -61,55 +62,56 @@ __version__ = "0.1.0"
 """The version of the `agentgraph-engine` distribution (the import package is `agentgraph`)."""
 
 if _typing.TYPE_CHECKING:
-    from ._effect_kinds import EmbedEffect as EmbedEffect
-    from ._effect_kinds import InterruptEffect as InterruptEffect
-    from ._effect_kinds import ModelCallEffect as ModelCallEffect
-    from ._effect_kinds import ModelStreamEffect as ModelStreamEffect
-    from ._effect_kinds import OnceEffect as OnceEffect
-    from ._effect_kinds import ToolCallsEffect as ToolCallsEffect
-    from ._events import ContextEntry as ContextEntry
-    from ._events import CustomEvent as CustomEvent
-    from ._events import Embedded as Embedded
-    from ._events import Event as Event
-    from ._events import GuardDecided as GuardDecided
-    from ._events import ModelRequested as ModelRequested
-    from ._events import ModelResponded as ModelResponded
-    from ._events import ModelStreamed as ModelStreamed
-    from ._events import NodeFailedEvent as NodeFailedEvent
-    from ._events import NodeFinished as NodeFinished
-    from ._events import NodeStarted as NodeStarted
-    from ._events import OutputAttempt as OutputAttempt
-    from ._events import PartialOutput as PartialOutput
-    from ._events import Retrieved as Retrieved
-    from ._events import RetrievedSource as RetrievedSource
-    from ._events import RetryScheduled as RetryScheduled
-    from ._events import RouteChosen as RouteChosen
-    from ._events import RunFinished as RunFinished
-    from ._events import RunStarted as RunStarted
-    from ._events import StepInfo as StepInfo
-    from ._events import StructuredOutput as StructuredOutput
-    from ._events import Summarized as Summarized
-    from ._events import ToolFinished as ToolFinished
-    from ._failure import Attempt as Attempt
-    from ._failure import Failure as Failure
-    from ._gate import ModelGate as ModelGate
-    from ._journal import Journal as Journal
-    from ._journal import JournalSource as JournalSource
-    from ._journal import ToolAnswer as ToolAnswer
-    from ._json import Types as Types
-    from ._layers import Layer as Layer
-    from ._retry import RetryPolicy as RetryPolicy
-    from ._retry import is_transient as is_transient
-    from ._runner import GraphRunner as GraphRunner
-    from ._runner import RunHandle as RunHandle
-    from ._runner import Runtime as Runtime
-    from ._runner import Sink as Sink
-    from ._runner import StepCallback as StepCallback
-    from ._usage import Price as Price
-    from ._usage import UsageLimits as UsageLimits
-    from ._versions import GraphVersions as GraphVersions
-    from ._versions import Migration as Migration
-    from ._versions import ResumePolicy as ResumePolicy
+    from ._core._effect_kinds import EmbedEffect as EmbedEffect
+    from ._core._effect_kinds import InterruptEffect as InterruptEffect
+    from ._core._effect_kinds import MemoryEffect as MemoryEffect
+    from ._core._effect_kinds import ModelCallEffect as ModelCallEffect
+    from ._core._effect_kinds import ModelStreamEffect as ModelStreamEffect
+    from ._core._effect_kinds import OnceEffect as OnceEffect
+    from ._core._effect_kinds import ToolCallsEffect as ToolCallsEffect
+    from ._core._events import ContextEntry as ContextEntry
+    from ._core._events import CustomEvent as CustomEvent
+    from ._core._events import Embedded as Embedded
+    from ._core._events import Event as Event
+    from ._core._events import GuardDecided as GuardDecided
+    from ._core._events import ModelRequested as ModelRequested
+    from ._core._events import ModelResponded as ModelResponded
+    from ._core._events import ModelStreamed as ModelStreamed
+    from ._core._events import NodeFailedEvent as NodeFailedEvent
+    from ._core._events import NodeFinished as NodeFinished
+    from ._core._events import NodeStarted as NodeStarted
+    from ._core._events import OutputAttempt as OutputAttempt
+    from ._core._events import PartialOutput as PartialOutput
+    from ._core._events import Retrieved as Retrieved
+    from ._core._events import RetrievedSource as RetrievedSource
+    from ._core._events import RetryScheduled as RetryScheduled
+    from ._core._events import RouteChosen as RouteChosen
+    from ._core._events import RunFinished as RunFinished
+    from ._core._events import RunStarted as RunStarted
+    from ._core._events import StepInfo as StepInfo
+    from ._core._events import StructuredOutput as StructuredOutput
+    from ._core._events import Summarized as Summarized
+    from ._core._events import ToolFinished as ToolFinished
+    from ._core._failure import Attempt as Attempt
+    from ._core._failure import Failure as Failure
+    from ._core._gate import ModelGate as ModelGate
+    from ._core._journal import Journal as Journal
+    from ._core._journal import JournalSource as JournalSource
+    from ._core._journal import ToolAnswer as ToolAnswer
+    from ._core._json import Types as Types
+    from ._core._layers import Layer as Layer
+    from ._core._retry import RetryPolicy as RetryPolicy
+    from ._core._retry import is_transient as is_transient
+    from ._core._runner import GraphRunner as GraphRunner
+    from ._core._runner import RunHandle as RunHandle
+    from ._core._runner import Runtime as Runtime
+    from ._core._runner import Sink as Sink
+    from ._core._runner import StepCallback as StepCallback
+    from ._core._usage import Price as Price
+    from ._core._usage import UsageLimits as UsageLimits
+    from ._core._versions import GraphVersions as GraphVersions
+    from ._core._versions import Migration as Migration
+    from ._core._versions import ResumePolicy as ResumePolicy
     from .nodes import Generate as Generate
     from .nodes import MapEach as MapEach
     from .nodes import Parallel as Parallel
@@ -140,67 +142,67 @@ if _typing.TYPE_CHECKING:
 # costs little more than its dependencies: each of their modules creates dozens
 # of attrs classes.
 _LAZY = {
-    # A failed step's record: loaded by the first error transition a graph declares.
-    "Attempt": "._failure",
-    "Failure": "._failure",
-    "Migration": "._versions",
-    "ResumePolicy": "._versions",
-    "ContextEntry": "._events",
-    "CustomEvent": "._events",
-    "Embedded": "._events",
-    "EmbedEffect": "._effect_kinds",
-    "InterruptEffect": "._effect_kinds",
-    "Layer": "._layers",
-    "ModelCallEffect": "._effect_kinds",
-    "ModelStreamEffect": "._effect_kinds",
-    "OnceEffect": "._effect_kinds",
-    "ToolCallsEffect": "._effect_kinds",
-    "Event": "._events",
+    "Attempt": "._core._failure",
+    "Failure": "._core._failure",
+    "Migration": "._core._versions",
+    "ResumePolicy": "._core._versions",
+    "ContextEntry": "._core._events",
+    "CustomEvent": "._core._events",
+    "Embedded": "._core._events",
+    "EmbedEffect": "._core._effect_kinds",
+    "InterruptEffect": "._core._effect_kinds",
+    "MemoryEffect": "._core._effect_kinds",
+    "Layer": "._core._layers",
+    "ModelCallEffect": "._core._effect_kinds",
+    "ModelStreamEffect": "._core._effect_kinds",
+    "OnceEffect": "._core._effect_kinds",
+    "ToolCallsEffect": "._core._effect_kinds",
+    "Event": "._core._events",
     "Generate": ".nodes",
-    "GraphRunner": "._runner",
-    "GraphVersions": "._versions",
-    "GuardDecided": "._events",
+    "GraphRunner": "._core._runner",
+    "GraphVersions": "._core._versions",
+    "GuardDecided": "._core._events",
     "Guide": ".structured",
-    "Journal": "._journal",
-    "JournalSource": "._journal",
+    "Journal": "._core._journal",
+    "JournalSource": "._core._journal",
     "MapEach": ".nodes",
-    "ModelGate": "._gate",
-    "ModelRequested": "._events",
-    "ModelResponded": "._events",
-    "ModelStreamed": "._events",
-    "NodeFailedEvent": "._events",
-    "NodeFinished": "._events",
-    "NodeStarted": "._events",
-    "OutputAttempt": "._events",
+    "ModelGate": "._core._gate",
+    "ModelRequested": "._core._events",
+    "ModelResponded": "._core._events",
+    "ModelStreamed": "._core._events",
+    "NodeFailedEvent": "._core._events",
+    "NodeFinished": "._core._events",
+    "NodeStarted": "._core._events",
+    "OutputAttempt": "._core._events",
     "Parallel": ".nodes",
     "Partial": ".nodes",
-    "PartialOutput": "._events",
-    "Price": "._usage",
-    "Retrieved": "._events",
-    "RetrievedSource": "._events",
-    "RetryPolicy": "._retry",
-    "RetryScheduled": "._events",
-    "RouteChosen": "._events",
-    "RunFinished": "._events",
-    "RunHandle": "._runner",
-    "RunStarted": "._events",
-    "Runtime": "._runner",
+    "PartialOutput": "._core._events",
+    "Price": "._core._usage",
+    "Retrieved": "._core._events",
+    "RetrievedSource": "._core._events",
+    "RetryPolicy": "._core._retry",
+    "RetryScheduled": "._core._events",
+    "RouteChosen": "._core._events",
+    "RunFinished": "._core._events",
+    "RunHandle": "._core._runner",
+    "RunStarted": "._core._events",
+    "Runtime": "._core._runner",
     "Section": ".nodes",
-    "Sink": "._runner",
-    "StepCallback": "._runner",
-    "StepInfo": "._events",
-    "StructuredOutput": "._events",
-    "Summarized": "._events",
+    "Sink": "._core._runner",
+    "StepCallback": "._core._runner",
+    "StepInfo": "._core._events",
+    "StructuredOutput": "._core._events",
+    "Summarized": "._core._events",
     "Tool": ".tools",
-    "ToolAnswer": "._journal",
-    "ToolFinished": "._events",
-    "Types": "._json",
-    "UsageLimits": "._usage",
+    "ToolAnswer": "._core._journal",
+    "ToolFinished": "._core._events",
+    "Types": "._core._json",
+    "UsageLimits": "._core._usage",
     "describe": ".structured",
     "from_tool_call": ".structured",
     "generable": ".structured",
     "generate": ".nodes",
-    "is_transient": "._retry",
+    "is_transient": "._core._retry",
     "json_schema": ".structured",
     "loads_lenient": ".structured",
     "map_each": ".nodes",
@@ -270,6 +272,7 @@ __all__ = (
     "Layer",
     "LeaseLost",
     "MapEach",
+    "MemoryEffect",
     "Message",
     "Migration",
     "MigrationFailed",
@@ -360,4 +363,5 @@ __all__ = (
     "validate",
 )
 
+_install_moved()  # the private module paths of earlier releases still import
 _publish(__name__, __all__, globals())

@@ -45,7 +45,7 @@ from _durability_report import render_section
 from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgraph_loop
 
 from agentgraph import AgentContext, Graph, GraphRunner, node
-from agentgraph._json import to_data
+from agentgraph._core._json import to_data
 from agentgraph.checkpoint import MemoryStore, PostgresStore, SQLiteStore
 
 # LangGraph's serializer does not take attrs classes: the same fields as plain dicts.

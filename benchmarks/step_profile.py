@@ -29,11 +29,17 @@ from _engine_overhead_frameworks import FRAMEWORKS
 HEADING = "## Step profile"
 
 GROUPS = (
-    ("routing", ("agentgraph/_graph",)),
-    ("the step (`Runtime.execute`, `run_graph`)", ("agentgraph/_runtime", "agentgraph/_recovery")),
-    ("contexts and history (data work)", ("agentgraph._context", "agentgraph/_context")),
-    ("step records (`StepInfo`, events)", ("agentgraph._events", "agentgraph/_events")),
-    ("the runner (start and end of a run)", ("agentgraph/_runner", "agentgraph/_node")),
+    ("routing", ("agentgraph/_core/_graph",)),
+    (
+        "the step (`Runtime.execute`, `run_graph`)",
+        ("agentgraph/_core/_runtime", "agentgraph/_core/_recovery"),
+    ),
+    (
+        "contexts and history (data work)",
+        ("agentgraph._core._context", "agentgraph/_core/_context"),
+    ),
+    ("step records (`StepInfo`, events)", ("agentgraph._core._events", "agentgraph/_core/_events")),
+    ("the runner (start and end of a run)", ("agentgraph/_core/_runner", "agentgraph/_core/_node")),
     ("the nodes and router of the workload", ("_engine_overhead_frameworks",)),
     ("event loop, builtins and the rest", ("",)),
 )
@@ -73,7 +79,7 @@ def profile(backend: str, steps: int, runs: int) -> tuple[list[tuple[str, float,
         if filename.startswith("<attrs generated"):
             where = f"{filename.split()[-1].rstrip('>')}.{function}"
         elif "agentgraph" in filename:
-            where = f"agentgraph/{Path(filename).name}:{function}"
+            where = f"agentgraph/{filename.rpartition('agentgraph/')[2]}:{function}"
         rows[where] = [own / total * 100, calls / total_steps]
     ours = {k: v for k, v in rows.items() if "agentgraph" in k or "_engine_overhead" in k}
     top = sorted(ours.items(), key=lambda item: item[1][0], reverse=True)[:12]

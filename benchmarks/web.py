@@ -44,7 +44,7 @@ import httpx
 from _common import case_parser, cpu_model, measure_in_children, os_name, publish, python
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, Node, node
-from agentgraph._redact import Redactor
+from agentgraph._util._redact import Redactor
 from agentgraph.checkpoint import MemoryStore
 from agentgraph.web import AguiTranslator, WebServer, dev_app
 from agentgraph.web._runs import Runs

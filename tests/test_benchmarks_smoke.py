@@ -110,7 +110,7 @@ def test_step_profile_renders_both_event_loops():
         section = profile.render(steps=21, runs=2)
         assert section.startswith("## Step profile\n")
         assert "### asyncio" in section and "### trio" in section
-        assert "agentgraph/_runtime.py:run_graph" in section and "x); " in section
+        assert "agentgraph/_core/_runtime.py:run_graph" in section and "x); " in section
         assert "### The engine's own parts" in section and "| asyncio µs | trio µs |" in section
 
 

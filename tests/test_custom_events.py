@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-import agentgraph._runtime
+import agentgraph._core._runtime
 from agentgraph import (
     AgentContext,
     CustomEvent,
@@ -74,7 +74,7 @@ async def test_custom_events_are_not_built_when_nobody_listens(monkeypatch):
     def refused(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a custom event built for nobody")
 
-    monkeypatch.setattr(agentgraph._runtime, "CustomEvent", refused)
+    monkeypatch.setattr(agentgraph._core._runtime, "CustomEvent", refused)
     out = await GraphRunner().run(graph(), AgentContext("x"))
     assert out.input == "x done"
     # Nor when the sinks there are want other kinds only.

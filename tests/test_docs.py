@@ -90,7 +90,7 @@ def _record_models_and_inputs(monkeypatch) -> tuple[list, list[str]]:
     what the model is sent, so what the run was given must reach it.
     """
     from agentgraph import AgentContext, GraphRunner
-    from agentgraph.testing._scripted import ReplyModel
+    from agentgraph.llm._scripted import ReplyModel
 
     models: list = []
     inputs: list[str] = []

@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from agentgraph import AgentContext, AgentGraphError, _errors
+from agentgraph import AgentContext, AgentGraphError
+from agentgraph._core import _errors
 
 
 def _public_errors() -> dict[str, type]:

@@ -3,7 +3,7 @@
 import ast
 from pathlib import Path
 
-from agentgraph._extras import DISTRIBUTION, pip_install
+from agentgraph._util._extras import DISTRIBUTION, pip_install
 
 PACKAGE = Path(__file__).resolve().parent.parent / "agentgraph"
 

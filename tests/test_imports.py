@@ -68,23 +68,26 @@ def test_import_agentgraph_loads_what_building_a_graph_needs_and_no_more():
     # protocol load when first named (`agentgraph.GraphRunner`, `agentgraph.llm.ChatModel`).
     assert ours == {
         "agentgraph",
-        "agentgraph._context",
-        "agentgraph._errors",
-        "agentgraph._errors_guards",
-        "agentgraph._errors_provider",
-        "agentgraph._errors_root",
-        "agentgraph._errors_run",
-        "agentgraph._errors_toolkit",
-        "agentgraph._graph",
-        "agentgraph._node",
-        "agentgraph._public",
+        "agentgraph._core",
+        "agentgraph._core._context",
+        "agentgraph._core._errors",
+        "agentgraph._core._errors_guards",
+        "agentgraph._core._errors_provider",
+        "agentgraph._core._errors_root",
+        "agentgraph._core._errors_run",
+        "agentgraph._core._errors_toolkit",
+        "agentgraph._core._graph",
+        "agentgraph._core._node",
+        "agentgraph._util",
+        "agentgraph._util._moved",
+        "agentgraph._util._public",
         "agentgraph.llm",
         "agentgraph.llm._content",
         "agentgraph.llm._embedder",
         "agentgraph.llm._messages",
     }, sorted(ours)
     # A failed step's record (`Failure`) loads with the first error transition.
-    assert "agentgraph._failure" not in ours
+    assert "agentgraph._core._failure" not in ours
     # Bytes and URLs in messages load these when they are handled, not at import.
     for stdlib in ("hashlib", "base64", "urllib.parse", "ipaddress", "socket"):
         assert stdlib not in loaded, stdlib
@@ -106,7 +109,7 @@ def test_a_lazily_loaded_name_is_the_same_object_as_its_home_module():
 
     openai = importlib.import_module("agentgraph.llm._openai")
     generate = importlib.import_module("agentgraph.nodes._generate")
-    runner = importlib.import_module("agentgraph._runner")
+    runner = importlib.import_module("agentgraph._core._runner")
     model = importlib.import_module("agentgraph.llm._model")
     assert agentgraph.llm.OpenAIModel is openai.OpenAIModel
     assert agentgraph.generate is generate.generate
@@ -122,8 +125,8 @@ def test_from_imports_of_lazy_names_work_in_a_fresh_process():
         "print('\\n'.join(sys.modules))"
     )
     assert {
-        "agentgraph._runner",
-        "agentgraph._events",
+        "agentgraph._core._runner",
+        "agentgraph._core._events",
         "agentgraph.llm._model",
         "agentgraph.tools",
         "agentgraph.nodes",
@@ -139,5 +142,5 @@ def test_the_runtime_loads_memory_only_when_a_step_asks_for_it():
         "assert callable(Runtime.memory)\n"
         "print('\\n'.join(sys.modules))"
     )
-    assert "agentgraph._runtime" in loaded
+    assert "agentgraph._core._runtime" in loaded
     assert not {"agentgraph.memory", "agentgraph.checkpoint", "numpy"} & loaded

@@ -15,9 +15,12 @@ from agentgraph import (
     GraphRunner,
     GuardDecided,
     InterruptEffect,
+    Journal,
     Layer,
+    MemoryEffect,
     ModelCallEffect,
     ModelStreamEffect,
+    NodeFailed,
     OnceEffect,
     ToolCallsEffect,
     UsageError,
@@ -25,12 +28,12 @@ from agentgraph import (
     parallel,
     tool,
 )
-from agentgraph._effect_kinds import Effect
-from agentgraph._gate import GateLayer
-from agentgraph._journal import RemoteJournal
-from agentgraph._layer_events import EventsLayer
-from agentgraph._layer_journal import JournalLayer, RemoteJournalLayer
-from agentgraph._layer_limits import LimitsLayer
+from agentgraph._core._effect_kinds import Effect
+from agentgraph._core._gate import GateLayer
+from agentgraph._core._journal import RemoteJournal
+from agentgraph._core._layer_events import EventsLayer
+from agentgraph._core._layer_journal import JournalLayer, RemoteJournalLayer
+from agentgraph._core._layer_limits import LimitsLayer
 from agentgraph.checkpoint import MemoryStore, SQLiteStore
 from agentgraph.guards import Decision, Guards, guard
 from agentgraph.guards._layers import AroundGuards, BesideGuards, ResultGuards
@@ -202,6 +205,85 @@ async def test_a_layer_sees_every_kind_of_effect() -> None:
     assert kinds == ["OnceEffect", "ModelCallEffect", "ToolCallsEffect", "ModelCallEffect"]
 
 
+class _Memo(Layer):
+    """Notes each memory call, and answers reads of `cached` without the store."""
+
+    wants = frozenset({MemoryEffect})
+
+    def __init__(self, *, performed: bool = False) -> None:
+        self.seen: list[tuple[str, str, bool, str | None]] = []
+        self.performed = performed  # type: ignore[misc]
+
+    async def around(self, rt: Any, effect: Any, proceed: Any) -> Any:
+        self.seen.append((effect.operation, effect.name, effect.write, effect.effect_id))
+        return await proceed(rt, effect)
+
+
+def _remembering(memory: Any) -> Any:
+    @node
+    async def remember(ctx: AgentContext[str], rt: Any) -> AgentContext[str]:
+        mem = rt.memory(memory)
+        await mem.put(("user", "1"), "name", {"text": ctx.input})
+        item = await mem.get(("user", "1"), "name")
+        return ctx.with_input(item.value["text"])
+
+    return remember
+
+
+async def test_memory_calls_are_effects_a_layer_sees_and_the_journal_records() -> None:
+    from agentgraph.memory import InMemoryMemory
+
+    memory = InMemoryMemory()
+    above, below = _Memo(), _Memo(performed=True)
+    runner = GraphRunner(layers=[above, below])
+    store = MemoryStore()
+    out = await runner.run(_remembering(memory), AgentContext("Ada"), store=store, run_id="m")
+    assert out.input == "Ada"
+    assert [(op, name, write) for op, name, write, _ in above.seen] == [
+        ("put", "put user/1:name", True),
+        ("get", "get user/1:name", False),
+    ]
+    # Below the journal each call carries its effect id (a write is applied once under it).
+    assert [effect_id.split(":")[0] for *_, effect_id in below.seen] == ["m/1.1.1", "m/1.1.2"]
+    assert [effect_id for *_, effect_id in above.seen] == [None, None]
+    # A replay is served from the record: the layers above see the calls, those below do not.
+    above.seen.clear()
+    below.seen.clear()
+    again = await runner.replay(_remembering(memory), "m", store)
+    assert again.input == "Ada"
+    assert [op for op, *_ in above.seen] == ["put", "get"] and below.seen == []
+
+
+async def test_memory_calls_without_a_store_pass_the_layers_to_the_store() -> None:
+    from agentgraph.memory import InMemoryMemory
+
+    seen = _Memo()
+    out = await GraphRunner(layers=[seen]).run(_remembering(InMemoryMemory()), AgentContext("Bo"))
+    assert out.input == "Bo"
+    assert [(op, effect_id) for op, _, _, effect_id in seen.seen] == [("put", None), ("get", None)]
+
+
+def test_the_journal_protocol_has_what_the_runtime_asks_of_a_journal() -> None:
+    # rt.patched, rt.thread_id, a thread turn's prelude and memory calls read these
+    # members; a journal that makes effects elsewhere gets them from RemoteJournal.
+    members = set(dir(Journal))
+    assert {"patched", "thread_id", "prelude", "memory"} <= members | set(Journal.__annotations__)
+    remote = _RemoteJournal(AgentContext("x"))
+    assert remote.thread_id is None and remote.prelude is None and remote.patched("any")
+
+
+async def test_a_remote_journal_refuses_memory_calls() -> None:
+    from agentgraph._core._runner_checks import as_graph
+    from agentgraph.memory import InMemoryMemory
+
+    ctx = AgentContext("Cy")
+    graph = as_graph(_remembering(InMemoryMemory()))
+    with pytest.raises(NodeFailed) as failed:
+        await GraphRunner()._drive(graph, ctx, None, None, "r", _RemoteJournal(ctx))
+    assert isinstance(failed.value.error, UsageError)
+    assert "cannot record them" in str(failed.value.error)
+
+
 async def test_a_layer_sees_nested_graphs_fan_outs_team_agents_and_agent_tools() -> None:
     seen = Seen()
     runner = GraphRunner(layers=[seen])
@@ -343,7 +425,7 @@ async def test_a_remote_journal_streams_one_recorded_answer_guarded_or_not(besid
 
 
 def _graph(model: ScriptedModel) -> Any:
-    from agentgraph._runner_checks import as_graph
+    from agentgraph._core._runner_checks import as_graph
 
     return as_graph(chat(model, stream=True))
 
@@ -373,6 +455,7 @@ def test_every_effect_kind_is_a_frozen_value() -> None:
         ModelStreamEffect,
         ToolCallsEffect,
         EmbedEffect,
+        MemoryEffect,
         OnceEffect,
         InterruptEffect,
     )

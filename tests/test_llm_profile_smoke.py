@@ -20,7 +20,7 @@ def test_areas_name_where_the_code_lives(bench):
     assert bench.area("/x/agentgraph/llm/_openai_wire.py", "parse_completion").startswith(
         "agentgraph: provider client"
     )
-    assert bench.area("/x/agentgraph/_runtime.py", "execute").startswith("agentgraph: engine")
+    assert bench.area("/x/agentgraph/_core/_runtime.py", "execute").startswith("agentgraph: engine")
     assert bench.area("/x/site-packages/httpcore/_async/http11.py", "f") == "httpcore, h11"
     assert bench.area("~", "<built-in method orjson.dumps>") == "orjson"
     assert bench.area("~", "<built-in method builtins.len>") == "built-in functions"

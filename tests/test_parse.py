@@ -22,7 +22,7 @@ from agentgraph import (
     loads_lenient,
     parse,
 )
-from agentgraph._json import to_data
+from agentgraph._core._json import to_data
 from agentgraph.structured import _parse as parse_module
 from agentgraph.structured._compile import shape_of
 from agentgraph.structured._composites import (

@@ -63,7 +63,7 @@ def test_annotations_still_resolve_after_the_move():
     [
         (
             agentgraph.ProviderConfigError("no key", provider="openai"),
-            b"agentgraph._errors_provider",
+            b"agentgraph._core._errors_provider",
         ),
         (Message.user("hi"), b"agentgraph.llm._messages"),
     ],
@@ -80,7 +80,7 @@ def test_objects_pickled_under_the_private_paths_still_load(value, private):
 
 
 def test_stored_type_names_are_those_of_the_defining_modules():
-    from agentgraph._json_types import _qualname
+    from agentgraph._core._json_types import _qualname
     from agentgraph.evals import Score
 
     assert _qualname(Message) == "agentgraph:Message"

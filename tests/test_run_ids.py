@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-import agentgraph._run_state
-import agentgraph._runtime
+import agentgraph._core._run_state
+import agentgraph._core._runtime
 from agentgraph import AgentContext, GraphRunner, RunHandle, RunStarted, Runtime, node
 
 pytestmark = pytest.mark.anyio
@@ -18,13 +18,13 @@ pytestmark = pytest.mark.anyio
 def drawn(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids drawn during the test."""
     made: list[str] = []
-    real = agentgraph._runtime.new_run_id
+    real = agentgraph._core._runtime.new_run_id
 
     def counted() -> str:
         made.append(real())
         return made[-1]
 
-    monkeypatch.setattr(agentgraph._run_state, "new_run_id", counted)
+    monkeypatch.setattr(agentgraph._core._run_state, "new_run_id", counted)
     return made
 
 
@@ -78,7 +78,7 @@ async def test_a_finished_run_is_freed_without_the_cycle_collector():
     runner = GraphRunner()
     gc.collect()
     # Runs of earlier tests that something still holds (a kept error, say) are not ours.
-    before = {id(o) for o in gc.get_objects() if type(o) is agentgraph._runtime._Run}
+    before = {id(o) for o in gc.get_objects() if type(o) is agentgraph._core._runtime._Run}
     gc.disable()
     try:
         for _ in range(5):
@@ -86,7 +86,7 @@ async def test_a_finished_run_is_freed_without_the_cycle_collector():
         left = [
             o
             for o in gc.get_objects()
-            if type(o) is agentgraph._runtime._Run and id(o) not in before
+            if type(o) is agentgraph._core._runtime._Run and id(o) not in before
         ]
     finally:
         gc.enable()

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-import agentgraph._runtime
+import agentgraph._core._runtime
 from agentgraph import (
     AgentContext,
     GraphRunner,
@@ -68,7 +68,7 @@ async def test_events_nobody_wants_are_never_built(monkeypatch):
         raise AssertionError("an event built for nobody")
 
     for name in ("NodeStarted", "NodeFinished", "RouteChosen"):
-        monkeypatch.setattr(agentgraph._runtime, name, refused)
+        monkeypatch.setattr(agentgraph._core._runtime, name, refused)
     quiet, ends = Picky(), Picky(RunFinished)
     out = await GraphRunner(sinks=[quiet, ends]).run(chain("g", adder("a")), AgentContext(0))
     assert out.input == 1

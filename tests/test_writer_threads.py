@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from agentgraph import AgentContext, GraphRunner, node
-from agentgraph._writers import MOST
+from agentgraph._util._writers import MOST
 from agentgraph.checkpoint import SQLiteStore
 from agentgraph.tracing import JsonlSink, load_traces
 from tests.helpers import chain

@@ -11,7 +11,7 @@ interrupts. Needs the `a2a` extra; the A2A SDK runs on asyncio only.
 
 import importlib.util as _util
 
-from .._extras import pip_install as _pip_install
+from .._util._extras import pip_install as _pip_install
 
 if _util.find_spec("a2a") is None or _util.find_spec("starlette") is None:
     raise ImportError(f"agentgraph.a2a needs the A2A SDK: {_pip_install('a2a')}")
@@ -38,6 +38,6 @@ __all__ = (
     "remote_agent",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -10,7 +10,7 @@ from a2a.types import a2a_pb2
 from a2a.utils.constants import PROTOCOL_VERSION_CURRENT, TransportProtocol
 from google.protobuf import json_format
 
-from .._graph import Graph
+from .._core._graph import Graph
 from ._errors import A2AFormatError
 from ._parts import field_of
 

@@ -28,11 +28,11 @@ from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
-from .._context import AgentContext
-from .._errors import ProviderConnectionError, ProviderError, ProviderTimeout, UsageError
-from .._json import to_data
-from .._node import Node
-from .._runtime import Runtime
+from .._core._context import AgentContext
+from .._core._errors import ProviderConnectionError, ProviderError, ProviderTimeout, UsageError
+from .._core._json import to_data
+from .._core._node import Node
+from .._core._runtime import Runtime
 from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ._card import BINDINGS, parse_card

@@ -1,4 +1,4 @@
-"""The errors of A2A's client side (drawn in the tree of `agentgraph._errors`).
+"""The errors of A2A's client side (drawn in the tree of `agentgraph._core._errors`).
 
 A remote agent is reached like a model provider, so its errors are
 `ProviderError`s: the runner's retry policy reads `.retryable` on them as it
@@ -7,8 +7,8 @@ does on a provider's.
 
 from __future__ import annotations
 
-from .._errors import ProviderError, ResponseFormatError
-from .._redact import masked
+from .._core._errors import ProviderError, ResponseFormatError
+from .._util._redact import masked
 
 __all__ = ("A2AFormatError", "RemoteTaskFailed")
 

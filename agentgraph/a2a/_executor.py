@@ -28,14 +28,14 @@ from a2a.types import a2a_pb2
 from a2a.utils.errors import UnsupportedOperationError
 from google.protobuf import json_format
 
-from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, RunBusy
-from .._errors_threads import ThreadBusy
-from .._events import ModelResponded, ModelStreamed
-from .._graph import Graph
-from .._journal import JournalSource
-from .._redact import Redactor
-from .._runner import NO_ANSWER, GraphRunner, RunHandle
+from .._core._context import AgentContext
+from .._core._errors import GraphCancelled, Interrupted, RunBusy
+from .._core._errors_threads import ThreadBusy
+from .._core._events import ModelResponded, ModelStreamed
+from .._core._graph import Graph
+from .._core._journal import JournalSource
+from .._core._runner import NO_ANSWER, GraphRunner, RunHandle
+from .._util._redact import Redactor
 from ..checkpoint._resume import decode_contexts, log_blobs
 from ..checkpoint._store import CheckpointStore
 from ..checkpoint._threads import ThreadStore

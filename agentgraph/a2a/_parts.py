@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 from a2a.types import a2a_pb2
 from google.protobuf import json_format, struct_pb2
 
-from .._errors import AgentGraphError
-from .._json import to_data
-from .._redact import Redactor
+from .._core._errors import AgentGraphError
+from .._core._json import to_data
+from .._util._redact import Redactor
 from ..llm._messages import ToolCall
 from ..structured._schema import json_schema, validate
 from ..tracing._records import plain

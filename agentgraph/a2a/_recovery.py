@@ -26,7 +26,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types import a2a_pb2
 from a2a.utils.errors import A2AError
 
-from .._errors import RunBusy
+from .._core._errors import RunBusy
 from ..checkpoint._lease import new_owner
 from ..checkpoint._store import CheckpointStore
 from ._tasks import OWNER_KEY, RUNNING, CheckpointTaskStore

@@ -34,12 +34,12 @@ from a2a.utils.errors import InvalidParamsError
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from .._errors import UsageError
-from .._graph import Graph
-from .._journal import JournalSource
-from .._node import Node
-from .._redact import Redactor
-from .._runner import GraphRunner, as_graph
+from .._core._errors import UsageError
+from .._core._graph import Graph
+from .._core._journal import JournalSource
+from .._core._node import Node
+from .._core._runner import GraphRunner, as_graph
+from .._util._redact import Redactor
 from ..checkpoint._store import CheckpointStore
 from ..checkpoint._threads import ThreadStore
 from ._card import Skill, agent_card

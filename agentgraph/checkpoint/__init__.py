@@ -17,12 +17,12 @@ resume (before a deploy), `resume_problem` says why one run could not be
 `migrate_runs` applies a graph's context migrations to every run in a batch.
 """
 
-from .._errors_threads import CompactionFailed as CompactionFailed
-from .._errors_threads import ThreadBusy as ThreadBusy
-from .._errors_threads import ThreadDamaged as ThreadDamaged
-from .._errors_threads import ThreadError as ThreadError
-from .._errors_threads import ThreadMoved as ThreadMoved
-from .._errors_threads import ThreadNotFound as ThreadNotFound
+from .._core._errors_threads import CompactionFailed as CompactionFailed
+from .._core._errors_threads import ThreadBusy as ThreadBusy
+from .._core._errors_threads import ThreadDamaged as ThreadDamaged
+from .._core._errors_threads import ThreadError as ThreadError
+from .._core._errors_threads import ThreadMoved as ThreadMoved
+from .._core._errors_threads import ThreadNotFound as ThreadNotFound
 from ._codec import BlobDamaged as BlobDamaged
 from ._compaction import Compacted as Compacted
 from ._compaction import Compaction as Compaction
@@ -97,6 +97,6 @@ __all__ = (
     "rewind_thread",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

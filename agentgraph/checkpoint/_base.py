@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 import anyio.lowlevel
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError
-from .._json import NO_TYPES, Types
-from .._runner import ANY_HEAD, NO_ANSWER, Head, new_run_id
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError
+from .._core._json import NO_TYPES, Types
+from .._core._runner import ANY_HEAD, NO_ANSWER, Head, new_run_id
 from ._codec import full_context
 from ._lease import Lease, RunBusy
 from ._records import Record, RunLog, RunRecord, checked, effect_step
@@ -34,8 +34,8 @@ from ._threads import open_thread
 from ._versions import onto, started
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._versions import GraphVersions
+    from .._core._graph import Graph
+    from .._core._versions import GraphVersions
     from ._compaction import Compaction
     from ._journal import StoreJournal
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import CheckpointError
-from .._json import NO_TYPES, Types
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError
+from .._core._json import NO_TYPES, Types
 from ._codec import BlobPut, changes
 from ._records import RunLog, checked
 

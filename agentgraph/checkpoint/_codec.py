@@ -29,9 +29,9 @@ from typing import Any
 
 import orjson
 
-from .._context import AgentContext, History
-from .._errors import CheckpointError, ContextDecodingError, ContextEncodingError
-from .._json import NO_TYPES, Types, from_data, to_data
+from .._core._context import AgentContext, History
+from .._core._errors import CheckpointError, ContextDecodingError, ContextEncodingError
+from .._core._json import NO_TYPES, Types, from_data, to_data
 from ..llm._content import Document, Image, Part
 from ..llm._messages import Message, ToolCall, Usage, check_parts
 

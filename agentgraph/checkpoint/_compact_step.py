@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError, ResumeError
-from .._errors_threads import CompactionFailed
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, ResumeError
+from .._core._errors_threads import CompactionFailed
+from .._core._node import Node
 from ..llm._messages import Usage
 from ._compaction import Compacted, Compaction, Plan, apply_compaction, carry_out
 from ._journal import StoreJournal, decode_value, encode_value
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
     from ._records import StepRecord
 
 __all__ = (

@@ -24,9 +24,9 @@ from typing import Any, Literal
 
 import attrs
 
-from .._clip import clip_result
-from .._context import AgentContext, History
-from .._errors_threads import CompactionFailed
+from .._core._context import AgentContext, History
+from .._core._errors_threads import CompactionFailed
+from .._util._clip import clip_result
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse
 from ..nodes._summarize import (

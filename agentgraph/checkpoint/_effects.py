@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import History
-from .._errors import ResumeError
-from .._journal import ToolAnswer, ToolRunner
-from .._json import NO_TYPES, Types, from_data, to_data
-from .._runtime import Interrupt
-from .._tool_effect import tool_effects
+from .._core._context import History
+from .._core._errors import ResumeError
+from .._core._journal import ToolAnswer, ToolRunner
+from .._core._json import NO_TYPES, Types, from_data, to_data
+from .._core._runtime import Interrupt
+from .._util._tool_effect import tool_effects
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._codec import (
@@ -34,7 +34,7 @@ from ._codec import (
 from ._frames import state_of
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
     from ._journal import StoreJournal
 
 __all__ = ("decode_request", "encode_request", "record_model", "recorded_model", "run_tools")

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import attrs
 
-from .._errors import CheckpointError, NodeFailed, ReplayDiverged, RunError
-from .._runner import GraphRunner
-from .._versions import new_name
+from .._core._errors import CheckpointError, NodeFailed, ReplayDiverged, RunError
+from .._core._runner import GraphRunner
+from .._core._versions import new_name
 from ._base import StoreBase
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
     from ._store import CheckpointStore
 
 __all__ = ("check_prefix", "renamed_steps")

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import ResumeError
+from .._core._context import AgentContext
+from .._core._errors import ResumeError
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._node import Node
-    from .._runtime import Runtime
+    from .._core._graph import Graph
+    from .._core._node import Node
+    from .._core._runtime import Runtime
 
 __all__ = ("Continue", "Enter", "Frame", "StepState", "node_named", "state_of", "take")
 

@@ -1,4 +1,4 @@
-"""`StoreJournal`: the durability protocol (`agentgraph._journal.Journal`) over a store.
+"""`StoreJournal`: the durability protocol (`agentgraph._core._journal.Journal`) over a store.
 
 The graph loop calls `enter` for every step, `reenter` for every graph and
 `commit` after every step a graph completed and routed. The runtime's effect
@@ -16,14 +16,16 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import CheckpointError, ContextEncodingError, NodeFailed, ReplayDiverged
-from .._journal import ToolAnswer, ToolRunner
-from .._json import NO_TYPES, Types, from_data, to_data
-from .._redact import masked
-from .._runtime import Interrupt, Runtime
+from .._core._context import AgentContext
+from .._core._effect_kinds import MemoryEffect
+from .._core._errors import CheckpointError, ContextEncodingError, NodeFailed, ReplayDiverged
+from .._core._journal import ToolAnswer, ToolRunner
+from .._core._json import NO_TYPES, Types, from_data, to_data
+from .._core._runtime import Interrupt, Runtime
+from .._util._redact import masked
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ._bases import remember
@@ -34,8 +36,8 @@ from ._lease import Lease, LeaseLost
 from ._records import Effect, Record, StepRecord, ThreadHead
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._node import Node
+    from .._core._graph import Graph
+    from .._core._node import Node
     from ._store import CheckpointStore
 
 __all__ = ("Asked", "StoreJournal", "decode_value", "diff_data", "encode_value")
@@ -77,6 +79,10 @@ class Asked(Interrupt):
     ) -> None:
         self.key = key
         super().__init__(question, context, step, path)
+
+
+MEMORY = "memory"
+"""The kind memory calls (`MemoryEffect`) are recorded under."""
 
 
 class StoreJournal:
@@ -417,6 +423,23 @@ class StoreJournal:
         value = await call()
         self.record(key, "value", encode_value(value, name))
         return value
+
+    async def memory(
+        self, rt: Runtime, effect: MemoryEffect, call: Callable[[MemoryEffect], Awaitable[Any]]
+    ) -> Any:
+        key = self.key(rt, f"memory {effect.name}")
+        found = self.lookup(key, MEMORY)
+        if found is not None:
+            return effect.decode(found, key)
+        if self.replaying:
+            raise self.diverged(rt, f"the replay called memory ({effect.name}); the record did not")
+        if effect.write:
+            # The step's reads before this write are served on a resume only if recorded:
+            # the store may commit the write and the process die before they are.
+            await self.flush()
+        result = await call(attrs.evolve(effect, effect_id=f"{self.run_id}/{key}"))
+        self.record(key, MEMORY, effect.encode(result))
+        return result
 
     async def tools(
         self, rt: Runtime, calls: Sequence[ToolCall], unsafe: frozenset[str], run: ToolRunner

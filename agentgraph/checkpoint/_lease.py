@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import CheckpointError, LeaseLost, RunBusy
+from .._core._errors import CheckpointError, LeaseLost, RunBusy
 
 __all__ = (
     "LEASE_TERM",

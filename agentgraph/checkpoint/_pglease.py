@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 from ._lease import Lease, RunBusy, checked_lease, owner_is_gone
 from ._wake import Waiter
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 
 if TYPE_CHECKING:
     import psycopg

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 from ._records import Effect, Record, RunRecord, StepRecord, ThreadHead, damaged
 from ._sql import Reads, fenced, read_ids, read_thread_ids
 

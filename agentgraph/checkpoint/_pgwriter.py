@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import attrs
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 from ._lease import Lease, RunBusy
 from ._pglease import LeaseTake, Settled, settle
 from ._pgsql import commit, commit_alone

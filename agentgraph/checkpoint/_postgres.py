@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
-from .._errors import CheckpointError
-from .._pg import load_psycopg, place
+from .._core._errors import CheckpointError
+from .._util._pg import load_psycopg, place
 from ._lease import LEASE_TERM, Lease
 from ._pglease import LeaseTake, text_refusal
 from ._pgschema import migrate

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import orjson
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 
 __all__ = (
     "EFFECT_VALUES",

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import CheckpointError, ContextDecodingError, ResumeError
-from .._graph import Graph
-from .._json import NO_TYPES, Types
-from .._runner import NO_ANSWER
-from .._versions import GraphVersions, edges_of
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, ContextDecodingError, ResumeError
+from .._core._graph import Graph
+from .._core._json import NO_TYPES, Types
+from .._core._runner import NO_ANSWER
+from .._core._versions import GraphVersions, edges_of
 from ._bases import based_context, final_context, relative
 from ._codec import decode_context, full_context, load_blobs
 from ._compact_step import entry_of, recorded_step

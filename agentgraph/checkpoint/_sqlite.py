@@ -11,7 +11,7 @@ from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 from ._lease import LEASE_TERM, Lease
 from ._records import Record, RunLog, ThreadLog
 from ._sqlite_sql import (

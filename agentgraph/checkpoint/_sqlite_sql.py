@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import CheckpointError
+from .._core._errors import CheckpointError
 from ._codec import BlobDamaged
 from ._records import Record, RunRecord, StepRecord, ThreadHead, damaged
 from ._sql import Reads, fenced, read_ids, read_thread_ids

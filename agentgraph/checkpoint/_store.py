@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 import anyio.lowlevel
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError
 from ._base import CheckpointStore, StoreBase, blob_digest, fork
 from ._base import _storage as _storage
 from ._records import Effect, Record, RunLog, RunRecord, StepRecord, ThreadHead, ThreadLog
 from ._writer import BlobWrite, LeaseRelease, WriterStore
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
 
 __all__ = (
     "BlobWrite",

@@ -24,9 +24,9 @@ import anyio
 import attrs
 import orjson
 
-from .._context import AgentContext, History, Settings
-from .._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
-from .._errors_threads import (
+from .._core._context import AgentContext, History, Settings
+from .._core._errors import CheckpointError, ContextDecodingError, RunBusy, UsageError
+from .._core._errors_threads import (
     ThreadBusy,
     ThreadDamaged,
     ThreadError,
@@ -34,8 +34,8 @@ from .._errors_threads import (
     ThreadNotFound,
     shown,
 )
-from .._json import NO_TYPES, Types
-from .._runner import ANY_HEAD, Head, new_run_id
+from .._core._json import NO_TYPES, Types
+from .._core._runner import ANY_HEAD, Head, new_run_id
 from ..llm._messages import Message
 from ._bases import final_context
 from ._codec import full_context
@@ -46,7 +46,7 @@ from ._records import RunRecord, ThreadHead, ThreadLog
 from ._resume import open_run
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
     from ._journal import StoreJournal
     from ._store import CheckpointStore
 

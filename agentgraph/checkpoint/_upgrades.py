@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._errors import CheckpointError, ResumeError
-from .._json import NO_TYPES, Types
+from .._core._errors import CheckpointError, ResumeError
+from .._core._json import NO_TYPES, Types
 from ._records import checked
 from ._resume import decode_contexts, fit_run, log_blobs, open_resume, start_of
 from ._versions import started
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._versions import GraphVersions
+    from .._core._graph import Graph
+    from .._core._versions import GraphVersions
     from ._records import RunLog
     from ._store import CheckpointStore
 

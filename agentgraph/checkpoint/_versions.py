@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import CheckpointError, MigrationFailed, ResumeError, VersionMissing
-from .._versions import GraphVersions, declared_patches, new_name
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, MigrationFailed, ResumeError, VersionMissing
+from .._core._versions import GraphVersions, declared_patches, new_name
 from ._codec import full_context
 from ._frames import Continue, Enter, Frame
 from ._records import Effect, RunLog, RunRecord
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
 
 __all__ = (
     "MIGRATED",

@@ -19,14 +19,14 @@ import anyio
 import anyio.to_thread
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError
 from ._base import StoreBase, _storage, fork
 from ._lease import Lease, LeaseLost, hold, let_go
 from ._records import Record, RunRecord, StepRecord, ThreadHead
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
 
 __all__ = ("BlobWrite", "LeaseRelease", "WriterStore", "beside", "gather")
 

@@ -15,10 +15,10 @@ calling no model), and `what_if` replays recorded runs with one change.
 YAML needs the `evals` extra (PyYAML); the table uses rich when installed.
 """
 
-from .._errors import DatasetError as DatasetError
-from .._errors import JudgeError as JudgeError
-from .._errors import RecordedRunError as RecordedRunError
-from .._errors import UnsupportedCase as UnsupportedCase
+from .._core._errors import DatasetError as DatasetError
+from .._core._errors import JudgeError as JudgeError
+from .._core._errors import RecordedRunError as RecordedRunError
+from .._core._errors import UnsupportedCase as UnsupportedCase
 from ._adk import read_adk_evalset as read_adk_evalset
 from ._checks import Contains as Contains
 from ._checks import Equals as Equals
@@ -125,6 +125,6 @@ __all__ = (
     "write_junit",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import DatasetError, UnsupportedCase
+from .._core._errors import DatasetError, UnsupportedCase
 from ._dataset import Case, Dataset
 from ._specs import _build
 from ._trajectory import Call, Trajectory

@@ -14,8 +14,8 @@ from typing import Any
 
 import attrs
 
-from .._errors import OutputError
-from .._limits import MAX_DEPTH
+from .._core._errors import OutputError
+from .._util._limits import MAX_DEPTH
 from ..structured._schema import validate
 from ._score import Outcome, Score
 

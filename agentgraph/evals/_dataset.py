@@ -17,10 +17,10 @@ from typing import Any
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, DatasetError, UsageError
-from .._extras import pip_install
-from .._json import NO_TYPES, Types, from_data, to_data
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, DatasetError, UsageError
+from .._core._json import NO_TYPES, Types, from_data, to_data
+from .._util._extras import pip_install
 from ._score import EvaluatorLike
 from ._specs import evaluator_from_spec, evaluator_to_spec
 

@@ -14,14 +14,14 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TextIO
 
-from .._errors import ContextEncodingError, RecordedRunError
-from .._events import Event, ModelResponded, RunFinished
-from .._journal import JournalSource
-from .._json import NO_TYPES, Types, to_data
-from .._node import Node
-from .._redact import Redaction, Redactor
-from .._runner import GraphRunner, new_run_id
-from .._usage import Price
+from .._core._errors import ContextEncodingError, RecordedRunError
+from .._core._events import Event, ModelResponded, RunFinished
+from .._core._journal import JournalSource
+from .._core._json import NO_TYPES, Types, to_data
+from .._core._node import Node
+from .._core._runner import GraphRunner, new_run_id
+from .._core._usage import Price
+from .._util._redact import Redaction, Redactor
 from ..checkpoint._store import CheckpointStore
 from ..llm._messages import Usage
 from ._dataset import Case, Dataset

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
-from .._errors import AgentGraphError, DatasetError
-from .._json import NO_TYPES, Types, from_data
+from .._core._errors import AgentGraphError, DatasetError
+from .._core._json import NO_TYPES, Types, from_data
 from ..llm._model import ChatModel
 from ._dataset import Case, Dataset, load_yaml_text
 from ._specs import evaluator_from_spec, split_spec

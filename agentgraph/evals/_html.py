@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .._redact import Redaction, Redactor
+from .._util._redact import Redaction, Redactor
 from ..tracing._html import _CSS
 from ._compare import compare
 from ._report import Report, RunResult

@@ -15,10 +15,10 @@ from typing import Annotated, Any
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import JudgeError, OutputError
-from .._events import ModelResponded, RunFinished
-from .._runner import GraphRunner
+from .._core._context import AgentContext
+from .._core._errors import JudgeError, OutputError
+from .._core._events import ModelResponded, RunFinished
+from .._core._runner import GraphRunner
 from ..llm._messages import Usage
 from ..llm._model import ChatModel
 from ..nodes._generate import Generate, generate

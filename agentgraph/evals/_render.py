@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from .._extras import pip_install
+from .._util._extras import pip_install
 from ._report import Report, every_k
 
 __all__ = ("render_report", "to_junit", "write_junit")

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import orjson
 
-from .._errors import DatasetError
+from .._core._errors import DatasetError
 from ..llm._messages import Usage
 from ._score import Score
 

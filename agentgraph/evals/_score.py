@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
-from .._context import AgentContext
-from .._events import Event
-from .._redact import masked
+from .._core._context import AgentContext
+from .._core._events import Event
+from .._util._redact import masked
 from ..llm._messages import Usage
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class Outcome:
     @property
     def steps(self) -> int:
         """How many steps the run took."""
-        from .._events import NodeFinished
+        from .._core._events import NodeFinished
 
         return int(
             self.memo("steps", lambda: sum(isinstance(e, NodeFinished) for e in self.events))

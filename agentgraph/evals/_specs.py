@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from .._errors import DatasetError, UsageError
+from .._core._errors import DatasetError, UsageError
 from ..llm._model import ChatModel
 from ._checks import (
     Contains,

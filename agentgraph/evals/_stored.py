@@ -23,9 +23,9 @@ import anyio
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, CheckpointError, RecordedRunError, UsageError
-from .._events import (
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, CheckpointError, RecordedRunError, UsageError
+from .._core._events import (
     Event,
     ModelRequested,
     ModelResponded,
@@ -35,10 +35,10 @@ from .._events import (
     StepInfo,
     ToolFinished,
 )
-from .._json import NO_TYPES, Types, from_data
-from .._node import Node
-from .._runtime import Runtime
-from .._usage import Price
+from .._core._json import NO_TYPES, Types, from_data
+from .._core._node import Node
+from .._core._runtime import Runtime
+from .._core._usage import Price
 from ..checkpoint._bases import standalone
 from ..checkpoint._codec import decode_message
 from ..checkpoint._effects import decode_request

@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
-from .._context import AgentContext
-from .._events import (
+from .._core._context import AgentContext
+from .._core._events import (
     Event,
     ModelRequested,
     ModelResponded,
@@ -30,7 +30,7 @@ from .._events import (
     StepInfo,
     ToolFinished,
 )
-from .._usage import Price
+from .._core._usage import Price
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatRequest, ChatResponse
 from ..tracing._jsonl import load_traces
@@ -58,7 +58,7 @@ def read_trace_runs(
     Raises:
         TraceFormatError: the file cannot be read, or lacks a run asked for.
     """
-    from .._errors import TraceFormatError
+    from .._core._errors import TraceFormatError
     from ._evaluate import run_cost
 
     traces = {t.run: t for t in load_traces(path)}

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._events import Event, ModelRequested, ModelResponded, ToolFinished
+from .._core._events import Event, ModelRequested, ModelResponded, ToolFinished
 from ..llm._messages import ToolCall
 from ._score import Outcome, Score
 

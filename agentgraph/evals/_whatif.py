@@ -21,15 +21,15 @@ from typing import Any
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError, RecordedRunError, ReplayDiverged, UsageError
-from .._graph import Graph
-from .._journal import JournalSource
-from .._json import Types
-from .._node import Node
-from .._redact import Redaction, Redactor
-from .._runner import GraphRunner, as_graph, new_run_id
-from .._usage import Price
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, RecordedRunError, ReplayDiverged, UsageError
+from .._core._graph import Graph
+from .._core._journal import JournalSource
+from .._core._json import Types
+from .._core._node import Node
+from .._core._runner import GraphRunner, as_graph, new_run_id
+from .._core._usage import Price
+from .._util._redact import Redaction, Redactor
 from ..checkpoint._journal import StoreJournal
 from ..checkpoint._records import RunLog, effect_step
 from ..checkpoint._resume import decode_contexts

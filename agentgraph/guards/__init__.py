@@ -7,9 +7,9 @@ runner = GraphRunner(guards=Guards(tools=[ToolPolicy(deny=["delete_*"])]))
 See the guide page "Guards" for the whole story.
 """
 
-from .._errors_guards import GuardError as GuardError
-from .._errors_guards import GuardrailTripped as GuardrailTripped
-from .._events import GuardDecided as GuardDecided
+from .._core._errors_guards import GuardError as GuardError
+from .._core._errors_guards import GuardrailTripped as GuardrailTripped
+from .._core._events import GuardDecided as GuardDecided
 from ._builtin import JudgeGuard as JudgeGuard
 from ._builtin import MaskSecrets as MaskSecrets
 from ._builtin import MaxLength as MaxLength
@@ -53,6 +53,6 @@ __all__ = (
     "text_of",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -5,21 +5,18 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 import orjson
 
-from .._errors import JudgeError
-from .._json import to_data
-from .._redact import Redactor
-from ..llm._messages import Message, ToolCall
-from ..llm._model import ChatRequest
+from .._core._errors import JudgeError
+from .._core._json import to_data
+from .._util._redact import Redactor
+from ..llm._messages import Message, ToolCall, Usage
+from ..llm._model import ChatModel, ChatRequest
 from ._guard import ALLOW, Decision, Guard, Stage
 from ._text import TextGuard
-
-if TYPE_CHECKING:  # evaluations sit above guards: the judge is handed in, never imported
-    from ..evals._judge import Judge
 
 __all__ = ("JudgeGuard", "MaskSecrets", "MaxLength", "ToolPolicy", "text_of")
 
@@ -192,6 +189,43 @@ class MaxLength(Guard):
         return Decision.rewrite(cut, f"cut to {self.max_chars} characters", **found)
 
 
+class _Verdict(Protocol):
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def score(self) -> float: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+
+class _Judgement(Protocol):
+    @property
+    def verdict(self) -> _Verdict: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+
+class Judging(Protocol):
+    """What `JudgeGuard` asks of its judge: `agentgraph.evals.Judge` is one (evaluations
+    sit above guards, so the judge is handed in, never imported)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> ChatModel: ...
+
+    @property
+    def threshold(self) -> float | None: ...
+
+    async def judge(self, output: Any) -> _Judgement:
+        """The verdict on `output` and what the judge spent on it."""
+        ...
+
+
 @attrs.frozen
 class JudgeGuard(Guard):
     """An LLM judge as a guard: blocks what fails the judge's rubric.
@@ -209,7 +243,7 @@ class JudgeGuard(Guard):
     caps the judge too.
     """
 
-    judge: Judge
+    judge: Judging
     on: frozenset[str] = attrs.field(
         default=frozenset(("input", "output")), converter=frozenset, kw_only=True
     )

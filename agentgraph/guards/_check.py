@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from .._errors_guards import GuardError, GuardrailTripped
-from .._events import GuardDecided
+from .._core._errors_guards import GuardError, GuardrailTripped
+from .._core._events import GuardDecided
 from ..llm._messages import Usage
 from ._guard import Decision, Guard, Stage
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
-    from .._usage import Meter
+    from .._core._runtime import Runtime
+    from .._core._usage import Meter
 
 __all__ = (
     "Ask",

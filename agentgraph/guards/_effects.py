@@ -23,16 +23,16 @@ import anyio
 import attrs
 from anyio.abc import TaskStatus
 
-from .._errors_guards import GuardError
-from .._gate import PARTIAL
-from .._journal import ToolAnswer
+from .._core._errors_guards import GuardError
+from .._core._gate import PARTIAL
+from .._core._journal import ToolAnswer
 from ..llm._messages import Message, ToolCall, Usage
 from ..llm._model import ChatRequest, ChatResponse, ResponseDone, StreamEvent
 from ._check import GuardRound, Record, Round, ask, decide, settle, tripped
 from ._guard import Guard, Guards, Stage
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
 
 __all__ = (
     "PARTIAL",

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 
-from .._effect_kinds import ModelCallEffect, ModelStreamEffect, ToolCallsEffect
-from .._journal import ToolAnswer
+from .._core._effect_kinds import ModelCallEffect, ModelStreamEffect, ToolCallsEffect
+from .._core._journal import ToolAnswer
 from ..llm._messages import ToolCall, Usage
 from ..llm._model import ChatResponse, StreamEvent
 from ._effects import (
@@ -42,8 +42,8 @@ from ._effects import (
 from ._guard import Guard, Guards
 
 if TYPE_CHECKING:
-    from .._layers import Proceed, ProceedStream
-    from .._runtime import Runtime
+    from .._core._layers import Proceed, ProceedStream
+    from .._core._runtime import Runtime
 
 __all__ = ("AroundGuards", "BesideGuards", "ResultGuards", "layers_of")
 

@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .._context import AgentContext
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._node import Node
 from ._effects import output_checked
 from ._guard import DEFAULT_TIMEOUT, Guard, _guards
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
 
 __all__ = ("CheckOutput", "check_output")
 

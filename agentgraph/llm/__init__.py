@@ -8,7 +8,7 @@ used, so an engine that never calls a provider never pays for importing them.
 
 import typing as _typing
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 from ._content import Document as Document
 from ._content import Image as Image
 from ._content import ImageType as ImageType

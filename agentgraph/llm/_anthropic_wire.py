@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
+from .._core._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import as_int, new_call_id, normalize_finish, parse_arguments, wire_arguments
 from ._content import Image, Part
 from ._decode import SSEEvent, loads_event

@@ -16,9 +16,8 @@ from typing import Any
 
 import orjson
 
-from .._errors import BadRequestError, ResponseFormatError
-from ..structured._schema import RAW_ARGUMENTS
-from ._messages import Message, ToolCall
+from .._core._errors import BadRequestError, ResponseFormatError
+from ._messages import RAW_ARGUMENTS, Message, ToolCall
 from ._model import ToolCallDelta
 
 __all__ = (

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 import attrs
 
-from .._errors import UnsupportedSetting
+from .._core._errors import UnsupportedSetting
 
 if TYPE_CHECKING:
     from ._messages import Message

@@ -12,6 +12,8 @@ from typing import Literal
 
 import attrs
 
+from .._util._public import stored_as
+
 # base64, hashlib and urllib.parse load where bytes or URLs are handled, not with
 # the package: most messages are text.
 
@@ -57,6 +59,7 @@ def _from_data_url(url: str) -> tuple[str, bytes]:
         raise ValueError(f"the data URL's base64 does not decode: {exc}") from exc
 
 
+@stored_as("agentgraph:Image")
 @attrs.frozen(repr=False)
 class Image:
     """An image in a message: bytes with their media type, or a URL the provider fetches.
@@ -123,6 +126,7 @@ class Image:
         return f"<Image {self.media_type}, {len(self.data)} bytes>"
 
 
+@stored_as("agentgraph:Document")
 @attrs.frozen(repr=False)
 class Document:
     """A PDF document in a message, sent whole; `name` is the file name providers show."""

@@ -12,7 +12,7 @@ import attrs
 import httpx
 import orjson
 
-from .._errors import ProviderError, ResponseFormatError
+from .._core._errors import ProviderError, ResponseFormatError
 from ._http import error_from_exception, redact, scrub
 from ._model import StreamEvent
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import httpx
 
-from .._errors import ProviderConfigError, ResponseFormatError
+from .._core._errors import ProviderConfigError, ResponseFormatError
 from ._embedder import Embedder as Embedder
 from ._embedder import checked_texts as checked_texts
 from ._http import ProviderRetry

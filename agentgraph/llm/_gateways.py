@@ -12,7 +12,7 @@ from typing import Literal
 
 import httpx
 
-from .._errors import ProviderConfigError
+from .._core._errors import ProviderConfigError
 from ._http import ProviderRetry
 from ._openai import OpenAIModel
 from ._responses import OpenAIResponsesModel

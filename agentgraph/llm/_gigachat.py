@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import anyio
 import httpx
 
-from .._errors import (
+from .._core._errors import (
     AuthenticationError,
     ProviderConfigError,
     ProviderStatusError,

@@ -8,7 +8,7 @@ from typing import Any, Self
 
 import httpx
 
-from .._errors import ResponseFormatError
+from .._core._errors import ResponseFormatError
 from ._embed import checked_texts
 from ._gigachat import GIGACHAT_AUTH_URL, GIGACHAT_BASE_URL, GigaChatModel
 from ._http import ProviderRetry

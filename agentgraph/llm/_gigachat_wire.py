@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from .._errors import BadRequestError, ResponseFormatError
+from .._core._errors import BadRequestError, ResponseFormatError
 from ._assemble import (
     arguments_json,
     as_int,

@@ -1,7 +1,7 @@
 """The HTTP layer every provider client shares: error mapping, what is retryable, secrets.
 
 Everything that can go wrong on the wire becomes an error of the tree in
-`agentgraph._errors` here, and only here:
+`agentgraph._core._errors` here, and only here:
 
 - `error_from_response`: an HTTP error status with its body and headers,
 - `error_from_body`: an error object inside a 200 response or stream,
@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import orjson
 
-from .._errors import (
+from .._core._errors import (
     AuthenticationError,
     BadRequestError,
     NotFoundError,

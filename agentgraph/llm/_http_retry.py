@@ -16,8 +16,8 @@ import anyio
 import attrs
 import tenacity
 
-from .._errors import ProviderError, RateLimitError
-from .._retry import attempts_made, retry_after_first
+from .._core._errors import ProviderError, RateLimitError
+from .._core._retry import attempts_made, retry_after_first
 
 __all__ = ("ProviderRetry",)
 

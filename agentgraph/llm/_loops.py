@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import httpx
 
-from .._errors import UsageError
+from .._core._errors import UsageError
 
 __all__ = ("LoopPools", "current_loop", "loop_closed", "watch")
 

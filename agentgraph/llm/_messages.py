@@ -9,9 +9,19 @@ from typing import Any, Literal
 import attrs
 import orjson
 
+from .._util._public import stored_as
 from ._content import Document, Image, Part
 
-__all__ = ("Message", "Role", "ToolCall", "ToolSpec", "Usage", "check_parts", "join_text")
+__all__ = (
+    "RAW_ARGUMENTS",
+    "Message",
+    "Role",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "check_parts",
+    "join_text",
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -82,6 +92,7 @@ def _to_calls(value: Iterable[ToolCall]) -> tuple[ToolCall, ...]:
 _NO_PROVIDER_DATA: Mapping[str, Any] = MappingProxyType({})
 
 
+@stored_as("agentgraph:Usage")
 @attrs.frozen
 class Usage:
     """Tokens and model calls, summed with `+`.
@@ -132,6 +143,11 @@ def _arguments(value: Mapping[str, Any] | str | bytes) -> Mapping[str, Any]:
     return _frozen_mapping(value)
 
 
+RAW_ARGUMENTS = "__raw_arguments__"
+"""The key under which a provider puts tool-call arguments that were not valid JSON."""
+
+
+@stored_as("agentgraph:ToolCall")
 @attrs.frozen
 class ToolCall:
     """A model's request to call a tool; `arguments` is the parsed JSON object.
@@ -150,6 +166,7 @@ def _examples(
     return tuple((str(request), dict(arguments)) for request, arguments in pairs)
 
 
+@stored_as("agentgraph:ToolSpec")
 @attrs.frozen
 class ToolSpec:
     """What the model sees of a tool: its name, description and JSON Schema.
@@ -169,6 +186,7 @@ class ToolSpec:
     )
 
 
+@stored_as("agentgraph:Message")
 @attrs.frozen
 class Message:
     """One turn of a conversation.

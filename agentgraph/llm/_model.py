@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import attrs
 
+from .._util._public import stored_as
 from ._messages import Message, ToolSpec, Usage
 
 __all__ = (
@@ -38,6 +39,7 @@ def _to_specs(value: Iterable[ToolSpec]) -> tuple[ToolSpec, ...]:
     return value if isinstance(value, tuple) else tuple(value)
 
 
+@stored_as("agentgraph:OutputSchema")
 @attrs.frozen
 class OutputSchema:
     """A JSON Schema the answer must follow (provider-native structured output)."""
@@ -60,6 +62,7 @@ def think_hint(value: Any) -> Any:
     return None if value == "auto" else value
 
 
+@stored_as("agentgraph:ChatRequest")
 @attrs.frozen
 class ChatRequest:
     """Everything a model call needs, as data. `None` means "provider default".
@@ -87,6 +90,7 @@ class ChatRequest:
     (`InvalidTranscript`); see "Valid transcripts" in the models guide."""
 
 
+@stored_as("agentgraph:ChatResponse")
 @attrs.frozen
 class ChatResponse:
     """A complete answer: the assistant message (with tool calls and usage) and why it ended."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .._errors import ProviderConnectionError, ResponseFormatError
+from .._core._errors import ProviderConnectionError, ResponseFormatError
 from ._assemble import (
     arguments_json,
     as_int,

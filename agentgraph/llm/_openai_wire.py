@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
+from .._core._errors import BadRequestError, ProviderConnectionError, ResponseFormatError
 from ._assemble import (
     ToolCallAssembler,
     arguments_json,

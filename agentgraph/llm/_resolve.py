@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import attrs
 import httpx
 
-from .._errors import ProviderConfigError
+from .._core._errors import ProviderConfigError
 from ._anthropic import ANTHROPIC_BASE_URL, AnthropicModel
 from ._gateways import LITELLM_BASE_URL, OPENROUTER_BASE_URL, litellm_model, openrouter_model
 from ._gigachat import GIGACHAT_AUTH_URL, GIGACHAT_BASE_URL, GigaChatModel
@@ -131,7 +131,7 @@ _OPENAI_HEADERS = (
 
 def _scripted(given: _Given) -> ChatModel:
     # Offline: answers every request with the text after `scripted:` (demos, the CLI, tests).
-    from ..testing._scripted import ScriptedModel
+    from ._scripted import ScriptedModel
 
     return ScriptedModel(given.model, repeat=True)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
-from .._errors import BadRequestError
+from .._core._errors import BadRequestError
 from ._assemble import arguments_json
 from ._content import Image, Part, data_url
 from ._messages import Message, ToolSpec

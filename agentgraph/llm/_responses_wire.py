@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import ProviderConnectionError, ResponseFormatError
+from .._core._errors import ProviderConnectionError, ResponseFormatError
 from ._assemble import ToolCallAssembler, as_int, new_call_id, parse_arguments
 from ._decode import SSEEvent, loads_event
 from ._http import error_from_body

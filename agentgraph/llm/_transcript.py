@@ -29,7 +29,7 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from .._errors_provider import InvalidTranscript
+from .._core._errors_provider import InvalidTranscript
 from ._content import Document
 from ._messages import Message
 

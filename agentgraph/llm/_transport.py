@@ -13,7 +13,7 @@ import attrs
 import httpx
 import orjson
 
-from .._errors import ProviderConfigError, ProviderError, ResponseFormatError
+from .._core._errors import ProviderConfigError, ProviderError, ResponseFormatError
 from ._capabilities import Capabilities
 from ._decode import SSEReader, fold_sse, stream_events
 from ._http import (

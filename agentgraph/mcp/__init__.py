@@ -10,13 +10,13 @@ above `tools/` (it builds `Tool`s and runs under the same executor), so that
 try:
     import mcp as _mcp  # noqa: F401 - checked here to name the extra
 except ImportError as _exc:  # pragma: no cover - depends on the environment
-    from .._extras import pip_install as _pip_install
+    from .._util._extras import pip_install as _pip_install
 
     raise ImportError(f"agentgraph.mcp needs the official MCP SDK: {_pip_install('mcp')}") from _exc
 
-from .._errors import MCPAnswerError as MCPAnswerError
-from .._errors import MCPConnectionError as MCPConnectionError
-from .._errors import MCPToolError as MCPToolError
+from .._core._errors import MCPAnswerError as MCPAnswerError
+from .._core._errors import MCPConnectionError as MCPConnectionError
+from .._core._errors import MCPToolError as MCPToolError
 from ._elicit import Answerer as Answerer
 from ._elicit import Elicitation as Elicitation
 from ._server import GraphServer as GraphServer
@@ -34,6 +34,6 @@ __all__ = (
     "MCPTools",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

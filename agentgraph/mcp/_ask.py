@@ -19,8 +19,8 @@ import attrs
 import jsonschema
 import orjson
 
-from .._json import to_data
-from .._redact import masked
+from .._core._json import to_data
+from .._util._redact import masked
 from ..llm._messages import ToolCall
 
 __all__ = ("NO_ANSWER", "Asked", "Seal", "answer_of", "question_of")

@@ -24,7 +24,7 @@ import orjson
 import pydantic
 from mcp.shared.exceptions import MCPError
 
-from .._errors import MCPConnectionError, MCPToolError
+from .._core._errors import MCPConnectionError, MCPToolError
 from ..llm._content import Image
 from ._elicit import CALLING, Call, ask_in_run
 

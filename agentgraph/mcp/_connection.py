@@ -17,7 +17,7 @@ import anyio.abc
 import httpx2
 import mcp
 
-from .._errors import MCPConnectionError
+from .._core._errors import MCPConnectionError
 
 __all__ = ("Connection", "Sessions")
 

@@ -30,8 +30,9 @@ import mcp
 import mcp.types
 import pydantic
 
-from .._errors import MCPAnswerError, MCPToolError
-from .._runtime import tool_runtime
+from .._core._errors import MCPAnswerError, MCPToolError
+from .._core._runtime import tool_runtime
+from .._util._public import stored_as
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
@@ -66,6 +67,7 @@ CALLING: ContextVar[Call | None] = ContextVar("agentgraph_mcp_calling", default=
 SDK answers a handshake-era one in the context of the call whose stream it came on."""
 
 
+@stored_as("agentgraph:Elicitation")
 @attrs.frozen
 class Elicitation:
     """A question an MCP server asks in the middle of a tool call (a form to fill in).

@@ -17,7 +17,7 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from .._errors import ToolError
+from .._core._errors import ToolError
 from ..structured._shapes import Invalid, Key, Problem, Segment
 
 __all__ = ("SchemaArguments",)

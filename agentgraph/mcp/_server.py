@@ -27,12 +27,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import is_version_at_least
 from starlette.applications import Starlette
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, Interrupted
-from .._graph import Graph
-from .._json import map_scalars, to_data
-from .._redact import masked
-from .._runner import GraphRunner, new_run_id
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, Interrupted
+from .._core._graph import Graph
+from .._core._json import map_scalars, to_data
+from .._core._runner import GraphRunner, new_run_id
+from .._util._redact import masked
 from ..structured._schema import TOOL_NAME, json_schema, validate
 from ._ask import NO_ANSWER, Asked, Seal, answer_of, question_of
 

@@ -14,8 +14,8 @@ import mcp.types
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 
-from .._clip import check_max_result_chars
-from .._errors import MCPToolError, OutputError, ToolError
+from .._core._errors import MCPToolError, OutputError, ToolError
+from .._util._clip import check_max_result_chars
 from ..llm._messages import ToolSpec
 from ..structured._compile import shape_of
 from ..structured._schema import TOOL_NAME, validate

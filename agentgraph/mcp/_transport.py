@@ -23,7 +23,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._errors import MCPConnectionError
+from .._core._errors import MCPConnectionError
 from ._connection import Sessions
 
 __all__ = ("HTTPTarget", "ServerTarget", "Transport")

@@ -14,7 +14,7 @@ Needs numpy (`pip install 'agentgraph-engine[rag]'`); `PostgresMemory` also psyc
 
 import importlib.util as _util
 
-from .._extras import pip_install as _pip_install
+from .._util._extras import pip_install as _pip_install
 
 if _util.find_spec("numpy") is None:
     raise ImportError(f"agentgraph.memory needs numpy: {_pip_install('rag')}")
@@ -61,6 +61,6 @@ __all__ = (
     "memory_tools",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._errors import AgentGraphError
+from .._core._errors import AgentGraphError
 
 __all__ = (
     "LongTermMemoryError",

@@ -1,6 +1,7 @@
-"""Memory as effects of a run: `journaled(memory, rt)` reads and writes through the journal.
+"""Memory as effects of a run: `journaled(memory, rt)` reads and writes as `MemoryEffect`s.
 
-Each call is one effect of the step, recorded under the journal's key for it
+Each call is one effect of the step, handed to the run's layers like a model
+call (a user's layer sees it), and recorded by the run's journal under its key for it
 (the step, its attempt and the effect's position): a resumed step and a
 replay are served the recorded outcome (a replay never touches the store),
 and a fork keeps the outcomes of the steps it copied. A write also hands the
@@ -23,21 +24,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from .._errors import UsageError
-from ..checkpoint._journal import StoreJournal
+from .._core._effect_kinds import MemoryEffect
+from .._core._effects import PROVIDED
 from ..rag._rows import Filter
 from ._errors import MemoryDataError
 from ._items import Item, Memory, MemoryHit, Namespace
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
 
 __all__ = ("JournaledMemory", "journaled")
 
 T = TypeVar("T")
-
-KIND = "memory"
-"""The kind memory effects are recorded under in a checkpoint store."""
 
 
 def journaled(memory: Memory, rt: Runtime) -> JournaledMemory:
@@ -155,33 +153,25 @@ class JournaledMemory:
         write: bool = False,
     ) -> T:
         rt = self._rt
-        journal = rt.journal
-        if journal is None:
-            return await op(None)
-        if not isinstance(journal, StoreJournal):
-            raise UsageError(
-                f"memory calls are recorded by agentgraph.checkpoint stores; this run's "
-                f"journal ({type(journal).__name__}) cannot record them: call the memory "
-                "store from a tool or from rt.once instead"
-            )
-        key = journal.key(rt, f"memory {name}")
-        found = journal.lookup(key, KIND)
-        if found is not None:
-            try:
-                return decode(orjson.loads(found)["v"])
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise MemoryDataError(
-                    "journal", key, f"the recorded outcome is damaged: {exc}"
-                ) from exc
-        if journal.replaying:
-            raise journal.diverged(rt, f"the replay called memory ({name}); the record did not")
-        if write:
-            # The step's reads before this write are served on a resume only if recorded.
-            await journal.flush()
-        result = await op(f"{journal.run_id}/{key}")
-        # An object, as every kind of effect a checkpoint store checks on reading.
-        journal.record(key, KIND, orjson.dumps({"v": encode(result)}))
+        effect = MemoryEffect(
+            self._memory,
+            name.partition(" ")[0],
+            name,
+            op,
+            lambda result: orjson.dumps({"v": encode(result)}),
+            lambda found, key: _decoded(found, key, decode),
+            write=write,
+        )
+        result: T = await rt._run.stack.memory(rt, effect)
         return result
+
+
+def _decoded(found: bytes, key: str, decode: Callable[[Any], T]) -> T:
+    """A recorded outcome back (an object, as every kind of effect a checkpoint store checks)."""
+    try:
+        return decode(orjson.loads(found)["v"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise MemoryDataError("journal", key, f"the recorded outcome is damaged: {exc}") from exc
 
 
 async def _one(put: Awaitable[Item]) -> list[Item]:
@@ -215,3 +205,6 @@ def _decode_hits(data: list[list[Any]]) -> list[MemoryHit]:
         item = Item.from_data(item_data)
         hits.append(MemoryHit(item.key, score, text, item.value, item))
     return hits
+
+
+PROVIDED.memory_view = journaled  # what `Runtime.memory` returns

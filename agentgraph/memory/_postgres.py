@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from .._pg import load_psycopg, place
+from .._util._pg import load_psycopg, place
 from ..llm._embedder import Embedder
 from ..rag._rows import Matrix
 from ._base import KEEP_EFFECTS, Clock, Found, Row, hit

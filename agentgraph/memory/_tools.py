@@ -11,8 +11,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._context import AgentContext
-from .._tool_effect import effect_id
+from .._core._context import AgentContext
+from .._util._tool_effect import effect_id
 from ..tools._tool import Tool, tool
 from ._items import Memory, Namespace, check_namespace
 

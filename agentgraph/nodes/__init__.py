@@ -64,6 +64,6 @@ __all__ = (
     "user_turn",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._clip import MAX_RESULT_CHARS, check_max_result_chars
-from .._context import AgentContext, Settings
-from .._errors import UsageError
-from .._events import ToolFinished
-from .._graph import Graph, GraphBuilder
-from .._node import Node
+from .._core._context import AgentContext, Settings
+from .._core._errors import UsageError
+from .._core._events import ToolFinished
+from .._core._graph import Graph, GraphBuilder
+from .._core._node import Node
+from .._util._clip import MAX_RESULT_CHARS, check_max_result_chars
 from ..llm._messages import Message, ToolCall
 from ..llm._model import ChatModel
 from ..tools._tool import Tool
 from ._chat import as_model, chat, user_turn
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = ("ToolUse", "answer", "react_agent", "tool_use", "tool_turns")
 

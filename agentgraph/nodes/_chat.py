@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .._context import AgentContext, Settings
-from .._errors import ResponseFormatError, UsageError
-from .._node import Node
+from .._core._context import AgentContext, Settings
+from .._core._errors import ResponseFormatError, UsageError
+from .._core._node import Node
 from ..llm._messages import Message, ToolSpec
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, ToolChoice
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = ("Chat", "build_request", "chat", "user_turn")
 

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 import anyio
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError, StepLimitExceeded
-from .._node import Node
-from .._runtime import Interrupt
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, StepLimitExceeded
+from .._core._node import Node
+from .._core._runtime import Interrupt
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = ("MapEach", "Parallel", "map_each", "parallel")
 

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
-from .._context import AgentContext, Think
-from .._errors import OutputError, ResponseFormatError
-from .._events import ContextEntry, OutputAttempt, PartialOutput, StructuredOutput
-from .._node import Node
+from .._core._context import AgentContext, Think
+from .._core._errors import OutputError, ResponseFormatError
+from .._core._events import ContextEntry, OutputAttempt, PartialOutput, StructuredOutput
+from .._core._node import Node
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, OutputSchema, ResponseDone, TextDelta
 from ..structured._compile import shape_of
@@ -66,7 +66,7 @@ from ._partial import Partial, PartialStream
 from ._sections import Section, SectionSource, prompt_sections, render_sections, shown_for
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = ("Generate", "generate", "native_output")
 

@@ -17,9 +17,9 @@ from typing import Any
 
 import attrs
 
-from .._errors import OutputError, UnsupportedType
-from .._events import OutputAttempt
-from .._redact import masked
+from .._core._errors import OutputError, UnsupportedType
+from .._core._events import OutputAttempt
+from .._util._redact import masked
 from ..llm._messages import Message
 from ..llm._model import ChatModel, ChatResponse, OutputSchema
 from ..structured._compile import shape_of

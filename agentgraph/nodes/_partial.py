@@ -20,17 +20,15 @@ characters are scanned (see `_prefix`). The last partial is complete: its
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar, overload
 
-import attrs
-import orjson
-
-from .._errors import OutputError, ResponseFormatError
+from .._core._errors import OutputError, ResponseFormatError
 from ..llm._model import ChatModel, ChatRequest, ChatResponse, ResponseDone, StreamEvent, TextDelta
 from ..structured._compile import shape_of
-from ..structured._parse import check, resolve
+from ..structured._parse import resolve
+from ..structured._partial import Partial as Partial
 from ..structured._prefix import PrefixParser
 from ..structured._shapes import Shape
 
@@ -39,61 +37,6 @@ __all__ = ("Partial", "PartialStream", "stream_structured")
 T = TypeVar("T")
 
 _NOTHING: Any = object()
-
-
-@attrs.frozen
-class Partial(Generic[T]):
-    """The answer so far, as data.
-
-    Attributes:
-        value: the JSON parsed so far: for an object, a dict of the fields that
-            have arrived (the last one may still be growing).
-        complete: True for the last partial of a stream, once the answer has
-            been parsed and validated in full.
-        result: the validated instance of the requested type when `complete`,
-            else None.
-        text: the raw answer so far.
-    """
-
-    value: Any
-    complete: bool = False
-    result: T | None = None
-    text: str = ""
-
-    def has(self, name: str) -> bool:
-        """Whether the field `name` has begun to arrive."""
-        return isinstance(self.value, Mapping) and name in self.value
-
-    def get(self, name: str, default: Any = None) -> Any:
-        """The field's value so far, or `default` when it has not begun to arrive."""
-        if isinstance(self.value, Mapping):
-            return self.value.get(name, default)
-        return default
-
-    def with_field(self, name: str, value: Any) -> Partial[T]:
-        """A copy with field `name` set to `value`: build a partial object by hand."""
-        fields = dict(self.value) if isinstance(self.value, Mapping) else {}
-        fields[name] = value
-        return Partial(fields, text=self.text)
-
-    def to_complete(self, tp: type[T], *, strict: bool = False) -> Partial[T]:
-        """The fields so far validated as a whole `tp`: a complete partial with `result` set.
-
-        Raises:
-            OutputError: a field is missing or wrong; `.errors` lists each one.
-        """
-        raw = self.text or orjson.dumps(self.value, default=str).decode()
-        result = check(shape_of(tp), self.value, strict=strict, raw=raw)
-        return Partial(self.value, complete=True, result=result, text=self.text)
-
-    def done(self, name: str) -> bool:
-        """Whether the field's value is final: the answer is complete or a later field began.
-
-        Fields arrive in order, so only the last field so far can still grow.
-        """
-        if not self.has(name):
-            return False
-        return self.complete or name != list(self.value)[-1]
 
 
 class PartialStream(Generic[T]):

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from .._context import AgentContext
-from .._events import Retrieved, RetrievedSource
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._events import Retrieved, RetrievedSource
+from .._core._node import Node
+from .._util._public import stored_as
 from ..llm._embedder import Embedder
 from ..llm._messages import Message
 from ._tokens import TokenCounter, clip_at_word, clip_to_tokens, estimate_tokens
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
     from ..rag._store import Filter, Hit, VectorStore
 
 __all__ = ("Retrieve", "Source", "default_label", "format_sources", "retrieve")
@@ -38,6 +39,7 @@ Query = Callable[[AgentContext[Any]], str]
 """Where the query comes from: a function of the context."""
 
 
+@stored_as("agentgraph:Source")
 @attrs.frozen
 class Source:
     """A retrieved passage as it sits in the context.

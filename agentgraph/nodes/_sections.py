@@ -19,9 +19,9 @@ from typing import Any
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._events import ContextEntry
-from .._json import to_data
+from .._core._context import AgentContext
+from .._core._events import ContextEntry
+from .._core._json import to_data
 
 __all__ = (
     "INPUT",

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import attrs
 import orjson
 
-from .._context import AgentContext, History, Settings
-from .._errors import OutputError
-from .._events import Summarized
-from .._node import Node
+from .._core._context import AgentContext, History, Settings
+from .._core._errors import OutputError
+from .._core._events import Summarized
+from .._core._node import Node
 from ..llm._messages import Message, Usage
 from ..llm._model import ChatModel, ChatRequest
 from ._chat import _merge_settings, as_model
@@ -32,7 +32,7 @@ from ._tokens import (
 )
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = (
     "DEFAULT_INSTRUCTIONS",

@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from .._context import AgentContext
-from .._extras import pip_install
+from .._core._context import AgentContext
+from .._util._extras import pip_install
 from ..llm._messages import Message
 
 __all__ = (

@@ -6,13 +6,13 @@ Needs numpy (`pip install agentgraph-engine[rag]`); the local embedder also need
 
 import importlib.util as _util
 
-from .._extras import pip_install as _pip_install
+from .._util._extras import pip_install as _pip_install
 
 if _util.find_spec("numpy") is None:
     raise ImportError(f"agentgraph.rag needs numpy: {_pip_install('rag')}")
 
-from .._errors import DimensionMismatch as DimensionMismatch
-from .._errors import VectorStoreError as VectorStoreError
+from .._core._errors import DimensionMismatch as DimensionMismatch
+from .._core._errors import VectorStoreError as VectorStoreError
 from ..llm._embed import Embedder as Embedder
 from ..llm._embed import OllamaEmbedder as OllamaEmbedder
 from ..llm._embed import OpenAIEmbedder as OpenAIEmbedder
@@ -49,6 +49,6 @@ __all__ = (
     "ingest",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

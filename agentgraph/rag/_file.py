@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from .._errors import DimensionMismatch, VectorStoreError
+from .._core._errors import DimensionMismatch, VectorStoreError
 
 __all__ = ("Loaded", "read_store", "write_store")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from .._extras import pip_install
+from .._util._extras import pip_install
 from ..llm._embed import checked_texts
 
 __all__ = ("LocalEmbedder",)

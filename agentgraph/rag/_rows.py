@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from .._errors import DimensionMismatch, VectorStoreError
+from .._core._errors import DimensionMismatch, VectorStoreError
 
 __all__ = (
     "Filter",

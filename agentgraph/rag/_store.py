@@ -14,7 +14,7 @@ import anyio.to_thread
 import attrs
 import numpy as np
 
-from .._errors import VectorStoreError
+from .._core._errors import VectorStoreError
 from ._file import read_store, write_store
 from ._rows import (
     Filter,

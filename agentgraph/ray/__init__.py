@@ -17,7 +17,7 @@ only when a batch runs, since how it starts on this machine is set before that.
 
 import importlib.util as _util
 
-from .._extras import pip_install as _pip_install
+from .._util._extras import pip_install as _pip_install
 
 if _util.find_spec("ray") is None or _util.find_spec("tqdm") is None:
     _missing = "ray" if _util.find_spec("ray") is None else "tqdm"
@@ -33,6 +33,6 @@ from ._limits import RateLimit as RateLimit
 
 __all__ = ("BatchRow", "RateLimit", "evaluate_on_ray", "run_batch", "score_runs_on_ray")
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

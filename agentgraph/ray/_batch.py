@@ -11,9 +11,9 @@ from typing import Any, Literal
 import attrs
 import orjson
 
-from .._context import AgentContext
-from .._errors import UsageError
-from .._runner import GraphRunner, new_run_id
+from .._core._context import AgentContext
+from .._core._errors import UsageError
+from .._core._runner import GraphRunner, new_run_id
 from ..checkpoint._codec import full_context
 from ..llm._messages import Usage
 from ._checks import check_arguments

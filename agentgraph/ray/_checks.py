@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._errors import UsageError
-from .._runner import GraphRunner
+from .._core._errors import UsageError
+from .._core._runner import GraphRunner
 from ._limits import RateLimit
 
 __all__ = ("check_arguments",)

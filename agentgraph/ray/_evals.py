@@ -14,10 +14,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._errors import RecordedRunError, UsageError
-from .._json import Types
-from .._runner import new_run_id
-from .._usage import Price
+from .._core._errors import RecordedRunError, UsageError
+from .._core._json import Types
+from .._core._runner import new_run_id
+from .._core._usage import Price
 from ..checkpoint._store import _storage
 from ..evals._dataset import Case, Dataset
 from ..evals._evaluate import score_runs

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import attrs
 
-from .._errors import ProviderError
+from .._core._errors import ProviderError
 from ..llm._messages import Usage
 from ..llm._model import ChatRequest
 

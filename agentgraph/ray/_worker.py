@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .._context import AgentContext
-from .._errors import CheckpointError, Interrupted, RunBusy, UsageError
-from .._graph import Graph
-from .._json import dumps
-from .._redact import masked
-from .._runner import GraphRunner, RunHandle, as_graph
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, Interrupted, RunBusy, UsageError
+from .._core._graph import Graph
+from .._core._json import dumps
+from .._core._runner import GraphRunner, RunHandle, as_graph
+from .._util._redact import masked
 from ..checkpoint._codec import decode_context
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts

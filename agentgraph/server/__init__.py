@@ -15,6 +15,6 @@ from ._worker import Worker as Worker
 
 __all__ = ("FlowLimits", "Limit", "ServerSettings", "WebhookSettings", "Worker", "server_app")
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

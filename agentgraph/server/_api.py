@@ -13,8 +13,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .._errors import RunInputError
-from .._graph import Graph
+from .._core._errors import RunInputError
+from .._core._graph import Graph
 from ._auth_filter import EVERYTHING, Filter
 from ._queue import QueuedRun, RunQueue, StoredAssistant, StoredThread
 from ._versions import version_fields

@@ -16,10 +16,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from .._errors import RunInputError
-from .._graph import Graph
-from .._runner import GraphRunner
-from .._versions import ResumePolicy
+from .._core._errors import RunInputError
+from .._core._graph import Graph
+from .._core._runner import GraphRunner
+from .._core._versions import ResumePolicy
 from ..memory import PostgresMemory, SQLiteMemory
 from ._api import Api, Refused, is_open, json_response
 from ._auth import Access

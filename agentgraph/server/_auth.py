@@ -33,7 +33,7 @@ from typing import Any
 import attrs
 from starlette.requests import Request
 
-from .._errors import UsageError
+from .._core._errors import UsageError
 from ._api import Refused
 from ._auth_filter import EVERYTHING, Filter
 

@@ -13,9 +13,9 @@ from typing import Any
 import anyio.to_thread
 import orjson
 
-from .._context import AgentContext
-from .._events import StepInfo
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._events import StepInfo
+from .._core._node import Node
 from ._live import LiveEvents
 from ._mapping import MessageIds, message_id, values_of
 from ._queue import QueuedRun, RunQueue, StoredThread

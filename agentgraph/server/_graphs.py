@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._errors import AgentGraphError
-from .._graph import Graph, Transition
-from .._node import Node
+from .._core._errors import AgentGraphError
+from .._core._graph import Graph, Transition
+from .._core._node import Node
 from ..structured._schema import json_schema
 from ._api import Refused
 from ._mapping import typed

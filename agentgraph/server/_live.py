@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from .._events import (
+from .._core._events import (
     CustomEvent,
     Event,
     ModelResponded,

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import OutputError, RunInputError, UnsupportedType
+from .._core._context import AgentContext
+from .._core._errors import OutputError, RunInputError, UnsupportedType
 from ..llm._messages import Message, ToolCall
 from ..structured import validate
 from ..tracing._records import plain

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from .._versions import ResumePolicy
+from .._core._versions import ResumePolicy
 from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
 from ._auth import caller, plain, uid
 from ._auth_filter import Filter

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from .._versions import POLICIES, ResumePolicy
+from .._core._versions import POLICIES, ResumePolicy
 from ._flow import FlowLimits
 from ._webhook_settings import WebhookSettings
 

@@ -29,10 +29,10 @@ from typing import Any
 import anyio.to_thread
 import attrs
 
-from .._context import AgentContext
-from .._errors import CheckpointError
-from .._json import Types
-from .._runner import new_run_id
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError
+from .._core._json import Types
+from .._core._runner import new_run_id
 from ..checkpoint._bases import final_context
 from ..checkpoint._codec import full_context
 from ..checkpoint._resume import decode_contexts, log_blobs, start_of

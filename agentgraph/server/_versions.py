@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._versions import POLICIES, GraphVersions, ResumePolicy
+from .._core._versions import POLICIES, GraphVersions, ResumePolicy
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._runner import GraphRunner
+    from .._core._graph import Graph
+    from .._core._runner import GraphRunner
     from ._queue import QueuedRun
 
 __all__ = (

@@ -29,10 +29,10 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 
-from .._errors import GraphCancelled, GraphTimeout, Interrupted
-from .._errors_threads import ThreadMoved
-from .._graph import Graph
-from .._runner import GraphRunner, RunHandle
+from .._core._errors import GraphCancelled, GraphTimeout, Interrupted
+from .._core._errors_threads import ThreadMoved
+from .._core._graph import Graph
+from .._core._runner import GraphRunner, RunHandle
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._postgres import PostgresStore
 from ..checkpoint._sqlite import SQLiteStore

@@ -37,6 +37,6 @@ __all__ = (
     "validate",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

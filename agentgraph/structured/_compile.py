@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal, NewType, Union, get_args, get_origin
 
 import attrs
 
-from .._errors import ContextEncodingError, UnsupportedType
-from .._json import to_data
+from .._core._errors import ContextEncodingError, UnsupportedType
+from .._core._json import to_data
 from ._composites import (
     NO_DEFAULT,
     DictShape,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._errors import UnsupportedType
+from .._core._errors import UnsupportedType
 from ._shapes import Invalid, Key, Problem, Shape, expected, same, show
 
 __all__ = (

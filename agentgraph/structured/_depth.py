@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from .._errors import OutputError
-from .._limits import MAX_DEPTH
+from .._core._errors import OutputError
+from .._util._limits import MAX_DEPTH
 
 __all__ = ("SHALLOW_LEN", "shallow")
 

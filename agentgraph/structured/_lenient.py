@@ -61,7 +61,7 @@ from typing import Any
 import attrs
 import orjson
 
-from .._errors import OutputError
+from .._core._errors import OutputError
 from ._depth import shallow
 from ._syntax import NAMES, Fail, goes_on
 from ._syntax import WS as _WS

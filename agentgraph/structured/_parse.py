@@ -27,8 +27,8 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 
-from .._errors import OutputError
-from .._limits import MAX_DEPTH
+from .._core._errors import OutputError
+from .._util._limits import MAX_DEPTH
 from ._compile import cache_key, shape_of
 from ._depth import SHALLOW_LEN, shallow
 from ._lenient import (

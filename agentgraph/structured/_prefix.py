@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .._limits import MAX_DEPTH
+from .._util._limits import MAX_DEPTH
 from ._lenient import _FENCE_CLOSE, _FENCE_OPEN, _OPENER, loads_lenient, whole_fails
 from ._syntax import CUT_HEX as _CUT_HEX
 from ._syntax import CUT_LOW as _CUT_LOW

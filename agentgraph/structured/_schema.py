@@ -27,8 +27,9 @@ from typing import Any, TypeVar, overload
 import attrs
 import orjson
 
-from .._errors import OutputError, UnsupportedType
-from .._limits import MAX_DEPTH
+from .._core._errors import OutputError, UnsupportedType
+from .._util._limits import MAX_DEPTH
+from ..llm._messages import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ..llm._messages import ToolSpec
 from ._compile import shape_of
 from ._composites import (
@@ -51,9 +52,6 @@ __all__ = (
 )
 
 T = TypeVar("T")
-
-RAW_ARGUMENTS = "__raw_arguments__"
-"""The key under which a provider puts tool-call arguments that were not valid JSON."""
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """The tool names every provider accepts."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .._errors import UnsupportedType
+from .._core._errors import UnsupportedType
 
 if TYPE_CHECKING:
     from ._composites import SchemaContext

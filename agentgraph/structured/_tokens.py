@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._limits import MAX_DEPTH
+from .._util._limits import MAX_DEPTH
 from ._strings import ITEMS, KEYS, MEMBER, ROOT, StringReader
 from ._syntax import (
     _BARE,

@@ -6,7 +6,7 @@ of another agent. Each is built from graph nodes and runtime effects, so
 runs, checkpoints, traces and limits work as for any graph.
 """
 
-from .._events import HandedOff as HandedOff
+from .._core._events import HandedOff as HandedOff
 from ._agent_tool import agent_tool as agent_tool
 from ._errors import HandoffError as HandoffError
 from ._errors import HandoffLoop as HandoffLoop
@@ -36,6 +36,6 @@ __all__ = (
     "team_state",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -18,9 +18,9 @@ from typing import Annotated, Any
 
 import attrs
 
-from .._context import AgentContext
-from .._errors import UsageError
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._errors import UsageError
+from .._core._node import Node
 from ..llm._messages import Message, ToolCall
 from ..structured._guide import Guide
 from ..structured._schema import TOOL_NAME

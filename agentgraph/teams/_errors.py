@@ -1,12 +1,12 @@
-"""The errors a team raises in a run (drawn in the tree of `agentgraph._errors`)."""
+"""The errors a team raises in a run (drawn in the tree of `agentgraph._core._errors`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from .._context import AgentContext
-from .._errors import RunError, StepLimitExceeded
+from .._core._context import AgentContext
+from .._core._errors import RunError, StepLimitExceeded
 
 __all__ = ("HandoffError", "HandoffLoop")
 

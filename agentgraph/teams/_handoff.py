@@ -17,8 +17,8 @@ from typing import Any, Literal, TypeAlias
 
 import attrs
 
-from .._context import Settings
-from .._errors import UsageError
+from .._core._context import Settings
+from .._core._errors import UsageError
 from ..llm._messages import Message
 from ..llm._model import ChatModel
 from ..nodes._agent import check_tools

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._context import AgentContext, History
-from .._events import HandedOff
-from .._node import Node
+from .._core._context import AgentContext, History
+from .._core._events import HandedOff
+from .._core._node import Node
 from ..llm._anthropic_wire import THINKING_KEY
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..nodes._summarize import summarize
@@ -24,7 +24,7 @@ from ._errors import HandoffError, HandoffLoop
 from ._handoff import Agent, Handoff, HandoffView, Summary, conversation_problem
 
 if TYPE_CHECKING:
-    from .._runner import Runtime
+    from .._core._runner import Runtime
 
 __all__ = (
     "STATE",

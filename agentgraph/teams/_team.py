@@ -11,10 +11,10 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .._context import AgentContext
-from .._errors import GraphDefinitionError, UsageError
-from .._graph import Graph, GraphBuilder
-from .._node import Node
+from .._core._context import AgentContext
+from .._core._errors import GraphDefinitionError, UsageError
+from .._core._graph import Graph, GraphBuilder
+from .._core._node import Node
 from ..llm._messages import Message
 from ..nodes._agent import answer, tool_turns
 from ..nodes._chat import chat

@@ -19,7 +19,7 @@ that ends right after its last Temporal call (see `_exit`).
 
 import importlib.util as _util
 
-from .._extras import pip_install as _pip_install
+from .._util._extras import pip_install as _pip_install
 
 if _util.find_spec("temporalio") is None:
     raise ImportError(f"agentgraph.temporal needs Temporal's SDK: {_pip_install('temporal')}")
@@ -65,6 +65,6 @@ __all__ = (
     "worker",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

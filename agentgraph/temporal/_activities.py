@@ -17,16 +17,16 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._clip import MAX_RESULT_CHARS
-from .._context import AgentContext
-from .._errors import GuardError, ProviderError, UsageError
-from .._journal import ToolAnswer
+from .._core._context import AgentContext
+from .._core._errors import GuardError, ProviderError, UsageError
+from .._core._journal import ToolAnswer
+from .._util._clip import MAX_RESULT_CHARS
 from ..guards._check import ask_one, decide
 from ..guards._effects import result_outcome
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
 from ..tools._execute import run_tool_calls
-from ._registry import Registry
+from ._registry import Registry, guards_of
 from ._workflow import EMBED, GUARD, MODEL, ONCE, TOOL
 
 __all__ = ("Activities",)
@@ -106,7 +106,7 @@ class Activities:
                 tools, [call], timeout=timeout, context=context, max_result_chars=max_result_chars
             )
             answer: ToolAnswer = (outcome.call, outcome.message, outcome.duration)
-            guards = self._registry.runner.guards
+            guards = guards_of(self._registry.runner.guards)
             if not checked or guards is None:
                 return answer
             try:

@@ -15,10 +15,10 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError
 
-from .._context import AgentContext
-from .._errors import GraphCancelled, GraphTimeout, RunError, StepLimitExceeded, UsageError
-from .._json import Types
-from .._runner import _check_input, as_graph, new_run_id
+from .._core._context import AgentContext
+from .._core._errors import GraphCancelled, GraphTimeout, RunError, StepLimitExceeded, UsageError
+from .._core._json import Types
+from .._core._runner import _check_input, as_graph, new_run_id
 from ._convert import BLOB_THRESHOLD, BlobStore
 from ._worker import client_for
 from ._workflow import ANSWER, STATE, WORKFLOW

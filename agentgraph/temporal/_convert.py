@@ -2,7 +2,7 @@
 
 Every value a run sends through Temporal (workflow input and result, activity
 arguments and results, signals, queries) is converted by `ContextPayloadConverter`:
-the tagged JSON of `agentgraph._json`, decoded only into agentgraph's own data
+the tagged JSON of `agentgraph._core._json`, decoded only into agentgraph's own data
 types and the classes of the `Types` it was made with. Conversion is
 synchronous and does no I/O, as Temporal requires.
 
@@ -28,8 +28,8 @@ from temporalio.converter import (
     PayloadCodec,
 )
 
-from .._errors import CheckpointError, ContextDecodingError, ContextEncodingError
-from .._json import NO_TYPES, Types, dumps_tagged, loads_tagged
+from .._core._errors import CheckpointError, ContextDecodingError, ContextEncodingError
+from .._core._json import NO_TYPES, Types, dumps_tagged, loads_tagged
 
 __all__ = (
     "BLOB_THRESHOLD",

@@ -20,8 +20,8 @@ from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import WorkerDeploymentConfig
 
-from .._errors import UsageError
-from .._runner import as_graph
+from .._core._errors import UsageError
+from .._core._runner import as_graph
 
 __all__ = ("build_id", "deployment_config", "make_current")
 

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 from temporalio.common import RetryPolicy as TemporalRetry
 
-from .._errors import UsageError
-from .._graph import Graph
-from .._runner import GraphRunner, as_graph
-from ..guards._guard import Guard
+from .._core._errors import UsageError
+from .._core._graph import Graph
+from .._core._runner import GraphRunner, as_graph
+from ..guards._guard import Guard, Guards
 
 if TYPE_CHECKING:
     from ..llm._embed import Embedder
@@ -183,12 +183,22 @@ def _asked_elsewhere(
     """The guards a run may ask in an activity (those that are not deterministic): the
     runner's, those of `check_output` nodes in the graphs, and the ones `given`."""
     found: list[Guard] = list(given)
-    if runner.guards is not None:
-        rounds = runner.guards
+    rounds = guards_of(runner.guards)
+    if rounds is not None:
         found += [*rounds.input, *rounds.output, *rounds.tools, *rounds.results]
     for node in nodes_of(graphs):
         found += [g for g in getattr(node, "guards", ()) if isinstance(g, Guard)]
     return [g for g in found if not g.deterministic]
+
+
+def guards_of(guards: Any) -> Guards | None:
+    """A runner's guards (`GraphRunner.guards`) as the `Guards` a run on Temporal splits
+    between the workflow and its activities."""
+    if guards is None or isinstance(guards, Guards):
+        return guards
+    raise UsageError(
+        f"guards on Temporal are an agentgraph.guards.Guards, not {type(guards).__name__}"
+    )
 
 
 def nodes_of(graphs: Iterable[Any]) -> Iterator[Any]:

@@ -13,7 +13,7 @@ import shutil
 import sys
 import sysconfig
 
-from .._extras import pip_install
+from .._util._extras import pip_install
 
 __all__ = ("dev_server_path", "time_skipping_server_path")
 

@@ -13,11 +13,11 @@ from temporalio.common import VersioningBehavior
 from temporalio.worker import Replayer, Worker, WorkerDeploymentConfig
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._errors import UsageError
-from .._events import Event, StepInfo
-from .._json import Types
-from .._runner import GraphRunner, Sink
-from .._runtime import StepCallback
+from .._core._errors import UsageError
+from .._core._events import Event, StepInfo
+from .._core._json import Types
+from .._core._runner import GraphRunner, Sink
+from .._core._runtime import StepCallback
 from ._activities import Activities
 from ._convert import BLOB_THRESHOLD, BlobStore, data_converter
 from ._deployment import deployment_config
@@ -32,8 +32,8 @@ from ._registry import (
 from ._workflow import GraphWorkflow
 
 if TYPE_CHECKING:
-    from .._context import AgentContext
-    from .._node import Node
+    from .._core._context import AgentContext
+    from .._core._node import Node
     from ..guards._guard import Guard
     from ..llm._embed import Embedder
     from ..llm._model import ChatModel

@@ -2,7 +2,7 @@
 
 `GraphWorkflow` runs the graph its input names, among the graphs of the
 worker, with the worker's `GraphRunner` and `WorkflowJournal` as the run's
-journal (the durability protocol of `agentgraph._journal`). Temporal's history
+journal (the durability protocol of `agentgraph._core._journal`). Temporal's history
 is the record: a replayed workflow gets every activity's result back from it,
 so committed steps, model calls and tool calls are not done again.
 
@@ -16,28 +16,29 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, GraphCancelled, RunError, UsageError
-from .._journal import EmbedCall, ModelCall, OnceCall, RemoteJournal, ToolAnswer, ToolsCall
-from .._runtime import RunHandle
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, GraphCancelled, RunError, UsageError
+from .._core._journal import EmbedCall, ModelCall, OnceCall, RemoteJournal, ToolAnswer, ToolsCall
+from .._core._runtime import RunHandle
 from ..guards._check import GuardRound, ask_one
 from ..guards._effects import ResultsChecked
 from ..guards._guard import Decision, Guard, Stage
 from ..llm._messages import ToolCall
 from ..llm._model import ChatRequest, ChatResponse
-from ._registry import Registry, registry_for
+from ._registry import Registry, guards_of, registry_for
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._json import Types
-    from .._node import Node
-    from .._runtime import Interrupt, Runtime
+    from .._core._graph import Graph
+    from .._core._json import Types
+    from .._core._node import Node
+    from .._core._runtime import Interrupt, Runtime
+    from ..tools._tool import Tool
 
 __all__ = (
     "ANSWER",
@@ -248,11 +249,12 @@ class WorkflowJournal(RemoteJournal):
         for tool in run.tools:
             if self._registry.name_of("tools", tool) != tool.name:
                 raise UsageError(f"tool {tool.name!r} is registered under another name")
-        wants_context = any(tool.context_param is not None for tool in run.tools)
+        tools = cast("Sequence[Tool[..., Any]]", run.tools)  # what rt.call_tools was given
+        wants_context = any(tool.context_param is not None for tool in tools)
         context = run.context if wants_context else None
         gate = asyncio.Semaphore(run.limit)
         policy = self._registry.policy("tool")
-        guards = rt._run.guards
+        guards = guards_of(rt._run.guards)
         checked = ResultsChecked(rt, guards, run.run) if guards and guards.results else None
 
         async def one(call: ToolCall) -> ToolAnswer:

@@ -13,8 +13,18 @@ imported only when a server name is first used.
 import importlib as _importlib
 import typing as _typing
 
-from .._extras import pip_install as _pip_install
-from .._public import publish as _publish
+from .._util._extras import pip_install as _pip_install
+from .._util._public import publish as _publish
+from ..llm._replies import EmbeddingFunction as EmbeddingFunction
+from ..llm._replies import Reply as Reply
+from ..llm._replies import default_embedding as default_embedding
+from ..llm._schema_example import schema_example as schema_example
+from ..llm._scripted import BrokenStream as BrokenStream
+from ..llm._scripted import SchemaTestModel as SchemaTestModel
+from ..llm._scripted import ScriptedModel as ScriptedModel
+from ..llm._scripted import ScriptExhausted as ScriptExhausted
+from ..llm._scripted import ScriptItem as ScriptItem
+from ..llm._scripted import stream_events as stream_events
 from ._fake_quirks import OpenAIQuirks as OpenAIQuirks
 from ._faults import CutStream as CutStream
 from ._faults import Delay as Delay
@@ -23,16 +33,6 @@ from ._faults import Fault as Fault
 from ._faults import MalformedJson as MalformedJson
 from ._faults import StreamError as StreamError
 from ._record import Recording as Recording
-from ._replies import EmbeddingFunction as EmbeddingFunction
-from ._replies import Reply as Reply
-from ._replies import default_embedding as default_embedding
-from ._schema_example import schema_example as schema_example
-from ._scripted import BrokenStream as BrokenStream
-from ._scripted import SchemaTestModel as SchemaTestModel
-from ._scripted import ScriptedModel as ScriptedModel
-from ._scripted import ScriptExhausted as ScriptExhausted
-from ._scripted import ScriptItem as ScriptItem
-from ._scripted import stream_events as stream_events
 
 if _typing.TYPE_CHECKING:
     from ._fake_app import Responder as Responder

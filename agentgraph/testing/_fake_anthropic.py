@@ -10,12 +10,12 @@ import orjson
 
 from ..llm._messages import Message
 from ..llm._model import ChatRequest, ChatResponse
+from ..llm._replies import ids, split_text
 from ._fake_cache import PromptCache
 from ._fake_common import Dialect
 from ._fake_decode import decode_anthropic
 from ._fake_media import anthropic_media_problem
 from ._faults import ErrorResponse, StreamError
-from ._replies import ids, split_text
 
 __all__ = ("AnthropicDialect",)
 

@@ -17,12 +17,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..llm._replies import Reply, as_response
 from ._fake_common import Dialect, EventStream, RecordedRequest, error_response, json_response
 from ._fake_gigachat import GigaChatDialect
 from ._fake_ollama import OllamaDialect
 from ._fake_openai import OpenAIDialect
 from ._faults import NO_FAULTS, ErrorResponse, Fault, FaultPlan, MalformedJson
-from ._replies import Reply, as_response
 
 __all__ = ("FakeState", "Responder", "build_app")
 

@@ -15,9 +15,9 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Send
 
 from ..llm._model import ChatRequest, ChatResponse
+from ..llm._replies import EmbeddingFunction, default_embedding, ids
 from ._fake_quirks import OpenAIQuirks
 from ._faults import ErrorResponse, StreamError
-from ._replies import EmbeddingFunction, default_embedding, ids
 
 __all__ = (
     "Dialect",

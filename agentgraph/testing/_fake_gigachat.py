@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 
 from ..llm._model import ChatRequest, ChatResponse
+from ..llm._replies import approx_tokens, ids, split_text
 from ._fake_common import Dialect, unix_now
 from ._fake_decode import decode_gigachat
 from ._faults import ErrorResponse, StreamError
-from ._replies import approx_tokens, ids, split_text
 
 __all__ = ("GigaChatDialect",)
 

@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 
 from ..llm._model import ChatRequest, ChatResponse
+from ..llm._replies import approx_tokens, split_text
 from ._fake_common import Dialect, valid_dimensions
 from ._fake_decode import decode_ollama
 from ._fake_media import ollama_images_problem
 from ._faults import ErrorResponse, StreamError
-from ._replies import approx_tokens, split_text
 
 __all__ = ("OllamaDialect",)
 

@@ -9,11 +9,11 @@ from typing import Any
 import orjson
 
 from ..llm._model import ChatRequest, ChatResponse
+from ..llm._replies import approx_tokens, float32_base64, ids, split_text
 from ._fake_common import Dialect, unix_now, valid_dimensions
 from ._fake_decode import decode_openai
 from ._fake_media import openai_content_problem
 from ._faults import ErrorResponse, StreamError
-from ._replies import approx_tokens, float32_base64, ids, split_text
 
 __all__ = ("OpenAIDialect",)
 

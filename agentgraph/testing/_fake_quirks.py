@@ -9,7 +9,7 @@ import attrs
 import orjson
 
 from ..llm._messages import ToolCall
-from ._replies import split_text
+from ..llm._replies import split_text
 
 __all__ = ("OpenAIQuirks",)
 

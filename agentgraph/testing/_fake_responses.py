@@ -16,12 +16,12 @@ import orjson
 from ..llm._content import Image
 from ..llm._messages import Message, ToolCall, ToolSpec
 from ..llm._model import ChatRequest, ChatResponse, OutputSchema
+from ..llm._replies import ids, split_text
 from ._fake_common import unix_now
 from ._fake_media import responses_part
 from ._fake_openai import OpenAIDialect
 from ._fake_responses_checks import REASONING_MODEL, check_body, sealed
 from ._faults import ErrorResponse, StreamError
-from ._replies import ids, split_text
 
 __all__ = ("ResponsesDialect",)
 

@@ -9,6 +9,7 @@ import anyio.to_thread
 
 from ..llm._messages import Message
 from ..llm._model import ChatResponse
+from ..llm._replies import EmbeddingFunction, Reply
 from ._fake_anthropic import AnthropicDialect
 from ._fake_app import FakeState, Responder, build_app
 from ._fake_common import RecordedRequest, ServerOptions
@@ -18,7 +19,6 @@ from ._fake_openai import OpenAIDialect
 from ._fake_quirks import OpenAIQuirks
 from ._fake_responses import ResponsesDialect
 from ._faults import Fault
-from ._replies import EmbeddingFunction, Reply
 from ._server_thread import server_thread
 
 __all__ = ("FakeServer",)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 import attrs
 
-from .._context import AgentContext
-from .._errors import ReplayDiverged
+from .._core._context import AgentContext
+from .._core._errors import ReplayDiverged
 from ..checkpoint._bases import standalone
 from ..checkpoint._codec import diff_data
 from ..checkpoint._records import RunLog
@@ -18,8 +18,8 @@ from ..checkpoint._resume import decode_contexts, log_blobs
 from ..checkpoint._store import MemoryStore
 
 if TYPE_CHECKING:
-    from .._graph import Graph
-    from .._runner import GraphRunner
+    from .._core._graph import Graph
+    from .._core._runner import GraphRunner
 
 __all__ = ("Recording",)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uvicorn
 from starlette.types import ASGIApp
 
-from .._serving import ServerThread
+from .._util._serving import ServerThread
 
 __all__ = ("server_thread",)
 

@@ -2,9 +2,9 @@
 `execute_calls` carries out the model's calls safely; `effect_id` names the call a
 tool runs for, so a tool's own writes can be applied once."""
 
-from .._clip import MAX_RESULT_CHARS as MAX_RESULT_CHARS
-from .._tool_effect import effect_id as effect_id
-from ..structured._schema import RAW_ARGUMENTS as RAW_ARGUMENTS
+from .._util._clip import MAX_RESULT_CHARS as MAX_RESULT_CHARS
+from .._util._tool_effect import effect_id as effect_id
+from ..llm._messages import RAW_ARGUMENTS as RAW_ARGUMENTS
 from ._execute import ToolFailure as ToolFailure
 from ._execute import ToolOutcome as ToolOutcome
 from ._execute import execute_calls as execute_calls
@@ -28,6 +28,6 @@ __all__ = (
     "tool",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -23,15 +23,17 @@ import anyio.to_thread
 import attrs
 import orjson
 
-from .._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
-from .._context import AgentContext
-from .._errors import CheckpointError, NodeFailed, RunError, ToolError
-from .._json import to_data
-from .._runtime import Interrupt
-from .._tool_effect import calling
+from .._core._context import AgentContext
+from .._core._effect_kinds import ToolCallsEffect
+from .._core._effects import PROVIDED
+from .._core._errors import CheckpointError, NodeFailed, RunError, ToolError
+from .._core._journal import ToolAnswer
+from .._core._json import to_data
+from .._core._runtime import Interrupt, Runtime
+from .._util._clip import MAX_RESULT_CHARS, check_max_result_chars, clip_result
+from .._util._tool_effect import calling
 from ..llm._content import Document, Image, Part
-from ..llm._messages import Message, ToolCall, join_text
-from ..structured._schema import RAW_ARGUMENTS
+from ..llm._messages import RAW_ARGUMENTS, Message, ToolCall, join_text
 from ..structured._shapes import Invalid, show
 from ._tool import Tool, ToolResult, ToolSite
 
@@ -372,3 +374,20 @@ async def execute_calls(
         max_result_chars=max_result_chars,
     )
     return [outcome.message for outcome in outcomes]
+
+
+async def _perform(runtime: Runtime, effect: ToolCallsEffect) -> list[ToolAnswer]:
+    """The call at the bottom of a run's stack for tool calls (`ToolCallsEffect`)."""
+    outcomes = await run_tool_calls(
+        cast("Sequence[Tool[..., Any]]", effect.tools),
+        effect.calls,
+        limit=effect.limit,
+        timeout=effect.timeout,
+        context=effect.context,
+        max_result_chars=effect.max_result_chars,
+        runtime=runtime,
+    )
+    return [(o.call, o.message, o.duration) for o in outcomes]
+
+
+PROVIDED.tool_calls = _perform

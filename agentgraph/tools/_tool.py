@@ -21,10 +21,10 @@ from typing import (
 
 import attrs
 
-from .._clip import check_max_result_chars
-from .._context import AgentContext
-from .._errors import ToolError, UnsupportedType
-from .._json import to_data
+from .._core._context import AgentContext
+from .._core._errors import ToolError, UnsupportedType
+from .._core._json import to_data
+from .._util._clip import check_max_result_chars
 from ..llm._messages import ToolCall, ToolSpec, Usage
 from ..structured._compile import FieldSpec, arguments_shape, shape_of
 from ..structured._composites import NO_DEFAULT, ObjectShape
@@ -32,7 +32,7 @@ from ..structured._schema import TOOL_NAME, build_schema
 from ._docstring import parse_docstring
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from .._core._runtime import Runtime
 
 __all__ = ("Tool", "ToolResult", "ToolSite", "tool")
 

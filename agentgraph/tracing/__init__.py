@@ -7,9 +7,9 @@ the step tree of a file; `run_to_mermaid` and `trace_to_html` draw a run.
 Secrets never reach a record; a `Redactor` hook can mask more.
 """
 
-from .._errors import TraceFormatError as TraceFormatError
-from .._redact import Redaction as Redaction
-from .._redact import Redactor as Redactor
+from .._core._errors import TraceFormatError as TraceFormatError
+from .._util._redact import Redaction as Redaction
+from .._util._redact import Redactor as Redactor
 from ._console import ConsoleSink as ConsoleSink
 from ._console import render_trace as render_trace
 from ._html import trace_to_html as trace_to_html
@@ -53,6 +53,6 @@ __all__ = (
     "traces_from_records",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

@@ -6,9 +6,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from .._events import RunFinished
-from .._extras import pip_install
-from .._redact import Redaction, Redactor
+from .._core._events import RunFinished
+from .._util._extras import pip_install
+from .._util._redact import Redaction, Redactor
 from ._records import Recorder
 from ._text import (
     ASCII,

@@ -15,7 +15,7 @@ import attrs
 from ._mermaid import RunMarks, times
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
     from ._trace import Trace
 
 __all__ = ("Box", "Diagram", "Edge", "diagram_from_graph", "diagram_from_trace")
@@ -73,7 +73,7 @@ def diagram_from_graph(
     graph: Graph[Any, Any], trace: Trace | None = None, path: tuple[str, ...] | None = None
 ) -> Diagram:
     """Every node and transition of `graph`, marked with what the run in `trace` did."""
-    from .._graph import Graph
+    from .._core._graph import Graph
 
     marks = RunMarks(trace) if trace is not None else None
     path = path or (graph.name,)

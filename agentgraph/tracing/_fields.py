@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._context import AgentContext
-from .._events import (
+from .._core._context import AgentContext
+from .._core._events import (
     ModelRequested,
     ModelResponded,
     ModelStreamed,
@@ -28,9 +28,9 @@ from .._events import (
     RunStarted,
     ToolFinished,
 )
-from .._graph import Graph
-from .._json import to_data
-from .._node import Node
+from .._core._graph import Graph
+from .._core._json import to_data
+from .._core._node import Node
 
 if TYPE_CHECKING:
     from ._records import RunState

@@ -21,7 +21,7 @@ from ._text import UNICODE, error_text, handoff_text, seconds, tokens
 from ._trace import Step, Trace
 
 if TYPE_CHECKING:
-    from .._graph import Graph
+    from .._core._graph import Graph
 
 __all__ = ("trace_to_html",)
 

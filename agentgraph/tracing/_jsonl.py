@@ -16,8 +16,8 @@ from typing import IO, Any
 import anyio
 import orjson
 
-from .._errors import TraceFormatError
-from .._events import (
+from .._core._errors import TraceFormatError
+from .._core._events import (
     NodeFailedEvent,
     NodeFinished,
     NodeStarted,
@@ -25,8 +25,8 @@ from .._events import (
     RunFinished,
     RunStarted,
 )
-from .._redact import Redaction, Redactor
-from .._writers import Lane
+from .._util._redact import Redaction, Redactor
+from .._util._writers import Lane
 from ._records import Recorder, Stamped
 from ._trace import Trace
 from ._tree import TraceBuilder
@@ -190,7 +190,7 @@ class _Writer:
     Events wait in `queue` (appended by the event loop, taken by the writer: a
     deque is safe for that between two threads) and are recorded and written in
     that order, on one of a few threads shared by every sink of the process
-    (`agentgraph._writers`), so a sink holds no thread of its own, however
+    (`agentgraph._util._writers`), so a sink holds no thread of its own, however
     often sinks are opened and closed. `ask` has the writer take what is
     queued; at most one such request waits at a time, so a writer busy with
     earlier lines costs the loop nothing more per step. An error there (a

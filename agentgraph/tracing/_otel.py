@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import orjson
 
-from .._extras import pip_install
-from .._redact import Redaction, Redactor
+from .._util._extras import pip_install
+from .._util._redact import Redaction, Redactor
 from ._otel_agents import AgentSpans, at_ns, ns, server_address, tool_calls
 from ._records import Recorder
 from ._spans import (

@@ -20,9 +20,9 @@ from typing import Any
 
 import attrs
 
-from .._context import AgentContext
-from .._events import RunFinished, RunStarted
-from .._redact import Redaction, Redactor
+from .._core._context import AgentContext
+from .._core._events import RunFinished, RunStarted
+from .._util._redact import Redaction, Redactor
 from ._fields import NUMBER_TYPES, STRUCTURAL, event_fields, event_kind
 from ._fields import error_record as error_record
 from ._fields import plain as plain

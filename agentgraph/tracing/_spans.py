@@ -56,7 +56,7 @@ def step_operation(node: Any) -> Operation | None:
     Other steps (plain nodes, combinators) are agentgraph's own spans, named
     after the node.
     """
-    from .._graph import Graph
+    from .._core._graph import Graph
     from ..nodes._retrieve import Retrieve
 
     if isinstance(node, Graph):

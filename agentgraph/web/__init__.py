@@ -14,13 +14,13 @@ try:
     import starlette  # noqa: F401
     import uvicorn  # noqa: F401
 except ImportError as exc:  # pragma: no cover - only without the extra
-    from .._extras import pip_install
+    from .._util._extras import pip_install
 
     raise ImportError(
         f"agentgraph.web needs the web extra ({exc.name} is missing): {pip_install('web')}"
     ) from exc
 
-from .._errors import RunInputError as RunInputError
+from .._core._errors import RunInputError as RunInputError
 from ._agui import AguiTranslator as AguiTranslator
 from ._agui import context_from_input as context_from_input
 from ._app import agui_app as agui_app
@@ -40,6 +40,6 @@ __all__ = (
     "serve",
 )
 
-from .._public import publish as _publish
+from .._util._public import publish as _publish
 
 _publish(__name__, __all__, globals())

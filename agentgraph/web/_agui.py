@@ -33,9 +33,9 @@ from ag_ui.core import (
 )
 from pydantic import TypeAdapter
 
-from .._context import AgentContext
-from .._errors import GraphCancelled, Interrupted, InvalidTranscript, RunInputError
-from .._events import (
+from .._core._context import AgentContext
+from .._core._errors import GraphCancelled, Interrupted, InvalidTranscript, RunInputError
+from .._core._events import (
     CustomEvent,
     HandedOff,
     ModelResponded,
@@ -47,7 +47,7 @@ from .._events import (
     RunStarted,
     ToolFinished,
 )
-from .._redact import Redactor
+from .._util._redact import Redactor
 from ..llm._messages import Message, ToolCall
 from ..llm._transcript import check_transcript, repair_transcript
 from ..tracing._records import plain

@@ -17,13 +17,13 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from .._context import AgentContext
-from .._errors import AgentGraphError, CheckpointError, RunBusy, RunInputError
-from .._graph import Graph
-from .._input import read_input
-from .._node import Node
-from .._redact import Redaction, Redactor
-from .._runner import NO_ANSWER, GraphRunner, as_graph
+from .._core._context import AgentContext
+from .._core._errors import AgentGraphError, CheckpointError, RunBusy, RunInputError
+from .._core._graph import Graph
+from .._core._node import Node
+from .._core._runner import NO_ANSWER, GraphRunner, as_graph
+from .._util._input import read_input
+from .._util._redact import Redaction, Redactor
 from ..tracing._diagram import diagram_from_graph
 from ..tracing._html import _step_data
 from ..tracing._svg import diagram_svg, timeline_svg

@@ -24,14 +24,14 @@ import anyio
 import attrs
 from anyio.abc import TaskGroup
 
-from .._context import AgentContext
-from .._errors import CheckpointError, GraphCancelled, Interrupted, RunInputError, UsageError
-from .._errors_threads import ThreadBusy
-from .._events import NodeFinished, NodeStarted
-from .._graph import Graph
-from .._journal import JournalSource
-from .._redact import Redactor
-from .._runner import ANY_HEAD, NO_ANSWER, GraphRunner, Head, RunHandle, new_run_id
+from .._core._context import AgentContext
+from .._core._errors import CheckpointError, GraphCancelled, Interrupted, RunInputError, UsageError
+from .._core._errors_threads import ThreadBusy
+from .._core._events import NodeFinished, NodeStarted
+from .._core._graph import Graph
+from .._core._journal import JournalSource
+from .._core._runner import ANY_HEAD, NO_ANSWER, GraphRunner, Head, RunHandle, new_run_id
+from .._util._redact import Redactor
 from ..checkpoint._lease import LEASE_TERM
 from ..checkpoint._records import RunLog
 from ..checkpoint._threads import ThreadStore

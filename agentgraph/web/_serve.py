@@ -9,7 +9,7 @@ from types import TracebackType
 import uvicorn
 from starlette.types import ASGIApp
 
-from .._serving import ServerThread, bind
+from .._util._serving import ServerThread, bind
 
 __all__ = ("WebServer", "serve")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._redact import Redactor
+from .._util._redact import Redactor
 from ..tracing._records import plain
 
 __all__ = ("StateView",)

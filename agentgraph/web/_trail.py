@@ -8,8 +8,8 @@ import time
 from time import perf_counter
 from typing import Any
 
-from .._json import Types
-from .._redact import Redactor
+from .._core._json import Types
+from .._util._redact import Redactor
 from ..checkpoint._bases import standalone
 from ..checkpoint._records import RunLog
 from ..checkpoint._resume import decode_contexts, log_blobs

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._context import AgentContext
-from .._json import Types
+from .._core._context import AgentContext
+from .._core._json import Types
 from ..checkpoint._threads import read_thread, rewind_thread
 from ..llm._messages import Message
 

@@ -16,7 +16,7 @@ import anyio
 import uvicorn
 
 from agentgraph import AgentContext, node
-from agentgraph._serving import bind
+from agentgraph._util._serving import bind
 from agentgraph.a2a import a2a_app
 from agentgraph.checkpoint import SQLiteStore
 

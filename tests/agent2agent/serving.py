@@ -14,7 +14,7 @@ import anyio
 import uvicorn
 
 from agentgraph import AgentContext, GraphBuilder, Runtime, node
-from agentgraph._serving import bind
+from agentgraph._util._serving import bind
 from agentgraph.llm import ToolCall
 
 SECRET = "sk-ant-api03-" + "A" * 40

@@ -289,4 +289,4 @@ def test_there_is_one_graph_loop():
     loops = [
         str(p.relative_to(ROOT)) for p in ROOT.rglob("*.py") if "graph.route(" in p.read_text()
     ]
-    assert loops == ["_runtime.py"]
+    assert loops == ["_core/_runtime.py"]

@@ -20,7 +20,7 @@ from agentgraph import (
     Types,
     node,
 )
-from agentgraph._json import to_data
+from agentgraph._core._json import to_data
 from agentgraph.checkpoint import MemoryStore, RunLog, SQLiteStore, decode_contexts
 from tests.checkpoint.support import Tally
 

@@ -72,7 +72,7 @@ async def premium_first(ctx: Any) -> dict[str, Any]:
 
 def test_the_flow_options_set_the_limits_and_the_priority_function():
     from agentgraph._cli import _parser
-    from agentgraph._cli_server import _settings
+    from agentgraph._cli._server import _settings
     from agentgraph.server import FlowLimits, Limit
 
     args = _parser().parse_args(

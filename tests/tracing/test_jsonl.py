@@ -345,7 +345,7 @@ async def test_a_file_that_cannot_be_written_detaches_the_sink_or_ends_the_run(c
 
 
 async def test_the_writer_thread_ends_when_the_sink_goes_idle(tmp_path, monkeypatch):
-    from agentgraph import _writers
+    from agentgraph._util import _writers
 
     monkeypatch.setattr(_writers, "IDLE", 0.01)
     sink = JsonlSink(tmp_path / "t.jsonl")

@@ -5,10 +5,10 @@ import re
 import pytest
 
 from agentgraph import AgentContext, GraphBuilder, GraphRunner, NodeFailed, node
+from agentgraph._core._mermaid import TIMES
 from agentgraph.tracing import TraceRecorder, graph_to_mermaid, run_to_mermaid, trace_to_html
 from agentgraph.tracing._diagram import Diagram, diagram_from_graph, diagram_from_trace
 from agentgraph.tracing._layout import layout
-from agentgraph.tracing._mermaid import TIMES
 
 from .support import nested_graph, scripted_agent
 

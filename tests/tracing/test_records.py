@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from agentgraph import AgentContext, GraphRunner, NodeFailed, StepInfo
-from agentgraph._redact import is_secret_name
+from agentgraph._util._redact import is_secret_name
 from agentgraph.tracing import Recorder, Redactor, TraceRecorder
 from agentgraph.tracing._jsonl import encode_record
 from agentgraph.tracing._records import plain

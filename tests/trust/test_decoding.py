@@ -120,6 +120,42 @@ def test_records_written_with_private_module_paths_still_load():
     assert back.input == Message.user("hi")
 
 
+def test_every_path_records_named_before_the_stable_names_resolves_to_its_class():
+    import agentgraph.mcp
+    import agentgraph.nodes  # each feature's types take their stable names as it loads
+    from agentgraph._core._json_types import _LEGACY
+
+    assert agentgraph.mcp.Elicitation and agentgraph.nodes.Source
+    for old, stable in _LEGACY.items():
+        cls = Types().resolve(old)
+        assert cls is not None, old
+        assert cls is Types().resolve(stable)
+        assert cls.__qualname__ == old.partition(":")[2] == stable.partition(":")[2]
+
+
+def test_a_feature_type_named_before_its_feature_loaded_says_what_to_import():
+    import subprocess
+
+    code = (
+        "import sys, agentgraph\n"
+        "try:\n"
+        '    old = b\'{"$type": "agentgraph.nodes._retrieve:Source"}\'\n'
+        "    agentgraph.AgentContext.from_json(old)\n"
+        "except agentgraph.ContextDecodingError as error:\n"
+        "    print(error)\n"
+        "print('agentgraph.nodes' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+    assert out == [
+        "cannot rebuild a context from this data: the data names type "
+        "'agentgraph.nodes._retrieve:Source', defined in agentgraph.nodes, which has not "
+        "been imported: import agentgraph.nodes before decoding",
+        "False",
+    ]
+
+
 class Tone(enum.Enum):
     CALM = "calm"
 

@@ -154,7 +154,7 @@ def test_the_command_line_masks_its_error_lines(tmp_path, monkeypatch):
     ],
 )
 def test_the_quick_scan_never_lets_a_secret_shape_through(text):
-    from agentgraph._redact import _HEADER, _KEY_SHAPES, _SCHEME, _header, _scheme
+    from agentgraph._util._redact import _HEADER, _KEY_SHAPES, _SCHEME, _header, _scheme
     from agentgraph.tracing import Redactor
 
     # What the three patterns mask with no quick scan in front of them.
@@ -165,7 +165,7 @@ def test_the_quick_scan_never_lets_a_secret_shape_through(text):
 
 
 def test_a_string_masked_again_is_masked_the_same_way():
-    from agentgraph._redact import _MEMO_CHARS, _MEMO_SIZE
+    from agentgraph._util._redact import _MEMO_CHARS, _MEMO_SIZE
     from agentgraph.tracing import Redactor
 
     texts = [
