@@ -45,8 +45,12 @@ from _durability_report import render_section
 from _engine_overhead_frameworks import ASSISTANT, TOOL, agentgraph_loop, langgraph_loop
 
 from agentgraph import AgentContext, Graph, GraphRunner, node
-from agentgraph._core._json import to_data
 from agentgraph.checkpoint import MemoryStore, PostgresStore, SQLiteStore
+
+try:
+    from agentgraph._core._json import to_data
+except ImportError:  # an earlier revision (before_after.py), before the package was grouped
+    from agentgraph._json import to_data  # type: ignore[no-redef]
 
 # LangGraph's serializer does not take attrs classes: the same fields as plain dicts.
 ASSISTANT_DICT = {"role": "assistant", "content": "calling the probe tool"}
