@@ -74,6 +74,10 @@ def is_open(path: str) -> bool:
     return path in OPEN or path.startswith("/docs/static/")
 
 
+MAX_COUNT = 2**62
+"""The largest limit or offset taken: the databases' integers hold no more."""
+
+
 def whole_number(given: Mapping[str, Any], name: str, default: int) -> int:
     """`given[name]` (a body's number, or a query's digits) as a count of at least 0; 422
     for anything else, never a 500."""
@@ -82,8 +86,8 @@ def whole_number(given: Mapping[str, Any], name: str, default: int) -> int:
         return default
     if isinstance(value, str) and value.isdigit():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Refused(422, f"{name} is a whole number of at least 0, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise Refused(422, f"{name} is a whole number from 0 to {MAX_COUNT}, not {value!r}")
     return value
 
 

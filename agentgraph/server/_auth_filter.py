@@ -117,6 +117,12 @@ class Filter:
                 conditions.append(f"(({column})::jsonb -> ?) @> ?::jsonb")
                 params += [key, orjson.dumps(list(items)).decode()]
                 continue
+            # The key holds a list (even for an empty operand, which every list holds).
+            conditions.append(
+                f"EXISTS (SELECT 1 FROM json_each({column}) AS m "
+                "WHERE m.key = ? AND m.type = 'array')"
+            )
+            params.append(key)
             for item in items:
                 typed, bound = _sqlite_same("e", item)
                 conditions.append(

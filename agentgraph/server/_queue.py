@@ -31,7 +31,7 @@ import queue as queues
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -1258,9 +1258,16 @@ class RunQueue:
             self._point_at(attrs.evolve(_assistant(rows[0]), updated_at=time.time()))
         return self.assistant(assistant_id)
 
-    def delete_assistant(self, assistant_id: str, *, threads: bool) -> list[str]:
+    def delete_assistant(
+        self,
+        assistant_id: str,
+        *,
+        threads: bool,
+        keep: Callable[[Mapping[str, Any]], bool] = lambda metadata: True,
+    ) -> list[str]:
         """Delete an assistant and its versions; with `threads`, also the threads it ran
-        on or that name it in their metadata (`assistant_id`), with their runs and events.
+        on or that name it in their metadata (`assistant_id`), with their runs and events,
+        those whose metadata `keep` passes (an authorization filter's: another's stay).
         The ids of the threads deleted."""
         with self.transaction():
             doomed: list[str] = []
@@ -1269,14 +1276,13 @@ class RunQueue:
                     "SELECT DISTINCT thread_id FROM server_runs WHERE assistant_id = ?",
                     (assistant_id,),
                 ).fetchall()
+                ran_on = {row[0] for row in ran}
                 named = self._run_sql("SELECT thread_id, metadata FROM server_threads").fetchall()
                 doomed = sorted(
-                    {row[0] for row in ran}
-                    | {
-                        row[0]
-                        for row in named
-                        if orjson.loads(row[1]).get("assistant_id") == assistant_id
-                    }
+                    thread_id
+                    for thread_id, metadata in ((row[0], orjson.loads(row[1])) for row in named)
+                    if (thread_id in ran_on or metadata.get("assistant_id") == assistant_id)
+                    and keep(metadata)
                 )
             running: list[str] = []
             for thread_id in doomed:

@@ -63,6 +63,11 @@ CREATE TABLE IF NOT EXISTS server_forgotten_threads (
 RunSql = Callable[[str, Sequence[Any]], Any]
 
 
+MAX_TTL = 100 * 365 * 24 * 60
+"""The longest ttl, in minutes (a hundred years): a longer one would overflow the
+database's arithmetic on its expiry and stop every sweep."""
+
+
 def ttl_of(body: Mapping[str, Any]) -> tuple[float, str] | None:
     """A request's `ttl` as minutes and strategy, None when it names none; 422 otherwise.
 
@@ -76,8 +81,14 @@ def ttl_of(body: Mapping[str, Any]) -> tuple[float, str] | None:
     if not isinstance(given, Mapping):
         raise Refused(422, f"ttl is an object with ttl (minutes) and strategy, not {given!r}")
     minutes = given.get("ttl")
-    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not minutes > 0:
-        raise Refused(422, f"ttl.ttl is a number of minutes above 0, not {minutes!r}")
+    if (
+        isinstance(minutes, bool)
+        or not isinstance(minutes, int | float)
+        or not 0 < minutes <= MAX_TTL
+    ):
+        raise Refused(
+            422, f"ttl.ttl is a number of minutes above 0 and at most {MAX_TTL}, not {minutes!r}"
+        )
     strategy = given.get("strategy") or "delete"
     if strategy not in STRATEGIES:
         raise Refused(422, f"ttl.strategy is one of {list(STRATEGIES)}, not {strategy!r}")

@@ -8,6 +8,7 @@ earlier version (`latest`), searched and deleted.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from typing import Any
@@ -27,6 +28,7 @@ from ._api import (
     whole_number,
 )
 from ._auth import caller, plain, uid
+from ._auth_filter import EVERYTHING
 from ._graphs import drawing, schemas, subgraphs, xray_depth
 from ._queue import StoredAssistant
 
@@ -104,7 +106,8 @@ class AssistantRoutes:
                 "assistant_id": uid(body.get("assistant_id") or uuid.uuid4()),
                 "metadata": _object(body, "metadata"),
             }
-            await self.api.access.check(request, "assistants", "create", value)
+            made = await self.api.access.check(request, "assistants", "create", value)
+            value["metadata"] = made.stamped(_object(value, "metadata"))  # found again
             body = {**body, **plain(value)}
         graph_id = body.get("graph_id")
         if not isinstance(graph_id, str):
@@ -130,7 +133,9 @@ class AssistantRoutes:
         created = await self.api.call(
             self.api.queue.put_assistant, assistant, owner=caller(request.scope) or None
         )
-        if not created and if_exists == "raise":
+        if created:
+            return json_response(assistant_json(assistant))
+        if if_exists == "raise":
             raise Refused(409, f"assistant {assistant_id!r} exists")
         # do_nothing answers with the assistant there, when the caller may read it.
         read = {"assistant_id": uid(assistant_id)}
@@ -147,8 +152,15 @@ class AssistantRoutes:
     async def update(self, request: Request) -> Response:
         body = await read_body(request)
         value = {k: v for k, v in body.items() if k in _CREATE_KEYS}
-        assistant = await self._named(request, "update", value)
+        assistant_id = request.path_params["assistant_id"]
+        value = {"assistant_id": uid(assistant_id), **value}
+        where = await self.api.access.check(request, "assistants", "update", value)
+        assistant = await self.api.assistant(assistant_id, where=where)
         body = {**body, **plain(value)}
+        if body.get("metadata") is not None and not where.matches(
+            {**assistant.metadata, **_object(body, "metadata")}
+        ):
+            raise Refused(403, "the update would take the assistant out of what the caller may see")
         changes: dict[str, Any] = {}
         if body.get("graph_id") is not None:
             self.api.graph(body["graph_id"])
@@ -171,8 +183,19 @@ class AssistantRoutes:
         if assistant.assistant_id == assistant_id_of(assistant.graph_id):
             raise Refused(409, f"the default assistant of graph {assistant.graph_id!r} stays")
         threads = _flag(request.query_params.get("delete_threads"))
+        # Only the threads the caller may delete go with it: another tenant's stay.
+        where = (
+            await self.api.access.check(request, "threads", "delete", {"thread_id": None})
+            if threads
+            else EVERYTHING
+        )
         await self.api.call(
-            self.api.queue.delete_assistant, assistant.assistant_id, threads=threads
+            functools.partial(
+                self.api.queue.delete_assistant,
+                assistant.assistant_id,
+                threads=threads,
+                keep=where.matches,
+            )
         )
         return Response(status_code=204)
 

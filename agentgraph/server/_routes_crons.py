@@ -179,10 +179,11 @@ class CronRoutes:
             "end_time": body.get("end_time"),
             "metadata": _object(body, "metadata"),
         }
-        await self.api.access.check(request, "crons", "create", value)
+        made = await self.api.access.check(request, "crons", "create", value)
         body = plain(value["payload"])
-        if "metadata" in body or value["metadata"]:
-            body["metadata"] = plain(value["metadata"])
+        metadata = made.stamped(plain(value["metadata"]))  # the caller's filter finds it
+        if "metadata" in body or metadata:
+            body["metadata"] = metadata
         if thread_id is not None:
             run = {
                 "thread_id": uid(thread_id),

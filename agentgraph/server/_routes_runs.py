@@ -15,7 +15,17 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .._core._versions import ResumePolicy
-from ._api import Api, Refused, json_response, read_body, run_json, run_settings, whole_number
+from ._api import (
+    MAX_BODY,
+    Api,
+    Refused,
+    check_uuid,
+    json_response,
+    read_body,
+    run_json,
+    run_settings,
+    whole_number,
+)
 from ._auth import caller, plain, uid
 from ._auth_filter import Filter
 from ._dedup import dedup_key
@@ -50,6 +60,24 @@ _RUN_FIELDS = (
 )
 """The fields a run listing may `select` (the clients' `RunSelectField`); runs here
 carry no `cancel_reason`, so selecting it adds nothing."""
+
+
+MAX_DELAY = 366 * 24 * 3600.0
+"""The longest `after_seconds` taken: a year."""
+
+
+def _delay(body: Mapping[str, Any]) -> float:
+    """A run's `after_seconds`, a number of seconds from 0 to a year; 422 otherwise."""
+    given = body.get("after_seconds") or 0
+    if (
+        isinstance(given, bool)
+        or not isinstance(given, int | float)
+        or not 0 <= given <= MAX_DELAY  # NaN fails it too
+    ):
+        raise Refused(
+            422, f"after_seconds is a number of seconds from 0 to {MAX_DELAY:.0f}, not {given!r}"
+        )
+    return float(given)
 
 
 def _selected(run: dict[str, Any], select: list[str]) -> dict[str, Any]:
@@ -184,6 +212,7 @@ class RunRoutes:
         """Queue the run `body` describes on `thread_id` (a new thread when None), for the
         caller of `request` (its `headers` unless given): the run, and whether it is one
         in flight that had the same idempotency key, answered instead of a new one."""
+        delay = _delay(body)
         webhook = await checked_webhook(body, self.webhooks)
         where, body = await self._allowed(request, body, thread_id)
         key = caller(request.scope)
@@ -255,7 +284,6 @@ class RunRoutes:
             flow_key=key,
             dedup_key=dedup,
         )
-        delay = float(body.get("after_seconds") or 0)
         return await self.queued(run, delay, stateless, owner=key or None)
 
     async def queued(
@@ -483,7 +511,12 @@ class RunRoutes:
     async def bulk_cancel(self, request: Request) -> Response:
         body = await read_body(request)
         action = body.get("action") or "interrupt"
-        for run_id in body.get("run_ids") or []:
+        if action not in ("interrupt", "rollback"):
+            raise Refused(422, f"action is 'interrupt' or 'rollback', not {action!r}")
+        run_ids = body.get("run_ids") or []
+        if not isinstance(run_ids, list):
+            raise Refused(422, f"run_ids is a list of run ids, not {run_ids!r}")
+        for run_id in [check_uuid(str(r), "run id") for r in run_ids]:
             value = {"run_id": uid(run_id), "action": action}
             where = await self.api.access.check(request, "runs", "update", value)
             if where:
@@ -499,9 +532,14 @@ class RunRoutes:
 
     async def batch(self, request: Request) -> Response:
         raw = await request.body()
-        items = orjson.loads(raw) if raw else []
-        if not isinstance(items, list):
-            raise Refused(422, "a batch is a JSON list of runs")
+        if len(raw) > MAX_BODY:
+            raise Refused(413, f"the body is larger than {MAX_BODY} bytes")
+        try:
+            items = orjson.loads(raw) if raw else []
+        except orjson.JSONDecodeError as exc:
+            raise Refused(422, f"the body is not JSON: {exc}") from exc
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise Refused(422, "a batch is a JSON list of runs, each an object")
         # Each item carries its own idempotency key, if any: the request's header is not theirs.
         runs = [(await self.create(request, item, None, headers={}))[0] for item in items]
         return json_response([run_json(r) for r in runs])

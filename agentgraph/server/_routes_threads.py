@@ -132,11 +132,11 @@ class ThreadRoutes:
             raise Refused(422, f"if_exists is 'raise' or 'do_nothing', not {if_exists!r}")
         ttl = ttl_of(body)
         value = {"thread_id": uid(thread_id), "metadata": _metadata(body), "if_exists": if_exists}
-        await self.api.access.check(request, "threads", "create", value)
+        made = await self.api.access.check(request, "threads", "create", value)
         created = await self.api.call(
             self.api.queue.put_thread,
             thread_id,
-            _metadata(value),
+            made.stamped(_metadata(value)),  # the caller's filter finds what they made
             replace=False,
             owner=caller(request.scope) or None,
         )
@@ -160,9 +160,12 @@ class ThreadRoutes:
     async def update(self, request: Request) -> Response:
         body = await read_body(request)
         ttl = ttl_of(body)
-        value = {"metadata": _metadata(body)}
-        thread = await self._thread(request, "update", value)
+        value = {"thread_id": uid(request.path_params["thread_id"]), "metadata": _metadata(body)}
+        where = await self.api.access.check(request, "threads", "update", value)
+        thread = await self.api.thread(request.path_params["thread_id"], where=where)
         metadata = {**thread.metadata, **_metadata(value)}
+        if not where.matches(metadata):
+            raise Refused(403, "the update would take the thread out of what the caller may see")
         await self.api.call(self.api.queue.update_thread, thread.thread_id, metadata=metadata)
         if ttl is not None:
             await self.api.call(self.retention.set_ttl, thread.thread_id, ttl)
@@ -205,11 +208,11 @@ class ThreadRoutes:
         thread = await self._thread(request, "read")
         new = str(uuid.uuid4())
         value = {"thread_id": uid(new), "metadata": dict(thread.metadata), "if_exists": "raise"}
-        await self.api.access.check(request, "threads", "create", value)
+        made = await self.api.access.check(request, "threads", "create", value)
         await self.api.call(
             self.api.queue.put_thread,
             new,
-            _metadata(value),
+            made.stamped(_metadata(value)),
             replace=False,
             owner=caller(request.scope) or None,
         )

@@ -194,6 +194,20 @@ async def test_assistants_of_another_tenant(tmp_path: Path) -> None:
         assert [a["assistant_id"] for a in await alice.assistants.search()] == [aid]
 
 
+async def test_deleting_an_assistant_with_its_threads_leaves_another_tenants(
+    tmp_path: Path,
+) -> None:
+    async with tenants(tmp_path, (str(tmp_path / "server.db"), "agentgraph")) as (_, alice, bob):
+        his = (await bob.assistants.create(graph_id="echo"))["assistant_id"]
+        his_thread = (await bob.threads.create(metadata={"assistant_id": his}))["thread_id"]
+        # Alice's thread names his assistant: deleting it with its threads is not hers to do.
+        hers = (await alice.threads.create(metadata={"assistant_id": his}))["thread_id"]
+        await bob.assistants.delete(his, delete_threads=True)
+        assert (await alice.threads.get(hers))["thread_id"] == hers
+        status, _ = await answer(bob.threads.get(his_thread))
+        assert status == 404
+
+
 async def test_crons_of_another_tenant(tmp_path: Path) -> None:
     async with tenants(tmp_path, (str(tmp_path / "server.db"), "agentgraph")) as (_, alice, bob):
         mine = await alice.assistants.create(graph_id="echo")

@@ -273,6 +273,7 @@ FILTERS = [
     {"owner": {"$eq": "alice's"}},
     {"team": {"$contains": "red"}},
     {"team": {"$contains": ["red", "blue"]}},
+    {"team": {"$contains": []}},  # holds a list, whatever is in it: not every row
     {"team": {"$contains": 1}},
     {"team": {"$contains": True}},
     {"level": 1},
@@ -309,3 +310,43 @@ def test_a_search_filters_in_sql_as_a_lookup_does(kind: str, tmp_path: Path, req
         queue.close()
         if kind == "postgresql":
             drop_schema(where, schema)
+
+
+async def test_a_filter_returned_on_create_is_stamped_and_an_update_cannot_leave_it(
+    tmp_path: Path,
+) -> None:
+    auth = Auth()
+
+    @auth.authenticate
+    async def authenticate(headers: dict[bytes, bytes]) -> Auth.types.MinimalUserDict:
+        return {"identity": headers[b"x-user"].decode()}
+
+    @auth.on
+    async def owned(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str]:
+        return {"owner": ctx.user.identity}  # filters only: writes no metadata itself
+
+    with serving(tmp_path, auth=auth) as url:
+        alice = httpx.AsyncClient(base_url=url, headers={"x-user": "alice"})
+        bob = httpx.AsyncClient(base_url=url, headers={"x-user": "bob"})
+        async with alice, bob:
+            # Metadata naming another owner is not planted in their searches.
+            made = await alice.post("/threads", json={"metadata": {"owner": "bob"}})
+            thread = made.json()
+            assert thread["metadata"] == {"owner": "alice"}
+            assert (await bob.post("/threads/search", json={})).json() == []
+            tid = thread["thread_id"]
+            moved = await alice.patch(f"/threads/{tid}", json={"metadata": {"owner": "bob"}})
+            assert moved.status_code == 403
+            kept = await alice.patch(f"/threads/{tid}", json={"metadata": {"k": 1}})
+            assert kept.json()["metadata"] == {"owner": "alice", "k": 1}
+            copy = (await alice.post(f"/threads/{tid}/copy")).json()
+            assert copy["metadata"]["owner"] == "alice"
+
+            body = {"graph_id": "echo", "metadata": {"owner": "bob"}}
+            assistant = (await alice.post("/assistants", json=body)).json()
+            assert assistant["metadata"] == {"owner": "alice"}
+            aid = assistant["assistant_id"]
+            assert (await bob.post("/assistants/search", json={})).json() == []
+            moved = await alice.patch(f"/assistants/{aid}", json={"metadata": {"owner": "bob"}})
+            assert moved.status_code == 403
+            assert (await alice.get(f"/assistants/{aid}")).json()["metadata"]["owner"] == "alice"
