@@ -96,16 +96,23 @@ def test_the_site_opened_from_disk_searches_and_follows_its_links(tmp_path):
         assert page.locator("article h1").first.inner_text().rstrip("¶") == "agentgraph"
         # Search works without a server: the index is inlined, the worker shim is the site's.
         page.click("label.md-search__icon, .md-search__input", timeout=10_000)
-        # The page's worker builds the index first, slowly on a loaded machine (over a
-        # minute with the whole suite beside it), and a query typed before it is ready
-        # may go unanswered: type it again until answered, for up to three minutes.
-        for _ in range(36):
+        # The page's worker builds the index first, slowly on a loaded machine, and a
+        # query typed before it is ready may go unanswered: wait until the result pane
+        # no longer says "Initializing search" (the theme's text until the worker is
+        # ready), then type the query key by key (the theme reads it on key-up, which
+        # `fill` does not send), again if it goes unanswered.
+        page.wait_for_function(
+            "() => !document.querySelector('.md-search-result__meta')"
+            ".textContent.includes('Initializing')",
+            timeout=240_000,
+        )
+        for _ in range(6):
             page.fill(".md-search__input", "")
-            page.fill(".md-search__input", "checkpoint")
+            page.locator(".md-search__input").press_sequentially("checkpoint")
             with contextlib.suppress(PlaywrightTimeout):
-                page.wait_for_selector(".md-search-result__item", timeout=5_000)
+                page.wait_for_selector(".md-search-result__item", timeout=10_000)
                 break
-        page.wait_for_selector(".md-search-result__item", timeout=5_000)
+        page.wait_for_selector(".md-search-result__item", timeout=10_000)
         assert page.locator(".md-search-result__item").count() >= 1
         page.keyboard.press("Escape")
         # A navigation link opens a page, not a folder's listing.
